@@ -1,0 +1,571 @@
+//! The async client: one connection, many requests in flight matched by id, server
+//! notifications delivered as a stream, `echo` answered without the caller.
+//!
+//! [`connect`] spawns the connection's two tasks (a reader and a writer) on the current
+//! tokio runtime and returns a cloneable [`Client`] plus the [`Notifications`] stream.
+//! The connection lives while a `Client` or the `Notifications` stream is alive.
+
+use std::collections::{BTreeMap, HashMap};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, DEFAULT_MAX_MESSAGE_SIZE};
+use crate::error::{Error, ServerError};
+use crate::monitor::{MonitorRequest, Notification, TableUpdates};
+use crate::ops::{decode_transact_reply, Operation, OperationResult};
+use crate::remote::Remote;
+use crate::schema::DatabaseSchema;
+use crate::transport::{self, TlsConfig, Transport};
+
+/// How to connect.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    /// TLS files, required for `ssl:` remotes.
+    pub tls: Option<TlsConfig>,
+    /// The largest incoming message accepted, in bytes.
+    pub max_message_size: usize,
+    /// How many notifications may wait unread before the connection stops reading
+    /// (backpressure: none is dropped).
+    pub notification_capacity: usize,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            tls: None,
+            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
+            notification_capacity: 1024,
+        }
+    }
+}
+
+/// The id of a request this client sent, for [`Client::cancel`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RequestId(pub u64);
+
+type Reply = Result<Bytes, Error>;
+
+struct Pending {
+    method: &'static str,
+    reply: oneshot::Sender<Reply>,
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<u64, Pending>,
+    closed: Option<Error>,
+}
+
+struct Shared {
+    next_id: AtomicU64,
+    state: Mutex<State>,
+    /// Becomes true once the connection has ended.
+    ended: watch::Sender<bool>,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the map inconsistent (every
+        // critical section is a single insert, remove or drain), so poisoning is ignored.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Ends the connection: every request in flight gets `err`, later ones get it too.
+    fn fail(&self, err: Error) {
+        let drained: Vec<(Pending, Error)> = {
+            let mut st = self.lock();
+            if st.closed.is_some() {
+                return;
+            }
+            tracing::debug!(error = %err, "ovsdb connection ended");
+            let drained = st
+                .pending
+                .drain()
+                .map(|(_, p)| (p, err.duplicate()))
+                .collect();
+            st.closed = Some(err);
+            drained
+        };
+        for (p, e) in drained {
+            let _ = p.reply.send(Err(e));
+        }
+        self.ended.send_replace(true);
+    }
+}
+
+/// A handle for sending requests on one connection; cheap to clone, usable from many
+/// tasks at once.
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+    out: mpsc::Sender<Outgoing>,
+}
+
+/// Messages the server sends unasked (`update`, `update2`, `update3`, `locked`,
+/// `stolen`, `monitor_canceled`, …), in the order received.
+///
+/// When this stream is not read, the connection stops reading once
+/// [`ConnectOptions::notification_capacity`] notifications wait: nothing is dropped.
+/// Drop the stream to say notifications are not wanted.
+pub struct Notifications {
+    rx: mpsc::Receiver<Notification>,
+    _keep_alive: mpsc::Sender<Outgoing>,
+}
+
+impl Notifications {
+    /// The next notification; `None` once the connection has ended.
+    pub async fn recv(&mut self) -> Option<Notification> {
+        self.rx.recv().await
+    }
+
+    /// A notification if one is waiting, without waiting.
+    pub fn try_recv(&mut self) -> Option<Notification> {
+        self.rx.try_recv().ok()
+    }
+}
+
+impl futures_util::Stream for Notifications {
+    type Item = Notification;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Notification>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+/// Connects to a remote given as `tcp:HOST:PORT`, `unix:PATH` (or `ssl:…` through
+/// [`connect_with`]), with default options.
+pub async fn connect(remote: &str) -> Result<(Client, Notifications), Error> {
+    let remote = Remote::parse(remote)?;
+    connect_with(&remote, &ConnectOptions::default()).await
+}
+
+/// Connects to `remote` with the given options.
+pub async fn connect_with(
+    remote: &Remote,
+    options: &ConnectOptions,
+) -> Result<(Client, Notifications), Error> {
+    let stream = transport::open(remote, options.tls.as_ref()).await?;
+    Ok(Client::from_transport(stream, options))
+}
+
+impl Client {
+    /// Runs the protocol over an already open stream. Must be called within a tokio
+    /// runtime, on which the connection's tasks are spawned.
+    pub fn from_transport<T: Transport>(
+        stream: T,
+        options: &ConnectOptions,
+    ) -> (Client, Notifications) {
+        let (read, write) = tokio::io::split(stream);
+        let (out_tx, out_rx) = mpsc::channel::<Outgoing>(1024);
+        let (note_tx, note_rx) = mpsc::channel(options.notification_capacity.max(1));
+        let (ended, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            next_id: AtomicU64::new(1),
+            state: Mutex::new(State::default()),
+            ended,
+        });
+        let reader = FramedRead::new(read, JsonRpcCodec::new(options.max_message_size));
+        let writer = FramedWrite::new(write, JsonRpcCodec::new(options.max_message_size));
+        tokio::spawn(write_loop(writer, out_rx, shared.clone()));
+        tokio::spawn(read_loop(
+            reader,
+            out_tx.downgrade(),
+            note_tx,
+            shared.clone(),
+        ));
+        let client = Client {
+            shared,
+            out: out_tx.clone(),
+        };
+        (
+            client,
+            Notifications {
+                rx: note_rx,
+                _keep_alive: out_tx,
+            },
+        )
+    }
+
+    /// True once the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.shared.lock().closed.is_some()
+    }
+
+    /// Waits until the connection ends and returns why.
+    pub async fn closed(&self) -> Error {
+        let mut rx = self.shared.ended.subscribe();
+        let _ = rx.wait_for(|ended| *ended).await;
+        self.shared
+            .lock()
+            .closed
+            .as_ref()
+            .map(Error::duplicate)
+            .unwrap_or_else(|| Error::closed(None))
+    }
+
+    fn register(&self, method: &'static str) -> Result<(u64, oneshot::Receiver<Reply>), Error> {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        let mut st = self.shared.lock();
+        if let Some(e) = &st.closed {
+            return Err(e.duplicate());
+        }
+        st.pending.insert(id, Pending { method, reply: tx });
+        Ok((id, rx))
+    }
+
+    async fn send_request(
+        &self,
+        id: u64,
+        method: &'static str,
+        params: Bytes,
+        rx: oneshot::Receiver<Reply>,
+    ) -> Reply {
+        let msg = Outgoing::Request {
+            id,
+            method: method.to_owned(),
+            params,
+        };
+        if self.out.send(msg).await.is_err() {
+            self.shared.lock().pending.remove(&id);
+            return Err(self.closed_error());
+        }
+        rx.await.unwrap_or_else(|_| Err(self.closed_error()))
+    }
+
+    fn closed_error(&self) -> Error {
+        self.shared
+            .lock()
+            .closed
+            .as_ref()
+            .map(Error::duplicate)
+            .unwrap_or_else(|| Error::closed(None))
+    }
+
+    /// Sends a request with already serialized params and returns the raw result.
+    pub async fn call_raw(&self, method: &'static str, params: Bytes) -> Result<Bytes, Error> {
+        let (id, rx) = self.register(method)?;
+        self.send_request(id, method, params, rx).await
+    }
+
+    /// Sends any request and decodes its result.
+    pub async fn call<P: Serialize + ?Sized, R: DeserializeOwned>(
+        &self,
+        method: &'static str,
+        params: &P,
+    ) -> Result<R, Error> {
+        let params = serde_json::to_vec(params)
+            .map_err(|e| Error::config(format!("cannot serialize {method} params: {e}")))?;
+        let raw = self.call_raw(method, params.into()).await?;
+        parse_reply(method, &raw)
+    }
+
+    /// `list_dbs`: the names of the databases the server holds.
+    pub async fn list_dbs(&self) -> Result<Vec<String>, Error> {
+        self.call("list_dbs", &[(); 0]).await
+    }
+
+    /// `get_schema`, parsed.
+    pub async fn get_schema(&self, db: &str) -> Result<DatabaseSchema, Error> {
+        let json = self.get_schema_json(db).await?;
+        DatabaseSchema::from_json(&json).map_err(|e| {
+            Error::protocol(format!(
+                "get_schema {db}: the server's schema is invalid: {e}"
+            ))
+        })
+    }
+
+    /// `get_schema`, as the server sent it.
+    pub async fn get_schema_json(&self, db: &str) -> Result<serde_json::Value, Error> {
+        self.call("get_schema", &[db]).await
+    }
+
+    /// `transact`: runs `operations` atomically on `db`.
+    ///
+    /// Returns one result per operation; a refused transaction is an error whose
+    /// [`Error::as_transaction_error`] tells which operation failed and why.
+    pub async fn transact(
+        &self,
+        db: &str,
+        operations: &[Operation],
+    ) -> Result<Vec<OperationResult>, Error> {
+        let (_, fut) = self.transact_cancellable(db, operations)?;
+        fut.await
+    }
+
+    /// Like [`transact`](Self::transact), but returns the request's id first, so that
+    /// [`cancel`](Self::cancel) can end a transaction blocked in a `wait`.
+    pub fn transact_cancellable(
+        &self,
+        db: &str,
+        operations: &[Operation],
+    ) -> Result<
+        (
+            RequestId,
+            impl std::future::Future<Output = Result<Vec<OperationResult>, Error>> + Send + 'static,
+        ),
+        Error,
+    > {
+        let params = transact_params(db, operations)?;
+        let n = operations.len();
+        let (id, rx) = self.register("transact")?;
+        let client = self.clone();
+        Ok((RequestId(id), async move {
+            let raw = client.send_request(id, "transact", params, rx).await?;
+            match decode_transact_reply(&raw, n) {
+                Ok(Ok(results)) => Ok(results),
+                Ok(Err(e)) => Err(Error::transaction(e)),
+                Err(msg) => Err(Error::protocol(msg)),
+            }
+        }))
+    }
+
+    /// `transact` with the params array (`[DB, OP, …]`) given as JSON; returns the result
+    /// array as the server sent it, errors included.
+    pub async fn transact_json(
+        &self,
+        params: &serde_json::Value,
+    ) -> Result<serde_json::Value, Error> {
+        if !params
+            .as_array()
+            .is_some_and(|a| a.first().is_some_and(|d| d.is_string()))
+        {
+            return Err(Error::config(
+                "a transaction is a JSON array whose first element is the database name",
+            ));
+        }
+        self.call("transact", params).await
+    }
+
+    /// `cancel`: asks the server to end a request still in progress (a `transact` waiting
+    /// in a `wait` operation); the request then fails with the server's `canceled` error.
+    pub async fn cancel(&self, id: RequestId) -> Result<(), Error> {
+        let params = serde_json::to_vec(&[id.0]).map_err(|e| Error::config(e.to_string()))?;
+        self.out
+            .send(Outgoing::Notification {
+                method: "cancel".into(),
+                params: params.into(),
+            })
+            .await
+            .map_err(|_| self.closed_error())
+    }
+
+    /// `monitor`: starts monitoring tables of `db` and returns their initial contents;
+    /// later changes arrive as [`Notification::Update`] with the same `monitor_id`.
+    pub async fn monitor(
+        &self,
+        db: &str,
+        monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+    ) -> Result<TableUpdates, Error> {
+        self.call("monitor", &(db, monitor_id, requests)).await
+    }
+
+    /// `monitor_cancel`: ends a monitor.
+    pub async fn monitor_cancel(&self, monitor_id: serde_json::Value) -> Result<(), Error> {
+        let _: serde_json::Value = self.call("monitor_cancel", &[monitor_id]).await?;
+        Ok(())
+    }
+
+    /// `lock`: asks for a lock; true when granted now, false when queued (a
+    /// [`Notification::Locked`] follows when it is granted).
+    pub async fn lock(&self, name: &str) -> Result<bool, Error> {
+        self.lock_call("lock", name).await
+    }
+
+    /// `steal`: takes a lock from its holder, who gets [`Notification::Stolen`].
+    pub async fn steal(&self, name: &str) -> Result<bool, Error> {
+        self.lock_call("steal", name).await
+    }
+
+    async fn lock_call(&self, method: &'static str, name: &str) -> Result<bool, Error> {
+        #[derive(serde::Deserialize)]
+        struct Locked {
+            locked: bool,
+        }
+        let r: Locked = self.call(method, &[name]).await?;
+        Ok(r.locked)
+    }
+
+    /// `unlock`: releases a lock or leaves its queue.
+    pub async fn unlock(&self, name: &str) -> Result<(), Error> {
+        let _: serde_json::Value = self.call("unlock", &[name]).await?;
+        Ok(())
+    }
+
+    /// `echo`: the server sends `params` back.
+    pub async fn echo(&self, params: &serde_json::Value) -> Result<serde_json::Value, Error> {
+        self.call("echo", params).await
+    }
+}
+
+fn parse_reply<R: DeserializeOwned>(method: &str, raw: &[u8]) -> Result<R, Error> {
+    serde_json::from_slice(raw)
+        .map_err(|e| Error::protocol(format!("malformed {method} reply: {e}")))
+}
+
+fn transact_params(db: &str, operations: &[Operation]) -> Result<Bytes, Error> {
+    struct Params<'a>(&'a str, &'a [Operation]);
+    impl Serialize for Params<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeSeq;
+            let mut seq = s.serialize_seq(Some(self.1.len() + 1))?;
+            seq.serialize_element(self.0)?;
+            for op in self.1 {
+                seq.serialize_element(op)?;
+            }
+            seq.end()
+        }
+    }
+    serde_json::to_vec(&Params(db, operations))
+        .map(Bytes::from)
+        .map_err(|e| Error::config(format!("cannot serialize transaction: {e}")))
+}
+
+async fn write_loop<W: tokio::io::AsyncWrite + Unpin>(
+    mut sink: FramedWrite<W, JsonRpcCodec>,
+    mut rx: mpsc::Receiver<Outgoing>,
+    shared: Arc<Shared>,
+) {
+    let mut ended = shared.ended.subscribe();
+    loop {
+        let first = tokio::select! {
+            m = rx.recv() => m,
+            _ = ended.wait_for(|e| *e) => None,
+        };
+        let Some(first) = first else { break };
+        // Batch what is already queued into one write.
+        let mut result = sink.feed(first).await;
+        let mut batched = 1;
+        while result.is_ok() && batched < 512 {
+            match rx.try_recv() {
+                Ok(m) => {
+                    result = sink.feed(m).await;
+                    batched += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = result.and(sink.flush().await) {
+            shared.fail(e.into());
+            return;
+        }
+    }
+    // Every handle is gone (or the reader ended): close our side.
+    let _ = sink.close().await;
+    shared.fail(Error::closed(Some("closed by the client".into())));
+}
+
+async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
+    mut stream: FramedRead<R, JsonRpcCodec>,
+    out: mpsc::WeakSender<Outgoing>,
+    notes: mpsc::Sender<Notification>,
+    shared: Arc<Shared>,
+) {
+    let mut ended = shared.ended.subscribe();
+    let mut notes = Some(notes);
+    loop {
+        let next = tokio::select! {
+            m = stream.next() => m,
+            _ = ended.wait_for(|e| *e) => return,
+        };
+        let msg = match next {
+            None => {
+                shared.fail(Error::closed(Some(
+                    "the server closed the connection".into(),
+                )));
+                return;
+            }
+            Some(Err(e)) => {
+                shared.fail(e.into());
+                return;
+            }
+            Some(Ok(m)) => m,
+        };
+        if let Err(e) = dispatch(msg, &out, &mut notes, &shared).await {
+            shared.fail(e);
+            return;
+        }
+    }
+}
+
+async fn dispatch(
+    msg: RawMessage,
+    out: &mpsc::WeakSender<Outgoing>,
+    notes: &mut Option<mpsc::Sender<Notification>>,
+    shared: &Shared,
+) -> Result<(), Error> {
+    let id = msg.member("id");
+    let id_is_null = id.as_deref().is_none_or(|i| i == b"null");
+    if let Some(method) = msg.member("method") {
+        let method: String = serde_json::from_slice(&method)
+            .map_err(|e| Error::protocol(format!("method name is not a string: {e}")))?;
+        let params = msg
+            .member("params")
+            .unwrap_or_else(|| Bytes::from_static(b"[]"));
+        if id_is_null {
+            let note = Notification::decode(&method, &params).map_err(Error::protocol)?;
+            if let Some(tx) = notes {
+                if tx.send(note).await.is_err() {
+                    tracing::debug!(
+                        "notifications stream dropped; later notifications are discarded"
+                    );
+                    *notes = None;
+                }
+            }
+            return Ok(());
+        }
+        let reply = if method == "echo" {
+            Outgoing::Response {
+                id: id.unwrap_or_default(),
+                result: params,
+            }
+        } else {
+            tracing::warn!(%method, "server sent a request this client does not handle");
+            Outgoing::Response {
+                id: id.unwrap_or_default(),
+                result: Bytes::from_static(b"null"),
+            }
+        };
+        if let Some(out) = out.upgrade() {
+            let _ = out.send(reply).await;
+        }
+        return Ok(());
+    }
+    let id_text = id.ok_or_else(|| Error::protocol("message has neither \"method\" nor \"id\""))?;
+    let id: u64 = serde_json::from_slice(&id_text).map_err(|_| {
+        Error::protocol(format!(
+            "reply to no request: id {} was never sent",
+            String::from_utf8_lossy(&id_text)
+        ))
+    })?;
+    let pending =
+        shared.lock().pending.remove(&id).ok_or_else(|| {
+            Error::protocol(format!("reply to no request: id {id} is not in flight"))
+        })?;
+    let error = msg.member("error").filter(|e| &e[..] != b"null");
+    let reply = match error {
+        Some(e) => {
+            let raw: serde_json::Value = serde_json::from_slice(&e)
+                .map_err(|e| Error::protocol(format!("malformed error in reply {id}: {e}")))?;
+            Err(Error::server(pending.method, ServerError::from_json(raw)))
+        }
+        None => match msg.member("result") {
+            Some(r) => Ok(r),
+            None => Err(Error::protocol(format!(
+                "reply {id} to {} has neither result nor error",
+                pending.method
+            ))),
+        },
+    };
+    let _ = pending.reply.send(reply);
+    Ok(())
+}

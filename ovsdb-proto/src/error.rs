@@ -1,0 +1,261 @@
+//! The one error type of this crate, with queries that tell its kinds apart.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::codec::CodecError;
+use crate::ops::OperationResult;
+
+/// An error the server sent in reply to a request: `{"error": E, "details": D}` (or a
+/// bare string, as for `canceled`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerError {
+    /// The short error name, e.g. `unknown database`, `constraint violation`.
+    pub error: String,
+    /// The server's longer explanation, when it gave one.
+    pub details: Option<String>,
+    /// The error exactly as received.
+    pub raw: serde_json::Value,
+}
+
+impl ServerError {
+    /// Reads an error from the `error` member of a reply or of a transaction result.
+    pub fn from_json(raw: serde_json::Value) -> ServerError {
+        let (error, details) = match &raw {
+            serde_json::Value::String(s) => (s.clone(), None),
+            serde_json::Value::Object(o) => (
+                o.get("error")
+                    .and_then(|e| e.as_str())
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| raw.to_string()),
+                o.get("details").and_then(|d| d.as_str()).map(str::to_owned),
+            ),
+            other => (other.to_string(), None),
+        };
+        ServerError {
+            error,
+            details,
+            raw,
+        }
+    }
+}
+
+impl fmt::Display for ServerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.error)?;
+        if let Some(d) = &self.details {
+            write!(f, ": {d}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A transaction that the server refused: which operation failed (or none, for an error
+/// found at commit such as a constraint or referential integrity violation), the server's
+/// error, and the results of the operations before it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransactionError {
+    /// Index of the failing operation; `None` when the error came after all operations
+    /// (found when committing).
+    pub operation: Option<usize>,
+    /// Number of operations in the transaction.
+    pub operations: usize,
+    /// The server's error.
+    pub error: ServerError,
+    /// Results of the operations that succeeded before the failure.
+    pub results: Vec<OperationResult>,
+}
+
+impl fmt::Display for TransactionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.operation {
+            Some(i) => write!(
+                f,
+                "transaction failed at operation {} of {}: {}",
+                i, self.operations, self.error
+            ),
+            None => write!(f, "transaction failed at commit: {}", self.error),
+        }
+    }
+}
+
+/// The broad kind of an [`Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The connection is closed (by either side, or after an earlier failure).
+    Closed,
+    /// Reading from or writing to the transport failed, or connecting did.
+    Io,
+    /// The peer broke the protocol: malformed JSON, a reply to no request, a message
+    /// over the size limit, a reply of the wrong shape.
+    Protocol,
+    /// The server answered a request with an error.
+    Server,
+    /// The server refused a transaction.
+    Transaction,
+    /// A remote string, a TLS setting or another argument given by the caller is invalid.
+    Config,
+    /// A datum does not fit its column.
+    Datum,
+}
+
+#[derive(Debug)]
+enum Repr {
+    Closed(Option<Arc<str>>),
+    Io(std::io::Error),
+    Protocol(String),
+    Server { method: String, error: ServerError },
+    Transaction(TransactionError),
+    Config(String),
+    Datum(crate::schema::DatumError),
+}
+
+/// The error of every fallible operation in this crate.
+pub struct Error(Box<Repr>);
+
+impl Error {
+    pub(crate) fn closed(reason: Option<Arc<str>>) -> Error {
+        Error(Box::new(Repr::Closed(reason)))
+    }
+
+    pub(crate) fn io(e: std::io::Error) -> Error {
+        Error(Box::new(Repr::Io(e)))
+    }
+
+    pub(crate) fn protocol(msg: impl Into<String>) -> Error {
+        Error(Box::new(Repr::Protocol(msg.into())))
+    }
+
+    pub(crate) fn server(method: &str, error: ServerError) -> Error {
+        Error(Box::new(Repr::Server {
+            method: method.to_owned(),
+            error,
+        }))
+    }
+
+    pub(crate) fn transaction(e: TransactionError) -> Error {
+        Error(Box::new(Repr::Transaction(e)))
+    }
+
+    pub(crate) fn config(msg: impl Into<String>) -> Error {
+        Error(Box::new(Repr::Config(msg.into())))
+    }
+
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        match &*self.0 {
+            Repr::Closed(_) => ErrorKind::Closed,
+            Repr::Io(_) => ErrorKind::Io,
+            Repr::Protocol(_) => ErrorKind::Protocol,
+            Repr::Server { .. } => ErrorKind::Server,
+            Repr::Transaction(_) => ErrorKind::Transaction,
+            Repr::Config(_) => ErrorKind::Config,
+            Repr::Datum(_) => ErrorKind::Datum,
+        }
+    }
+
+    /// True when the connection is closed.
+    pub fn is_closed(&self) -> bool {
+        self.kind() == ErrorKind::Closed
+    }
+
+    /// True when the peer broke the protocol.
+    pub fn is_protocol(&self) -> bool {
+        self.kind() == ErrorKind::Protocol
+    }
+
+    /// The server's error, for an error reply to a request.
+    pub fn as_server_error(&self) -> Option<&ServerError> {
+        match &*self.0 {
+            Repr::Server { error, .. } => Some(error),
+            Repr::Transaction(t) => Some(&t.error),
+            _ => None,
+        }
+    }
+
+    /// The refused transaction, for a transaction error.
+    pub fn as_transaction_error(&self) -> Option<&TransactionError> {
+        match &*self.0 {
+            Repr::Transaction(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The datum error, for a value that does not fit its column.
+    pub fn as_datum_error(&self) -> Option<&crate::schema::DatumError> {
+        match &*self.0 {
+            Repr::Datum(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// A copy good enough to hand to every request that a failure ends: the kind and the
+    /// message are kept, an I/O error's source becomes text.
+    pub(crate) fn duplicate(&self) -> Error {
+        Error(Box::new(match &*self.0 {
+            Repr::Closed(r) => Repr::Closed(r.clone()),
+            Repr::Io(e) => Repr::Io(std::io::Error::new(e.kind(), e.to_string())),
+            Repr::Protocol(m) => Repr::Protocol(m.clone()),
+            Repr::Server { method, error } => Repr::Server {
+                method: method.clone(),
+                error: error.clone(),
+            },
+            Repr::Transaction(t) => Repr::Transaction(t.clone()),
+            Repr::Config(m) => Repr::Config(m.clone()),
+            Repr::Datum(d) => Repr::Datum(d.clone()),
+        }))
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Error").field(&self.0).finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.0 {
+            Repr::Closed(None) => f.write_str("connection closed"),
+            Repr::Closed(Some(r)) => write!(f, "connection closed: {r}"),
+            Repr::Io(e) => write!(f, "i/o error: {e}"),
+            Repr::Protocol(m) => write!(f, "protocol error: {m}"),
+            Repr::Server { method, error } => write!(f, "{method} failed: {error}"),
+            Repr::Transaction(t) => t.fmt(f),
+            Repr::Config(m) => f.write_str(m),
+            Repr::Datum(d) => d.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &*self.0 {
+            Repr::Io(e) => Some(e),
+            Repr::Datum(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+impl From<CodecError> for Error {
+    fn from(e: CodecError) -> Error {
+        match e {
+            CodecError::Io(io) => Error::io(io),
+            other => Error::protocol(other.to_string()),
+        }
+    }
+}
+
+impl From<crate::schema::DatumError> for Error {
+    fn from(e: crate::schema::DatumError) -> Error {
+        Error(Box::new(Repr::Datum(e)))
+    }
+}
+
+impl From<crate::remote::RemoteError> for Error {
+    fn from(e: crate::remote::RemoteError) -> Error {
+        Error::config(e.to_string())
+    }
+}

@@ -1,0 +1,41 @@
+//! RFC 7047 OVSDB from scratch: the data model, schemas, a streaming JSON-RPC codec and
+//! an async client over `tcp:`, `unix:` and `ssl:` remotes.
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), ovsdb_proto::Error> {
+//! use ovsdb_proto::{connect, Datum, Operation, Row};
+//!
+//! let (client, _notifications) = connect("unix:/var/run/ovn/ovnnb_db.sock").await?;
+//! let mut row = Row::new();
+//! row.insert("name".into(), Datum::scalar("sw0"));
+//! let results = client
+//!     .transact("OVN_Northbound", &[Operation::insert("Logical_Switch", row)])
+//!     .await?;
+//! println!("new switch {}", results[0].uuid().unwrap());
+//! # Ok(()) }
+//! ```
+//!
+//! The layers, from the bottom: [`datum`] and [`schema`] (no I/O), [`codec`] (framing as
+//! a tokio-util codec), [`ops`] and [`monitor`] (the messages), then [`client`].
+
+pub mod client;
+pub mod codec;
+pub mod datum;
+pub mod error;
+pub mod monitor;
+pub mod ops;
+pub mod remote;
+pub mod schema;
+pub mod transport;
+
+pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, RequestId};
+pub use datum::{Atom, AtomicType, Datum, Row};
+pub use error::{Error, ErrorKind, ServerError, TransactionError};
+pub use monitor::{
+    MonitorRequest, MonitorSelect, Notification, RowUpdate, RowUpdate2, TableUpdates, TableUpdates2,
+};
+pub use ops::{Condition, Function, Mutation, Mutator, Operation, OperationResult, WaitUntil};
+pub use remote::Remote;
+pub use schema::{ColumnSchema, ColumnType, DatabaseSchema, DatumError, TableSchema};
+pub use transport::TlsConfig;
+pub use uuid::Uuid;

@@ -1,0 +1,648 @@
+//! Transaction operations (RFC 7047 §5.2) and their results.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::datum::{Datum, Row};
+use crate::error::{ServerError, TransactionError};
+
+/// A condition function of a `where` clause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Function {
+    /// `<`, on integers and reals.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `==`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// `>=`.
+    Ge,
+    /// `>`.
+    Gt,
+    /// `includes`: the column holds every element of the value.
+    Includes,
+    /// `excludes`: the column holds no element of the value.
+    Excludes,
+}
+
+impl Function {
+    /// The function as written on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Function::Lt => "<",
+            Function::Le => "<=",
+            Function::Eq => "==",
+            Function::Ne => "!=",
+            Function::Ge => ">=",
+            Function::Gt => ">",
+            Function::Includes => "includes",
+            Function::Excludes => "excludes",
+        }
+    }
+}
+
+/// One `[column, function, value]` condition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Condition {
+    /// The column tested (may be `_uuid`).
+    pub column: String,
+    /// The test.
+    pub function: Function,
+    /// The value tested against.
+    pub value: Datum,
+}
+
+impl Condition {
+    /// A condition from its three parts.
+    pub fn new(column: impl Into<String>, function: Function, value: impl Into<Datum>) -> Self {
+        Condition {
+            column: column.into(),
+            function,
+            value: value.into(),
+        }
+    }
+
+    /// `column == value`.
+    pub fn eq(column: impl Into<String>, value: impl Into<Datum>) -> Self {
+        Condition::new(column, Function::Eq, value)
+    }
+
+    /// `_uuid == uuid`.
+    pub fn uuid(uuid: Uuid) -> Self {
+        Condition::new("_uuid", Function::Eq, Datum::uuid(uuid))
+    }
+}
+
+impl Serialize for Condition {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(3))?;
+        seq.serialize_element(&self.column)?;
+        seq.serialize_element(self.function.as_str())?;
+        seq.serialize_element(&self.value)?;
+        seq.end()
+    }
+}
+
+/// A mutator of a `mutate` operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mutator {
+    /// `+=`.
+    Add,
+    /// `-=`.
+    Sub,
+    /// `*=`.
+    Mul,
+    /// `/=`.
+    Div,
+    /// `%=`.
+    Mod,
+    /// `insert`: add elements to a set, or pairs whose key is absent to a map.
+    Insert,
+    /// `delete`: remove elements from a set, or keys (given as a set) or pairs from a map.
+    Delete,
+}
+
+impl Mutator {
+    /// The mutator as written on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mutator::Add => "+=",
+            Mutator::Sub => "-=",
+            Mutator::Mul => "*=",
+            Mutator::Div => "/=",
+            Mutator::Mod => "%=",
+            Mutator::Insert => "insert",
+            Mutator::Delete => "delete",
+        }
+    }
+}
+
+/// One `[column, mutator, value]` mutation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mutation {
+    /// The column changed.
+    pub column: String,
+    /// How.
+    pub mutator: Mutator,
+    /// The operand.
+    pub value: Datum,
+}
+
+impl Mutation {
+    /// A mutation from its three parts.
+    pub fn new(column: impl Into<String>, mutator: Mutator, value: impl Into<Datum>) -> Self {
+        Mutation {
+            column: column.into(),
+            mutator,
+            value: value.into(),
+        }
+    }
+}
+
+impl Serialize for Mutation {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(3))?;
+        seq.serialize_element(&self.column)?;
+        seq.serialize_element(self.mutator.as_str())?;
+        seq.serialize_element(&self.value)?;
+        seq.end()
+    }
+}
+
+/// The `until` of a `wait` operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitUntil {
+    /// Wait until the selected rows equal the given rows.
+    Equal,
+    /// Wait until they differ.
+    NotEqual,
+}
+
+/// One operation of a transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Operation {
+    /// Insert a row; `uuid_name` lets later operations refer to it as a named-uuid.
+    Insert {
+        /// The table.
+        table: String,
+        /// Column values; columns left out get their defaults.
+        row: Row,
+        /// The name later operations use in `["named-uuid", NAME]`.
+        uuid_name: Option<String>,
+    },
+    /// Read rows.
+    Select {
+        /// The table.
+        table: String,
+        /// Conditions, all of which a row must meet.
+        conditions: Vec<Condition>,
+        /// Columns to return; all of them when `None`.
+        columns: Option<Vec<String>>,
+    },
+    /// Set columns in every matching row.
+    Update {
+        /// The table.
+        table: String,
+        /// Conditions.
+        conditions: Vec<Condition>,
+        /// New values.
+        row: Row,
+    },
+    /// Change columns in place in every matching row.
+    Mutate {
+        /// The table.
+        table: String,
+        /// Conditions.
+        conditions: Vec<Condition>,
+        /// Mutations, applied in order.
+        mutations: Vec<Mutation>,
+    },
+    /// Delete every matching row.
+    Delete {
+        /// The table.
+        table: String,
+        /// Conditions.
+        conditions: Vec<Condition>,
+    },
+    /// Wait until (or check that) the matching rows' columns equal (or differ from) `rows`.
+    Wait {
+        /// The table.
+        table: String,
+        /// How long to wait in milliseconds; `Some(0)` checks without waiting.
+        timeout: Option<u64>,
+        /// Conditions.
+        conditions: Vec<Condition>,
+        /// Columns compared.
+        columns: Vec<String>,
+        /// Equal or not equal.
+        until: WaitUntil,
+        /// The rows to compare with.
+        rows: Vec<Row>,
+    },
+    /// Ask for the commit to be durable (on disk) before the reply.
+    Commit {
+        /// Durable or not.
+        durable: bool,
+    },
+    /// Abort the transaction; it fails with `aborted`.
+    Abort,
+    /// A comment recorded in the database log.
+    Comment(String),
+    /// Fail unless this client holds the named lock.
+    Assert {
+        /// The lock name.
+        lock: String,
+    },
+}
+
+impl Operation {
+    /// An insert without a named-uuid.
+    pub fn insert(table: impl Into<String>, row: Row) -> Operation {
+        Operation::Insert {
+            table: table.into(),
+            row,
+            uuid_name: None,
+        }
+    }
+
+    /// An insert that later operations can refer to as `["named-uuid", name]`.
+    pub fn insert_named(table: impl Into<String>, row: Row, name: impl Into<String>) -> Operation {
+        Operation::Insert {
+            table: table.into(),
+            row,
+            uuid_name: Some(name.into()),
+        }
+    }
+
+    /// A select of all columns.
+    pub fn select(table: impl Into<String>, conditions: Vec<Condition>) -> Operation {
+        Operation::Select {
+            table: table.into(),
+            conditions,
+            columns: None,
+        }
+    }
+
+    /// The operation's name on the wire (`insert`, `select`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Operation::Insert { .. } => "insert",
+            Operation::Select { .. } => "select",
+            Operation::Update { .. } => "update",
+            Operation::Mutate { .. } => "mutate",
+            Operation::Delete { .. } => "delete",
+            Operation::Wait { .. } => "wait",
+            Operation::Commit { .. } => "commit",
+            Operation::Abort => "abort",
+            Operation::Comment(_) => "comment",
+            Operation::Assert { .. } => "assert",
+        }
+    }
+}
+
+impl Serialize for Operation {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("op", self.name())?;
+        match self {
+            Operation::Insert {
+                table,
+                row,
+                uuid_name,
+            } => {
+                m.serialize_entry("table", table)?;
+                m.serialize_entry("row", row)?;
+                if let Some(n) = uuid_name {
+                    m.serialize_entry("uuid-name", n)?;
+                }
+            }
+            Operation::Select {
+                table,
+                conditions,
+                columns,
+            } => {
+                m.serialize_entry("table", table)?;
+                m.serialize_entry("where", conditions)?;
+                if let Some(c) = columns {
+                    m.serialize_entry("columns", c)?;
+                }
+            }
+            Operation::Update {
+                table,
+                conditions,
+                row,
+            } => {
+                m.serialize_entry("table", table)?;
+                m.serialize_entry("where", conditions)?;
+                m.serialize_entry("row", row)?;
+            }
+            Operation::Mutate {
+                table,
+                conditions,
+                mutations,
+            } => {
+                m.serialize_entry("table", table)?;
+                m.serialize_entry("where", conditions)?;
+                m.serialize_entry("mutations", mutations)?;
+            }
+            Operation::Delete { table, conditions } => {
+                m.serialize_entry("table", table)?;
+                m.serialize_entry("where", conditions)?;
+            }
+            Operation::Wait {
+                table,
+                timeout,
+                conditions,
+                columns,
+                until,
+                rows,
+            } => {
+                m.serialize_entry("table", table)?;
+                if let Some(t) = timeout {
+                    m.serialize_entry("timeout", t)?;
+                }
+                m.serialize_entry("where", conditions)?;
+                m.serialize_entry("columns", columns)?;
+                m.serialize_entry(
+                    "until",
+                    match until {
+                        WaitUntil::Equal => "==",
+                        WaitUntil::NotEqual => "!=",
+                    },
+                )?;
+                m.serialize_entry("rows", rows)?;
+            }
+            Operation::Commit { durable } => m.serialize_entry("durable", durable)?,
+            Operation::Abort => {}
+            Operation::Comment(c) => m.serialize_entry("comment", c)?,
+            Operation::Assert { lock } => m.serialize_entry("lock", lock)?,
+        }
+        m.end()
+    }
+}
+
+/// The result of one successful operation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OperationResult {
+    /// An insert: the new row's uuid.
+    Insert {
+        /// The uuid the server gave the row.
+        uuid: Uuid,
+    },
+    /// A select: the rows found, with the columns asked for.
+    Select {
+        /// The rows.
+        rows: Vec<Row>,
+    },
+    /// An update, mutate or delete: how many rows matched.
+    Count(u64),
+    /// Any other operation, which returns `{}`.
+    Empty,
+}
+
+impl OperationResult {
+    /// The uuid of an insert.
+    pub fn uuid(&self) -> Option<Uuid> {
+        match self {
+            OperationResult::Insert { uuid } => Some(*uuid),
+            _ => None,
+        }
+    }
+
+    /// The rows of a select.
+    pub fn rows(&self) -> Option<&[Row]> {
+        match self {
+            OperationResult::Select { rows } => Some(rows),
+            _ => None,
+        }
+    }
+
+    /// The count of an update, mutate or delete.
+    pub fn count(&self) -> Option<u64> {
+        match self {
+            OperationResult::Count(c) => Some(*c),
+            _ => None,
+        }
+    }
+}
+
+/// One element of a transact reply: a result, an error, or null (not run).
+enum Slot {
+    Ok(OperationResult),
+    Err(ServerError),
+    NotRun,
+}
+
+impl<'de> Deserialize<'de> for Slot {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Slot, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Slot;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an operation result object or null")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Slot, E> {
+                Ok(Slot::NotRun)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Slot, A::Error> {
+                let mut uuid = None;
+                let mut rows = None;
+                let mut count = None;
+                let mut error = None;
+                let mut details = None;
+                let mut other = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "uuid" => {
+                            let d: Datum = map.next_value()?;
+                            uuid =
+                                Some(d.as_scalar().and_then(|a| a.as_uuid()).ok_or_else(|| {
+                                    de::Error::custom(format_args!(
+                                        "insert result uuid {d} is not a uuid"
+                                    ))
+                                })?);
+                        }
+                        "rows" => rows = Some(map.next_value::<Vec<Row>>()?),
+                        "count" => count = Some(map.next_value::<u64>()?),
+                        "error" => error = Some(map.next_value::<serde_json::Value>()?),
+                        "details" => details = Some(map.next_value::<serde_json::Value>()?),
+                        _ => {
+                            let v: serde_json::Value = map.next_value()?;
+                            other.insert(key, v);
+                        }
+                    }
+                }
+                if let Some(e) = error {
+                    let mut raw = other;
+                    raw.insert("error".into(), e);
+                    if let Some(d) = details {
+                        raw.insert("details".into(), d);
+                    }
+                    return Ok(Slot::Err(ServerError::from_json(
+                        serde_json::Value::Object(raw),
+                    )));
+                }
+                Ok(Slot::Ok(match (uuid, rows, count) {
+                    (Some(uuid), None, None) => OperationResult::Insert { uuid },
+                    (None, Some(rows), None) => OperationResult::Select { rows },
+                    (None, None, Some(c)) => OperationResult::Count(c),
+                    (None, None, None) => OperationResult::Empty,
+                    _ => {
+                        return Err(de::Error::custom(
+                            "operation result mixes uuid, rows and count",
+                        ))
+                    }
+                }))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Decodes a `transact` reply for `operations` operations into the per-operation
+/// results, or the transaction's error with the index of the failing operation.
+///
+/// The outer `Err` is a malformed reply; the inner one a refused transaction.
+pub fn decode_transact_reply(
+    reply: &[u8],
+    operations: usize,
+) -> Result<Result<Vec<OperationResult>, TransactionError>, String> {
+    let slots: Vec<Slot> =
+        serde_json::from_slice(reply).map_err(|e| format!("malformed transact reply: {e}"))?;
+    if slots.len() < operations {
+        return Err(format!(
+            "transact reply has {} results for {operations} operations",
+            slots.len()
+        ));
+    }
+    let mut results = Vec::with_capacity(operations);
+    for (i, slot) in slots.into_iter().enumerate() {
+        match slot {
+            Slot::Ok(r) if i < operations => results.push(r),
+            Slot::Ok(_) | Slot::NotRun if i >= operations => {
+                return Err(format!(
+                    "transact reply has a result past operation {operations}"
+                ))
+            }
+            Slot::Ok(_) => unreachable!("guarded above"),
+            Slot::Err(error) => {
+                return Ok(Err(TransactionError {
+                    operation: (i < operations).then_some(i),
+                    operations,
+                    error,
+                    results,
+                }))
+            }
+            Slot::NotRun => {
+                return Err(format!(
+                    "transact reply has null for operation {i} with no error before it"
+                ))
+            }
+        }
+    }
+    Ok(Ok(results))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn operations_serialize_as_rfc_7047_objects() {
+        let mut row = Row::new();
+        row.insert("name".into(), Datum::scalar("sw0"));
+        row.insert("ports".into(), Datum::named_uuid("p0"));
+        let ops = vec![
+            Operation::insert_named("Logical_Switch", row.clone(), "sw"),
+            Operation::Select {
+                table: "Logical_Switch".into(),
+                conditions: vec![Condition::eq("name", "sw0")],
+                columns: Some(vec!["ports".into()]),
+            },
+            Operation::Mutate {
+                table: "Logical_Switch".into(),
+                conditions: vec![Condition::new("name", Function::Ne, "x")],
+                mutations: vec![Mutation::new(
+                    "external_ids",
+                    Mutator::Insert,
+                    Datum::map([("k", "v")]),
+                )],
+            },
+            Operation::Wait {
+                table: "T".into(),
+                timeout: Some(0),
+                conditions: vec![],
+                columns: vec!["name".into()],
+                until: WaitUntil::NotEqual,
+                rows: vec![],
+            },
+            Operation::Commit { durable: false },
+            Operation::Abort,
+            Operation::Comment("hi".into()),
+            Operation::Assert { lock: "l".into() },
+            Operation::Delete {
+                table: "T".into(),
+                conditions: vec![],
+            },
+        ];
+        assert_eq!(
+            serde_json::to_value(&ops).unwrap(),
+            json!([
+                {"op": "insert", "table": "Logical_Switch", "uuid-name": "sw",
+                 "row": {"name": "sw0", "ports": ["named-uuid", "p0"]}},
+                {"op": "select", "table": "Logical_Switch", "where": [["name", "==", "sw0"]], "columns": ["ports"]},
+                {"op": "mutate", "table": "Logical_Switch", "where": [["name", "!=", "x"]],
+                 "mutations": [["external_ids", "insert", ["map", [["k", "v"]]]]]},
+                {"op": "wait", "table": "T", "timeout": 0, "where": [], "columns": ["name"], "until": "!=", "rows": []},
+                {"op": "commit", "durable": false},
+                {"op": "abort"},
+                {"op": "comment", "comment": "hi"},
+                {"op": "assert", "lock": "l"},
+                {"op": "delete", "table": "T", "where": []},
+            ])
+        );
+    }
+
+    #[test]
+    fn a_successful_reply_decodes_per_operation() {
+        let reply = br#"[{"uuid":["uuid","005fc7ab-9549-4df1-aaf9-5d907d5e2675"]},{"rows":[{"name":"a","ports":["set",[]]}]},{"count":2},{}]"#;
+        let r = decode_transact_reply(reply, 4).unwrap().unwrap();
+        assert_eq!(
+            r[0].uuid().unwrap().to_string(),
+            "005fc7ab-9549-4df1-aaf9-5d907d5e2675"
+        );
+        assert_eq!(r[1].rows().unwrap()[0]["name"], Datum::scalar("a"));
+        assert_eq!(r[2].count(), Some(2));
+        assert_eq!(r[3], OperationResult::Empty);
+    }
+
+    #[test]
+    fn an_operation_error_carries_its_index_error_and_details() {
+        let reply = br#"[{"uuid":["uuid","005fc7ab-9549-4df1-aaf9-5d907d5e2675"]},{"error":"constraint violation","details":"bad"},null]"#;
+        let e = decode_transact_reply(reply, 3).unwrap().unwrap_err();
+        assert_eq!(e.operation, Some(1));
+        assert_eq!(e.error.error, "constraint violation");
+        assert_eq!(e.error.details.as_deref(), Some("bad"));
+        assert_eq!(e.results.len(), 1);
+        assert_eq!(
+            e.to_string(),
+            "transaction failed at operation 1 of 3: constraint violation: bad"
+        );
+    }
+
+    #[test]
+    fn a_trailing_commit_error_has_no_operation_index() {
+        let reply = br#"[{},{"error":"referential integrity violation","details":"x"}]"#;
+        let e = decode_transact_reply(reply, 1).unwrap().unwrap_err();
+        assert_eq!(e.operation, None);
+        assert!(e
+            .to_string()
+            .starts_with("transaction failed at commit: referential integrity violation"));
+    }
+
+    #[test]
+    fn malformed_replies_are_reported_not_trusted() {
+        assert!(decode_transact_reply(b"{}", 1)
+            .unwrap_err()
+            .contains("malformed"));
+        assert!(decode_transact_reply(b"[]", 1)
+            .unwrap_err()
+            .contains("0 results for 1"));
+        assert!(decode_transact_reply(b"[null]", 1)
+            .unwrap_err()
+            .contains("null for operation 0"));
+        assert!(decode_transact_reply(b"[{},{}]", 1)
+            .unwrap_err()
+            .contains("past operation"));
+        assert!(decode_transact_reply(br#"[{"uuid":5}]"#, 1)
+            .unwrap_err()
+            .contains("not a uuid"));
+    }
+}
