@@ -346,7 +346,15 @@ impl Client {
     }
 
     /// `cancel`: asks the server to end a request still in progress (a `transact` waiting
-    /// in a `wait` operation); the request then fails with the server's `canceled` error.
+    /// in a `wait` operation); that request then fails with a `canceled` server error.
+    ///
+    /// RFC 7047 has the server answer the canceled request with a `canceled` error;
+    /// ovsdb-server (at least up to 4.0) drops it without a reply. So after the
+    /// notification this sends an `echo` as a barrier: the server handles messages in
+    /// order, so once the echo is answered a request still unanswered was dropped, and
+    /// the client fails it itself. A request that had already completed keeps its real
+    /// result. On a clustered database a transaction already sent to the cluster when
+    /// the cancel arrives may still commit.
     pub async fn cancel(&self, id: RequestId) -> Result<(), Error> {
         let params = serde_json::to_vec(&[id.0]).map_err(|e| Error::config(e.to_string()))?;
         self.out
@@ -355,7 +363,14 @@ impl Client {
                 params: params.into(),
             })
             .await
-            .map_err(|_| self.closed_error())
+            .map_err(|_| self.closed_error())?;
+        self.echo(&serde_json::json!(["cancel barrier"])).await?;
+        let dropped = self.shared.lock().pending.remove(&id.0);
+        if let Some(p) = dropped {
+            let error = ServerError::from_json(serde_json::json!("canceled"));
+            let _ = p.reply.send(Err(Error::server(p.method, error)));
+        }
+        Ok(())
     }
 
     /// `monitor`: starts monitoring tables of `db` and returns their initial contents;
