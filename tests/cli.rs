@@ -1,1 +1,272 @@
-//! placeholder
+//! The example `ovsdb-client` compared with the real `ovsdb-client` on the same server.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use integration_tests::{sandbox, Sandbox};
+use serde_json::{Map, Value};
+
+/// The example binary, built by `cargo test --workspace` (which builds examples).
+fn ours() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
+    let path = dir.join("examples/ovsdb-client");
+    assert!(
+        path.exists(),
+        "{} is missing: run the suite with `cargo test --workspace`, which builds the examples",
+        path.display()
+    );
+    path
+}
+
+fn run_ours(args: &[&str]) -> Output {
+    Command::new(ours()).args(args).output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn real(sb: &Sandbox, args: &[&str]) -> String {
+    sb.nb
+        .tool("ovsdb-client", args)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn populate(sb: &Sandbox) {
+    for args in [
+        &["ls-add", "sw0"][..],
+        &["lsp-add", "sw0", "sw0-p1"],
+        &["lsp-set-addresses", "sw0-p1", "0a:00:00:00:00:01 10.0.0.11"],
+        &["lsp-add", "sw0", "sw0-p2"],
+        &[
+            "acl-add",
+            "sw0",
+            "from-lport",
+            "1001",
+            "ip4.src == 10.0.0.11",
+            "allow-related",
+        ],
+        &["lr-add", "lr0"],
+        &[
+            "lrp-add",
+            "lr0",
+            "lr0-sw0",
+            "0a:00:00:00:01:01",
+            "10.0.0.1/24",
+            "fd00::1/64",
+        ],
+        &[
+            "set",
+            "Logical_Router",
+            "lr0",
+            "options:always_learn_from_arp_request=false",
+            "external_ids:owner=\"a b\\\"c\"",
+        ],
+        &[
+            "lb-add",
+            "lb0",
+            "30.0.0.1:80",
+            "10.0.0.11:8080,10.0.0.12:8080",
+            "tcp",
+        ],
+    ] {
+        sb.nbctl(args).unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn list_dbs_prints_what_ovsdb_client_prints() {
+    let sb = sandbox();
+    let o = run_ours(&["list-dbs", &sb.nb.unix_remote()]);
+    assert!(o.status.success());
+    assert_eq!(
+        stdout(&o),
+        real(&sb, &["list-dbs", &sb.nb.tool_unix_remote()])
+    );
+}
+
+#[test]
+fn get_schema_equals_ovsdb_client_as_json() {
+    let sb = sandbox();
+    let o = run_ours(&["get-schema", &sb.nb.tcp_remote(), "OVN_Northbound"]);
+    assert!(o.status.success());
+    let ours: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let theirs: Value = serde_json::from_str(&real(
+        &sb,
+        &["get-schema", &sb.nb.tool_unix_remote(), "OVN_Northbound"],
+    ))
+    .unwrap();
+    assert_eq!(ours, theirs);
+    // With the database left out, the only one is used.
+    let o = run_ours(&["get-schema", &sb.sb.unix_remote()]);
+    let ours: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(ours["name"], "OVN_Southbound");
+}
+
+#[test]
+fn list_tables_prints_the_same_tables_sorted() {
+    let sb = sandbox();
+    let o = run_ours(&["list-tables", &sb.nb.unix_remote(), "OVN_Northbound"]);
+    let ours: Vec<String> = stdout(&o).lines().map(str::to_owned).collect();
+    let theirs_text = real(
+        &sb,
+        &["list-tables", &sb.nb.tool_unix_remote(), "OVN_Northbound"],
+    );
+    // ovsdb-client prints a "Table" heading and a rule first.
+    let mut theirs: Vec<String> = theirs_text
+        .lines()
+        .skip(2)
+        .map(|l| l.trim().to_owned())
+        .collect();
+    theirs.sort();
+    assert_eq!(ours.len(), 39);
+    assert_eq!(ours, theirs);
+    let mut sorted = ours.clone();
+    sorted.sort();
+    assert_eq!(ours, sorted);
+}
+
+#[test]
+fn transact_prints_the_result_array_like_ovsdb_client() {
+    let sb = sandbox();
+    populate(&sb);
+    let txn = r#"["OVN_Northbound",{"op":"select","table":"Logical_Switch_Port","where":[],"columns":["name","addresses","type"]},{"op":"mutate","table":"Logical_Switch","where":[["name","==","sw0"]],"mutations":[["external_ids","insert",["map",[["k","v"]]]]]}]"#;
+    let o = run_ours(&["transact", &sb.nb.unix_remote(), txn]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ours: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(stdout(&o).lines().count(), 1, "one line of JSON");
+    // Select and mutate again with the real tool: the same reply (the mutate's insert
+    // of an existing key changes nothing but still counts the row).
+    let theirs: Value =
+        serde_json::from_str(&real(&sb, &["transact", &sb.nb.tool_unix_remote(), txn])).unwrap();
+    assert_eq!(ours, theirs);
+    assert_eq!(ours[1]["count"], 1);
+
+    let bad = r#"["OVN_Northbound",{"op":"insert","table":"Logical_Switch","row":{"name":"x"}},{"op":"insert","table":"Nope","row":{}}]"#;
+    let o = run_ours(&["transact", &sb.nb.unix_remote(), bad]);
+    assert_eq!(o.status.code(), Some(1), "a failed operation exits 1");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("syntax error") && stderr.contains("No table named Nope"),
+        "{stderr}"
+    );
+    let ours: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let theirs: Value =
+        serde_json::from_str(&real(&sb, &["transact", &sb.nb.tool_unix_remote(), bad])).unwrap();
+    // The first result is a fresh uuid each time; the error is the same.
+    assert_eq!(ours[1], theirs[1]);
+    assert_eq!(ours[0]["uuid"][0], "uuid");
+}
+
+/// `ovsdb-client dump -f json` prints one object per table with headings and data rows;
+/// turn that into `{"Table": {"uuid": {"column": value}}}`.
+fn real_dump_as_ours(text: &str) -> Value {
+    let mut out = Map::new();
+    for table in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        let table = table.unwrap();
+        let name = table["caption"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches(" table")
+            .to_owned();
+        let headings: Vec<&str> = table["headings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        let mut rows = Map::new();
+        for row in table["data"].as_array().unwrap() {
+            let mut columns = Map::new();
+            let mut uuid = String::new();
+            for (h, v) in headings.iter().zip(row.as_array().unwrap()) {
+                if *h == "_uuid" {
+                    uuid = v[1].as_str().unwrap().to_owned();
+                } else {
+                    columns.insert(h.to_string(), v.clone());
+                }
+            }
+            rows.insert(uuid, Value::Object(columns));
+        }
+        out.insert(name, Value::Object(rows));
+    }
+    Value::Object(out)
+}
+
+#[test]
+fn dump_equals_ovsdb_client_dump() {
+    let sb = sandbox();
+    populate(&sb);
+    let o = run_ours(&["dump", &sb.nb.unix_remote(), "OVN_Northbound"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ours: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let theirs = real_dump_as_ours(&real(
+        &sb,
+        &[
+            "dump",
+            "-f",
+            "json",
+            &sb.nb.tool_unix_remote(),
+            "OVN_Northbound",
+        ],
+    ));
+    assert_eq!(ours.as_object().unwrap().len(), 39);
+    assert_eq!(ours["Logical_Switch_Port"].as_object().unwrap().len(), 2);
+    assert_eq!(ours, theirs);
+    // Chosen tables only, database left out.
+    let o = run_ours(&[
+        "dump",
+        &sb.nb.unix_remote(),
+        "Logical_Router",
+        "Load_Balancer",
+    ]);
+    let ours: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        ours.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["Load_Balancer", "Logical_Router"]
+    );
+    assert_eq!(ours["Logical_Router"], theirs["Logical_Router"]);
+}
+
+#[test]
+fn bad_arguments_are_reported_without_a_panic() {
+    let sb = sandbox();
+    for (args, needle) in [
+        (vec!["list-dbs", "tcp:h:99999"], "invalid remote"),
+        (
+            vec!["frobnicate", sb.nb.unix_remote().as_str()],
+            "unknown command",
+        ),
+        (
+            vec!["transact", sb.nb.unix_remote().as_str(), "{not json"],
+            "not valid JSON",
+        ),
+        (
+            vec!["transact", sb.nb.unix_remote().as_str(), "[1]"],
+            "first element is the database name",
+        ),
+        (
+            vec![
+                "dump",
+                sb.nb.unix_remote().as_str(),
+                "OVN_Northbound",
+                "Nope",
+            ],
+            "no table named Nope",
+        ),
+        (
+            vec!["list-dbs", "unix:/nonexistent.sock"],
+            "/nonexistent.sock",
+        ),
+    ] {
+        let o = run_ours(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("ovsdb-client: ") && stderr.contains(needle),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

@@ -476,13 +476,14 @@ impl OvsdbServer {
         let mut cmd = self.install.command("ovsdb-server");
         // After the first start, keep the TCP port so clients can reconnect to it.
         let tcp_arg = format!("--remote=ptcp:{}:127.0.0.1", self.tcp_port);
-        cmd.args(self.args.iter().map(|a| {
-            if a == "--remote=ptcp:0:127.0.0.1" {
-                &tcp_arg
-            } else {
-                a
-            }
+        let ssl_arg = format!("--remote=pssl:{}:127.0.0.2", self.ssl_port.unwrap_or(0));
+        cmd.args(self.args.iter().map(|a| match a.as_str() {
+            "--remote=ptcp:0:127.0.0.1" => &tcp_arg,
+            "--remote=pssl:0:127.0.0.2" => &ssl_arg,
+            _ => a,
         }));
+        // ovsdb-server logs the port only when it chose it; a known port is probed.
+        let known = (self.tcp_port, self.ssl_port);
         self.daemon = Daemon::spawn(cmd, &self.name)?;
         let wants_ssl = self.args.iter().any(|a| a.starts_with("--remote=pssl"));
         let log = self.log_host.clone();
@@ -492,8 +493,14 @@ impl OvsdbServer {
             daemon.check_running(&log)?;
             let text = fs::read_to_string(&log).unwrap_or_default();
             let text = text.get(log_len..).unwrap_or("");
-            let tcp = listening_port(text, "127.0.0.1");
-            let ssl = listening_port(text, "127.0.0.2");
+            let tcp = match known.0 {
+                0 => listening_port(text, "127.0.0.1"),
+                p => accepts(("127.0.0.1", p)).then_some(p),
+            };
+            let ssl = match known.1 {
+                None => listening_port(text, "127.0.0.2"),
+                Some(p) => accepts(("127.0.0.2", p)).then_some(p),
+            };
             Ok(
                 (unix.exists() && tcp.is_some() && (ssl.is_some() || !wants_ssl))
                     .then_some((tcp, ssl)),
@@ -568,6 +575,10 @@ impl OvsdbServer {
         self.daemon.kill();
         self.run()
     }
+}
+
+fn accepts(addr: (&str, u16)) -> bool {
+    std::net::TcpStream::connect(addr).is_ok()
 }
 
 fn listening_port(log: &str, addr: &str) -> Option<u16> {

@@ -1,0 +1,184 @@
+//! How the client treats a peer that breaks the protocol. A real ovsdb-server never
+//! misbehaves on purpose, so these tests play the server over an in-memory pipe.
+
+use std::time::Duration;
+
+use ovsdb_proto::{Client, ConnectOptions, ErrorKind, Notification};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+fn pair() -> (Client, ovsdb_proto::Notifications, DuplexStream) {
+    let (ours, theirs) = tokio::io::duplex(1 << 16);
+    let (c, n) = Client::from_transport(ours, &ConnectOptions::default());
+    (c, n, theirs)
+}
+
+/// Reads one request the client wrote and returns it as JSON.
+async fn read_request(peer: &mut DuplexStream) -> serde_json::Value {
+    let mut buf = Vec::new();
+    loop {
+        let mut chunk = [0u8; 4096];
+        let n = tokio::time::timeout(Duration::from_secs(5), peer.read(&mut chunk))
+            .await
+            .expect("client sent nothing")
+            .unwrap();
+        assert!(n > 0, "client closed");
+        buf.extend_from_slice(&chunk[..n]);
+        if let Ok(v) = serde_json::from_slice(&buf) {
+            return v;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_reply_to_no_request_is_a_protocol_error_that_ends_the_connection() {
+    let (c, _n, mut peer) = pair();
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move { c.list_dbs().await }
+    });
+    let req = read_request(&mut peer).await;
+    assert_eq!(req["method"], "list_dbs");
+    peer.write_all(br#"{"id":999,"result":[],"error":null}"#)
+        .await
+        .unwrap();
+    let e = call.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Protocol);
+    assert!(e.to_string().contains("reply to no request: id 999"), "{e}");
+    assert!(c.closed().await.is_protocol());
+}
+
+#[tokio::test]
+async fn malformed_json_is_a_protocol_error() {
+    let (c, _n, mut peer) = pair();
+    peer.write_all(b"[1,2,3]").await.unwrap();
+    let e = tokio::time::timeout(Duration::from_secs(5), c.closed())
+        .await
+        .unwrap();
+    assert!(e.is_protocol(), "{e}");
+    assert!(
+        e.to_string().contains("expected '{' to start a message"),
+        "{e}"
+    );
+    assert!(c.list_dbs().await.unwrap_err().is_protocol());
+}
+
+#[tokio::test]
+async fn a_reply_of_the_wrong_shape_fails_only_that_request() {
+    let (c, _n, mut peer) = pair();
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move { c.list_dbs().await }
+    });
+    let req = read_request(&mut peer).await;
+    let id = req["id"].clone();
+    peer.write_all(format!(r#"{{"id":{id},"result":{{"not":"a list"}},"error":null}}"#).as_bytes())
+        .await
+        .unwrap();
+    let e = call.await.unwrap().unwrap_err();
+    assert!(
+        e.is_protocol() && e.to_string().contains("malformed list_dbs reply"),
+        "{e}"
+    );
+    assert!(!c.is_closed(), "the connection itself is fine");
+}
+
+#[tokio::test]
+async fn server_echo_requests_are_answered_with_their_params() {
+    let (_c, _n, mut peer) = pair();
+    peer.write_all(br#"{"id":"echo","method":"echo","params":["x",1]}"#)
+        .await
+        .unwrap();
+    let reply = read_request(&mut peer).await;
+    assert_eq!(
+        reply,
+        serde_json::json!({"id": "echo", "result": ["x", 1], "error": null})
+    );
+}
+
+#[tokio::test]
+async fn notifications_arrive_in_order_and_unknown_ones_are_passed_through() {
+    let (_c, mut n, mut peer) = pair();
+    peer.write_all(
+        br#"{"id":null,"method":"locked","params":["a"]}{"id":null,"method":"monitor_canceled","params":["m"]}{"id":null,"method":"future_thing","params":[1]}"#,
+    )
+    .await
+    .unwrap();
+    assert_eq!(n.recv().await.unwrap(), Notification::Locked("a".into()));
+    assert_eq!(
+        n.recv().await.unwrap(),
+        Notification::MonitorCanceled(serde_json::json!("m"))
+    );
+    assert_eq!(
+        n.recv().await.unwrap(),
+        Notification::Other {
+            method: "future_thing".into(),
+            params: serde_json::json!([1])
+        }
+    );
+}
+
+#[tokio::test]
+async fn a_slow_notification_reader_gets_every_notification() {
+    let (ours, mut peer) = tokio::io::duplex(1 << 20);
+    let options = ConnectOptions {
+        notification_capacity: 2,
+        ..Default::default()
+    };
+    let (_c, mut n) = Client::from_transport(ours, &options);
+    let writer = tokio::spawn(async move {
+        for i in 0..500 {
+            let msg = format!(r#"{{"id":null,"method":"locked","params":["l{i}"]}}"#);
+            peer.write_all(msg.as_bytes()).await.unwrap();
+        }
+        peer
+    });
+    for i in 0..500 {
+        if i % 100 == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            n.recv().await.unwrap(),
+            Notification::Locked(format!("l{i}"))
+        );
+    }
+    drop(writer.await.unwrap());
+}
+
+#[tokio::test]
+async fn an_error_reply_is_a_server_error_with_error_and_details() {
+    let (c, _n, mut peer) = pair();
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move { c.get_schema("X").await }
+    });
+    let req = read_request(&mut peer).await;
+    let id = req["id"].clone();
+    peer.write_all(
+        format!(r#"{{"id":{id},"result":null,"error":{{"error":"unknown database","details":"get_schema request specifies unknown database X"}}}}"#)
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let e = call.await.unwrap().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Server);
+    let s = e.as_server_error().unwrap();
+    assert_eq!(s.error, "unknown database");
+    assert!(s.details.as_deref().unwrap().contains("unknown database X"));
+    assert_eq!(
+        e.to_string(),
+        "get_schema failed: unknown database: get_schema request specifies unknown database X"
+    );
+}
+
+#[tokio::test]
+async fn dropping_every_handle_closes_the_connection() {
+    let (c, n, mut peer) = pair();
+    drop(c);
+    drop(n);
+    let mut buf = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(5), peer.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read, 0, "the client closed its side");
+}
