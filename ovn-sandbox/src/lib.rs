@@ -364,21 +364,12 @@ pub struct SslFiles {
 }
 
 /// How to start a standalone [`OvsdbServer`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ServerOptions {
     /// Schema file inside the installation; by default OVN_Northbound's.
     pub schema: Option<PathBuf>,
     /// Also listen for SSL on 127.0.0.2.
     pub ssl: Option<SslFiles>,
-}
-
-impl Default for ServerOptions {
-    fn default() -> Self {
-        ServerOptions {
-            schema: None,
-            ssl: None,
-        }
-    }
 }
 
 /// One running ovsdb-server.
