@@ -12,11 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use futures_util::{SinkExt, StreamExt};
+use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::codec::FramedRead;
 
 use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::error::{Error, ServerError};
@@ -25,6 +25,7 @@ use crate::ops::{decode_transact_reply, Operation, OperationResult};
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 use crate::transport::{self, TlsConfig, Transport};
+use crate::writer::Writer;
 
 /// How to connect.
 #[derive(Clone, Debug)]
@@ -107,7 +108,23 @@ impl Shared {
 #[derive(Clone)]
 pub struct Client {
     shared: Arc<Shared>,
-    out: mpsc::Sender<Outgoing>,
+    writer: Arc<Writer>,
+    _handle: Arc<Handle>,
+}
+
+/// Held by every [`Client`] clone and by [`Notifications`]; when the last one goes,
+/// the connection is closed.
+struct Handle {
+    shared: Arc<Shared>,
+    writer: Arc<Writer>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.writer.shutdown();
+        self.shared
+            .fail(Error::closed(Some("closed by the client".into())));
+    }
 }
 
 /// Messages the server sends unasked (`update`, `update2`, `update3`, `locked`,
@@ -118,7 +135,7 @@ pub struct Client {
 /// Drop the stream to say notifications are not wanted.
 pub struct Notifications {
     rx: mpsc::Receiver<Notification>,
-    _keep_alive: mpsc::Sender<Outgoing>,
+    _handle: Arc<Handle>,
 }
 
 impl Notifications {
@@ -164,7 +181,6 @@ impl Client {
         options: &ConnectOptions,
     ) -> (Client, Notifications) {
         let (read, write) = tokio::io::split(stream);
-        let (out_tx, out_rx) = mpsc::channel::<Outgoing>(1024);
         let (note_tx, note_rx) = mpsc::channel(options.notification_capacity.max(1));
         let (ended, _) = watch::channel(false);
         let shared = Arc::new(Shared {
@@ -172,24 +188,31 @@ impl Client {
             state: Mutex::new(State::default()),
             ended,
         });
+        let writer = Writer::new(Box::new(write));
         let reader = FramedRead::new(read, JsonRpcCodec::new(options.max_message_size));
-        let writer = FramedWrite::new(write, JsonRpcCodec::new(options.max_message_size));
-        tokio::spawn(write_loop(writer, out_rx, shared.clone()));
-        tokio::spawn(read_loop(
-            reader,
-            out_tx.downgrade(),
-            note_tx,
-            shared.clone(),
-        ));
+        tokio::spawn({
+            let (writer, shared) = (writer.clone(), shared.clone());
+            async move {
+                if let Err(e) = writer.run(shared.ended.subscribe()).await {
+                    shared.fail(Error::io(e));
+                }
+            }
+        });
+        tokio::spawn(read_loop(reader, writer.clone(), note_tx, shared.clone()));
+        let handle = Arc::new(Handle {
+            shared: shared.clone(),
+            writer: writer.clone(),
+        });
         let client = Client {
             shared,
-            out: out_tx.clone(),
+            writer,
+            _handle: handle.clone(),
         };
         (
             client,
             Notifications {
                 rx: note_rx,
-                _keep_alive: out_tx,
+                _handle: handle,
             },
         )
     }
@@ -234,8 +257,9 @@ impl Client {
             method: method.to_owned(),
             params,
         };
-        if self.out.send(msg).await.is_err() {
+        if let Err(e) = self.writer.send(msg) {
             self.shared.lock().pending.remove(&id);
+            self.shared.fail(Error::io(e));
             return Err(self.closed_error());
         }
         rx.await.unwrap_or_else(|_| Err(self.closed_error()))
@@ -357,13 +381,13 @@ impl Client {
     /// the cancel arrives may still commit.
     pub async fn cancel(&self, id: RequestId) -> Result<(), Error> {
         let params = serde_json::to_vec(&[id.0]).map_err(|e| Error::config(e.to_string()))?;
-        self.out
-            .send(Outgoing::Notification {
-                method: "cancel".into(),
-                params: params.into(),
-            })
-            .await
-            .map_err(|_| self.closed_error())?;
+        if let Err(e) = self.writer.send(Outgoing::Notification {
+            method: "cancel".into(),
+            params: params.into(),
+        }) {
+            self.shared.fail(Error::io(e));
+            return Err(self.closed_error());
+        }
         self.echo(&serde_json::json!(["cancel barrier"])).await?;
         let dropped = self.shared.lock().pending.remove(&id.0);
         if let Some(p) = dropped {
@@ -445,43 +469,9 @@ fn transact_params(db: &str, operations: &[Operation]) -> Result<Bytes, Error> {
         .map_err(|e| Error::config(format!("cannot serialize transaction: {e}")))
 }
 
-async fn write_loop<W: tokio::io::AsyncWrite + Unpin>(
-    mut sink: FramedWrite<W, JsonRpcCodec>,
-    mut rx: mpsc::Receiver<Outgoing>,
-    shared: Arc<Shared>,
-) {
-    let mut ended = shared.ended.subscribe();
-    loop {
-        let first = tokio::select! {
-            m = rx.recv() => m,
-            _ = ended.wait_for(|e| *e) => None,
-        };
-        let Some(first) = first else { break };
-        // Batch what is already queued into one write.
-        let mut result = sink.feed(first).await;
-        let mut batched = 1;
-        while result.is_ok() && batched < 512 {
-            match rx.try_recv() {
-                Ok(m) => {
-                    result = sink.feed(m).await;
-                    batched += 1;
-                }
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = result.and(sink.flush().await) {
-            shared.fail(e.into());
-            return;
-        }
-    }
-    // Every handle is gone (or the reader ended): close our side.
-    let _ = sink.close().await;
-    shared.fail(Error::closed(Some("closed by the client".into())));
-}
-
 async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     mut stream: FramedRead<R, JsonRpcCodec>,
-    out: mpsc::WeakSender<Outgoing>,
+    writer: Arc<Writer>,
     notes: mpsc::Sender<Notification>,
     shared: Arc<Shared>,
 ) {
@@ -505,7 +495,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             }
             Some(Ok(m)) => m,
         };
-        if let Err(e) = dispatch(msg, &out, &mut notes, &shared).await {
+        if let Err(e) = dispatch(msg, &writer, &mut notes, &shared).await {
             shared.fail(e);
             return;
         }
@@ -514,7 +504,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
 
 async fn dispatch(
     msg: RawMessage,
-    out: &mpsc::WeakSender<Outgoing>,
+    writer: &Writer,
     notes: &mut Option<mpsc::Sender<Notification>>,
     shared: &Shared,
 ) -> Result<(), Error> {
@@ -550,10 +540,7 @@ async fn dispatch(
                 result: Bytes::from_static(b"null"),
             }
         };
-        if let Some(out) = out.upgrade() {
-            let _ = out.send(reply).await;
-        }
-        return Ok(());
+        return writer.send(reply).map_err(Error::io);
     }
     let id_text = id.ok_or_else(|| Error::protocol("message has neither \"method\" nor \"id\""))?;
     let id: u64 = serde_json::from_slice(&id_text).map_err(|_| {

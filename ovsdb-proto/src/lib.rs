@@ -27,6 +27,7 @@ pub mod ops;
 pub mod remote;
 pub mod schema;
 pub mod transport;
+mod writer;
 
 pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, RequestId};
 pub use datum::{Atom, AtomicType, Datum, Row};

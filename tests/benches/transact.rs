@@ -1,0 +1,217 @@
+//! One-row inserts against a real ovsdb-server, one at a time and many in flight on one
+//! connection, beside a raw socket writing the same JSON (the server's ceiling).
+//! Each measurement gets a fresh server so database size does not favour either side.
+//!
+//! `cargo bench -p integration-tests --bench transact [-- SEQUENTIAL PIPELINED]`
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
+use ovsdb_proto::{Datum, Operation, Row};
+
+fn server() -> OvsdbServer {
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    OvsdbServer::start(&install, &ServerOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn request(id: usize) -> Vec<u8> {
+    format!(
+        r#"{{"id":{id},"method":"transact","params":["OVN_Northbound",{{"op":"insert","table":"Logical_Switch","row":{{"name":"ls{id}"}}}}]}}"#
+    )
+    .into_bytes()
+}
+
+/// Counts complete replies in what has been read (each ends with `"error":null}`).
+struct ReplyCounter {
+    tail: Vec<u8>,
+    count: usize,
+}
+
+impl ReplyCounter {
+    fn feed(&mut self, bytes: &[u8]) {
+        const END: &[u8] = b"\"error\":null}";
+        self.tail.extend_from_slice(bytes);
+        let mut start = 0;
+        while let Some(pos) = memfind(&self.tail[start..], END) {
+            self.count += 1;
+            start += pos + END.len();
+        }
+        self.tail.drain(..start);
+    }
+}
+
+fn memfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn raw_path(server: &OvsdbServer) -> String {
+    server.unix_remote().trim_start_matches("unix:").to_owned()
+}
+
+fn raw_sequential(n: usize) -> Duration {
+    let server = server();
+    let mut s = UnixStream::connect(raw_path(&server)).unwrap();
+    let mut counter = ReplyCounter {
+        tail: Vec::new(),
+        count: 0,
+    };
+    let mut buf = vec![0u8; 65536];
+    let start = Instant::now();
+    for i in 0..n {
+        s.write_all(&request(i)).unwrap();
+        while counter.count <= i {
+            let r = s.read(&mut buf).unwrap();
+            counter.feed(&buf[..r]);
+        }
+    }
+    start.elapsed()
+}
+
+fn raw_pipelined(n: usize) -> Duration {
+    let server = server();
+    let mut s = UnixStream::connect(raw_path(&server)).unwrap();
+    let mut reader = s.try_clone().unwrap();
+    let start = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let mut batch = Vec::new();
+        for i in 0..n {
+            batch.extend_from_slice(&request(i));
+            if batch.len() > 64 * 1024 {
+                s.write_all(&batch).unwrap();
+                batch.clear();
+            }
+        }
+        s.write_all(&batch).unwrap();
+        s
+    });
+    let mut counter = ReplyCounter {
+        tail: Vec::new(),
+        count: 0,
+    };
+    let mut buf = vec![0u8; 1 << 20];
+    while counter.count < n {
+        let r = reader.read(&mut buf).unwrap();
+        counter.feed(&buf[..r]);
+    }
+    let elapsed = start.elapsed();
+    drop(writer.join().unwrap());
+    elapsed
+}
+
+fn row(i: usize) -> Row {
+    [("name".to_string(), Datum::scalar(format!("ls{i}")))]
+        .into_iter()
+        .collect()
+}
+
+async fn ours_sequential(n: usize) -> Duration {
+    let server = server();
+    let (c, _) = ovsdb_proto::connect(&server.unix_remote()).await.unwrap();
+    let start = Instant::now();
+    for i in 0..n {
+        c.transact(
+            "OVN_Northbound",
+            &[Operation::insert("Logical_Switch", row(i))],
+        )
+        .await
+        .unwrap();
+    }
+    start.elapsed()
+}
+
+async fn ours_pipelined(n: usize, in_flight: usize) -> Duration {
+    let server = server();
+    let (c, _) = ovsdb_proto::connect(&server.unix_remote()).await.unwrap();
+    let start = Instant::now();
+    let done = futures_util::stream::iter(0..n)
+        .map(|i| {
+            let c = c.clone();
+            async move {
+                c.transact(
+                    "OVN_Northbound",
+                    &[Operation::insert("Logical_Switch", row(i))],
+                )
+                .await
+            }
+        })
+        .buffer_unordered(in_flight)
+        .fold(0usize, |acc, r| async move {
+            r.unwrap();
+            acc + 1
+        })
+        .await;
+    assert_eq!(done, n);
+    start.elapsed()
+}
+
+fn rate(n: usize, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64()
+}
+
+fn main() {
+    // `cargo bench` passes --bench; numbers given after `--` set the counts.
+    let counts: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let seq = counts.first().copied().unwrap_or(5_000);
+    let pipe = counts.get(1).copied().unwrap_or(50_000);
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let single = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "ovsdb-server {} (OVN {}), unix socket, {seq} sequential and {pipe} pipelined inserts",
+        install.ovs_version(),
+        install.ovn_version()
+    );
+    let mut runs: [Vec<f64>; 5] = Default::default();
+    for _ in 0..5 {
+        runs[0].push(rate(seq, raw_sequential(seq)));
+        runs[1].push(rate(seq, single.block_on(ours_sequential(seq))));
+        let d = multi.block_on(async { tokio::spawn(ours_sequential(seq)).await.unwrap() });
+        runs[2].push(rate(seq, d));
+        runs[3].push(rate(pipe, raw_pipelined(pipe)));
+        let d = multi.block_on(async { tokio::spawn(ours_pipelined(pipe, 1024)).await.unwrap() });
+        runs[4].push(rate(pipe, d));
+    }
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let m: Vec<f64> = runs.iter().map(|r| median(r)).collect();
+    println!("median of 5 runs, transactions per second:");
+    println!(
+        "  one at a time, raw socket                     {:>8.0}",
+        m[0]
+    );
+    println!(
+        "  one at a time, ovsdb-proto, current-thread rt {:>8.0}  ratio {:.2}",
+        m[1],
+        m[1] / m[0]
+    );
+    println!(
+        "  one at a time, ovsdb-proto, multi-thread rt   {:>8.0}  ratio {:.2}",
+        m[2],
+        m[2] / m[0]
+    );
+    println!(
+        "  pipelined, raw socket                         {:>8.0}",
+        m[3]
+    );
+    println!(
+        "  pipelined, ovsdb-proto (1024 in flight)       {:>8.0}  ratio {:.2}",
+        m[4],
+        m[4] / m[3]
+    );
+}
