@@ -22,6 +22,7 @@ pub mod client;
 pub mod codec;
 pub mod datum;
 pub mod error;
+pub mod model;
 pub mod monitor;
 pub mod ops;
 pub mod remote;

@@ -1,0 +1,396 @@
+//! Conversions between Rust field types and OVSDB data.
+//!
+//! [`AtomValue`] is one atom (integer, real, boolean, string, uuid, an enum, a typed
+//! reference); [`ColumnValue`] a whole column: a scalar, an `Option` (min 0, max 1), a
+//! `BTreeSet` or a `BTreeMap`. `ColumnValue` also applies the `modify` diffs of
+//! `update2` notifications.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use uuid::Uuid;
+
+use crate::datum::{Atom, AtomicType, Datum};
+
+/// The shape of a column as a model field declares it, for checking a model against a
+/// server's schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueKind {
+    /// The type of the atoms (of the keys, for a map).
+    pub key: AtomicType,
+    /// For a map, the type of the values.
+    pub value: Option<AtomicType>,
+    /// Least number of elements.
+    pub min: u64,
+    /// Greatest number of elements; `None` for unlimited.
+    pub max: Option<u64>,
+    /// The table the key atoms refer to, for references.
+    pub key_ref: Option<&'static str>,
+    /// The table the value atoms refer to, for maps of references.
+    pub value_ref: Option<&'static str>,
+}
+
+/// A Rust type that holds one OVSDB atom.
+pub trait AtomValue: Sized + Clone {
+    /// The atomic type on the wire.
+    const ATOMIC_TYPE: AtomicType;
+    /// The table referred to, for typed references.
+    const REF_TABLE: Option<&'static str> = None;
+    /// Reads the atom; the error says what was found instead.
+    fn from_atom(atom: &Atom) -> Result<Self, String>;
+    /// The atom on the wire.
+    fn to_atom(&self) -> Atom;
+}
+
+fn wrong(atom: &Atom, expected: AtomicType) -> String {
+    format!(
+        "{atom} is of type {}, expected {expected}",
+        atom.atomic_type()
+    )
+}
+
+impl AtomValue for i64 {
+    const ATOMIC_TYPE: AtomicType = AtomicType::Integer;
+    fn from_atom(atom: &Atom) -> Result<Self, String> {
+        atom.as_integer()
+            .ok_or_else(|| wrong(atom, AtomicType::Integer))
+    }
+    fn to_atom(&self) -> Atom {
+        Atom::Integer(*self)
+    }
+}
+
+impl AtomValue for f64 {
+    const ATOMIC_TYPE: AtomicType = AtomicType::Real;
+    fn from_atom(atom: &Atom) -> Result<Self, String> {
+        match atom {
+            Atom::Real(r) => Ok(*r),
+            // A real without a fraction is written as an integer.
+            Atom::Integer(i) => Ok(*i as f64),
+            other => Err(wrong(other, AtomicType::Real)),
+        }
+    }
+    fn to_atom(&self) -> Atom {
+        Atom::Real(*self)
+    }
+}
+
+impl AtomValue for bool {
+    const ATOMIC_TYPE: AtomicType = AtomicType::Boolean;
+    fn from_atom(atom: &Atom) -> Result<Self, String> {
+        match atom {
+            Atom::Boolean(b) => Ok(*b),
+            other => Err(wrong(other, AtomicType::Boolean)),
+        }
+    }
+    fn to_atom(&self) -> Atom {
+        Atom::Boolean(*self)
+    }
+}
+
+impl AtomValue for String {
+    const ATOMIC_TYPE: AtomicType = AtomicType::String;
+    fn from_atom(atom: &Atom) -> Result<Self, String> {
+        atom.as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| wrong(atom, AtomicType::String))
+    }
+    fn to_atom(&self) -> Atom {
+        Atom::String(self.clone())
+    }
+}
+
+impl AtomValue for Uuid {
+    const ATOMIC_TYPE: AtomicType = AtomicType::Uuid;
+    fn from_atom(atom: &Atom) -> Result<Self, String> {
+        atom.as_uuid().ok_or_else(|| wrong(atom, AtomicType::Uuid))
+    }
+    fn to_atom(&self) -> Atom {
+        Atom::Uuid(*self)
+    }
+}
+
+/// A Rust type that holds a whole column's value.
+pub trait ColumnValue: Sized + Clone + PartialEq {
+    /// The column shape this type stands for.
+    fn kind() -> ValueKind;
+    /// Reads a column's value.
+    fn from_datum(datum: &Datum) -> Result<Self, String>;
+    /// The value on the wire.
+    fn to_datum(&self) -> Datum;
+    /// Applies an `update2` `modify` entry: the new value for a scalar; for a set the
+    /// elements to add or remove; for a map the pairs to add, change or remove.
+    fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
+        *self = Self::from_datum(diff)?;
+        Ok(())
+    }
+    /// True when this is the value a new row gets when the column is left out.
+    fn is_default(&self) -> bool;
+}
+
+fn scalar_kind<T: AtomValue>() -> ValueKind {
+    ValueKind {
+        key: T::ATOMIC_TYPE,
+        value: None,
+        min: 1,
+        max: Some(1),
+        key_ref: T::REF_TABLE,
+        value_ref: None,
+    }
+}
+
+fn one_atom(datum: &Datum) -> Result<&Atom, String> {
+    datum
+        .as_scalar()
+        .ok_or_else(|| format!("{datum} is not a single value"))
+}
+
+/// Scalars: exactly one atom.
+macro_rules! scalar_column {
+    ($($t:ty => $default:expr),*) => {$(
+        impl ColumnValue for $t {
+            fn kind() -> ValueKind {
+                scalar_kind::<$t>()
+            }
+            fn from_datum(datum: &Datum) -> Result<Self, String> {
+                <$t as AtomValue>::from_atom(one_atom(datum)?)
+            }
+            fn to_datum(&self) -> Datum {
+                Datum::Set(vec![self.to_atom()])
+            }
+            #[allow(clippy::float_cmp)]
+            fn is_default(&self) -> bool {
+                *self == $default
+            }
+        }
+    )*};
+}
+
+scalar_column!(i64 => 0, f64 => 0.0, bool => false, String => "", Uuid => Uuid::nil());
+
+/// Implements [`ColumnValue`] for a scalar column of an [`AtomValue`] type that has a
+/// `Default` (used by the derives for enums and by [`Ref`](super::Ref)).
+#[macro_export]
+macro_rules! impl_scalar_column {
+    ($t:ty) => {
+        impl $crate::model::ColumnValue for $t {
+            fn kind() -> $crate::model::ValueKind {
+                $crate::model::__scalar_kind::<$t>()
+            }
+            fn from_datum(
+                datum: &$crate::Datum,
+            ) -> ::std::result::Result<Self, ::std::string::String> {
+                $crate::model::__scalar_from_datum(datum)
+            }
+            fn to_datum(&self) -> $crate::Datum {
+                $crate::Datum::Set(::std::vec![$crate::model::AtomValue::to_atom(self)])
+            }
+            fn is_default(&self) -> bool {
+                *self == <$t as ::std::default::Default>::default()
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+pub fn __scalar_kind<T: AtomValue>() -> ValueKind {
+    scalar_kind::<T>()
+}
+
+#[doc(hidden)]
+pub fn __scalar_from_datum<T: AtomValue>(datum: &Datum) -> Result<T, String> {
+    T::from_atom(one_atom(datum)?)
+}
+
+impl<T: AtomValue + PartialEq> ColumnValue for Option<T> {
+    fn kind() -> ValueKind {
+        ValueKind {
+            min: 0,
+            ..scalar_kind::<T>()
+        }
+    }
+    fn from_datum(datum: &Datum) -> Result<Self, String> {
+        match datum.as_set() {
+            Some([]) => Ok(None),
+            Some([atom]) => T::from_atom(atom).map(Some),
+            _ => Err(format!("{datum} holds more than one value")),
+        }
+    }
+    fn to_datum(&self) -> Datum {
+        match self {
+            Some(v) => Datum::Set(vec![v.to_atom()]),
+            None => Datum::empty(),
+        }
+    }
+    fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
+        // An optional value is a set of at most one: the diff toggles its elements.
+        let atoms = diff
+            .as_set()
+            .ok_or_else(|| format!("{diff} is not a set"))?;
+        let mut current: Vec<Atom> = self.iter().map(AtomValue::to_atom).collect();
+        for a in atoms {
+            match current.iter().position(|c| c == a) {
+                Some(i) => {
+                    current.remove(i);
+                }
+                None => current.push(a.clone()),
+            }
+        }
+        *self = match current.as_slice() {
+            [] => None,
+            [one] => Some(T::from_atom(one)?),
+            _ => return Err(format!("applying {diff} leaves more than one value")),
+        };
+        Ok(())
+    }
+    fn is_default(&self) -> bool {
+        self.is_none()
+    }
+}
+
+impl<T: AtomValue + Ord> ColumnValue for BTreeSet<T> {
+    fn kind() -> ValueKind {
+        ValueKind {
+            min: 0,
+            max: None,
+            ..scalar_kind::<T>()
+        }
+    }
+    fn from_datum(datum: &Datum) -> Result<Self, String> {
+        datum
+            .as_set()
+            .ok_or_else(|| format!("{datum} is not a set"))?
+            .iter()
+            .map(T::from_atom)
+            .collect()
+    }
+    fn to_datum(&self) -> Datum {
+        // A BTreeSet iterates in its own order, which for enums need not be the atoms'
+        // order; Datum::set sorts.
+        Datum::set(self.iter().map(AtomValue::to_atom))
+    }
+    fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
+        for atom in diff
+            .as_set()
+            .ok_or_else(|| format!("{diff} is not a set"))?
+        {
+            let v = T::from_atom(atom)?;
+            if !self.remove(&v) {
+                self.insert(v);
+            }
+        }
+        Ok(())
+    }
+    fn is_default(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl<K: AtomValue + Ord, V: AtomValue + PartialEq> ColumnValue for BTreeMap<K, V> {
+    fn kind() -> ValueKind {
+        ValueKind {
+            key: K::ATOMIC_TYPE,
+            value: Some(V::ATOMIC_TYPE),
+            min: 0,
+            max: None,
+            key_ref: K::REF_TABLE,
+            value_ref: V::REF_TABLE,
+        }
+    }
+    fn from_datum(datum: &Datum) -> Result<Self, String> {
+        datum
+            .as_map()
+            .ok_or_else(|| format!("{datum} is not a map"))?
+            .iter()
+            .map(|(k, v)| Ok((K::from_atom(k)?, V::from_atom(v)?)))
+            .collect()
+    }
+    fn to_datum(&self) -> Datum {
+        Datum::map(self.iter().map(|(k, v)| (k.to_atom(), v.to_atom())))
+    }
+    fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
+        // A pair whose key is absent is added; one equal to the current pair removes it;
+        // one with a new value replaces the value.
+        for (k, v) in diff
+            .as_map()
+            .ok_or_else(|| format!("{diff} is not a map"))?
+        {
+            let (k, v) = (K::from_atom(k)?, V::from_atom(v)?);
+            match self.get(&k) {
+                Some(old) if *old == v => {
+                    self.remove(&k);
+                }
+                _ => {
+                    self.insert(k, v);
+                }
+            }
+        }
+        Ok(())
+    }
+    fn is_default(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn d(json: &str) -> Datum {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn scalars_round_trip_and_reject_other_types() {
+        assert_eq!(i64::from_datum(&d("5")).unwrap(), 5);
+        assert_eq!(
+            f64::from_datum(&d("2")).unwrap(),
+            2.0,
+            "a real written as an integer"
+        );
+        assert_eq!(String::from_datum(&d("\"x\"")).unwrap(), "x");
+        assert!(String::from_datum(&d("5"))
+            .unwrap_err()
+            .contains("expected string"));
+        assert!(i64::from_datum(&d("[\"set\",[]]"))
+            .unwrap_err()
+            .contains("not a single value"));
+        assert_eq!(true.to_datum(), d("true"));
+    }
+
+    #[test]
+    fn optional_values_toggle_under_update2_diffs() {
+        let mut v: Option<String> = None;
+        v.apply_diff(&d("\"a\"")).unwrap();
+        assert_eq!(v.as_deref(), Some("a"));
+        v.apply_diff(&d("[\"set\",[\"a\",\"b\"]]")).unwrap();
+        assert_eq!(v.as_deref(), Some("b"));
+        v.apply_diff(&d("\"b\"")).unwrap();
+        assert_eq!(v, None);
+        assert!(v.apply_diff(&d("[\"set\",[\"a\",\"b\"]]")).is_err());
+    }
+
+    #[test]
+    fn sets_toggle_and_maps_add_change_remove_under_update2_diffs() {
+        let mut s: BTreeSet<i64> = [1, 2].into();
+        s.apply_diff(&d("[\"set\",[2,3]]")).unwrap();
+        assert_eq!(s, [1, 3].into());
+        let mut m: BTreeMap<String, String> =
+            [("a".into(), "1".into()), ("b".into(), "2".into())].into();
+        m.apply_diff(&d("[\"map\",[[\"a\",\"1\"],[\"b\",\"9\"],[\"c\",\"3\"]]]"))
+            .unwrap();
+        let want: BTreeMap<String, String> =
+            [("b".into(), "9".into()), ("c".into(), "3".into())].into();
+        assert_eq!(m, want);
+    }
+
+    #[test]
+    fn kinds_describe_the_shape() {
+        let k = <BTreeMap<String, i64>>::kind();
+        assert_eq!(
+            (k.key, k.value, k.min, k.max),
+            (AtomicType::String, Some(AtomicType::Integer), 0, None)
+        );
+        let k = <Option<bool>>::kind();
+        assert_eq!((k.min, k.max), (0, Some(1)));
+    }
+}
