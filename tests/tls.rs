@@ -68,8 +68,8 @@ fn server(pki: &Pki) -> OvsdbServer {
     OvsdbServer::start(
         &install,
         &ServerOptions {
-            schema: None,
             ssl: Some(ssl),
+            ..Default::default()
         },
     )
     .unwrap()

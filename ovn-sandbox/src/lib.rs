@@ -368,6 +368,9 @@ pub struct SslFiles {
 pub struct ServerOptions {
     /// Schema file inside the installation; by default OVN_Northbound's.
     pub schema: Option<PathBuf>,
+    /// A schema file on the host, copied into the server's directory (for schemas the
+    /// installation does not ship, such as a made-up newer version); wins over `schema`.
+    pub schema_file: Option<PathBuf>,
     /// Also listen for SSL on 127.0.0.2.
     pub ssl: Option<SslFiles>,
 }
@@ -610,7 +613,7 @@ impl Sandbox {
             install,
             &ServerOptions {
                 schema: Some(install.schema("ovn-sb")),
-                ssl: None,
+                ..Default::default()
             },
         )?;
         let dir = nb

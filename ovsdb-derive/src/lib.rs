@@ -5,7 +5,19 @@
 //!   the fields that a client checks against the server's schema.
 //! - `#[derive(Enum)]` on an enum that is an enum-constrained string column.
 //!
-//! ```ignore
+//! ```
+//! use std::collections::{BTreeMap, BTreeSet};
+//! use ovsdb_proto::model::{Ref, Table};
+//! use ovsdb_proto::Uuid;
+//!
+//! #[derive(Clone, Debug, Default, PartialEq, ovsdb_derive::Table)]
+//! #[ovsdb(table = "Logical_Switch_Port")]
+//! pub struct LogicalSwitchPort {
+//!     #[ovsdb(uuid)]
+//!     pub uuid: Uuid,
+//!     pub name: String,
+//! }
+//!
 //! #[derive(Clone, Debug, Default, PartialEq, ovsdb_derive::Table)]
 //! #[ovsdb(table = "Logical_Switch")]
 //! pub struct LogicalSwitch {
@@ -16,6 +28,10 @@
 //!     #[ovsdb(column = "external_ids")]
 //!     pub ids: BTreeMap<String, String>,
 //! }
+//!
+//! assert_eq!(LogicalSwitch::NAME, "Logical_Switch");
+//! let by_name = LogicalSwitch::COLUMNS.name.eq("sw0");
+//! # let _ = by_name;
 //! ```
 //!
 //! This crate only holds the entry points; the work is done in `internals`, in the

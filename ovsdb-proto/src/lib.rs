@@ -28,6 +28,7 @@ pub mod ops;
 pub mod remote;
 pub mod schema;
 pub mod transport;
+pub mod typed;
 mod writer;
 
 pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, RequestId};

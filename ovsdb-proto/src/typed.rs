@@ -1,0 +1,586 @@
+//! Typed transactions over a model, and what to do when the server's schema is not the
+//! model's (schema skew).
+//!
+//! [`Db::connect`] reads the server's schema once and compares it with the model:
+//! tables and columns the server lacks, tables and columns the model lacks, and columns
+//! whose types differ ([`SchemaSkew`]). From then on, columns the server lacks are left
+//! out of selects and out of inserts and updates when the model holds their default;
+//! writing a value to such a column is an error naming it, raised before anything is
+//! sent.
+
+use std::collections::{BTreeMap, HashMap};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::client::Client;
+use crate::datum::{Datum, Row};
+use crate::error::Error;
+use crate::model::{changed_columns, ColumnDesc, Cond, Database, Mut, Ref, Table, ValueKind};
+use crate::ops::{Condition, Operation, OperationResult, WaitUntil};
+use crate::schema::{ColumnType, DatabaseSchema, Max};
+
+/// How the server's schema differs from the model's.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchemaSkew {
+    /// The database.
+    pub database: String,
+    /// The schema version the model was generated from.
+    pub model_version: String,
+    /// The server's schema version.
+    pub server_version: String,
+    /// Tables of the model the server does not have.
+    pub missing_tables: Vec<String>,
+    /// Columns of the model the server does not have, by table.
+    pub missing_columns: BTreeMap<String, Vec<String>>,
+    /// Columns whose type on the server is not the model's: table, column, and how.
+    pub mismatched_columns: Vec<(String, String, String)>,
+    /// Tables of the server the model does not know (ignored).
+    pub unknown_tables: Vec<String>,
+    /// Columns of the server the model does not know, by table (ignored).
+    pub unknown_columns: BTreeMap<String, Vec<String>>,
+}
+
+impl SchemaSkew {
+    /// Compares a model with a server's schema.
+    pub fn compare(
+        model: &[(&'static str, Vec<ColumnDesc>)],
+        name: &str,
+        model_version: &str,
+        server: &DatabaseSchema,
+    ) -> SchemaSkew {
+        let mut skew = SchemaSkew {
+            database: name.to_owned(),
+            model_version: model_version.to_owned(),
+            server_version: server.version.clone(),
+            ..Default::default()
+        };
+        for (table, columns) in model {
+            let Some(st) = server.table(table) else {
+                skew.missing_tables.push(table.to_string());
+                continue;
+            };
+            for c in columns {
+                match st.column(c.name) {
+                    None => skew
+                        .missing_columns
+                        .entry(table.to_string())
+                        .or_default()
+                        .push(c.name.to_owned()),
+                    Some(sc) => {
+                        if let Some(why) = kind_mismatch(&c.kind, &sc.column_type) {
+                            skew.mismatched_columns.push((
+                                table.to_string(),
+                                c.name.to_owned(),
+                                why,
+                            ));
+                        }
+                    }
+                }
+            }
+            let known: Vec<&str> = columns.iter().map(|c| c.name).collect();
+            let unknown: Vec<String> = st
+                .columns
+                .keys()
+                .filter(|c| !known.contains(&c.as_str()))
+                .cloned()
+                .collect();
+            if !unknown.is_empty() {
+                skew.unknown_columns.insert(table.to_string(), unknown);
+            }
+        }
+        skew.unknown_tables = server
+            .tables
+            .keys()
+            .filter(|t| !model.iter().any(|(m, _)| m == t))
+            .cloned()
+            .collect();
+        skew
+    }
+
+    /// True when server and model agree on every table and column.
+    pub fn is_empty(&self) -> bool {
+        self.missing_tables.is_empty()
+            && self.missing_columns.is_empty()
+            && self.mismatched_columns.is_empty()
+            && self.unknown_tables.is_empty()
+            && self.unknown_columns.is_empty()
+    }
+
+    /// True when the server has this table.
+    pub fn has_table(&self, table: &str) -> bool {
+        !self.missing_tables.iter().any(|t| t == table)
+    }
+
+    /// True when the server has this column with the model's type.
+    pub fn has_column(&self, table: &str, column: &str) -> bool {
+        self.has_table(table)
+            && !self
+                .missing_columns
+                .get(table)
+                .is_some_and(|c| c.iter().any(|c| c == column))
+            && !self
+                .mismatched_columns
+                .iter()
+                .any(|(t, c, _)| t == table && c == column)
+    }
+
+    fn lacks(&self, table: &str, column: &str) -> Error {
+        let why = self
+            .mismatched_columns
+            .iter()
+            .find(|(t, c, _)| t == table && c == column)
+            .map(|(_, _, w)| format!("has a different type there ({w})"))
+            .unwrap_or_else(|| "is not in it".into());
+        Error::config(format!(
+            "column {column} of table {table} {why}: the server's {} schema is version {}, the model's {}",
+            self.database, self.server_version, self.model_version
+        ))
+    }
+
+    fn lacks_table(&self, table: &str) -> Error {
+        Error::config(format!(
+            "table {table} is not in the server's {} schema (version {}; the model's is {})",
+            self.database, self.server_version, self.model_version
+        ))
+    }
+}
+
+fn kind_mismatch(model: &ValueKind, server: &ColumnType) -> Option<String> {
+    let server_value = server.value.as_ref().map(|v| v.atomic);
+    if model.key != server.key.atomic || model.value != server_value {
+        let show = |k: crate::AtomicType, v: Option<crate::AtomicType>| match v {
+            Some(v) => format!("map of {k} to {v}"),
+            None => k.to_string(),
+        };
+        return Some(format!(
+            "model {}, server {}",
+            show(model.key, model.value),
+            show(server.key.atomic, server_value)
+        ));
+    }
+    let server_max = match server.max {
+        Max::Limited(n) => Some(n),
+        Max::Unlimited => None,
+    };
+    // A model field that holds more than the server allows, or that cannot hold what
+    // the server may send, is a mismatch; a scalar that became optional is one too.
+    let fits = |m: Option<u64>, s: Option<u64>| match (m, s) {
+        (None, _) => true,
+        (Some(m), Some(s)) => m >= s,
+        (Some(_), None) => false,
+    };
+    if !fits(model.max, server_max) || model.min > server.min {
+        return Some(format!(
+            "model holds {} to {:?}, server {} to {:?}",
+            model.min, model.max, server.min, server_max
+        ));
+    }
+    None
+}
+
+/// A connection used through the typed model `D`.
+pub struct Db<D> {
+    client: Client,
+    skew: Arc<SchemaSkew>,
+    _model: PhantomData<fn() -> D>,
+}
+
+impl<D> Clone for Db<D> {
+    fn clone(&self) -> Self {
+        Db {
+            client: self.client.clone(),
+            skew: self.skew.clone(),
+            _model: PhantomData,
+        }
+    }
+}
+
+impl<D: Database> Db<D> {
+    /// Reads the server's schema for `D` and compares it with the model. A difference is
+    /// not an error: it is logged once here and kept in [`Db::skew`].
+    pub async fn connect(client: Client) -> Result<Db<D>, Error> {
+        let schema = client.get_schema(D::NAME).await?;
+        let skew = SchemaSkew::compare(&D::tables(), D::NAME, D::VERSION, &schema);
+        if !skew.is_empty() {
+            tracing::info!(
+                database = D::NAME,
+                model = D::VERSION,
+                server = %skew.server_version,
+                missing_tables = ?skew.missing_tables,
+                missing_columns = ?skew.missing_columns,
+                mismatched_columns = ?skew.mismatched_columns,
+                unknown_tables = skew.unknown_tables.len(),
+                "server schema differs from the model"
+            );
+        }
+        Ok(Db {
+            client,
+            skew: Arc::new(skew),
+            _model: PhantomData,
+        })
+    }
+
+    /// How the server's schema differs from the model's.
+    pub fn skew(&self) -> &SchemaSkew {
+        &self.skew
+    }
+
+    /// The underlying client.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Starts building a transaction.
+    pub fn transaction(&self) -> Transaction<D> {
+        Transaction {
+            db: self.clone(),
+            ops: Vec::new(),
+            inserted: Vec::new(),
+            error: None,
+            next_name: 0,
+        }
+    }
+
+    /// Reads the rows of `T` that meet every condition.
+    pub async fn select<T: Table>(
+        &self,
+        conditions: impl IntoIterator<Item = Cond<T>>,
+    ) -> Result<Vec<T>, Error> {
+        let mut txn = self.transaction();
+        let s = txn.select(conditions);
+        let result = txn.commit().await?;
+        result.rows(&s)
+    }
+}
+
+/// The handle of a `select` in a [`Transaction`], to read its rows from the result.
+#[derive(Debug)]
+pub struct Selected<T> {
+    index: usize,
+    _table: PhantomData<fn() -> T>,
+}
+
+/// The handle of an update, mutate or delete, to read how many rows it matched.
+#[derive(Clone, Copy, Debug)]
+pub struct Counted(usize);
+
+/// A transaction built from typed rows, columns and conditions.
+pub struct Transaction<D> {
+    db: Db<D>,
+    ops: Vec<Operation>,
+    /// `uuid-name` and operation index of each insert.
+    inserted: Vec<(String, usize)>,
+    /// The first problem found while building; reported by `commit`.
+    error: Option<Error>,
+    next_name: usize,
+}
+
+impl<D: Database> Transaction<D> {
+    fn fail(&mut self, e: Error) {
+        if self.error.is_none() {
+            self.error = Some(e);
+        }
+    }
+
+    fn check_table<T: Table>(&mut self) -> bool {
+        if self.db.skew.has_table(T::NAME) {
+            true
+        } else {
+            let e = self.db.skew.lacks_table(T::NAME);
+            self.fail(e);
+            false
+        }
+    }
+
+    /// Keeps the columns the server has; a column it lacks must hold its default.
+    fn server_row<T: Table>(&mut self, row: Row, default: &Row) -> Row {
+        let mut out = Row::new();
+        for (column, value) in row {
+            if self.db.skew.has_column(T::NAME, &column) {
+                out.insert(column, value);
+            } else if default.get(&column) != Some(&value) {
+                let e = self.db.skew.lacks(T::NAME, &column);
+                self.fail(e);
+            }
+        }
+        out
+    }
+
+    fn conditions<T: Table>(
+        &mut self,
+        conditions: impl IntoIterator<Item = Cond<T>>,
+    ) -> Vec<Condition> {
+        let conditions: Vec<Condition> = conditions.into_iter().map(Cond::into_condition).collect();
+        for c in &conditions {
+            if c.column != "_uuid" && !self.db.skew.has_column(T::NAME, &c.column) {
+                let e = self.db.skew.lacks(T::NAME, &c.column);
+                self.fail(e);
+            }
+        }
+        conditions
+    }
+
+    /// Inserts `row` and returns a reference to it for later operations of this
+    /// transaction (a named-uuid); its uuid is in the result.
+    pub fn insert<T: Table>(&mut self, row: &T) -> Ref<T> {
+        self.next_name += 1;
+        let name = format!("row{}", self.next_name);
+        self.insert_named(row, &name)
+    }
+
+    /// Inserts `row` under the `uuid-name` `name`.
+    pub fn insert_named<T: Table>(&mut self, row: &T, name: &str) -> Ref<T> {
+        if self.check_table::<T>() {
+            let default = T::default().to_row();
+            let values = self.server_row::<T>(row.to_row(), &default);
+            self.inserted.push((name.to_owned(), self.ops.len()));
+            self.ops
+                .push(Operation::insert_named(T::NAME, values, name));
+        }
+        Ref::named(name)
+    }
+
+    /// Updates the row `new.uuid()` with the columns that differ between `old` and `new`
+    /// (and nothing else, so a concurrent writer's other columns are kept).
+    pub fn update<T: Table>(&mut self, old: &T, new: &T) -> Counted {
+        let changed = changed_columns(old, new);
+        let conditions = vec![Condition::uuid(new.uuid())];
+        self.update_columns::<T>(conditions, changed)
+    }
+
+    /// Sets the given columns of `values` in every row meeting the conditions.
+    pub fn update_where<T: Table>(
+        &mut self,
+        conditions: impl IntoIterator<Item = Cond<T>>,
+        values: &T,
+        columns: &[&str],
+    ) -> Counted {
+        let all = values.to_row();
+        let mut row = Row::new();
+        for c in columns {
+            match all.get(*c) {
+                Some(v) => {
+                    row.insert(c.to_string(), v.clone());
+                }
+                None => self.fail(Error::config(format!(
+                    "table {} has no column {c}",
+                    T::NAME
+                ))),
+            }
+        }
+        let conditions = self.conditions(conditions);
+        self.update_columns::<T>(conditions, row)
+    }
+
+    fn update_columns<T: Table>(&mut self, conditions: Vec<Condition>, row: Row) -> Counted {
+        if self.check_table::<T>() {
+            for c in row.keys() {
+                if !self.db.skew.has_column(T::NAME, c) {
+                    let e = self.db.skew.lacks(T::NAME, c);
+                    self.fail(e);
+                }
+            }
+        }
+        self.ops.push(Operation::Update {
+            table: T::NAME.into(),
+            conditions,
+            row,
+        });
+        Counted(self.ops.len() - 1)
+    }
+
+    /// Applies mutations to every row meeting the conditions: set and map elements are
+    /// added or removed in place, so writers touching different keys do not overwrite
+    /// each other.
+    pub fn mutate<T: Table>(
+        &mut self,
+        conditions: impl IntoIterator<Item = Cond<T>>,
+        mutations: impl IntoIterator<Item = Mut<T>>,
+    ) -> Counted {
+        self.check_table::<T>();
+        let conditions = self.conditions(conditions);
+        let mutations: Vec<_> = mutations.into_iter().map(Mut::into_mutation).collect();
+        for m in &mutations {
+            if !self.db.skew.has_column(T::NAME, &m.column) {
+                let e = self.db.skew.lacks(T::NAME, &m.column);
+                self.fail(e);
+            }
+        }
+        self.ops.push(Operation::Mutate {
+            table: T::NAME.into(),
+            conditions,
+            mutations,
+        });
+        Counted(self.ops.len() - 1)
+    }
+
+    /// Deletes every row meeting the conditions.
+    pub fn delete<T: Table>(&mut self, conditions: impl IntoIterator<Item = Cond<T>>) -> Counted {
+        self.check_table::<T>();
+        let conditions = self.conditions(conditions);
+        self.ops.push(Operation::Delete {
+            table: T::NAME.into(),
+            conditions,
+        });
+        Counted(self.ops.len() - 1)
+    }
+
+    /// Reads the rows meeting the conditions (the columns the server has).
+    pub fn select<T: Table>(
+        &mut self,
+        conditions: impl IntoIterator<Item = Cond<T>>,
+    ) -> Selected<T> {
+        self.check_table::<T>();
+        let conditions = self.conditions(conditions);
+        let mut columns: Vec<String> = T::columns()
+            .iter()
+            .filter(|c| self.db.skew.has_column(T::NAME, c.name))
+            .map(|c| c.name.to_owned())
+            .collect();
+        columns.push("_uuid".into());
+        self.ops.push(Operation::Select {
+            table: T::NAME.into(),
+            conditions,
+            columns: Some(columns),
+        });
+        Selected {
+            index: self.ops.len() - 1,
+            _table: PhantomData,
+        }
+    }
+
+    /// Makes the transaction fail unless the row `row.uuid()` still holds the values of
+    /// `row` in `columns` (every column the server has, when empty): optimistic
+    /// concurrency for a read-modify-write.
+    pub fn wait_unchanged<T: Table>(&mut self, row: &T, columns: &[&str]) {
+        self.check_table::<T>();
+        let all = row.to_row();
+        let columns: Vec<String> = if columns.is_empty() {
+            all.keys()
+                .filter(|c| self.db.skew.has_column(T::NAME, c))
+                .cloned()
+                .collect()
+        } else {
+            columns.iter().map(|c| c.to_string()).collect()
+        };
+        let mut expected = Row::new();
+        for c in &columns {
+            match all.get(c) {
+                Some(v) if self.db.skew.has_column(T::NAME, c) => {
+                    expected.insert(c.clone(), v.clone());
+                }
+                _ => {
+                    let e = self.db.skew.lacks(T::NAME, c);
+                    self.fail(e);
+                }
+            }
+        }
+        self.ops.push(Operation::Wait {
+            table: T::NAME.into(),
+            timeout: Some(0),
+            conditions: vec![Condition::uuid(row.uuid())],
+            columns,
+            until: WaitUntil::Equal,
+            rows: vec![expected],
+        });
+    }
+
+    /// Adds an untyped operation.
+    pub fn raw(&mut self, op: Operation) -> usize {
+        self.ops.push(op);
+        self.ops.len() - 1
+    }
+
+    /// Records a comment in the database log.
+    pub fn comment(&mut self, text: impl Into<String>) {
+        self.ops.push(Operation::Comment(text.into()));
+    }
+
+    /// The operations built so far.
+    pub fn operations(&self) -> &[Operation] {
+        &self.ops
+    }
+
+    /// Sends the transaction. A problem found while building (a column the server
+    /// lacks) fails here without sending anything.
+    pub async fn commit(self) -> Result<TransactionResult, Error> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let results = self.db.client.transact(D::NAME, &self.ops).await?;
+        let named = self
+            .inserted
+            .iter()
+            .filter_map(|(name, i)| {
+                results
+                    .get(*i)
+                    .and_then(OperationResult::uuid)
+                    .map(|u| (name.clone(), u))
+            })
+            .collect();
+        Ok(TransactionResult { results, named })
+    }
+}
+
+/// The outcome of a committed [`Transaction`].
+#[derive(Clone, Debug)]
+pub struct TransactionResult {
+    results: Vec<OperationResult>,
+    named: HashMap<String, Uuid>,
+}
+
+impl TransactionResult {
+    /// The uuid the server gave a row inserted by this transaction.
+    pub fn uuid<T>(&self, inserted: &Ref<T>) -> Option<Uuid> {
+        match inserted.target() {
+            crate::model::RefTarget::Named(n) => self.named.get(n).copied(),
+            crate::model::RefTarget::Uuid(u) => Some(*u),
+        }
+    }
+
+    /// The rows a select read, decoded into the model.
+    pub fn rows<T: Table>(&self, selected: &Selected<T>) -> Result<Vec<T>, Error> {
+        let rows = self
+            .results
+            .get(selected.index)
+            .and_then(OperationResult::rows)
+            .ok_or_else(|| Error::protocol("select result missing from the transaction reply"))?;
+        rows.iter()
+            .map(|row| {
+                let uuid = crate::model::__row_uuid(row).ok_or_else(|| {
+                    Error::protocol(format!("a {} row came back without _uuid", T::NAME))
+                })?;
+                T::from_row(uuid, row).map_err(|e| Error::protocol(e.to_string()))
+            })
+            .collect()
+    }
+
+    /// How many rows an update, mutate or delete matched.
+    pub fn count(&self, op: Counted) -> Option<u64> {
+        self.results.get(op.0).and_then(OperationResult::count)
+    }
+
+    /// Every operation's result.
+    pub fn results(&self) -> &[OperationResult] {
+        &self.results
+    }
+}
+
+/// Replaces named-uuids in a datum with the uuids a transaction gave them.
+pub fn resolve_named(datum: &Datum, result: &TransactionResult) -> Datum {
+    use crate::datum::Atom;
+    let fix = |a: &Atom| match a {
+        Atom::NamedUuid(n) => result
+            .named
+            .get(n)
+            .map(|u| Atom::Uuid(*u))
+            .unwrap_or_else(|| a.clone()),
+        other => other.clone(),
+    };
+    match datum {
+        Datum::Set(s) => Datum::set(s.iter().map(fix)),
+        Datum::Map(m) => Datum::map(m.iter().map(|(k, v)| (fix(k), fix(v)))),
+    }
+}
