@@ -487,8 +487,16 @@ impl<D: Database> Transaction<D> {
         });
     }
 
-    /// Adds an untyped operation.
+    /// Adds an untyped operation (an insert's `uuid-name` is resolved in the result
+    /// like a typed insert's).
     pub fn raw(&mut self, op: Operation) -> usize {
+        if let Operation::Insert {
+            uuid_name: Some(name),
+            ..
+        } = &op
+        {
+            self.inserted.push((name.clone(), self.ops.len()));
+        }
         self.ops.push(op);
         self.ops.len() - 1
     }
