@@ -397,10 +397,15 @@ impl OvsdbServer {
     /// Starts a standalone server with a fresh database in its own directory.
     pub fn start(install: &Installation, options: &ServerOptions) -> Result<OvsdbServer> {
         let dir = install.workdir()?;
-        let schema = options
+        let mut schema = options
             .schema
             .clone()
             .unwrap_or_else(|| install.schema("ovn-nb"));
+        if let Some(file) = &options.schema_file {
+            fs::copy(file, dir.host("schema.ovsschema"))
+                .map_err(|e| SandboxError(format!("cannot copy {}: {e}", file.display())))?;
+            schema = dir.inner("schema.ovsschema");
+        }
         let db = dir.inner("db.db");
         install.output(
             "ovsdb-tool",
