@@ -16,6 +16,18 @@ fn row(pairs: &[(&str, Datum)]) -> Row {
         .collect()
 }
 
+/// A `wait` that blocks until a Logical_Switch exists, which none does.
+fn wait_forever() -> Operation {
+    Operation::Wait {
+        table: "Logical_Switch".into(),
+        timeout: None,
+        conditions: vec![],
+        columns: vec!["name".into()],
+        until: WaitUntil::NotEqual,
+        rows: vec![],
+    }
+}
+
 fn named_switch(name: &str) -> Row {
     row(&[("name", Datum::scalar(name))])
 }
@@ -328,19 +340,7 @@ async fn wait_commit_comment_abort_and_assert() {
 async fn cancel_ends_a_transaction_blocked_in_wait() {
     let server = nb_server();
     let (c, _) = client(&server.unix_remote()).await;
-    let (id, pending) = c
-        .transact_cancellable(
-            NB,
-            &[Operation::Wait {
-                table: "Logical_Switch".into(),
-                timeout: None,
-                conditions: vec![],
-                columns: vec!["name".into()],
-                until: WaitUntil::NotEqual,
-                rows: vec![],
-            }],
-        )
-        .unwrap();
+    let (id, pending) = c.transact_cancellable(NB, &[wait_forever()]).unwrap();
     let task = tokio::spawn(pending);
     // The wait blocks: the echo below comes back while the transaction is pending.
     c.echo(&serde_json::json!(["ping"])).await.unwrap();
@@ -504,19 +504,7 @@ async fn echo_returns_its_params_and_server_echoes_are_answered() {
 async fn requests_fail_as_closed_when_the_server_dies() {
     let mut server = nb_server();
     let (c, _) = client(&server.unix_remote()).await;
-    let (id, pending) = c
-        .transact_cancellable(
-            NB,
-            &[Operation::Wait {
-                table: "Logical_Switch".into(),
-                timeout: None,
-                conditions: vec![],
-                columns: vec!["name".into()],
-                until: WaitUntil::NotEqual,
-                rows: vec![],
-            }],
-        )
-        .unwrap();
+    let (id, pending) = c.transact_cancellable(NB, &[wait_forever()]).unwrap();
     let _ = id;
     let task = tokio::spawn(pending);
     c.echo(&serde_json::json!([])).await.unwrap();

@@ -393,6 +393,26 @@ fn valid_id(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The second element of `["uuid", TEXT]` or `["named-uuid", NAME]`.
+fn tagged_uuid<'de, A: SeqAccess<'de>>(tag: &str, seq: &mut A) -> Result<Atom, A::Error> {
+    let text: TagStr<'de> = seq.next_element()?.ok_or_else(|| {
+        de::Error::custom(format_args!(
+            "[\"{tag}\"] lacks its {}",
+            if tag == "uuid" { "uuid string" } else { "name" }
+        ))
+    })?;
+    if tag == "uuid" {
+        return Ok(Atom::Uuid(parse_uuid(text.as_str())?));
+    }
+    if !valid_id(text.as_str()) {
+        return Err(de::Error::custom(format_args!(
+            "invalid named-uuid name \"{}\"",
+            text.as_str()
+        )));
+    }
+    Ok(Atom::NamedUuid(text.as_str().to_owned()))
+}
+
 struct AtomVisitor;
 
 impl<'de> Visitor<'de> for AtomVisitor {
@@ -435,24 +455,7 @@ impl<'de> Visitor<'de> for AtomVisitor {
             .next_element()?
             .ok_or_else(|| de::Error::custom("empty array where an atom was expected"))?;
         let atom = match tag.as_str() {
-            "uuid" => {
-                let text: TagStr<'de> = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"uuid\"] lacks its uuid string"))?;
-                Atom::Uuid(parse_uuid(text.as_str())?)
-            }
-            "named-uuid" => {
-                let text: TagStr<'de> = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"named-uuid\"] lacks its name"))?;
-                if !valid_id(text.as_str()) {
-                    return Err(de::Error::custom(format_args!(
-                        "invalid named-uuid name \"{}\"",
-                        text.as_str()
-                    )));
-                }
-                Atom::NamedUuid(text.as_str().to_owned())
-            }
+            "uuid" | "named-uuid" => tagged_uuid(tag.as_str(), &mut seq)?,
             "set" | "map" => {
                 return Err(de::Error::custom(format_args!(
                     "a [\"{}\", …] datum where a single atom was expected",
@@ -621,24 +624,7 @@ impl<'de> Visitor<'de> for DatumVisitor {
                     .ok_or_else(|| de::Error::custom("[\"map\"] lacks its array of pairs"))?;
                 finish_map(pairs.into_iter().map(|p| (p.0, p.1)).collect())?
             }
-            "uuid" => {
-                let text: TagStr<'de> = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"uuid\"] lacks its uuid string"))?;
-                Datum::Set(vec![Atom::Uuid(parse_uuid(text.as_str())?)])
-            }
-            "named-uuid" => {
-                let text: TagStr<'de> = seq
-                    .next_element()?
-                    .ok_or_else(|| de::Error::custom("[\"named-uuid\"] lacks its name"))?;
-                if !valid_id(text.as_str()) {
-                    return Err(de::Error::custom(format_args!(
-                        "invalid named-uuid name \"{}\"",
-                        text.as_str()
-                    )));
-                }
-                Datum::Set(vec![Atom::NamedUuid(text.as_str().to_owned())])
-            }
+            "uuid" | "named-uuid" => Datum::Set(vec![tagged_uuid(tag.as_str(), &mut seq)?]),
             other => {
                 return Err(de::Error::custom(format_args!(
                     "unknown array form [\"{other}\", …]: expected \"set\", \"map\", \"uuid\" or \"named-uuid\""
