@@ -20,12 +20,13 @@ use tokio_util::codec::FramedRead;
 
 use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::error::{Error, ServerError};
-use crate::monitor::{MonitorRequest, Notification, TableUpdates};
+use crate::monitor::{MonitorRequest, MonitorSince, Notification, TableUpdates, TableUpdates2};
 use crate::ops::{decode_transact_reply, Operation, OperationResult};
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 use crate::transport::{self, TlsConfig, Transport};
 use crate::writer::Writer;
+use uuid::Uuid;
 
 /// How to connect.
 #[derive(Clone, Debug)]
@@ -405,7 +406,70 @@ impl Client {
         monitor_id: serde_json::Value,
         requests: &BTreeMap<String, MonitorRequest>,
     ) -> Result<TableUpdates, Error> {
-        self.call("monitor", &(db, monitor_id, requests)).await
+        self.call("monitor", &(db, monitor_id, AsArrays(requests)))
+            .await
+    }
+
+    /// `monitor_cond`: like [`monitor`](Self::monitor) with conditions per table and the
+    /// `update2` form; later changes arrive as [`Notification::Update2`].
+    pub async fn monitor_cond(
+        &self,
+        db: &str,
+        monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+    ) -> Result<TableUpdates2, Error> {
+        self.call("monitor_cond", &(db, monitor_id, AsArrays(requests)))
+            .await
+    }
+
+    /// `monitor_cond_since`: like [`monitor_cond`](Self::monitor_cond), but when the
+    /// server still has transaction `last_txn_id` it sends only the changes after it.
+    /// Later changes arrive as [`Notification::Update3`]. `None` asks for everything.
+    pub async fn monitor_cond_since(
+        &self,
+        db: &str,
+        monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+        last_txn_id: Option<Uuid>,
+    ) -> Result<MonitorSince, Error> {
+        let since = last_txn_id.unwrap_or(Uuid::nil());
+        let (found, last_txn_id, updates): (bool, Uuid, TableUpdates2) = self
+            .call(
+                "monitor_cond_since",
+                &(db, monitor_id, AsArrays(requests), since),
+            )
+            .await?;
+        Ok(MonitorSince {
+            found,
+            last_txn_id,
+            updates,
+        })
+    }
+
+    /// `monitor_cond_change`: changes the conditions (and columns) of a live
+    /// `monitor_cond` or `monitor_cond_since`, which from then on reports under
+    /// `new_monitor_id`. The server sends what the change adds and removes as an update.
+    pub async fn monitor_cond_change(
+        &self,
+        monitor_id: serde_json::Value,
+        new_monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+    ) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .call(
+                "monitor_cond_change",
+                &(monitor_id, new_monitor_id, AsArrays(requests)),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `set_db_change_aware`: asks the server to cancel monitors (with
+    /// `monitor_canceled`) rather than drop the connection when a database's schema is
+    /// converted or the database removed.
+    pub async fn set_db_change_aware(&self, aware: bool) -> Result<(), Error> {
+        let _: serde_json::Value = self.call("set_db_change_aware", &[aware]).await?;
+        Ok(())
     }
 
     /// `monitor_cancel`: ends a monitor.
@@ -443,6 +507,21 @@ impl Client {
     /// `echo`: the server sends `params` back.
     pub async fn echo(&self, params: &serde_json::Value) -> Result<serde_json::Value, Error> {
         self.call("echo", params).await
+    }
+}
+
+/// Monitor requests as `{"Table": [request]}`: the array form every monitor method
+/// accepts and `monitor_cond_change` requires.
+struct AsArrays<'a>(&'a BTreeMap<String, MonitorRequest>);
+
+impl Serialize for AsArrays<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (table, request) in self.0 {
+            m.serialize_entry(table, &[request])?;
+        }
+        m.end()
     }
 }
 

@@ -41,6 +41,10 @@ pub struct MonitorRequest {
     /// Which changes; all of them when `None`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub select: Option<MonitorSelect>,
+    /// For `monitor_cond` and `monitor_cond_since`: only rows meeting every condition
+    /// are reported (all rows when `None`). Plain `monitor` takes none.
+    #[serde(rename = "where", skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Vec<crate::ops::Condition>>,
 }
 
 impl MonitorRequest {
@@ -53,8 +57,14 @@ impl MonitorRequest {
     pub fn columns<S: Into<String>>(columns: impl IntoIterator<Item = S>) -> MonitorRequest {
         MonitorRequest {
             columns: Some(columns.into_iter().map(Into::into).collect()),
-            select: None,
+            ..Default::default()
         }
+    }
+
+    /// Only rows meeting every one of `conditions` (for `monitor_cond`).
+    pub fn matching(mut self, conditions: Vec<crate::ops::Condition>) -> MonitorRequest {
+        self.conditions = Some(conditions);
+        self
     }
 }
 
@@ -97,6 +107,18 @@ pub type TableUpdate2 = HashMap<Uuid, RowUpdate2>;
 
 /// Changes to every monitored table in the `update2` form.
 pub type TableUpdates2 = BTreeMap<String, TableUpdate2>;
+
+/// The reply to `monitor_cond_since`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MonitorSince {
+    /// True when the server still had the transaction given, so `updates` holds only
+    /// the changes after it; false when `updates` is the whole initial contents.
+    pub found: bool,
+    /// The id of the last transaction the reply includes.
+    pub last_txn_id: Uuid,
+    /// The changes (or initial contents).
+    pub updates: TableUpdates2,
+}
 
 /// A message the server sent without being asked.
 #[derive(Clone, Debug, PartialEq)]
