@@ -501,7 +501,8 @@ async fn echo_returns_its_params_and_server_echoes_are_answered() {
 }
 
 #[tokio::test]
-async fn requests_fail_as_closed_when_the_server_dies() {
+async fn in_flight_requests_have_unknown_outcome_and_later_ones_are_retryable_when_the_server_dies()
+{
     let mut server = nb_server();
     let (c, _) = client(&server.unix_remote()).await;
     let (id, pending) = c.transact_cancellable(NB, &[wait_forever()]).unwrap();
@@ -514,13 +515,15 @@ async fn requests_fail_as_closed_when_the_server_dies() {
         .unwrap()
         .unwrap()
         .unwrap_err();
-    assert!(e.is_closed() || e.kind() == ErrorKind::Io, "{e}");
+    // The transaction was in flight: whether it took effect is unknown.
+    assert!(e.is_outcome_unknown() && !e.is_retryable(), "{e}");
     let why = tokio::time::timeout(Duration::from_secs(10), c.closed())
         .await
         .unwrap();
     assert!(why.is_closed() || why.kind() == ErrorKind::Io, "{why}");
+    // A request made afterwards is never sent: retryable.
     let e = c.list_dbs().await.unwrap_err();
-    assert!(e.is_closed() || e.kind() == ErrorKind::Io, "{e}");
+    assert!(e.is_retryable() && !e.is_outcome_unknown(), "{e}");
 }
 
 #[tokio::test]

@@ -381,6 +381,8 @@ pub struct OvsdbServer {
     install: Installation,
     name: String,
     db_inner: PathBuf,
+    /// The schema a standalone database was created from.
+    schema_inner: Option<PathBuf>,
     args: Vec<String>,
     daemon: Daemon,
     unix_host: PathBuf,
@@ -424,7 +426,9 @@ impl OvsdbServer {
             }
             extra.push("--remote=pssl:0:127.0.0.2".into());
         }
-        OvsdbServer::launch(install, "ovsdb-server", dir, "", vec![db], extra)
+        let mut server = OvsdbServer::launch(install, "ovsdb-server", dir, "", vec![db], extra)?;
+        server.schema_inner = Some(schema);
+        Ok(server)
     }
 
     fn launch(
@@ -452,6 +456,7 @@ impl OvsdbServer {
             install: install.clone(),
             name: name.to_owned(),
             db_inner: dbs[0].clone(),
+            schema_inner: None,
             args,
             daemon: Daemon {
                 name: name.to_owned(),
@@ -567,6 +572,23 @@ impl OvsdbServer {
     /// Stops the server cleanly (SIGTERM), keeping its database.
     pub fn stop(&mut self) {
         self.daemon.terminate();
+    }
+
+    /// Stops a standalone server, replaces its database with a new empty one, and starts
+    /// it again on the same port.
+    pub fn replace_database(&mut self) -> Result<()> {
+        let schema = self.schema_inner.clone().ok_or_else(|| {
+            SandboxError("only a standalone server's database can be replaced".into())
+        })?;
+        self.daemon.kill();
+        let host_db = self.install.host_path(&self.db_inner);
+        fs::remove_file(&host_db)
+            .map_err(|e| SandboxError(format!("cannot remove {}: {e}", host_db.display())))?;
+        self.install.output(
+            "ovsdb-tool",
+            &["create", path_str(&self.db_inner)?, path_str(&schema)?],
+        )?;
+        self.run()
     }
 
     /// Starts the server again on the same database and TCP port.

@@ -89,10 +89,11 @@ impl Shared {
                 return;
             }
             tracing::debug!(error = %err, "ovsdb connection ended");
+            // Requests in flight were (or may have been) sent: their outcome is unknown.
             let drained = st
                 .pending
                 .drain()
-                .map(|(_, p)| (p, err.duplicate()))
+                .map(|(_, p)| (p, Error::outcome_unknown(err.duplicate())))
                 .collect();
             st.closed = Some(err);
             drained
@@ -240,7 +241,7 @@ impl Client {
         let (tx, rx) = oneshot::channel();
         let mut st = self.shared.lock();
         if let Some(e) = &st.closed {
-            return Err(e.duplicate());
+            return Err(Error::unavailable(e.duplicate()));
         }
         st.pending.insert(id, Pending { method, reply: tx });
         Ok((id, rx))
@@ -261,9 +262,10 @@ impl Client {
         if let Err(e) = self.writer.send(msg) {
             self.shared.lock().pending.remove(&id);
             self.shared.fail(Error::io(e));
-            return Err(self.closed_error());
+            return Err(Error::unavailable(self.closed_error()));
         }
-        rx.await.unwrap_or_else(|_| Err(self.closed_error()))
+        rx.await
+            .unwrap_or_else(|_| Err(Error::outcome_unknown(self.closed_error())))
     }
 
     fn closed_error(&self) -> Error {

@@ -98,6 +98,11 @@ pub enum ErrorKind {
     Config,
     /// A datum does not fit its column.
     Datum,
+    /// No usable connection: the request was not sent and may be retried.
+    Unavailable,
+    /// The connection ended after the request was sent: it may or may not have taken
+    /// effect.
+    OutcomeUnknown,
 }
 
 #[derive(Debug)]
@@ -109,6 +114,8 @@ enum Repr {
     Transaction(TransactionError),
     Config(String),
     Datum(crate::schema::DatumError),
+    Unavailable(Error),
+    OutcomeUnknown(Error),
 }
 
 /// The error of every fallible operation in this crate.
@@ -138,6 +145,21 @@ impl Error {
         Error(Box::new(Repr::Transaction(e)))
     }
 
+    /// The request was not sent because the connection is down (for `cause`).
+    pub(crate) fn unavailable(cause: Error) -> Error {
+        match *cause.0 {
+            Repr::Unavailable(_) => cause,
+            _ => Error(Box::new(Repr::Unavailable(cause))),
+        }
+    }
+
+    pub(crate) fn outcome_unknown(cause: Error) -> Error {
+        match *cause.0 {
+            Repr::OutcomeUnknown(_) => cause,
+            _ => Error(Box::new(Repr::OutcomeUnknown(cause))),
+        }
+    }
+
     pub(crate) fn config(msg: impl Into<String>) -> Error {
         Error(Box::new(Repr::Config(msg.into())))
     }
@@ -152,17 +174,41 @@ impl Error {
             Repr::Transaction(_) => ErrorKind::Transaction,
             Repr::Config(_) => ErrorKind::Config,
             Repr::Datum(_) => ErrorKind::Datum,
+            Repr::Unavailable(_) => ErrorKind::Unavailable,
+            Repr::OutcomeUnknown(_) => ErrorKind::OutcomeUnknown,
         }
     }
 
-    /// True when the connection is closed.
-    pub fn is_closed(&self) -> bool {
-        self.kind() == ErrorKind::Closed
+    /// The error behind an [`ErrorKind::OutcomeUnknown`], or this error itself.
+    fn cause(&self) -> &Error {
+        match &*self.0 {
+            Repr::OutcomeUnknown(c) | Repr::Unavailable(c) => c,
+            _ => self,
+        }
     }
 
-    /// True when the peer broke the protocol.
+    /// True when the request was certainly not carried out and can be sent again (the
+    /// connection was down, or closed before the request went out).
+    pub fn is_retryable(&self) -> bool {
+        self.kind() == ErrorKind::Unavailable
+    }
+
+    /// True when the connection ended after the request was sent, so whether it took
+    /// effect is unknown.
+    pub fn is_outcome_unknown(&self) -> bool {
+        self.kind() == ErrorKind::OutcomeUnknown
+    }
+
+    /// True when the connection is closed (also when that left a request's outcome
+    /// unknown).
+    pub fn is_closed(&self) -> bool {
+        self.cause().kind() == ErrorKind::Closed
+    }
+
+    /// True when the peer broke the protocol (also when that left a request's outcome
+    /// unknown).
     pub fn is_protocol(&self) -> bool {
-        self.kind() == ErrorKind::Protocol
+        self.cause().kind() == ErrorKind::Protocol
     }
 
     /// The server's error, for an error reply to a request.
@@ -204,6 +250,8 @@ impl Error {
             Repr::Transaction(t) => Repr::Transaction(t.clone()),
             Repr::Config(m) => Repr::Config(m.clone()),
             Repr::Datum(d) => Repr::Datum(d.clone()),
+            Repr::Unavailable(c) => Repr::Unavailable(c.duplicate()),
+            Repr::OutcomeUnknown(c) => Repr::OutcomeUnknown(c.duplicate()),
         }))
     }
 }
@@ -225,6 +273,11 @@ impl fmt::Display for Error {
             Repr::Transaction(t) => t.fmt(f),
             Repr::Config(m) => f.write_str(m),
             Repr::Datum(d) => d.fmt(f),
+            Repr::Unavailable(c) => write!(f, "not sent, no usable connection: {c}"),
+            Repr::OutcomeUnknown(c) => write!(
+                f,
+                "outcome unknown, the connection ended after the request was sent: {c}"
+            ),
         }
     }
 }
@@ -234,6 +287,7 @@ impl std::error::Error for Error {
         match &*self.0 {
             Repr::Io(e) => Some(e),
             Repr::Datum(d) => Some(d),
+            Repr::OutcomeUnknown(c) | Repr::Unavailable(c) => Some(c),
             _ => None,
         }
     }

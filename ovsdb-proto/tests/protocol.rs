@@ -42,7 +42,10 @@ async fn a_reply_to_no_request_is_a_protocol_error_that_ends_the_connection() {
         .await
         .unwrap();
     let e = call.await.unwrap().unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Protocol);
+    // The request was sent and its reply never came: its outcome is unknown, because of
+    // a protocol violation.
+    assert_eq!(e.kind(), ErrorKind::OutcomeUnknown);
+    assert!(e.is_protocol() && !e.is_retryable());
     assert!(e.to_string().contains("reply to no request: id 999"), "{e}");
     assert!(c.closed().await.is_protocol());
 }
@@ -59,7 +62,11 @@ async fn malformed_json_is_a_protocol_error() {
         e.to_string().contains("expected '{' to start a message"),
         "{e}"
     );
-    assert!(c.list_dbs().await.unwrap_err().is_protocol());
+    let later = c.list_dbs().await.unwrap_err();
+    assert!(
+        later.is_protocol() && later.is_retryable(),
+        "not sent: {later}"
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,121 @@
+//! Applying the `modify` entries of `update2`/`update3` to untyped rows: for a scalar
+//! column the new value; for a set the elements to toggle; for a map the pairs to add,
+//! change or (when equal to the current pair) remove.
+
+use std::collections::BTreeMap;
+
+use crate::datum::{Atom, Datum, Row};
+use crate::schema::{ColumnType, TableSchema};
+
+/// Applies one column's diff.
+pub fn apply_column(ty: &ColumnType, old: &Datum, diff: &Datum) -> Result<Datum, String> {
+    if ty.is_scalar() {
+        return Ok(diff.clone());
+    }
+    if ty.is_map() {
+        let mut map: BTreeMap<Atom, Atom> = old
+            .as_map()
+            .ok_or_else(|| format!("current value {old} is not a map"))?
+            .iter()
+            .cloned()
+            .collect();
+        for (k, v) in diff
+            .as_map()
+            .ok_or_else(|| format!("diff {diff} is not a map"))?
+        {
+            if map.get(k) == Some(v) {
+                map.remove(k);
+            } else {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+        return Ok(Datum::Map(map.into_iter().collect()));
+    }
+    let mut set: Vec<Atom> = old
+        .as_set()
+        .ok_or_else(|| format!("current value {old} is not a set"))?
+        .to_vec();
+    for a in diff
+        .as_set()
+        .ok_or_else(|| format!("diff {diff} is not a set"))?
+    {
+        match set.binary_search(a) {
+            Ok(i) => {
+                set.remove(i);
+            }
+            Err(i) => set.insert(i, a.clone()),
+        }
+    }
+    Ok(Datum::Set(set))
+}
+
+/// Applies a `modify` entry to a row; the result is a new row, the old one untouched.
+pub fn apply_row(table: &TableSchema, old: &Row, diff: &Row) -> Result<Row, String> {
+    let mut row = old.clone();
+    for (column, d) in diff {
+        let ty = table
+            .column_type(column)
+            .ok_or_else(|| format!("table {} has no column {column}", table.name))?;
+        let current = row
+            .get(column)
+            .cloned()
+            .unwrap_or_else(|| ty.default_datum());
+        let new = apply_column(&ty, &current, d)
+            .map_err(|e| format!("table {} column {column}: {e}", table.name))?;
+        row.insert(column.clone(), new);
+    }
+    Ok(row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ty(j: serde_json::Value) -> ColumnType {
+        ColumnType::parse(&j, "t").unwrap()
+    }
+
+    fn d(j: serde_json::Value) -> Datum {
+        Datum::from_json(&j).unwrap()
+    }
+
+    #[test]
+    fn scalars_are_replaced_sets_toggled_maps_merged() {
+        let s = ty(json!("string"));
+        assert_eq!(
+            apply_column(&s, &d(json!("a")), &d(json!("b"))).unwrap(),
+            d(json!("b"))
+        );
+        let opt = ty(json!({"key": "integer", "min": 0, "max": 1}));
+        assert_eq!(
+            apply_column(&opt, &d(json!(["set", []])), &d(json!(5))).unwrap(),
+            d(json!(5))
+        );
+        assert_eq!(
+            apply_column(&opt, &d(json!(5)), &d(json!(["set", [5, 6]]))).unwrap(),
+            d(json!(6))
+        );
+        let set = ty(json!({"key": "string", "min": 0, "max": "unlimited"}));
+        assert_eq!(
+            apply_column(
+                &set,
+                &d(json!(["set", ["a", "b"]])),
+                &d(json!(["set", ["b", "c"]]))
+            )
+            .unwrap(),
+            d(json!(["set", ["a", "c"]]))
+        );
+        let map = ty(json!({"key": "string", "value": "string", "min": 0, "max": "unlimited"}));
+        assert_eq!(
+            apply_column(
+                &map,
+                &d(json!(["map", [["a", "1"], ["b", "2"]]])),
+                &d(json!(["map", [["a", "1"], ["b", "3"], ["c", "4"]]]))
+            )
+            .unwrap(),
+            d(json!(["map", [["b", "3"], ["c", "4"]]]))
+        );
+        assert!(apply_column(&map, &d(json!(["set", ["x"]])), &d(json!(["map", []]))).is_err());
+    }
+}

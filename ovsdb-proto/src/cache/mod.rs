@@ -1,0 +1,212 @@
+//! A monitor-driven, in-memory cache of a database that survives reconnects and raft
+//! leader changes.
+//!
+//! [`Cache::start`] runs a task that connects to one of several remotes (in shuffled
+//! order, with exponential backoff and jitter between attempts), optionally only to the
+//! cluster's leader, and monitors the chosen tables with `monitor_cond_since`. On a
+//! reconnect it asks for the changes since the last transaction it saw: when the server
+//! still has them only those are applied, otherwise the whole contents are fetched and
+//! compared with the cache so that only true differences become events.
+//!
+//! Readers take [`Snapshot`]s, which are whole updates only and cost an `Arc` clone.
+//! Every change comes out of [`CacheEvents`] in order; a slow reader slows the cache
+//! down (and through it the server connection) rather than losing events.
+
+mod diff;
+mod session;
+mod store;
+
+use std::collections::BTreeMap;
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use crate::client::{Client, ConnectOptions};
+use crate::error::Error;
+use crate::monitor::MonitorRequest;
+use crate::ops::{Operation, OperationResult};
+use crate::remote::Remote;
+
+pub use diff::{apply_column, apply_row};
+pub use store::{Change, Event, Snapshot, TableRows};
+
+/// What to cache and where from.
+#[derive(Clone, Debug)]
+pub struct CacheConfig {
+    /// The servers; tried in shuffled order.
+    pub remotes: Vec<Remote>,
+    /// The database.
+    pub database: String,
+    /// The tables, with the columns and conditions to monitor.
+    pub tables: BTreeMap<String, MonitorRequest>,
+    /// Accept only the leader of a clustered database.
+    pub leader_only: bool,
+    /// Connection options (TLS, limits).
+    pub connect: ConnectOptions,
+    /// First wait between failed attempts.
+    pub min_backoff: Duration,
+    /// Longest wait between failed attempts.
+    pub max_backoff: Duration,
+    /// How many update messages may wait unread in [`CacheEvents`].
+    pub event_capacity: usize,
+}
+
+impl CacheConfig {
+    /// Caches every column of `tables` of `database` from `remotes`.
+    pub fn new(remotes: Vec<Remote>, database: impl Into<String>, tables: &[&str]) -> CacheConfig {
+        CacheConfig {
+            remotes,
+            database: database.into(),
+            tables: tables
+                .iter()
+                .map(|t| (t.to_string(), MonitorRequest::all()))
+                .collect(),
+            leader_only: false,
+            connect: ConnectOptions::default(),
+            min_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(8),
+            event_capacity: 64,
+        }
+    }
+}
+
+/// An item of the event stream.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CacheEvent {
+    /// A row changed.
+    Change(Event),
+    /// The initial contents are in (sent once, after their insert events).
+    Ready,
+}
+
+/// The event stream of a [`Cache`].
+pub struct CacheEvents {
+    rx: mpsc::Receiver<Vec<CacheEvent>>,
+    pending: VecDeque<CacheEvent>,
+}
+
+impl CacheEvents {
+    /// The next event; `None` once the cache is dropped.
+    pub async fn recv(&mut self) -> Option<CacheEvent> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
+            }
+            self.pending.extend(self.rx.recv().await?);
+        }
+    }
+
+    /// An event if one is waiting.
+    pub fn try_recv(&mut self) -> Option<CacheEvent> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
+            }
+            self.pending.extend(self.rx.try_recv().ok()?);
+        }
+    }
+}
+
+/// Where the cache task publishes its state.
+pub(crate) struct Published {
+    pub(crate) ready: watch::Sender<bool>,
+    pub(crate) version: watch::Sender<u64>,
+    pub(crate) client: watch::Sender<Option<Client>>,
+}
+
+/// A running cache. Dropping it stops its task and closes its connection.
+pub struct Cache {
+    shared: store::Shared,
+    ready: watch::Receiver<bool>,
+    version: watch::Receiver<u64>,
+    client: watch::Receiver<Option<Client>>,
+    database: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Cache {
+    /// Starts the cache task on the current tokio runtime.
+    pub fn start(config: CacheConfig) -> (Cache, CacheEvents) {
+        let writer = store::Writer::new();
+        let shared = writer.shared();
+        let (ready_tx, ready) = watch::channel(false);
+        let (version_tx, version) = watch::channel(0);
+        let (client_tx, client) = watch::channel(None);
+        let (events_tx, events_rx) = mpsc::channel(config.event_capacity.max(1));
+        let database = config.database.clone();
+        let published = Published {
+            ready: ready_tx,
+            version: version_tx,
+            client: client_tx,
+        };
+        let task = tokio::spawn(session::run(config, writer, published, events_tx));
+        (
+            Cache {
+                shared,
+                ready,
+                version,
+                client,
+                database,
+                task,
+            },
+            CacheEvents {
+                rx: events_rx,
+                pending: VecDeque::new(),
+            },
+        )
+    }
+
+    /// The current contents.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.load()
+    }
+
+    /// Waits until the initial contents are in.
+    pub async fn wait_until_ready(&self) {
+        let mut r = self.ready.clone();
+        let _ = r.wait_for(|ready| *ready).await;
+    }
+
+    /// The connection the cache is synced over, if it is synced now.
+    pub fn client(&self) -> Option<Client> {
+        self.client.borrow().clone()
+    }
+
+    /// Runs a transaction over the cache's connection. When the cache is not connected
+    /// (or its connection just ended) this fails at once with an error for which
+    /// [`Error::is_retryable`] is true; when the connection is lost after the request
+    /// was sent, [`Error::is_outcome_unknown`] is true.
+    pub async fn transact(&self, operations: &[Operation]) -> Result<Vec<OperationResult>, Error> {
+        let client = self.client().ok_or_else(|| {
+            Error::unavailable(Error::closed(Some(
+                "the cache is not connected to a usable server".into(),
+            )))
+        })?;
+        client.transact(&self.database, operations).await
+    }
+
+    /// Waits until `predicate` holds for the cache's contents (read-your-writes: wait
+    /// for the row a transaction inserted or changed), at most `timeout`.
+    pub async fn wait_for(&self, timeout: Duration, predicate: impl Fn(&Snapshot) -> bool) -> bool {
+        let mut v = self.version.clone();
+        let check = async {
+            loop {
+                if predicate(&self.snapshot()) {
+                    return;
+                }
+                if v.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, check).await.is_ok()
+    }
+}

@@ -1,0 +1,383 @@
+//! The cache's contents: one writer applies whole update messages to a copy and swaps
+//! it in, so readers only ever see whole updates; the maps share structure, so the copy
+//! is cheap and a reader's snapshot is never deep-copied.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use uuid::Uuid;
+
+use crate::datum::Row;
+use crate::monitor::{RowUpdate2, TableUpdates2};
+use crate::schema::DatabaseSchema;
+
+use super::diff;
+
+/// The rows of one table by uuid.
+pub type TableRows = imbl::HashMap<Uuid, Arc<Row>>;
+
+/// One consistent view of every cached table.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    tables: BTreeMap<String, TableRows>,
+}
+
+impl Snapshot {
+    /// The rows of `table` (empty if the table is not cached).
+    pub fn table(&self, table: &str) -> TableRows {
+        self.tables.get(table).cloned().unwrap_or_default()
+    }
+
+    /// One row.
+    pub fn get(&self, table: &str, uuid: &Uuid) -> Option<Arc<Row>> {
+        self.tables.get(table)?.get(uuid).cloned()
+    }
+
+    /// The cached table names.
+    pub fn tables(&self) -> impl Iterator<Item = &str> {
+        self.tables.keys().map(String::as_str)
+    }
+
+    /// Total number of rows.
+    pub fn len(&self) -> usize {
+        self.tables.values().map(imbl::HashMap::len).sum()
+    }
+
+    /// True when no row is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every table as `{"Table": {"uuid": {column: value}}}`, in RFC 7047 notation.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for (name, rows) in &self.tables {
+            let mut sorted: Vec<(&Uuid, &Arc<Row>)> = rows.iter().collect();
+            sorted.sort_by_key(|(u, _)| **u);
+            let rows: serde_json::Map<String, serde_json::Value> = sorted
+                .into_iter()
+                .map(|(u, r)| {
+                    (
+                        u.to_string(),
+                        serde_json::to_value(&**r).unwrap_or_default(),
+                    )
+                })
+                .collect();
+            out.insert(name.clone(), serde_json::Value::Object(rows));
+        }
+        serde_json::Value::Object(out)
+    }
+}
+
+/// What happened to one row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// A new row.
+    Insert {
+        /// The row.
+        new: Arc<Row>,
+    },
+    /// A changed row, before and after.
+    Update {
+        /// Before.
+        old: Arc<Row>,
+        /// After.
+        new: Arc<Row>,
+    },
+    /// A deleted row, as it last was.
+    Delete {
+        /// The last version.
+        old: Arc<Row>,
+    },
+}
+
+/// One row's change in one table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// The table.
+    pub table: String,
+    /// The row.
+    pub uuid: Uuid,
+    /// The change.
+    pub change: Change,
+}
+
+/// The shared cell readers clone snapshots from.
+#[derive(Clone, Debug, Default)]
+pub struct Shared(Arc<RwLock<Arc<Snapshot>>>);
+
+impl Shared {
+    /// The current snapshot (an `Arc` clone, whatever the cache's size).
+    pub fn load(&self) -> Arc<Snapshot> {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn store(&self, s: Snapshot) {
+        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(s);
+    }
+}
+
+/// `row` with every monitored column, defaults put back for those left out.
+fn complete(table: &crate::schema::TableSchema, columns: Option<&Vec<String>>, row: &Row) -> Row {
+    let mut full = row.clone();
+    if let Some(columns) = columns {
+        for c in columns {
+            if !full.contains_key(c) {
+                if let Some(ty) = table.column_type(c) {
+                    full.insert(c.clone(), ty.default_datum());
+                }
+            }
+        }
+    }
+    full
+}
+
+/// The single writer.
+#[derive(Debug, Default)]
+pub struct Writer {
+    shared: Shared,
+}
+
+impl Writer {
+    /// A writer and the cell it publishes to.
+    pub fn new() -> Writer {
+        Writer::default()
+    }
+
+    /// The cell readers use.
+    pub fn shared(&self) -> Shared {
+        self.shared.clone()
+    }
+
+    /// Applies one update message; on error nothing is changed. `columns` are the
+    /// monitored columns per table: ovsdb-server leaves columns that hold their default
+    /// out of new rows, and the cache puts them back.
+    pub fn apply(
+        &self,
+        schema: &DatabaseSchema,
+        columns: &BTreeMap<String, Vec<String>>,
+        updates: &TableUpdates2,
+    ) -> Result<Vec<Event>, String> {
+        let mut next = (*self.shared.load()).clone();
+        let mut events = Vec::new();
+        for (table, rows) in updates {
+            let ts = schema.table(table).ok_or_else(|| {
+                format!("update for table {table}, which the schema does not have")
+            })?;
+            let current = next.tables.entry(table.clone()).or_default();
+            for (uuid, update) in rows {
+                let change = match update {
+                    RowUpdate2::Initial(row) | RowUpdate2::Insert(row) => {
+                        let new = Arc::new(complete(ts, columns.get(table), row));
+                        match current.insert(*uuid, new.clone()) {
+                            Some(old) => Change::Update { old, new },
+                            None => Change::Insert { new },
+                        }
+                    }
+                    RowUpdate2::Modify(d) => {
+                        let old = current.get(uuid).cloned().ok_or_else(|| {
+                            format!("modify of row {uuid} of {table}, which is not cached")
+                        })?;
+                        let new = Arc::new(diff::apply_row(ts, &old, d)?);
+                        current.insert(*uuid, new.clone());
+                        Change::Update { old, new }
+                    }
+                    RowUpdate2::Delete => match current.remove(uuid) {
+                        Some(old) => Change::Delete { old },
+                        None => continue,
+                    },
+                };
+                events.push(Event {
+                    table: table.clone(),
+                    uuid: *uuid,
+                    change,
+                });
+            }
+        }
+        self.shared.store(next);
+        Ok(events)
+    }
+
+    /// Replaces the contents with `initial` (a full resync), returning only the true
+    /// differences: inserts for new rows, updates for changed ones, deletes for rows
+    /// that are gone; nothing for rows that did not change.
+    pub fn resync(
+        &self,
+        schema: &DatabaseSchema,
+        columns: &BTreeMap<String, Vec<String>>,
+        initial: &TableUpdates2,
+    ) -> Result<Vec<Event>, String> {
+        let old = self.shared.load();
+        let mut next = Snapshot::default();
+        let mut events = Vec::new();
+        for table in columns.keys() {
+            let ts = schema
+                .table(table)
+                .ok_or_else(|| format!("table {table} is not in the schema"))?;
+            let mut rows = TableRows::new();
+            let before = old.table(table);
+            if let Some(updates) = initial.get(table) {
+                for (uuid, u) in updates {
+                    let row = match u {
+                        RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => {
+                            complete(ts, columns.get(table), r)
+                        }
+                        other => {
+                            return Err(format!(
+                                "a full resync of {table} sent {other:?} for {uuid}"
+                            ))
+                        }
+                    };
+                    let row = &row;
+                    let new = match before.get(uuid) {
+                        Some(prev) if **prev == *row => prev.clone(),
+                        Some(prev) => {
+                            let new = Arc::new(row.clone());
+                            events.push(Event {
+                                table: table.clone(),
+                                uuid: *uuid,
+                                change: Change::Update {
+                                    old: prev.clone(),
+                                    new: new.clone(),
+                                },
+                            });
+                            new
+                        }
+                        None => {
+                            let new = Arc::new(row.clone());
+                            events.push(Event {
+                                table: table.clone(),
+                                uuid: *uuid,
+                                change: Change::Insert { new: new.clone() },
+                            });
+                            new
+                        }
+                    };
+                    rows.insert(*uuid, new);
+                }
+            }
+            for (uuid, prev) in before.iter() {
+                if !rows.contains_key(uuid) {
+                    events.push(Event {
+                        table: table.clone(),
+                        uuid: *uuid,
+                        change: Change::Delete { old: prev.clone() },
+                    });
+                }
+            }
+            next.tables.insert(table.clone(), rows);
+        }
+        self.shared.store(next);
+        Ok(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> DatabaseSchema {
+        DatabaseSchema::from_json(&json!({"name": "D", "version": "1.0.0", "tables": {
+            "T": {"columns": {"name": {"type": "string"}, "tags": {"type": {"key": "string", "min": 0, "max": "unlimited"}}}}
+        }}))
+        .unwrap()
+    }
+
+    fn cols() -> BTreeMap<String, Vec<String>> {
+        [(
+            "T".to_string(),
+            vec!["name".to_string(), "tags".to_string()],
+        )]
+        .into()
+    }
+
+    fn updates(j: serde_json::Value) -> TableUpdates2 {
+        serde_json::from_value(j).unwrap()
+    }
+
+    const A: &str = "00000000-0000-0000-0000-00000000000a";
+    const B: &str = "00000000-0000-0000-0000-00000000000b";
+    const C: &str = "00000000-0000-0000-0000-00000000000c";
+
+    #[test]
+    fn updates_apply_whole_and_readers_keep_their_snapshot() {
+        let w = Writer::new();
+        let s = schema();
+        // "tags" left out: it holds its default, the empty set.
+        let ev = w
+            .apply(
+                &s,
+                &cols(),
+                &updates(json!({"T": {A: {"initial": {"name": "a"}}}})),
+            )
+            .unwrap();
+        assert_eq!(ev.len(), 1);
+        let before = w.shared().load();
+        let ev = w
+            .apply(
+                &s,
+                &cols(),
+                &updates(
+                    json!({"T": {A: {"modify": {"tags": "x"}}, B: {"insert": {"name": "b"}}}}),
+                ),
+            )
+            .unwrap();
+        assert_eq!(ev.len(), 2);
+        assert_eq!(before.len(), 1, "an old snapshot does not change");
+        let now = w.shared().load();
+        assert_eq!(now.len(), 2);
+        let a = now.get("T", &A.parse().unwrap()).unwrap();
+        assert_eq!(a["tags"], crate::Datum::scalar("x"));
+        // A bad message changes nothing.
+        let e = w
+            .apply(
+                &s,
+                &cols(),
+                &updates(json!({"T": {B: {"delete": null}, C: {"modify": {"name": "c"}}}})),
+            )
+            .unwrap_err();
+        assert!(e.contains("not cached"), "{e}");
+        assert_eq!(w.shared().load().len(), 2);
+    }
+
+    #[test]
+    fn a_resync_reports_only_true_differences() {
+        let w = Writer::new();
+        let s = schema();
+        w.apply(
+            &s,
+            &cols(),
+            &updates(json!({"T": {
+                A: {"initial": {"name": "a"}}, B: {"initial": {"name": "b"}}
+            }})),
+        )
+        .unwrap();
+        let ev = w
+            .resync(
+                &s,
+                &cols(),
+                &updates(
+                    json!({"T": {A: {"initial": {"name": "a"}}, C: {"initial": {"name": "c"}}}}),
+                ),
+            )
+            .unwrap();
+        let kinds: Vec<(String, &str)> = ev
+            .iter()
+            .map(|e| {
+                (
+                    e.uuid.to_string(),
+                    match e.change {
+                        Change::Insert { .. } => "insert",
+                        Change::Update { .. } => "update",
+                        Change::Delete { .. } => "delete",
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(kinds.len(), 2, "{kinds:?}");
+        assert!(kinds.contains(&(C.to_string(), "insert")));
+        assert!(kinds.contains(&(B.to_string(), "delete")));
+        assert_eq!(w.shared().load().len(), 2);
+    }
+}

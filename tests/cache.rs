@@ -1,0 +1,393 @@
+//! The monitor-driven cache against real ovsdb-servers: following writes, restarts with
+//! the database kept and replaced, raft leader loss, read-your-writes. After each, the
+//! cache must equal a fresh dump and replaying its events must give the same contents.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use integration_tests::{client, nb_server, NB};
+use ovn_sandbox::{Cluster, Installation};
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, CacheEvents, Change, Snapshot};
+use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row, Uuid};
+
+const TABLES: &[&str] = &["Logical_Switch", "Logical_Switch_Port"];
+
+fn named(name: &str) -> Row {
+    [("name".to_string(), Datum::scalar(name))]
+        .into_iter()
+        .collect()
+}
+
+fn config(remotes: &str) -> CacheConfig {
+    let mut c = CacheConfig::new(Remote::parse_list(remotes).unwrap(), NB, TABLES);
+    c.min_backoff = Duration::from_millis(20);
+    c.max_backoff = Duration::from_millis(500);
+    c
+}
+
+/// The server's contents of `TABLES`, as the cache keeps them.
+async fn dump(c: &Client) -> BTreeMap<String, BTreeMap<Uuid, Row>> {
+    let ops: Vec<Operation> = TABLES
+        .iter()
+        .map(|t| Operation::select(*t, vec![]))
+        .collect();
+    let r = c.transact(NB, &ops).await.unwrap();
+    TABLES
+        .iter()
+        .zip(r)
+        .map(|(t, r)| {
+            let rows = r
+                .rows()
+                .unwrap()
+                .iter()
+                .map(|row| {
+                    let mut row = row.clone();
+                    let uuid = row
+                        .remove("_uuid")
+                        .unwrap()
+                        .as_scalar()
+                        .unwrap()
+                        .as_uuid()
+                        .unwrap();
+                    row.remove("_version");
+                    (uuid, row)
+                })
+                .collect();
+            (t.to_string(), rows)
+        })
+        .collect()
+}
+
+fn contents(s: &Snapshot) -> BTreeMap<String, BTreeMap<Uuid, Row>> {
+    TABLES
+        .iter()
+        .map(|t| {
+            (
+                t.to_string(),
+                s.table(t)
+                    .iter()
+                    .map(|(u, r)| (*u, (**r).clone()))
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// Applies events to a model of the contents, checking each one against it.
+#[derive(Default)]
+struct Replay {
+    tables: BTreeMap<String, BTreeMap<Uuid, Row>>,
+    ready: bool,
+}
+
+impl Replay {
+    fn apply(&mut self, e: CacheEvent) {
+        let e = match e {
+            CacheEvent::Ready => {
+                assert!(!self.ready, "ready announced twice");
+                self.ready = true;
+                return;
+            }
+            CacheEvent::Change(e) => e,
+        };
+        let t = self.tables.entry(e.table.clone()).or_default();
+        match e.change {
+            Change::Insert { new } => assert!(
+                t.insert(e.uuid, (*new).clone()).is_none(),
+                "insert of a known row {}",
+                e.uuid
+            ),
+            Change::Update { old, new } => {
+                let prev = t.insert(e.uuid, (*new).clone());
+                assert_eq!(
+                    prev.as_ref(),
+                    Some(&*old),
+                    "update's old row is not the last one seen"
+                );
+                assert_ne!(old, new, "an update that changes nothing");
+            }
+            Change::Delete { old } => assert_eq!(
+                t.remove(&e.uuid).as_ref(),
+                Some(&*old),
+                "delete of {}",
+                e.uuid
+            ),
+        }
+    }
+
+    fn drain(&mut self, events: &mut CacheEvents) -> usize {
+        let mut n = 0;
+        while let Some(e) = events.try_recv() {
+            self.apply(e);
+            n += 1;
+        }
+        n
+    }
+
+    fn contents(&self) -> BTreeMap<String, BTreeMap<Uuid, Row>> {
+        TABLES
+            .iter()
+            .map(|t| {
+                (
+                    t.to_string(),
+                    self.tables.get(*t).cloned().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+}
+
+async fn settle(cache: &Cache, server: &Client) -> BTreeMap<String, BTreeMap<Uuid, Row>> {
+    let want = dump(server).await;
+    let w = Arc::new(want.clone());
+    let ok = cache
+        .wait_for(Duration::from_secs(20), move |s| contents(s) == *w)
+        .await;
+    assert!(
+        ok,
+        "the cache never matched the server:\ncache {:?}\nserver {:?}",
+        contents(&cache.snapshot()),
+        want
+    );
+    want
+}
+
+#[tokio::test]
+async fn the_cache_follows_every_kind_of_change_and_its_events_replay_to_it() {
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("before"))])
+        .await
+        .unwrap();
+    let (cache, mut events) = Cache::start(config(&server.unix_remote()));
+    tokio::time::timeout(Duration::from_secs(10), cache.wait_until_ready())
+        .await
+        .unwrap();
+    let mut replay = Replay::default();
+
+    let r = w
+        .transact(NB, &[Operation::insert("Logical_Switch", named("new"))])
+        .await
+        .unwrap();
+    let new = r[0].uuid().unwrap();
+    w.transact(
+        NB,
+        &[Operation::Mutate {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::eq("name", "before")],
+            mutations: vec![ovsdb_proto::Mutation::new(
+                "external_ids",
+                ovsdb_proto::Mutator::Insert,
+                Datum::map([("k", "v")]),
+            )],
+        }],
+    )
+    .await
+    .unwrap();
+    w.transact(
+        NB,
+        &[Operation::Delete {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::uuid(new)],
+        }],
+    )
+    .await
+    .unwrap();
+    let want = settle(&cache, &w).await;
+    replay.drain(&mut events);
+    assert!(replay.ready);
+    assert_eq!(replay.contents(), want);
+    let snap = cache.snapshot();
+    let before: Vec<_> = snap.table("Logical_Switch").values().cloned().collect();
+    assert_eq!(
+        before[0]["external_ids"],
+        Datum::map([("k", "v")]),
+        "the map diff was applied"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_with_the_database_kept_brings_no_spurious_events() {
+    let mut server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    for i in 0..20 {
+        w.transact(
+            NB,
+            &[Operation::insert(
+                "Logical_Switch",
+                named(&format!("ls{i}")),
+            )],
+        )
+        .await
+        .unwrap();
+    }
+    let (cache, mut events) = Cache::start(config(&server.tcp_remote()));
+    cache.wait_until_ready().await;
+    let mut replay = Replay::default();
+    settle(&cache, &w).await;
+    replay.drain(&mut events);
+
+    let old = cache.client().unwrap();
+    server.restart().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), old.closed())
+        .await
+        .unwrap();
+    let (w, _) = client(&server.unix_remote()).await;
+    // Wait for the cache to reconnect, then make one change.
+    for _ in 0..200 {
+        if cache.client().is_some_and(|c| !c.is_closed()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        replay.drain(&mut events) == 0,
+        "the resync after the restart changed nothing"
+    );
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("after"))])
+        .await
+        .unwrap();
+    let want = settle(&cache, &w).await;
+    assert_eq!(replay.drain(&mut events), 1, "exactly the one insert");
+    assert_eq!(replay.contents(), want);
+}
+
+#[tokio::test]
+async fn a_database_replaced_by_an_empty_one_is_resynced_with_deletes() {
+    let mut server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    for i in 0..5 {
+        w.transact(
+            NB,
+            &[Operation::insert(
+                "Logical_Switch",
+                named(&format!("ls{i}")),
+            )],
+        )
+        .await
+        .unwrap();
+    }
+    let (cache, mut events) = Cache::start(config(&server.unix_remote()));
+    cache.wait_until_ready().await;
+    let mut replay = Replay::default();
+    settle(&cache, &w).await;
+    replay.drain(&mut events);
+
+    server.replace_database().unwrap();
+    let (w, _) = client(&server.unix_remote()).await;
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("fresh"))])
+        .await
+        .unwrap();
+    let want = settle(&cache, &w).await;
+    let n = replay.drain(&mut events);
+    assert_eq!(n, 6, "five deletes and one insert");
+    assert_eq!(replay.contents(), want);
+    assert_eq!(cache.snapshot().len(), 1);
+}
+
+#[tokio::test]
+async fn read_your_writes_and_retryable_errors_while_disconnected() {
+    let mut server = nb_server();
+    let (cache, _events) = Cache::start(config(&server.unix_remote()));
+    cache.wait_until_ready().await;
+    let r = cache
+        .transact(&[Operation::insert("Logical_Switch", named("mine"))])
+        .await
+        .unwrap();
+    let uuid = r[0].uuid().unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| s
+                .get("Logical_Switch", &uuid)
+                .is_some())
+            .await
+    );
+
+    server.kill();
+    let mut saw_retryable = false;
+    for _ in 0..100 {
+        match cache
+            .transact(&[Operation::insert("Logical_Switch", named("x"))])
+            .await
+        {
+            Err(e) if e.is_retryable() => {
+                saw_retryable = true;
+                break;
+            }
+            Err(e) => assert!(e.is_outcome_unknown() || e.is_retryable(), "{e}"),
+            Ok(_) => panic!("a transaction succeeded with the server dead"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(saw_retryable);
+}
+
+#[tokio::test]
+async fn a_leader_only_cache_follows_writes_while_the_leader_is_killed() {
+    let install = Installation::recent().unwrap();
+    let mut cluster = Cluster::start(&install, 3, None).unwrap();
+    let mut cfg = config(&cluster.remotes());
+    cfg.leader_only = true;
+    let (cache, mut events) = Cache::start(cfg);
+    tokio::time::timeout(Duration::from_secs(20), cache.wait_until_ready())
+        .await
+        .unwrap();
+    let mut replay = Replay::default();
+
+    let leader = cluster.leader().expect("a leader");
+    // Writes through a follower (forwarded to the leader) before and after the kill.
+    let survivor = (leader + 1) % 3;
+    let (w, _) = client(&cluster.members[survivor].unix_remote()).await;
+    for i in 0..10 {
+        w.transact(
+            NB,
+            &[Operation::insert("Logical_Switch", named(&format!("a{i}")))],
+        )
+        .await
+        .unwrap();
+    }
+    cluster.members[leader].kill();
+    let mut written = 0;
+    for i in 0..10 {
+        // Inserts only if absent, so a retry after an unclear failure cannot duplicate.
+        let name = format!("b{i}");
+        let guarded = [
+            Operation::Wait {
+                table: "Logical_Switch".into(),
+                timeout: Some(0),
+                conditions: vec![Condition::eq("name", name.as_str())],
+                columns: vec!["name".into()],
+                until: ovsdb_proto::WaitUntil::Equal,
+                rows: vec![],
+            },
+            Operation::insert("Logical_Switch", named(&name)),
+        ];
+        for _ in 0..100 {
+            match w.transact(NB, &guarded).await {
+                Ok(_) => {
+                    written += 1;
+                    break;
+                }
+                Err(e) if e.is_retryable() || e.is_outcome_unknown() => {
+                    panic!("the survivor's connection died: {e}")
+                }
+                Err(e)
+                    if e.as_transaction_error()
+                        .is_some_and(|t| t.error.error == "timed out") =>
+                {
+                    written += 1; // an earlier attempt committed
+                    break;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+    assert_eq!(written, 10, "writes went on after the leader died");
+    let want = settle(&cache, &w).await;
+    assert_eq!(want["Logical_Switch"].len(), 20);
+    replay.drain(&mut events);
+    assert_eq!(replay.contents(), want);
+    let new_leader = cluster.leader().expect("a new leader");
+    assert_ne!(new_leader, leader);
+}
