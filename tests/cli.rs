@@ -270,3 +270,158 @@ fn bad_arguments_are_reported_without_a_panic() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// Reads lines from the monitor's stdout, failing the test after `secs` seconds.
+fn read_line(rx: &std::sync::mpsc::Receiver<String>, secs: u64) -> Value {
+    let line = rx
+        .recv_timeout(std::time::Duration::from_secs(secs))
+        .expect("the monitor printed nothing in time");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"))
+}
+
+fn spawn_monitor(args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = Command::new(ours())
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+#[test]
+fn monitor_prints_ready_then_changes_then_a_snapshot_equal_to_the_server() {
+    let sb = sandbox();
+    sb.nbctl(&["ls-add", "before"]).unwrap();
+    let (mut child, rx) = spawn_monitor(&[
+        "monitor",
+        &sb.nb.unix_remote(),
+        "OVN_Northbound",
+        "Logical_Switch",
+    ]);
+    assert_eq!(
+        read_line(&rx, 20),
+        serde_json::json!({"event": "ready"}),
+        "ready comes first; initial rows are not events"
+    );
+
+    sb.nbctl(&["ls-add", "sw1"]).unwrap();
+    let e = read_line(&rx, 10);
+    assert_eq!(
+        (e["table"].as_str(), e["op"].as_str()),
+        (Some("Logical_Switch"), Some("insert"))
+    );
+    assert_eq!(e["row"]["name"], "sw1");
+    let uuid = e["uuid"].as_str().unwrap().to_owned();
+    sb.nbctl(&[
+        "set",
+        "Logical_Switch",
+        "sw1",
+        "other_config:subnet=10.0.0.0/24",
+    ])
+    .unwrap();
+    let e = read_line(&rx, 10);
+    assert_eq!(
+        (e["op"].as_str(), e["uuid"].as_str()),
+        (Some("update"), Some(uuid.as_str()))
+    );
+    assert_eq!(
+        e["row"]["other_config"],
+        serde_json::json!(["map", [["subnet", "10.0.0.0/24"]]])
+    );
+    sb.nbctl(&["ls-del", "sw1"]).unwrap();
+    let e = read_line(&rx, 10);
+    assert_eq!(
+        (e["op"].as_str(), e["row"]["name"].as_str()),
+        (Some("delete"), Some("sw1")),
+        "the last row comes with a delete"
+    );
+
+    drop(child.stdin.take()); // closing stdin ends the monitor with a snapshot
+    let snap = read_line(&rx, 10);
+    assert_eq!(snap["event"], "snapshot");
+    let theirs = real_dump_as_ours(&real(
+        &sb,
+        &[
+            "dump",
+            "-f",
+            "json",
+            &sb.nb.tool_unix_remote(),
+            "OVN_Northbound",
+            "Logical_Switch",
+        ],
+    ));
+    assert_eq!(snap["tables"]["Logical_Switch"], theirs["Logical_Switch"]);
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn monitor_follows_a_cluster_through_leader_loss_and_ends_on_sigterm() {
+    let install = ovn_sandbox::Installation::recent().unwrap();
+    let mut cluster = ovn_sandbox::Cluster::start(&install, 3, None).unwrap();
+    let remotes = cluster.remotes();
+    let (child, rx) = spawn_monitor(&[
+        "monitor",
+        "--leader-only",
+        &remotes,
+        "OVN_Northbound",
+        "Logical_Switch",
+    ]);
+    assert_eq!(read_line(&rx, 20), serde_json::json!({"event": "ready"}));
+
+    let leader = cluster.leader().expect("a leader");
+    // Writes go through a member that survives; it forwards them to the leader.
+    let db = format!(
+        "--db={}",
+        cluster.members[(leader + 1) % 3].tool_unix_remote()
+    );
+    let nbctl = |args: &[&str]| {
+        let mut all = vec![db.as_str(), "--no-leader-only", "--timeout=20"];
+        all.extend_from_slice(args);
+        install
+            .output("ovn-nbctl", &all)
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    nbctl(&["ls-add", "a"]);
+    assert_eq!(read_line(&rx, 10)["row"]["name"], "a");
+    cluster.members[leader].kill();
+    nbctl(&["ls-add", "b"]);
+    let e = read_line(&rx, 30);
+    assert_eq!(
+        (e["op"].as_str(), e["row"]["name"].as_str()),
+        (Some("insert"), Some("b")),
+        "followed to the new leader"
+    );
+
+    // SIGTERM ends it with the snapshot.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let snap = read_line(&rx, 10);
+    assert_eq!(snap["event"], "snapshot");
+    let names: Vec<&str> = snap["tables"]["Logical_Switch"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    let mut names = names;
+    names.sort();
+    assert_eq!(names, ["a", "b"]);
+    let mut child = child;
+    assert!(child.wait().unwrap().success());
+}

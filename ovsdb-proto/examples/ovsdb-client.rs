@@ -7,7 +7,15 @@
 //!   list-tables REMOTE [DB]          table names, one per line, sorted
 //!   transact REMOTE TRANSACTION      the result array as one line of JSON
 //!   dump REMOTE [DB] [TABLE…]        {"Table": {"uuid": {"column": value, …}}}
+//!   monitor [--leader-only] REMOTE[,REMOTE…] DB TABLE…
+//!                                    {"event":"ready"}, then one line per change:
+//!                                    {"table":T,"uuid":U,"op":"insert"|"update"|"delete","row":{…}}
+//!                                    and, when stdin closes or on SIGTERM,
+//!                                    {"event":"snapshot","tables":{T:{uuid:{row}}}}
 //! ```
+//!
+//! `monitor` keeps a cache of the tables through reconnects and leader changes; with
+//! `--leader-only` it reads only from a clustered database's leader.
 //!
 //! `transact` exits with status 1 and prints the error on stderr when an operation
 //! fails (the result array is still printed on stdout, as the real tool prints it).
@@ -20,7 +28,7 @@ use ovsdb_proto::{Client, ConnectOptions, Operation, Remote, TlsConfig};
 use serde_json::{Map, Value};
 
 const USAGE: &str = "usage: ovsdb-client [--private-key=FILE --certificate=FILE --ca-cert=FILE] \
-COMMAND REMOTE [ARG...]\ncommands: list-dbs, get-schema, list-tables, transact, dump";
+COMMAND REMOTE [ARG...]\ncommands: list-dbs, get-schema, list-tables, transact, dump, monitor";
 
 struct Failure(String);
 
@@ -45,6 +53,7 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
     let mut options = ConnectOptions::default();
     let (mut key, mut cert, mut ca) = (None, None, None);
     let mut rest = Vec::new();
+    let mut leader_only = false;
     for a in args {
         if let Some(v) = a.strip_prefix("--private-key=") {
             key = Some(v.to_owned());
@@ -52,6 +61,8 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
             cert = Some(v.to_owned());
         } else if let Some(v) = a.strip_prefix("--ca-cert=") {
             ca = Some(v.to_owned());
+        } else if a == "--leader-only" {
+            leader_only = true;
         } else if a == "-h" || a == "--help" {
             emit(&USAGE)?;
             return Ok(ExitCode::SUCCESS);
@@ -71,6 +82,9 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
     let [command, remote, args @ ..] = rest.as_slice() else {
         return Err(Failure(USAGE.into()));
     };
+    if command == "monitor" {
+        return monitor(remote, args, options, leader_only).await;
+    }
     let remote = Remote::parse(remote)?;
     let (client, _notifications) = ovsdb_proto::connect_with(&remote, &options).await?;
     match command.as_str() {
@@ -209,4 +223,76 @@ async fn dump(client: &Client, db: &str, tables: &[String]) -> Result<Value, Fai
         out.insert(name.clone(), Value::Object(rows.into_iter().collect()));
     }
     Ok(Value::Object(out))
+}
+
+/// `monitor`: follows the tables through a cache until stdin closes or SIGTERM.
+async fn monitor(
+    remotes: &str,
+    args: &[String],
+    options: ConnectOptions,
+    leader_only: bool,
+) -> Result<ExitCode, Failure> {
+    use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, Change};
+    use tokio::io::AsyncReadExt;
+
+    let [db, tables @ ..] = args else {
+        return Err(Failure("monitor needs DB and at least one TABLE".into()));
+    };
+    if tables.is_empty() {
+        return Err(Failure("monitor needs at least one TABLE".into()));
+    }
+    let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
+    let mut config = CacheConfig::new(Remote::parse_list(remotes)?, db.as_str(), &tables);
+    config.leader_only = leader_only;
+    config.connect = options;
+    let (cache, mut events) = Cache::start(config);
+
+    let stdin_closed = async {
+        let mut stdin = tokio::io::stdin();
+        let mut buf = [0u8; 1024];
+        while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+    };
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| Failure(format!("cannot watch for SIGTERM: {e}")))?;
+    tokio::pin!(stdin_closed);
+    let mut ready = false;
+    loop {
+        tokio::select! {
+            e = events.recv() => match e {
+                Some(CacheEvent::Ready) => {
+                    ready = true;
+                    emit(&serde_json::json!({"event": "ready"}))?;
+                }
+                // The initial rows are in the cache before "ready", not printed as events.
+                Some(CacheEvent::Change(_)) if !ready => {}
+                Some(CacheEvent::Change(ev)) => {
+                    let (op, row) = match &ev.change {
+                        Change::Insert { new } => ("insert", new),
+                        Change::Update { new, .. } => ("update", new),
+                        Change::Delete { old } => ("delete", old),
+                    };
+                    emit(&serde_json::json!({"table": ev.table, "uuid": ev.uuid.to_string(), "op": op, "row": &**row}))?;
+                }
+                None => return Err(Failure("the cache stopped".into())),
+            },
+            _ = &mut stdin_closed => break,
+            _ = sigterm.recv() => break,
+        }
+    }
+    // Everything the cache has applied was printed above: events are sent before the
+    // snapshot they lead to is read here.
+    while let Some(e) = events.try_recv() {
+        if let CacheEvent::Change(ev) = e {
+            let (op, row) = match &ev.change {
+                Change::Insert { new } => ("insert", new),
+                Change::Update { new, .. } => ("update", new),
+                Change::Delete { old } => ("delete", old),
+            };
+            emit(
+                &serde_json::json!({"table": ev.table, "uuid": ev.uuid.to_string(), "op": op, "row": &**row}),
+            )?;
+        }
+    }
+    emit(&serde_json::json!({"event": "snapshot", "tables": cache.snapshot().to_json()}))?;
+    Ok(ExitCode::SUCCESS)
 }
