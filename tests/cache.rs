@@ -2,16 +2,13 @@
 //! the database kept and replaced, raft leader loss, read-your-writes. After each, the
 //! cache must equal a fresh dump and replaying its events must give the same contents.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
+use integration_tests::cache::{settle, Replay, TABLES};
 use integration_tests::{client, nb_server, NB};
 use ovn_sandbox::{Cluster, Installation};
-use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, CacheEvents, Change, Snapshot};
-use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row, Uuid};
-
-const TABLES: &[&str] = &["Logical_Switch", "Logical_Switch_Port"];
+use ovsdb_proto::cache::{Cache, CacheConfig};
+use ovsdb_proto::{Condition, Datum, Operation, Remote, Row};
 
 fn named(name: &str) -> Row {
     [("name".to_string(), Datum::scalar(name))]
@@ -24,133 +21,6 @@ fn config(remotes: &str) -> CacheConfig {
     c.min_backoff = Duration::from_millis(20);
     c.max_backoff = Duration::from_millis(500);
     c
-}
-
-/// The server's contents of `TABLES`, as the cache keeps them.
-async fn dump(c: &Client) -> BTreeMap<String, BTreeMap<Uuid, Row>> {
-    let ops: Vec<Operation> = TABLES
-        .iter()
-        .map(|t| Operation::select(*t, vec![]))
-        .collect();
-    let r = c.transact(NB, &ops).await.unwrap();
-    TABLES
-        .iter()
-        .zip(r)
-        .map(|(t, r)| {
-            let rows = r
-                .rows()
-                .unwrap()
-                .iter()
-                .map(|row| {
-                    let mut row = row.clone();
-                    let uuid = row
-                        .remove("_uuid")
-                        .unwrap()
-                        .as_scalar()
-                        .unwrap()
-                        .as_uuid()
-                        .unwrap();
-                    row.remove("_version");
-                    (uuid, row)
-                })
-                .collect();
-            (t.to_string(), rows)
-        })
-        .collect()
-}
-
-fn contents(s: &Snapshot) -> BTreeMap<String, BTreeMap<Uuid, Row>> {
-    TABLES
-        .iter()
-        .map(|t| {
-            (
-                t.to_string(),
-                s.table(t)
-                    .iter()
-                    .map(|(u, r)| (*u, (**r).clone()))
-                    .collect(),
-            )
-        })
-        .collect()
-}
-
-/// Applies events to a model of the contents, checking each one against it.
-#[derive(Default)]
-struct Replay {
-    tables: BTreeMap<String, BTreeMap<Uuid, Row>>,
-    ready: bool,
-}
-
-impl Replay {
-    fn apply(&mut self, e: CacheEvent) {
-        let e = match e {
-            CacheEvent::Ready => {
-                assert!(!self.ready, "ready announced twice");
-                self.ready = true;
-                return;
-            }
-            CacheEvent::Change(e) => e,
-        };
-        let t = self.tables.entry(e.table.clone()).or_default();
-        match e.change {
-            Change::Insert { new } => assert!(
-                t.insert(e.uuid, (*new).clone()).is_none(),
-                "insert of a known row {}",
-                e.uuid
-            ),
-            Change::Update { old, new } => {
-                let prev = t.insert(e.uuid, (*new).clone());
-                assert_eq!(
-                    prev.as_ref(),
-                    Some(&*old),
-                    "update's old row is not the last one seen"
-                );
-                assert_ne!(old, new, "an update that changes nothing");
-            }
-            Change::Delete { old } => assert_eq!(
-                t.remove(&e.uuid).as_ref(),
-                Some(&*old),
-                "delete of {}",
-                e.uuid
-            ),
-        }
-    }
-
-    fn drain(&mut self, events: &mut CacheEvents) -> usize {
-        let mut n = 0;
-        while let Some(e) = events.try_recv() {
-            self.apply(e);
-            n += 1;
-        }
-        n
-    }
-
-    fn contents(&self) -> BTreeMap<String, BTreeMap<Uuid, Row>> {
-        TABLES
-            .iter()
-            .map(|t| {
-                (
-                    t.to_string(),
-                    self.tables.get(*t).cloned().unwrap_or_default(),
-                )
-            })
-            .collect()
-    }
-}
-
-async fn settle(cache: &Cache, server: &Client) -> BTreeMap<String, BTreeMap<Uuid, Row>> {
-    let want = dump(server).await;
-    let w = Arc::new(want.clone());
-    let ok = cache
-        .wait_for(Duration::from_secs(20), move |s| contents(s) == *w)
-        .await;
-    assert!(
-        ok,
-        "the cache never matched the server:\ncache {:?}\nserver {:?}",
-        contents(&cache.snapshot()),
-        want
-    );
-    want
 }
 
 #[tokio::test]

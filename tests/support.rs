@@ -36,3 +36,154 @@ pub async fn next_notification(n: &mut Notifications, secs: u64) -> ovsdb_proto:
         .expect("timed out waiting for a notification")
         .expect("notifications ended")
 }
+
+/// Helpers for checking a cache against its server.
+pub mod cache {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use ovsdb_proto::cache::{Cache, CacheEvent, CacheEvents, Change, Snapshot};
+    use ovsdb_proto::{Client, Operation, Row, Uuid};
+
+    use super::NB;
+
+    /// The tables the cache tests follow.
+    pub const TABLES: &[&str] = &["Logical_Switch", "Logical_Switch_Port"];
+
+    /// Table name to rows by uuid.
+    pub type Contents = BTreeMap<String, BTreeMap<Uuid, Row>>;
+
+    /// The server's contents of `TABLES`, as the cache keeps them.
+    pub async fn dump(c: &Client) -> Contents {
+        let ops: Vec<Operation> = TABLES
+            .iter()
+            .map(|t| Operation::select(*t, vec![]))
+            .collect();
+        let r = c.transact(NB, &ops).await.unwrap();
+        TABLES
+            .iter()
+            .zip(r)
+            .map(|(t, r)| {
+                let rows = r
+                    .rows()
+                    .unwrap()
+                    .iter()
+                    .map(|row| {
+                        let mut row = row.clone();
+                        let uuid = row
+                            .remove("_uuid")
+                            .unwrap()
+                            .as_scalar()
+                            .unwrap()
+                            .as_uuid()
+                            .unwrap();
+                        row.remove("_version");
+                        (uuid, row)
+                    })
+                    .collect();
+                (t.to_string(), rows)
+            })
+            .collect()
+    }
+
+    /// A snapshot's rows of `TABLES`.
+    pub fn contents(s: &Snapshot) -> Contents {
+        TABLES
+            .iter()
+            .map(|t| {
+                (
+                    t.to_string(),
+                    s.table(t)
+                        .iter()
+                        .map(|(u, r)| (*u, (**r).clone()))
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// Applies events to a model of the contents, checking each one against it.
+    #[derive(Default)]
+    pub struct Replay {
+        tables: Contents,
+        /// True once `Ready` was seen.
+        pub ready: bool,
+    }
+
+    impl Replay {
+        /// Applies one event, checking it against what came before.
+        pub fn apply(&mut self, e: CacheEvent) {
+            let e = match e {
+                CacheEvent::Ready => {
+                    assert!(!self.ready, "ready announced twice");
+                    self.ready = true;
+                    return;
+                }
+                CacheEvent::Change(e) => e,
+            };
+            let t = self.tables.entry(e.table.clone()).or_default();
+            match e.change {
+                Change::Insert { new } => assert!(
+                    t.insert(e.uuid, (*new).clone()).is_none(),
+                    "insert of a known row {}",
+                    e.uuid
+                ),
+                Change::Update { old, new } => {
+                    let prev = t.insert(e.uuid, (*new).clone());
+                    assert_eq!(
+                        prev.as_ref(),
+                        Some(&*old),
+                        "update's old row is not the last one seen"
+                    );
+                    assert_ne!(old, new, "an update that changes nothing");
+                }
+                Change::Delete { old } => assert_eq!(
+                    t.remove(&e.uuid).as_ref(),
+                    Some(&*old),
+                    "delete of {}",
+                    e.uuid
+                ),
+            }
+        }
+
+        /// Applies every waiting event; returns how many there were.
+        pub fn drain(&mut self, events: &mut CacheEvents) -> usize {
+            let mut n = 0;
+            while let Some(e) = events.try_recv() {
+                self.apply(e);
+                n += 1;
+            }
+            n
+        }
+
+        /// The contents the events built.
+        pub fn contents(&self) -> Contents {
+            TABLES
+                .iter()
+                .map(|t| {
+                    (
+                        t.to_string(),
+                        self.tables.get(*t).cloned().unwrap_or_default(),
+                    )
+                })
+                .collect()
+        }
+    }
+
+    /// Waits until the cache equals the server; returns the server's contents.
+    pub async fn settle(cache: &Cache, server: &Client) -> Contents {
+        let want = dump(server).await;
+        let w = Arc::new(want.clone());
+        let ok = cache
+            .wait_for(Duration::from_secs(20), move |s| contents(s) == *w)
+            .await;
+        assert!(
+            ok,
+            "the cache never matched the server:\ncache {:?}\nserver {:?}",
+            contents(&cache.snapshot()),
+            want
+        );
+        want
+    }
+}

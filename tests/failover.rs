@@ -1,0 +1,254 @@
+//! The cache and the client through raft faults on a real 3-member OVN_Northbound
+//! cluster: leadership handed over (as a leader does before writing a snapshot), a leader
+//! leaving, a member restarted, and ovsdb-server's crash points with a transaction in
+//! flight. After each, the cache equals a fresh dump and its events replay to it.
+
+use std::time::Duration;
+
+use integration_tests::cache::{settle, Replay, TABLES};
+use integration_tests::{client, NB};
+use ovn_sandbox::{Cluster, Installation};
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
+use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row, WaitUntil};
+
+fn named(name: &str) -> Row {
+    [("name".to_string(), Datum::scalar(name))]
+        .into_iter()
+        .collect()
+}
+
+/// Inserts a switch unless one of that name exists, so a retry cannot duplicate it.
+fn guarded_insert(name: &str) -> Vec<Operation> {
+    vec![
+        Operation::Wait {
+            table: "Logical_Switch".into(),
+            timeout: Some(0),
+            conditions: vec![Condition::eq("name", name)],
+            columns: vec!["name".into()],
+            until: WaitUntil::Equal,
+            rows: vec![],
+        },
+        Operation::insert("Logical_Switch", named(name)),
+    ]
+}
+
+/// Writes `names` through `w`, retrying through elections; panics if the connection dies.
+async fn write_all(w: &Client, names: &[String]) {
+    for name in names {
+        let mut done = false;
+        for _ in 0..300 {
+            match w.transact(NB, &guarded_insert(name)).await {
+                Ok(_) => done = true,
+                Err(e)
+                    if e.as_transaction_error()
+                        .is_some_and(|t| t.error.error == "timed out") =>
+                {
+                    done = true
+                }
+                Err(e) if e.is_retryable() || e.is_outcome_unknown() => {
+                    panic!("the writer's connection died: {e}")
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+            if done {
+                break;
+            }
+        }
+        assert!(done, "{name} was never written");
+    }
+}
+
+async fn start(cluster: &Cluster, leader_only: bool) -> (Cache, CacheEvents, Replay) {
+    let mut cfg = CacheConfig::new(Remote::parse_list(&cluster.remotes()).unwrap(), NB, TABLES);
+    cfg.leader_only = leader_only;
+    cfg.min_backoff = Duration::from_millis(20);
+    cfg.max_backoff = Duration::from_millis(500);
+    let (cache, events) = Cache::start(cfg);
+    tokio::time::timeout(Duration::from_secs(30), cache.wait_until_ready())
+        .await
+        .unwrap();
+    (cache, events, Replay::default())
+}
+
+fn names(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+async fn check(
+    cache: &Cache,
+    events: &mut CacheEvents,
+    replay: &mut Replay,
+    w: &Client,
+    expect_switches: usize,
+) {
+    let want = settle(cache, w).await;
+    assert_eq!(want["Logical_Switch"].len(), expect_switches);
+    replay.drain(events);
+    assert!(replay.ready);
+    assert_eq!(
+        replay.contents(),
+        want,
+        "the events do not replay to the contents"
+    );
+}
+
+#[tokio::test]
+async fn leadership_handed_over_keeps_the_cache_and_the_writes_going() {
+    let install = Installation::recent().unwrap();
+    let cluster = Cluster::start(&install, 3, None).unwrap();
+    let (cache, mut events, mut replay) = start(&cluster, true).await;
+    let leader = cluster.leader().unwrap();
+    let (w, _) = client(&cluster.members[(leader + 1) % 3].unix_remote()).await;
+    write_all(&w, &names("a", 10)).await;
+    cluster.members[leader]
+        .appctl(&["cluster/failure-test", "transfer-leadership"])
+        .unwrap();
+    write_all(&w, &names("b", 10)).await;
+    check(&cache, &mut events, &mut replay, &w, 20).await;
+    let mut moved = false;
+    for _ in 0..100 {
+        if cluster.leader().is_some_and(|l| l != leader) {
+            moved = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(moved, "leadership did not move");
+    // The leader-only cache now reads from the new leader.
+    write_all(&w, &names("c", 5)).await;
+    check(&cache, &mut events, &mut replay, &w, 25).await;
+}
+
+#[tokio::test]
+async fn a_leader_that_leaves_the_cluster_is_followed_by_the_cache() {
+    let install = Installation::recent().unwrap();
+    let cluster = Cluster::start(&install, 3, None).unwrap();
+    let (cache, mut events, mut replay) = start(&cluster, true).await;
+    let leader = cluster.leader().unwrap();
+    let (w, _) = client(&cluster.members[(leader + 1) % 3].unix_remote()).await;
+    write_all(&w, &names("a", 5)).await;
+    cluster.members[leader]
+        .appctl(&["cluster/leave", NB])
+        .unwrap();
+    write_all(&w, &names("b", 5)).await;
+    check(&cache, &mut events, &mut replay, &w, 10).await;
+}
+
+#[tokio::test]
+async fn a_restarted_member_catches_up_and_the_cache_stays_whole() {
+    let install = Installation::recent().unwrap();
+    let mut cluster = Cluster::start(&install, 3, None).unwrap();
+    let (cache, mut events, mut replay) = start(&cluster, false).await;
+    let leader = cluster.leader().unwrap();
+    let other = (leader + 2) % 3;
+    let (w, _) = client(&cluster.members[(leader + 1) % 3].unix_remote()).await;
+    write_all(&w, &names("a", 5)).await;
+    cluster.members[other].kill();
+    write_all(&w, &names("b", 5)).await;
+    cluster.members[other].restart().unwrap();
+    write_all(&w, &names("c", 5)).await;
+    check(&cache, &mut events, &mut replay, &w, 15).await;
+    // The restarted member has everything too.
+    let (r, _) = client(&cluster.members[other].unix_remote()).await;
+    let mut caught_up = false;
+    for _ in 0..100 {
+        let rows = r
+            .transact(NB, &[Operation::select("Logical_Switch", vec![])])
+            .await
+            .unwrap();
+        if rows[0].rows().unwrap().len() == 15 {
+            caught_up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(caught_up);
+}
+
+/// The outcome a client reported for an insert must agree with what happened: success
+/// means the row exists, a definite failure means it does not, "unknown" allows either.
+async fn crash_point(scenario: &str, on_leader: bool) {
+    let install = Installation::recent().unwrap();
+    let mut cluster = Cluster::start(&install, 3, None).unwrap();
+    let (cache, mut events, mut replay) = start(&cluster, false).await;
+    let leader = cluster.leader().unwrap();
+    let follower = (leader + 1) % 3;
+    let target = if on_leader { leader } else { follower };
+    // The client talks to a follower, which forwards its transaction to the leader.
+    let (c, _) = client(&cluster.members[follower].unix_remote()).await;
+    cluster.members[target]
+        .appctl(&["cluster/failure-test", scenario])
+        .unwrap();
+    let outcome = tokio::time::timeout(
+        Duration::from_secs(30),
+        c.transact(NB, &guarded_insert("in-flight")),
+    )
+    .await;
+
+    // The scenario fired: the member it was set on crashed.
+    let crashed = cluster.members[target]
+        .appctl(&["cluster/status", NB])
+        .is_err();
+    assert!(
+        crashed,
+        "{scenario}: member {target} did not crash; outcome {outcome:?}"
+    );
+    // Bring the crashed member back and let the cluster settle.
+    for i in 0..3 {
+        if cluster.members[i]
+            .pid()
+            .is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+            || cluster.members[i].appctl(&["cluster/status", NB]).is_err()
+        {
+            cluster.members[i].restart().unwrap();
+        }
+    }
+    cluster.wait_connected().unwrap();
+    let survivor = (0..3)
+        .find(|i| cluster.members[*i].appctl(&["cluster/status", NB]).is_ok())
+        .unwrap();
+    let (w, _) = client(&cluster.members[survivor].unix_remote()).await;
+    write_all(&w, &names("after", 1)).await;
+    let want = settle(&cache, &w).await;
+    let exists = want["Logical_Switch"]
+        .values()
+        .any(|r| r["name"] == Datum::scalar("in-flight"));
+    match outcome {
+        Ok(Ok(_)) => assert!(
+            exists,
+            "{scenario}: reported success, but the row is not there"
+        ),
+        Ok(Err(e)) if e.is_outcome_unknown() => {}
+        Ok(Err(e)) => assert!(
+            !exists,
+            "{scenario}: reported failure ({e}), but the row is there"
+        ),
+        Err(_) => panic!("{scenario}: the transaction never finished"),
+    }
+    replay.drain(&mut events);
+    assert_eq!(
+        replay.contents(),
+        want,
+        "{scenario}: the events do not replay to the contents"
+    );
+}
+
+#[tokio::test]
+async fn a_follower_crashing_before_forwarding_a_transaction() {
+    crash_point("crash-before-sending-execute-command-request", false).await;
+}
+
+#[tokio::test]
+async fn a_follower_crashing_after_forwarding_a_transaction() {
+    crash_point("crash-after-sending-execute-command-request", false).await;
+}
+
+#[tokio::test]
+async fn a_leader_crashing_before_answering_a_forwarded_transaction() {
+    crash_point("crash-before-sending-execute-command-reply", true).await;
+}
+
+#[tokio::test]
+async fn a_leader_crashing_after_answering_a_forwarded_transaction() {
+    crash_point("crash-after-sending-execute-command-reply", true).await;
+}
