@@ -261,3 +261,73 @@ async fn a_leader_only_cache_follows_writes_while_the_leader_is_killed() {
     let new_leader = cluster.leader().expect("a new leader");
     assert_ne!(new_leader, leader);
 }
+
+#[tokio::test]
+async fn a_schema_conversion_cancels_the_monitor_and_the_cache_reestablishes_it() {
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("before"))])
+        .await
+        .unwrap();
+    let (cache, mut events) = Cache::start(config(&server.unix_remote()));
+    cache.wait_until_ready().await;
+    let mut replay = Replay::default();
+    settle(&cache, &w).await;
+    replay.drain(&mut events);
+    let first = cache.client().unwrap();
+
+    // An upgrade: the same schema with one more Logical_Switch column.
+    let mut json: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(format!(
+            "{}/../schemas/ovn-nb.ovsschema",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    json["version"] = "7.99.0".into();
+    json.as_object_mut().unwrap().remove("cksum");
+    json["tables"]["Logical_Switch"]["columns"]["added_by_upgrade"] =
+        serde_json::json!({"type": {"key": "string", "min": 0, "max": 1}});
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("upgrade.ovsschema");
+    std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+    server.convert(&file).unwrap();
+
+    // The monitor is re-established on the same connection's server with the new schema.
+    let mut renewed = false;
+    for _ in 0..200 {
+        let snap = cache.snapshot();
+        if snap
+            .table("Logical_Switch")
+            .values()
+            .any(|r| r.contains_key("added_by_upgrade"))
+        {
+            renewed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(renewed, "the cache never saw the converted schema");
+    // The cache's connection asked to be told (set_db_change_aware) and survived, its
+    // monitor canceled and re-established; the plain client was disconnected.
+    assert!(
+        first.list_dbs().await.is_ok(),
+        "the server dropped the cache's connection"
+    );
+    assert!(
+        cache.client().unwrap().same_connection(&first),
+        "the monitor was re-established on the same connection"
+    );
+    assert!(
+        w.list_dbs().await.is_err(),
+        "the plain client was not disconnected"
+    );
+    let (w, _) = client(&server.unix_remote()).await;
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("after"))])
+        .await
+        .unwrap();
+    let want = settle(&cache, &w).await;
+    replay.drain(&mut events);
+    assert_eq!(replay.contents(), want);
+}

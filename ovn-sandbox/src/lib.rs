@@ -574,6 +574,26 @@ impl OvsdbServer {
         self.daemon.terminate();
     }
 
+    /// Converts the live database to the schema in `schema_file` (a host path) with
+    /// `ovsdb-client convert`, as an upgrade does; clients that asked to be told
+    /// (`set_db_change_aware`) get `monitor_canceled`.
+    pub fn convert(&self, schema_file: &Path) -> Result<()> {
+        let dir = self
+            .dir
+            .as_ref()
+            .ok_or_else(|| SandboxError("the server has no directory".into()))?;
+        let name = "converted.ovsschema";
+        fs::copy(schema_file, dir.host(name))
+            .map_err(|e| SandboxError(format!("cannot copy {}: {e}", schema_file.display())))?;
+        let remote = self.tool_unix_remote();
+        self.install
+            .output(
+                "ovsdb-client",
+                &["convert", &remote, path_str(&dir.inner(name))?],
+            )
+            .map(|_| ())
+    }
+
     /// Stops a standalone server, replaces its database with a new empty one, and starts
     /// it again on the same port.
     pub fn replace_database(&mut self) -> Result<()> {

@@ -219,6 +219,11 @@ impl Client {
         )
     }
 
+    /// True when both handles use the same connection.
+    pub fn same_connection(&self, other: &Client) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
     /// True once the connection has ended.
     pub fn is_closed(&self) -> bool {
         self.shared.lock().closed.is_some()

@@ -34,8 +34,11 @@ struct Progress {
 
 /// Why a session ended.
 enum End {
-    /// Start a new session at once (monitor canceled, leadership moved).
+    /// Start a new session at once (leadership moved).
     Again(String),
+    /// The server canceled the monitor (a schema conversion): monitor again on the
+    /// same connection.
+    Canceled(String),
     /// Wait before the next attempt.
     Failed(Error),
 }
@@ -71,7 +74,7 @@ pub(super) async fn run(
         .await;
         published.client.send_replace(None);
         match end {
-            End::Again(why) => {
+            End::Again(why) | End::Canceled(why) => {
                 tracing::info!(%remote, %why, "cache: starting over");
                 failures = 0;
             }
@@ -218,54 +221,64 @@ async fn session_inner(
         progress.raft_index = progress.raft_index.max(i);
     }
 
-    let schema = client.get_schema(&config.database).await?;
-    // Name every column: the server then leaves `_version` out, and the cache knows
-    // which columns to complete with defaults.
-    let mut requests = config.tables.clone();
-    let mut columns = BTreeMap::new();
-    for (t, r) in &mut requests {
-        let ts = schema.table(t).ok_or_else(|| {
-            Error::config(format!("the server's {} has no table {t}", config.database))
-        })?;
-        let cols = r
-            .columns
-            .get_or_insert_with(|| ts.columns.keys().cloned().collect())
-            .clone();
-        columns.insert(t.clone(), cols);
+    // A monitor canceled by a schema conversion is set up again on this connection,
+    // with the new schema.
+    loop {
+        let end = {
+            let schema = client.get_schema(&config.database).await?;
+            // Name every column: the server then leaves `_version` out, and the cache knows
+            // which columns to complete with defaults.
+            let mut requests = config.tables.clone();
+            let mut columns = BTreeMap::new();
+            for (t, r) in &mut requests {
+                let ts = schema.table(t).ok_or_else(|| {
+                    Error::config(format!("the server's {} has no table {t}", config.database))
+                })?;
+                let cols = r
+                    .columns
+                    .get_or_insert_with(|| ts.columns.keys().cloned().collect())
+                    .clone();
+                columns.insert(t.clone(), cols);
+            }
+            let reply = client
+                .monitor_cond_since(
+                    &config.database,
+                    DATA_MONITOR.into(),
+                    &requests,
+                    progress.last_txn_id,
+                )
+                .await?;
+            let mut batch: Vec<CacheEvent> = if reply.found {
+                changes(writer.apply(&schema, &columns, &reply.updates))?
+            } else {
+                changes(writer.resync(&schema, &columns, &reply.updates))?
+            };
+            progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
+            if !progress.announced {
+                batch.push(CacheEvent::Ready);
+                progress.announced = true;
+            }
+            publish(published, events, batch).await?;
+            published.ready.send_replace(true);
+            published.client.send_replace(Some(client.clone()));
+            let ctx = Follow {
+                config,
+                client: &client,
+                schema: &schema,
+                columns: &columns,
+                writer,
+                server_schema: &server_schema,
+                server_columns: &server_columns,
+                published,
+                events,
+            };
+            ctx.run(&mut notes, &mut server_cache, progress).await
+        }?;
+        match end {
+            End::Canceled(why) => tracing::info!(%remote, %why, "cache: monitoring again"),
+            other => return Ok(other),
+        }
     }
-    let reply = client
-        .monitor_cond_since(
-            &config.database,
-            DATA_MONITOR.into(),
-            &requests,
-            progress.last_txn_id,
-        )
-        .await?;
-    let mut batch: Vec<CacheEvent> = if reply.found {
-        changes(writer.apply(&schema, &columns, &reply.updates))?
-    } else {
-        changes(writer.resync(&schema, &columns, &reply.updates))?
-    };
-    progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
-    if !progress.announced {
-        batch.push(CacheEvent::Ready);
-        progress.announced = true;
-    }
-    publish(published, events, batch).await?;
-    published.ready.send_replace(true);
-    published.client.send_replace(Some(client.clone()));
-    let ctx = Follow {
-        config,
-        client: &client,
-        schema: &schema,
-        columns: &columns,
-        writer,
-        server_schema: &server_schema,
-        server_columns: &server_columns,
-        published,
-        events,
-    };
-    ctx.run(&mut notes, &mut server_cache, progress).await
 }
 
 fn server_state(server: &Writer, database: &str) -> Option<ServerState> {
@@ -378,6 +391,9 @@ impl Follow<'_> {
                             return Ok(End::Again(format!("the server is {why}")));
                         }
                     }
+                }
+                Notification::MonitorCanceled(id) if id == DATA_MONITOR => {
+                    return Ok(End::Canceled(format!("the server canceled monitor {id}")));
                 }
                 Notification::MonitorCanceled(id) => {
                     return Ok(End::Again(format!("the server canceled monitor {id}")));
