@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -38,6 +39,10 @@ pub struct ConnectOptions {
     /// How many notifications may wait unread before the connection stops reading
     /// (backpressure: none is dropped).
     pub notification_capacity: usize,
+    /// After this long without a message from the server, send it an `echo`; if that
+    /// long passes again without a message, the connection is declared dead (a peer
+    /// that vanished without closing TCP). `None` turns the probe off.
+    pub inactivity_probe: Option<Duration>,
 }
 
 impl Default for ConnectOptions {
@@ -46,6 +51,7 @@ impl Default for ConnectOptions {
             tls: None,
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             notification_capacity: 1024,
+            inactivity_probe: Some(Duration::from_secs(5)),
         }
     }
 }
@@ -200,7 +206,13 @@ impl Client {
                 }
             }
         });
-        tokio::spawn(read_loop(reader, writer.clone(), note_tx, shared.clone()));
+        tokio::spawn(read_loop(
+            reader,
+            writer.clone(),
+            note_tx,
+            shared.clone(),
+            options.inactivity_probe,
+        ));
         let handle = Arc::new(Handle {
             shared: shared.clone(),
             writer: writer.clone(),
@@ -560,14 +572,38 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     writer: Arc<Writer>,
     notes: mpsc::Sender<Notification>,
     shared: Arc<Shared>,
+    probe: Option<Duration>,
 ) {
     let mut ended = shared.ended.subscribe();
     let mut notes = Some(notes);
+    let mut probing = false;
     loop {
+        let idle = async {
+            match probe {
+                Some(p) => tokio::time::sleep(p).await,
+                None => std::future::pending().await,
+            }
+        };
         let next = tokio::select! {
             m = stream.next() => m,
             _ = ended.wait_for(|e| *e) => return,
+            _ = idle => {
+                if probing {
+                    let p = probe.unwrap_or_default();
+                    shared.fail(Error::closed(Some(
+                        format!("no message from the server for {:?} after an inactivity probe", p).into(),
+                    )));
+                    return;
+                }
+                probing = true;
+                if let Err(e) = send_probe(&shared, &writer) {
+                    shared.fail(e);
+                    return;
+                }
+                continue;
+            }
         };
+        probing = false;
         let msg = match next {
             None => {
                 shared.fail(Error::closed(Some(
@@ -586,6 +622,26 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             return;
         }
     }
+}
+
+/// Sends an `echo` whose reply only shows the server is alive.
+fn send_probe(shared: &Shared, writer: &Writer) -> Result<(), Error> {
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let (tx, _rx) = oneshot::channel();
+    shared.lock().pending.insert(
+        id,
+        Pending {
+            method: "echo",
+            reply: tx,
+        },
+    );
+    writer
+        .send(Outgoing::Request {
+            id,
+            method: "echo".into(),
+            params: Bytes::from_static(b"[\"inactivity probe\"]"),
+        })
+        .map_err(Error::io)
 }
 
 async fn dispatch(

@@ -189,3 +189,44 @@ async fn dropping_every_handle_closes_the_connection() {
         .unwrap();
     assert_eq!(read, 0, "the client closed its side");
 }
+
+#[tokio::test]
+async fn a_silent_peer_is_declared_dead_by_the_inactivity_probe() {
+    let (ours, mut peer) = tokio::io::duplex(1 << 16);
+    let options = ConnectOptions {
+        inactivity_probe: Some(Duration::from_millis(200)),
+        ..Default::default()
+    };
+    let (c, _n) = Client::from_transport(ours, &options);
+    // The client probes after 200 ms of silence...
+    let probe = read_request(&mut peer).await;
+    assert_eq!(probe["method"], "echo");
+    // ...and gives up 200 ms later when the probe goes unanswered.
+    let e = tokio::time::timeout(Duration::from_secs(5), c.closed())
+        .await
+        .unwrap();
+    assert!(
+        e.is_closed() && e.to_string().contains("inactivity probe"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn an_answered_probe_keeps_the_connection() {
+    let (ours, mut peer) = tokio::io::duplex(1 << 16);
+    let options = ConnectOptions {
+        inactivity_probe: Some(Duration::from_millis(100)),
+        ..Default::default()
+    };
+    let (c, _n) = Client::from_transport(ours, &options);
+    for _ in 0..5 {
+        let probe = read_request(&mut peer).await;
+        assert_eq!(probe["method"], "echo");
+        let reply = format!(
+            r#"{{"id":{},"result":{},"error":null}}"#,
+            probe["id"], probe["params"]
+        );
+        peer.write_all(reply.as_bytes()).await.unwrap();
+    }
+    assert!(!c.is_closed(), "five answered probes, still connected");
+}
