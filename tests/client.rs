@@ -569,3 +569,75 @@ async fn a_value_that_does_not_fit_the_schema_is_caught_before_sending() {
         "constraint violation"
     );
 }
+
+#[tokio::test]
+async fn the_lock_api_waits_for_a_lock_and_reports_it_stolen() {
+    use ovsdb_proto::lock::{Lock, LockState};
+    let server = nb_server();
+    let remote = ovsdb_proto::Remote::parse(&server.unix_remote()).unwrap();
+    let options = ovsdb_proto::ConnectOptions::default();
+    let a = Lock::acquire(&remote, &options, "controller")
+        .await
+        .unwrap();
+    assert_eq!(a.state(), LockState::Held);
+
+    // b queues behind a and gets the lock when a releases it.
+    let b = Lock::request(&remote, &options, "controller")
+        .await
+        .unwrap();
+    assert_eq!(b.state(), LockState::Waiting);
+    a.release().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), b.wait_held())
+        .await
+        .unwrap()
+        .unwrap();
+    b.client()
+        .transact(
+            NB,
+            &[Operation::Assert {
+                lock: "controller".into(),
+            }],
+        )
+        .await
+        .unwrap();
+
+    // c steals it: b learns it lost the lock, and its asserts fail from then on.
+    let c = Lock::steal(&remote, &options, "controller").await.unwrap();
+    assert_eq!(c.state(), LockState::Held);
+    tokio::time::timeout(Duration::from_secs(10), b.lost())
+        .await
+        .unwrap();
+    assert_eq!(b.state(), LockState::Lost);
+    assert!(b
+        .client()
+        .transact(
+            NB,
+            &[Operation::Assert {
+                lock: "controller".into()
+            }]
+        )
+        .await
+        .is_err());
+
+    // A holder whose connection ends loses the lock to the next in line, which is b:
+    // the server kept it in line after the theft.
+    let d = Lock::request(&remote, &options, "controller")
+        .await
+        .unwrap();
+    drop(c);
+    let mut b_state = b.state();
+    for _ in 0..200 {
+        b_state = b.state();
+        if b_state == LockState::Held {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(b_state, LockState::Held, "the stolen lock came back");
+    assert_eq!(d.state(), LockState::Waiting);
+    b.release().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), d.wait_held())
+        .await
+        .unwrap()
+        .unwrap();
+}

@@ -23,6 +23,7 @@ pub mod client;
 pub mod codec;
 pub mod datum;
 pub mod error;
+pub mod lock;
 pub mod model;
 pub mod monitor;
 pub mod ops;
