@@ -207,7 +207,7 @@ async fn session_inner(
         .collect();
     let mut server_cache = Writer::new(); // the _Server row, for this session only
     server_cache
-        .apply(&server_schema, &server_columns, &server_rows)
+        .apply(&server_schema, &server_columns, server_rows)
         .map_err(Error::protocol)?;
     let state = server_state(&server_cache, &config.database).ok_or_else(|| {
         Error::unavailable(Error::closed(Some(
@@ -249,9 +249,9 @@ async fn session_inner(
                 )
                 .await?;
             let mut batch: Vec<CacheEvent> = if reply.found {
-                changes(writer.apply(&schema, &columns, &reply.updates))?
+                changes(writer.apply(&schema, &columns, reply.updates))?
             } else {
-                changes(writer.resync(&schema, &columns, &reply.updates))?
+                changes(writer.resync(&schema, &columns, reply.updates))?
             };
             progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
             if !progress.announced {
@@ -357,7 +357,7 @@ impl Follow<'_> {
                     last_txn_id,
                     updates,
                 } if monitor_id == DATA_MONITOR => {
-                    let batch = match changes(writer.apply(schema, columns, &updates)) {
+                    let batch = match changes(writer.apply(schema, columns, updates)) {
                         Ok(b) => b,
                         Err(e) => {
                             // The cache and the server disagree: forget the position so the
@@ -373,7 +373,7 @@ impl Follow<'_> {
                     monitor_id,
                     updates,
                 } if monitor_id == DATA_MONITOR => {
-                    let batch = changes(writer.apply(schema, columns, &updates))?;
+                    let batch = changes(writer.apply(schema, columns, updates))?;
                     publish(published, events, batch).await?;
                 }
                 Notification::Update2 {
@@ -381,7 +381,7 @@ impl Follow<'_> {
                     updates,
                 } if monitor_id == SERVER_MONITOR => {
                     server_cache
-                        .apply(server_schema, server_columns, &updates)
+                        .apply(server_schema, server_columns, updates)
                         .map_err(Error::protocol)?;
                     if let Some(state) = server_state(server_cache, &config.database) {
                         if let Some(i) = state.index {

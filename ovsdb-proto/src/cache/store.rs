@@ -117,21 +117,6 @@ impl Shared {
     }
 }
 
-/// `row` with every monitored column, defaults put back for those left out.
-fn complete(table: &crate::schema::TableSchema, columns: Option<&Vec<String>>, row: &Row) -> Row {
-    let mut full = row.clone();
-    if let Some(columns) = columns {
-        for c in columns {
-            if !full.contains_key(c) {
-                if let Some(ty) = table.column_type(c) {
-                    full.insert(c.clone(), ty.default_datum());
-                }
-            }
-        }
-    }
-    full
-}
-
 /// The single writer.
 #[derive(Debug, Default)]
 pub struct Writer {
@@ -156,40 +141,40 @@ impl Writer {
         &self,
         schema: &DatabaseSchema,
         columns: &BTreeMap<String, Vec<String>>,
-        updates: &TableUpdates2,
+        updates: TableUpdates2,
     ) -> Result<Vec<Event>, String> {
         let mut next = (*self.shared.load()).clone();
         let mut events = Vec::new();
         for (table, rows) in updates {
-            let ts = schema.table(table).ok_or_else(|| {
+            let ts = schema.table(&table).ok_or_else(|| {
                 format!("update for table {table}, which the schema does not have")
             })?;
             let current = next.tables.entry(table.clone()).or_default();
             for (uuid, update) in rows {
                 let change = match update {
                     RowUpdate2::Initial(row) | RowUpdate2::Insert(row) => {
-                        let new = Arc::new(complete(ts, columns.get(table), row));
-                        match current.insert(*uuid, new.clone()) {
+                        let new = Arc::new(complete(ts, columns.get(&table), row));
+                        match current.insert(uuid, new.clone()) {
                             Some(old) => Change::Update { old, new },
                             None => Change::Insert { new },
                         }
                     }
                     RowUpdate2::Modify(d) => {
-                        let old = current.get(uuid).cloned().ok_or_else(|| {
+                        let old = current.get(&uuid).cloned().ok_or_else(|| {
                             format!("modify of row {uuid} of {table}, which is not cached")
                         })?;
-                        let new = Arc::new(diff::apply_row(ts, &old, d)?);
-                        current.insert(*uuid, new.clone());
+                        let new = Arc::new(diff::apply_row(ts, &old, &d)?);
+                        current.insert(uuid, new.clone());
                         Change::Update { old, new }
                     }
-                    RowUpdate2::Delete => match current.remove(uuid) {
+                    RowUpdate2::Delete => match current.remove(&uuid) {
                         Some(old) => Change::Delete { old },
                         None => continue,
                     },
                 };
                 events.push(Event {
                     table: table.clone(),
-                    uuid: *uuid,
+                    uuid,
                     change,
                 });
             }
@@ -205,7 +190,7 @@ impl Writer {
         &self,
         schema: &DatabaseSchema,
         columns: &BTreeMap<String, Vec<String>>,
-        initial: &TableUpdates2,
+        mut initial: TableUpdates2,
     ) -> Result<Vec<Event>, String> {
         let old = self.shared.load();
         let mut next = Snapshot::default();
@@ -216,45 +201,41 @@ impl Writer {
                 .ok_or_else(|| format!("table {table} is not in the schema"))?;
             let mut rows = TableRows::new();
             let before = old.table(table);
-            if let Some(updates) = initial.get(table) {
-                for (uuid, u) in updates {
-                    let row = match u {
-                        RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => {
-                            complete(ts, columns.get(table), r)
+            for (uuid, u) in initial.remove(table).unwrap_or_default() {
+                let row = match u {
+                    RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => {
+                        complete(ts, columns.get(table), r)
+                    }
+                    other => {
+                        return Err(format!(
+                            "a full resync of {table} sent {other:?} for {uuid}"
+                        ))
+                    }
+                };
+                let change = match before.get(&uuid) {
+                    Some(prev) if **prev == row => {
+                        rows.insert(uuid, prev.clone());
+                        continue;
+                    }
+                    Some(prev) => {
+                        let new = Arc::new(row);
+                        rows.insert(uuid, new.clone());
+                        Change::Update {
+                            old: prev.clone(),
+                            new,
                         }
-                        other => {
-                            return Err(format!(
-                                "a full resync of {table} sent {other:?} for {uuid}"
-                            ))
-                        }
-                    };
-                    let row = &row;
-                    let new = match before.get(uuid) {
-                        Some(prev) if **prev == *row => prev.clone(),
-                        Some(prev) => {
-                            let new = Arc::new(row.clone());
-                            events.push(Event {
-                                table: table.clone(),
-                                uuid: *uuid,
-                                change: Change::Update {
-                                    old: prev.clone(),
-                                    new: new.clone(),
-                                },
-                            });
-                            new
-                        }
-                        None => {
-                            let new = Arc::new(row.clone());
-                            events.push(Event {
-                                table: table.clone(),
-                                uuid: *uuid,
-                                change: Change::Insert { new: new.clone() },
-                            });
-                            new
-                        }
-                    };
-                    rows.insert(*uuid, new);
-                }
+                    }
+                    None => {
+                        let new = Arc::new(row);
+                        rows.insert(uuid, new.clone());
+                        Change::Insert { new }
+                    }
+                };
+                events.push(Event {
+                    table: table.clone(),
+                    uuid,
+                    change,
+                });
             }
             for (uuid, prev) in before.iter() {
                 if !rows.contains_key(uuid) {
@@ -270,6 +251,24 @@ impl Writer {
         self.shared.store(next);
         Ok(events)
     }
+}
+
+/// `row` with every monitored column, defaults put back for those left out.
+fn complete(
+    table: &crate::schema::TableSchema,
+    columns: Option<&Vec<String>>,
+    mut row: Row,
+) -> Row {
+    if let Some(columns) = columns {
+        for c in columns {
+            if !row.contains_key(c) {
+                if let Some(ty) = table.column_type(c) {
+                    row.insert(c.clone(), ty.default_datum());
+                }
+            }
+        }
+    }
+    row
 }
 
 #[cfg(test)]
@@ -309,7 +308,7 @@ mod tests {
             .apply(
                 &s,
                 &cols(),
-                &updates(json!({"T": {A: {"initial": {"name": "a"}}}})),
+                updates(json!({"T": {A: {"initial": {"name": "a"}}}})),
             )
             .unwrap();
         assert_eq!(ev.len(), 1);
@@ -318,9 +317,7 @@ mod tests {
             .apply(
                 &s,
                 &cols(),
-                &updates(
-                    json!({"T": {A: {"modify": {"tags": "x"}}, B: {"insert": {"name": "b"}}}}),
-                ),
+                updates(json!({"T": {A: {"modify": {"tags": "x"}}, B: {"insert": {"name": "b"}}}})),
             )
             .unwrap();
         assert_eq!(ev.len(), 2);
@@ -334,7 +331,7 @@ mod tests {
             .apply(
                 &s,
                 &cols(),
-                &updates(json!({"T": {B: {"delete": null}, C: {"modify": {"name": "c"}}}})),
+                updates(json!({"T": {B: {"delete": null}, C: {"modify": {"name": "c"}}}})),
             )
             .unwrap_err();
         assert!(e.contains("not cached"), "{e}");
@@ -348,7 +345,7 @@ mod tests {
         w.apply(
             &s,
             &cols(),
-            &updates(json!({"T": {
+            updates(json!({"T": {
                 A: {"initial": {"name": "a"}}, B: {"initial": {"name": "b"}}
             }})),
         )
@@ -357,7 +354,7 @@ mod tests {
             .resync(
                 &s,
                 &cols(),
-                &updates(
+                updates(
                     json!({"T": {A: {"initial": {"name": "a"}}, C: {"initial": {"name": "c"}}}}),
                 ),
             )

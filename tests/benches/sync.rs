@@ -1,0 +1,244 @@
+//! Initial sync of a large OVN_Northbound into the cache, beside the floor: reading the
+//! same monitor reply's bytes off the socket and nothing else. Peak memory (VmHWM, reset
+//! before each phase) is reported for each.
+//!
+//! `cargo bench -p integration-tests --bench sync [-- SWITCHES PORTS_PER_SWITCH]`
+//! (default 2000 switches with 50 ports each, plus one ACL per switch: 104k rows)
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
+use ovsdb_proto::cache::{Cache, CacheConfig};
+use ovsdb_proto::{Atom, Datum, Operation, Remote, Row};
+
+const TABLES: &[&str] = &["Logical_Switch", "Logical_Switch_Port", "ACL"];
+
+fn row(pairs: Vec<(&str, Datum)>) -> Row {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+async fn populate(remote: &str, switches: usize, ports: usize) -> usize {
+    let (c, _) = ovsdb_proto::connect(remote).await.unwrap();
+    let mut rows = 0;
+    for s in 0..switches {
+        let mut ops = Vec::new();
+        let mut refs = Vec::new();
+        for p in 0..ports {
+            let name = format!("p{s}-{p}");
+            refs.push(Atom::NamedUuid(format!("p{p}")));
+            ops.push(Operation::insert_named(
+                "Logical_Switch_Port",
+                row(vec![
+                    ("name", Datum::scalar(name.as_str())),
+                    (
+                        "addresses",
+                        Datum::scalar(format!(
+                            "0a:58:0a:{:02x}:{:02x}:{:02x} 10.{}.{}.{}",
+                            s / 256,
+                            s % 256,
+                            p,
+                            s / 256,
+                            s % 256,
+                            p
+                        )),
+                    ),
+                    (
+                        "external_ids",
+                        Datum::map([("namespace", format!("ns{s}")), ("pod", "true".to_string())]),
+                    ),
+                    (
+                        "options",
+                        Datum::map([("requested-chassis", format!("node{}", s % 100))]),
+                    ),
+                ]),
+                format!("p{p}"),
+            ));
+        }
+        ops.push(Operation::insert_named(
+            "ACL",
+            row(vec![
+                ("priority", Datum::scalar(1001)),
+                ("direction", Datum::scalar("to-lport")),
+                ("match", Datum::scalar(format!("outport == @pg{s} && ip4"))),
+                ("action", Datum::scalar("allow-related")),
+            ]),
+            "acl",
+        ));
+        ops.push(Operation::insert(
+            "Logical_Switch",
+            row(vec![
+                ("name", Datum::scalar(format!("ls{s}"))),
+                ("ports", Datum::set(refs)),
+                ("acls", Datum::named_uuid("acl")),
+                (
+                    "other_config",
+                    Datum::map([("subnet", format!("10.{}.{}.0/24", s / 256, s % 256))]),
+                ),
+            ]),
+        ));
+        c.transact("OVN_Northbound", &ops).await.unwrap();
+        rows += ports + 2;
+    }
+    rows
+}
+
+fn monitor_request() -> Vec<u8> {
+    let tables: serde_json::Map<String, serde_json::Value> = TABLES
+        .iter()
+        .map(|t| (t.to_string(), serde_json::json!([{}])))
+        .collect();
+    serde_json::to_vec(&serde_json::json!({"id": 1, "method": "monitor_cond", "params": ["OVN_Northbound", "m", tables]}))
+        .unwrap()
+}
+
+/// The length of the reply, found once with the framing codec.
+fn reply_length(path: &str) -> usize {
+    use tokio_util_codec::decode_len;
+    let mut s = UnixStream::connect(path).unwrap();
+    s.write_all(&monitor_request()).unwrap();
+    decode_len(&mut s)
+}
+
+mod tokio_util_codec {
+    use std::io::Read;
+
+    use bytes::BytesMut;
+    use ovsdb_proto::codec::JsonRpcCodec;
+    use tokio_util::codec::Decoder;
+
+    /// Reads one message and returns its length in bytes.
+    pub fn decode_len(s: &mut impl Read) -> usize {
+        let mut codec = JsonRpcCodec::default();
+        let mut buf = BytesMut::new();
+        let mut chunk = vec![0u8; 1 << 20];
+        loop {
+            let n = s.read(&mut chunk).unwrap();
+            assert!(n > 0, "connection closed before the reply was complete");
+            buf.extend_from_slice(&chunk[..n]);
+            if let Some(m) = codec.decode(&mut buf).unwrap() {
+                return m.as_bytes().len();
+            }
+        }
+    }
+}
+
+/// The floor: send the request and read exactly `len` bytes, parsing nothing.
+fn floor(path: &str, len: usize) -> Duration {
+    let mut s = UnixStream::connect(path).unwrap();
+    let mut chunk = vec![0u8; 1 << 20];
+    let start = Instant::now();
+    s.write_all(&monitor_request()).unwrap();
+    let mut got = 0;
+    while got < len {
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0);
+        got += n;
+    }
+    start.elapsed()
+}
+
+fn peak_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+/// One measurement in a fresh process, so that its peak memory is its own:
+/// `--child floor PATH LEN` or `--child cache REMOTE ROWS`; prints "SECONDS PEAK_MIB".
+fn child(args: &[String]) {
+    let elapsed = match args[0].as_str() {
+        "floor" => floor(&args[1], args[2].parse().unwrap()),
+        "cache" => {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let rows: usize = args[2].parse().unwrap();
+            rt.block_on(async {
+                let config = CacheConfig::new(
+                    vec![Remote::parse(&args[1]).unwrap()],
+                    "OVN_Northbound",
+                    TABLES,
+                );
+                let start = Instant::now();
+                let (cache, _events) = Cache::start(config);
+                cache.wait_until_ready().await;
+                let d = start.elapsed();
+                assert_eq!(cache.snapshot().len(), rows);
+                d
+            })
+        }
+        other => panic!("unknown child mode {other}"),
+    };
+    println!("{} {}", elapsed.as_secs_f64(), peak_mib());
+}
+
+fn run_child(args: &[&str]) -> (f64, f64) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--child")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut parts = text.split_whitespace().map(|p| p.parse::<f64>().unwrap());
+    (parts.next().unwrap(), parts.next().unwrap())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        return child(&args[i + 1..]);
+    }
+    let counts: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let switches = counts.first().copied().unwrap_or(2000);
+    let ports = counts.get(1).copied().unwrap_or(50);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    let server = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let remote = server.unix_remote();
+    let path = remote.trim_start_matches("unix:").to_owned();
+
+    let t = Instant::now();
+    let rows = rt.block_on(populate(&remote, switches, ports));
+    println!(
+        "ovsdb-server {}: {rows} rows written in {:.1?}",
+        install.ovs_version(),
+        t.elapsed()
+    );
+    let len = reply_length(&path);
+    println!("monitor reply: {:.1} MB", len as f64 / 1e6);
+
+    let (mut floors, mut ours) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        floors.push(run_child(&["floor", &path, &len.to_string()]));
+        ours.push(run_child(&["cache", &remote, &rows.to_string()]));
+    }
+    floors.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ours.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (f, o) = (floors[1], ours[1]);
+    println!(
+        "floor (read the reply's bytes): {:.2}s (median of 3), peak {:.0} MiB",
+        f.0, f.1
+    );
+    println!(
+        "cache (request to ready):       {:.2}s (median of 3), peak {:.0} MiB, {:.2}x the floor",
+        o.0,
+        o.1,
+        o.0 / f.0
+    );
+}
