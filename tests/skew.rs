@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use integration_tests::client;
+use integration_tests::{client, NB};
 use nb_model::{
     Acl, AclAction, AclDirection, DhcpRelay, LogicalSwitch, LogicalSwitchPort, OvnNorthbound,
 };
@@ -64,16 +64,18 @@ async fn the_model_works_against_ovn_23_03_and_reports_the_difference() {
     };
     lsp.addresses.insert("0a:00:00:00:00:01".into());
     let p = txn.insert(&lsp);
-    let mut sw = LogicalSwitch::named("sw0");
-    sw.ports = [p].into();
-    txn.insert(&sw);
-    txn.insert(&Acl {
+    // An ACL lives only while a switch refers to it.
+    let acl = txn.insert(&Acl {
         priority: 10,
         action: AclAction::Drop,
         direction: AclDirection::FromLport,
         match_: "1".into(),
         ..Default::default()
     });
+    let mut sw = LogicalSwitch::named("sw0");
+    sw.ports = [p].into();
+    sw.acls = [acl].into();
+    txn.insert(&sw);
     txn.commit().await.unwrap();
     let read = db
         .select([LogicalSwitchPort::COLUMNS.name.eq("p1")])
@@ -122,6 +124,41 @@ async fn the_model_works_against_ovn_23_03_and_reports_the_difference() {
             .contains("table DHCP_Relay is not in the server's"),
         "{e}"
     );
+
+    // Monitors name only the columns the server has: the model's full column list is
+    // refused by the old server, the skew-aware request is not.
+    let mut all = BTreeMap::new();
+    all.insert(
+        "ACL".to_string(),
+        ovsdb_proto::MonitorRequest::columns(Acl::columns().iter().map(|c| c.name)),
+    );
+    let e = db
+        .client()
+        .monitor_cond(NB, "full".into(), &all)
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("tier") || e.as_server_error().is_some(),
+        "{e}"
+    );
+    let mut fitted = BTreeMap::new();
+    fitted.insert("ACL".to_string(), db.monitor_request::<Acl>().unwrap());
+    let rows = db
+        .client()
+        .monitor_cond(NB, "fitted".into(), &fitted)
+        .await
+        .unwrap();
+    let acl = rows["ACL"].values().next().unwrap();
+    let ovsdb_proto::RowUpdate2::Initial(acl) = acl else {
+        panic!("{acl:?}")
+    };
+    let typed = Acl::from_row(ovsdb_proto::Uuid::nil(), acl).unwrap();
+    assert_eq!(
+        (typed.priority, typed.tier),
+        (10, 0),
+        "tier, unknown to 7.0.0, keeps its default"
+    );
+    assert!(db.monitor_request::<DhcpRelay>().is_err());
 
     // Updating columns both sides know works as usual.
     let mut txn = db.transaction();

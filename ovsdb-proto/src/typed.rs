@@ -243,6 +243,20 @@ impl<D: Database> Db<D> {
         }
     }
 
+    /// A monitor request for table `T` naming the model's columns that the server has,
+    /// so that a monitor of an older server does not ask for columns it lacks.
+    pub fn monitor_request<T: Table>(&self) -> Result<crate::monitor::MonitorRequest, Error> {
+        if !self.skew.has_table(T::NAME) {
+            return Err(self.skew.lacks_table(T::NAME));
+        }
+        Ok(crate::monitor::MonitorRequest::columns(
+            T::columns()
+                .iter()
+                .filter(|c| self.skew.has_column(T::NAME, c.name))
+                .map(|c| c.name),
+        ))
+    }
+
     /// Reads the rows of `T` that meet every condition.
     pub async fn select<T: Table>(
         &self,
