@@ -331,3 +331,109 @@ async fn a_schema_conversion_cancels_the_monitor_and_the_cache_reestablishes_it(
     replay.drain(&mut events);
     assert_eq!(replay.contents(), want);
 }
+
+#[tokio::test]
+async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
+    use nb_model::{LogicalSwitchPort, LogicalSwitchPortByName};
+    use ovsdb_proto::cache::TypedTable;
+
+    let mut server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let port = |name: &str, ns: &str| -> Row {
+        [
+            ("name".to_string(), Datum::scalar(name)),
+            ("external_ids".to_string(), Datum::map([("namespace", ns)])),
+        ]
+        .into_iter()
+        .collect()
+    };
+    // Ports survive only when a switch refers to them.
+    let mut ops = Vec::new();
+    let mut refs = Vec::new();
+    for (i, (name, ns)) in [("p1", "blue"), ("p2", "blue"), ("p3", "green")]
+        .iter()
+        .enumerate()
+    {
+        ops.push(Operation::insert_named(
+            "Logical_Switch_Port",
+            port(name, ns),
+            format!("p{i}"),
+        ));
+        refs.push(ovsdb_proto::Atom::NamedUuid(format!("p{i}")));
+    }
+    let mut sw = named("sw0");
+    sw.insert("ports".into(), Datum::set(refs));
+    ops.push(Operation::insert("Logical_Switch", sw));
+    w.transact(NB, &ops).await.unwrap();
+
+    let mut cfg = config(&server.unix_remote());
+    cfg.typed(
+        TypedTable::<LogicalSwitchPort>::new()
+            .index("namespace", |p| p.external_ids.get("namespace").cloned())
+            .index("name", |p| Some(LogicalSwitchPortByName::of(p))),
+    );
+    let (cache, _events) = Cache::start(cfg);
+    cache.wait_until_ready().await;
+    let snap = cache.snapshot();
+    assert_eq!(snap.rows::<LogicalSwitchPort>().unwrap().len(), 3);
+    let blue = snap.lookup::<LogicalSwitchPort, String>("namespace", &"blue".to_string());
+    let mut names: Vec<&str> = blue.iter().map(|p| p.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["p1", "p2"]);
+    let p3 =
+        snap.lookup::<LogicalSwitchPort, _>("name", &LogicalSwitchPortByName { name: "p3".into() });
+    assert_eq!(p3.len(), 1);
+    assert_eq!(
+        snap.get_typed::<LogicalSwitchPort>(&p3[0].uuid)
+            .unwrap()
+            .name,
+        "p3"
+    );
+
+    // p2 moves to green: both index entries follow.
+    w.transact(
+        NB,
+        &[Operation::Update {
+            table: "Logical_Switch_Port".into(),
+            conditions: vec![Condition::eq("name", "p2")],
+            row: [(
+                "external_ids".to_string(),
+                Datum::map([("namespace", "green")]),
+            )]
+            .into_iter()
+            .collect(),
+        }],
+    )
+    .await
+    .unwrap();
+    let green = |s: &ovsdb_proto::cache::Snapshot| {
+        s.lookup::<LogicalSwitchPort, String>("namespace", &"green".to_string())
+            .len()
+    };
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| green(s) == 2)
+            .await
+    );
+    assert_eq!(
+        cache
+            .snapshot()
+            .lookup::<LogicalSwitchPort, String>("namespace", &"blue".to_string())
+            .len(),
+        1
+    );
+
+    // After a full resync the typed rows and indexes are rebuilt from the new contents.
+    server.replace_database().unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(20), |s| s
+                .rows::<LogicalSwitchPort>()
+                .is_some_and(|r| r.is_empty()))
+            .await
+    );
+    assert!(cache
+        .snapshot()
+        .lookup::<LogicalSwitchPort, String>("namespace", &"green".to_string())
+        .is_empty());
+}

@@ -15,6 +15,7 @@
 mod diff;
 mod session;
 mod store;
+mod typed;
 
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -31,9 +32,10 @@ use crate::remote::Remote;
 
 pub use diff::{apply_column, apply_row};
 pub use store::{Change, Event, Snapshot, TableRows};
+pub use typed::TypedTable;
 
 /// What to cache and where from.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct CacheConfig {
     /// The servers; tried in shuffled order.
     pub remotes: Vec<Remote>,
@@ -51,6 +53,23 @@ pub struct CacheConfig {
     pub max_backoff: Duration,
     /// How many update messages may wait unread in [`CacheEvents`].
     pub event_capacity: usize,
+    /// Tables also kept decoded into model types, with their indexes.
+    typed: Vec<Arc<dyn typed::TypedSpec>>,
+}
+
+impl std::fmt::Debug for CacheConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheConfig")
+            .field("remotes", &self.remotes)
+            .field("database", &self.database)
+            .field("tables", &self.tables)
+            .field("leader_only", &self.leader_only)
+            .field(
+                "typed",
+                &self.typed.iter().map(|t| t.table()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl CacheConfig {
@@ -68,7 +87,19 @@ impl CacheConfig {
             min_backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(8),
             event_capacity: 64,
+            typed: Vec::new(),
         }
+    }
+
+    /// Also keeps the rows of `T` decoded (and indexed as `table` says), read with
+    /// [`Snapshot::rows`], [`Snapshot::get_typed`] and [`Snapshot::lookup`]. `T`'s
+    /// table is added to the monitored tables if it is not there.
+    pub fn typed<T: crate::model::Table>(&mut self, table: TypedTable<T>) -> &mut Self {
+        self.tables
+            .entry(T::NAME.to_owned())
+            .or_insert_with(MonitorRequest::all);
+        self.typed.push(Arc::new(table));
+        self
     }
 }
 
@@ -135,7 +166,7 @@ impl Drop for Cache {
 impl Cache {
     /// Starts the cache task on the current tokio runtime.
     pub fn start(config: CacheConfig) -> (Cache, CacheEvents) {
-        let writer = store::Writer::new();
+        let writer = store::Writer::with_typed(config.typed.clone());
         let shared = writer.shared();
         let (ready_tx, ready) = watch::channel(false);
         let (version_tx, version) = watch::channel(0);

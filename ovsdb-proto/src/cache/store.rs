@@ -7,22 +7,78 @@ use std::sync::{Arc, RwLock};
 
 use uuid::Uuid;
 
+use std::hash::Hash;
+
 use crate::datum::Row;
+use crate::model::Table;
 use crate::monitor::{RowUpdate2, TableUpdates2};
 use crate::schema::DatabaseSchema;
 
 use super::diff;
+use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
 /// The rows of one table by uuid.
 pub type TableRows = imbl::HashMap<Uuid, Arc<Row>>;
 
 /// One consistent view of every cached table.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Snapshot {
     tables: BTreeMap<String, TableRows>,
+    /// Decoded rows and indexes of the tables configured as typed.
+    typed: BTreeMap<String, AnyState>,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("tables", &self.tables)
+            .field("typed", &self.typed.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl Snapshot {
+    fn typed_state<T: Table>(&self) -> Option<&TypedState<T>> {
+        self.typed.get(T::NAME)?.downcast_ref::<TypedState<T>>()
+    }
+
+    /// The decoded rows of `T`, if the cache was configured to keep them
+    /// ([`CacheConfig::typed`](super::CacheConfig::typed)); a cheap clone.
+    pub fn rows<T: Table>(&self) -> Option<imbl::HashMap<Uuid, Arc<T>>> {
+        self.typed_state::<T>().map(|s| s.rows.clone())
+    }
+
+    /// One decoded row of `T`.
+    pub fn get_typed<T: Table>(&self, uuid: &Uuid) -> Option<Arc<T>> {
+        self.typed_state::<T>()?.rows.get(uuid).cloned()
+    }
+
+    /// The rows of `T` whose key in index `index` is `key` (hash lookups, whatever the
+    /// table's size).
+    pub fn lookup<T: Table, K: Hash + Eq + Clone + Send + Sync + 'static>(
+        &self,
+        index: &str,
+        key: &K,
+    ) -> Vec<Arc<T>> {
+        let Some(state) = self.typed_state::<T>() else {
+            return Vec::new();
+        };
+        let Some(map) = state
+            .indexes
+            .get(index)
+            .and_then(|i| i.downcast_ref::<IndexMap<K>>())
+        else {
+            return Vec::new();
+        };
+        map.get(key)
+            .map(|uuids| {
+                uuids
+                    .iter()
+                    .filter_map(|u| state.rows.get(u).cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
     /// The rows of `table` (empty if the table is not cached).
     pub fn table(&self, table: &str) -> TableRows {
         self.tables.get(table).cloned().unwrap_or_default()
@@ -118,15 +174,38 @@ impl Shared {
 }
 
 /// The single writer.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Writer {
     shared: Shared,
+    typed: Vec<Arc<dyn TypedSpec>>,
 }
 
 impl Writer {
     /// A writer and the cell it publishes to.
     pub fn new() -> Writer {
         Writer::default()
+    }
+
+    /// A writer that also keeps these tables decoded.
+    pub(crate) fn with_typed(typed: Vec<Arc<dyn TypedSpec>>) -> Writer {
+        Writer {
+            shared: Shared::default(),
+            typed,
+        }
+    }
+
+    /// Brings the typed tables of `next` up to date with `events`.
+    fn apply_typed(&self, next: &mut Snapshot, events: &[Event]) -> Result<(), String> {
+        for spec in &self.typed {
+            let table = spec.table();
+            let mine: Vec<&Event> = events.iter().filter(|e| e.table == table).collect();
+            if mine.is_empty() && next.typed.contains_key(table) {
+                continue;
+            }
+            let state = spec.apply(next.typed.get(table), &mine)?;
+            next.typed.insert(table.to_owned(), state);
+        }
+        Ok(())
     }
 
     /// The cell readers use.
@@ -179,6 +258,7 @@ impl Writer {
                 });
             }
         }
+        self.apply_typed(&mut next, &events)?;
         self.shared.store(next);
         Ok(events)
     }
@@ -247,6 +327,17 @@ impl Writer {
                 }
             }
             next.tables.insert(table.clone(), rows);
+        }
+        // The typed tables are rebuilt whole from the new contents.
+        for spec in &self.typed {
+            let all = next
+                .tables
+                .get(spec.table())
+                .map(|rows| events_for_all(spec.table(), rows))
+                .unwrap_or_default();
+            let refs: Vec<&Event> = all.iter().collect();
+            let state = spec.apply(None, &refs)?;
+            next.typed.insert(spec.table().to_owned(), state);
         }
         self.shared.store(next);
         Ok(events)

@@ -1,0 +1,182 @@
+//! Typed rows and indexes kept beside the untyped rows, updated with them in the same
+//! swap so that readers see both consistently.
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::model::Table;
+
+use super::store::{Change, Event, TableRows};
+
+/// A typed table's state in a snapshot.
+pub(crate) type AnyState = Arc<dyn Any + Send + Sync>;
+
+/// The decoded rows of a table and its indexes.
+pub(crate) struct TypedState<T> {
+    pub(crate) rows: imbl::HashMap<Uuid, Arc<T>>,
+    pub(crate) indexes: BTreeMap<String, AnyState>,
+}
+
+impl<T> Clone for TypedState<T> {
+    fn clone(&self) -> Self {
+        TypedState {
+            rows: self.rows.clone(),
+            indexes: self.indexes.clone(),
+        }
+    }
+}
+
+/// The rows of one index: key to the uuids of the rows that have it.
+pub(crate) type IndexMap<K> = imbl::HashMap<K, imbl::HashSet<Uuid>>;
+
+/// What the writer needs to keep one typed table.
+pub(crate) trait TypedSpec: Send + Sync {
+    fn table(&self) -> &'static str;
+    /// The new state after `events` (those of this table), from `current`.
+    fn apply(&self, current: Option<&AnyState>, events: &[&Event]) -> Result<AnyState, String>;
+}
+
+/// Maintains one index of a `T`.
+pub(crate) trait IndexFn<T>: Send + Sync {
+    fn name(&self) -> &str;
+    fn update(
+        &self,
+        state: Option<&AnyState>,
+        removed: &[Arc<T>],
+        added: &[(Uuid, Arc<T>)],
+    ) -> AnyState;
+}
+
+pub(crate) struct Index<T, K> {
+    pub(crate) name: String,
+    pub(crate) key: fn(&T) -> Option<K>,
+}
+
+impl<T: Table, K: Hash + Eq + Clone + Send + Sync + 'static> IndexFn<T> for Index<T, K> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn update(
+        &self,
+        state: Option<&AnyState>,
+        removed: &[Arc<T>],
+        added: &[(Uuid, Arc<T>)],
+    ) -> AnyState {
+        let mut map: IndexMap<K> = state
+            .and_then(|s| s.downcast_ref::<IndexMap<K>>())
+            .cloned()
+            .unwrap_or_default();
+        for old in removed {
+            if let Some(k) = (self.key)(old) {
+                if let Some(set) = map.get_mut(&k) {
+                    set.remove(&old.uuid());
+                    if set.is_empty() {
+                        map.remove(&k);
+                    }
+                }
+            }
+        }
+        for (uuid, new) in added {
+            if let Some(k) = (self.key)(new) {
+                map.entry(k).or_default().insert(*uuid);
+            }
+        }
+        Arc::new(map)
+    }
+}
+
+/// A table the cache keeps decoded into `T`, with indexes over the decoded rows: for
+/// instance `TypedTable::<LogicalSwitchPort>::new().index("namespace", |p|
+/// p.external_ids.get("namespace").cloned())`, given to
+/// [`CacheConfig::typed`](super::CacheConfig::typed).
+pub struct TypedTable<T> {
+    pub(crate) indexes: Vec<Box<dyn IndexFn<T>>>,
+    pub(crate) _t: PhantomData<fn() -> T>,
+}
+
+impl<T: Table> Default for TypedTable<T> {
+    fn default() -> Self {
+        TypedTable::new()
+    }
+}
+
+impl<T: Table> TypedTable<T> {
+    /// `T` decoded, no index yet.
+    pub fn new() -> Self {
+        TypedTable {
+            indexes: Vec::new(),
+            _t: PhantomData,
+        }
+    }
+
+    /// An index named `name`: `key` gives a row's key (or none); many rows may share
+    /// one. Look rows up with [`Snapshot::lookup`](super::Snapshot::lookup).
+    pub fn index<K: Hash + Eq + Clone + Send + Sync + 'static>(
+        mut self,
+        name: &str,
+        key: fn(&T) -> Option<K>,
+    ) -> Self {
+        self.indexes.push(Box::new(Index {
+            name: name.to_owned(),
+            key,
+        }));
+        self
+    }
+}
+
+impl<T: Table> TypedSpec for TypedTable<T> {
+    fn table(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn apply(&self, current: Option<&AnyState>, events: &[&Event]) -> Result<AnyState, String> {
+        let mut state: TypedState<T> = current
+            .and_then(|s| s.downcast_ref::<TypedState<T>>())
+            .cloned()
+            .unwrap_or(TypedState {
+                rows: imbl::HashMap::new(),
+                indexes: BTreeMap::new(),
+            });
+        let mut removed = Vec::new();
+        let mut added = Vec::new();
+        for e in events {
+            let new_row = match &e.change {
+                Change::Insert { new } | Change::Update { new, .. } => Some(new),
+                Change::Delete { .. } => None,
+            };
+            if let Some(old) = state.rows.remove(&e.uuid) {
+                removed.push(old);
+            }
+            match new_row {
+                Some(row) => {
+                    let t = Arc::new(T::from_row(e.uuid, row).map_err(|d| d.to_string())?);
+                    state.rows.insert(e.uuid, t.clone());
+                    added.push((e.uuid, t));
+                }
+                None => {}
+            }
+        }
+        for index in &self.indexes {
+            let new = index.update(state.indexes.get(index.name()), &removed, &added);
+            state.indexes.insert(index.name().to_owned(), new);
+        }
+        Ok(Arc::new(state))
+    }
+}
+
+/// Builds the typed state of a whole table from its untyped rows (after a resync).
+pub(crate) fn events_for_all(table: &str, rows: &TableRows) -> Vec<Event> {
+    rows.iter()
+        .map(|(u, r)| Event {
+            table: table.to_owned(),
+            uuid: *u,
+            change: Change::Insert { new: r.clone() },
+        })
+        .collect()
+}
