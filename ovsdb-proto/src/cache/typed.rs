@@ -153,13 +153,10 @@ impl<T: Table> TypedSpec for TypedTable<T> {
             if let Some(old) = state.rows.remove(&e.uuid) {
                 removed.push(old);
             }
-            match new_row {
-                Some(row) => {
-                    let t = Arc::new(T::from_row(e.uuid, row).map_err(|d| d.to_string())?);
-                    state.rows.insert(e.uuid, t.clone());
-                    added.push((e.uuid, t));
-                }
-                None => {}
+            if let Some(row) = new_row {
+                let t = Arc::new(T::from_row(e.uuid, row).map_err(|d| d.to_string())?);
+                state.rows.insert(e.uuid, t.clone());
+                added.push((e.uuid, t));
             }
         }
         for index in &self.indexes {
