@@ -600,7 +600,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// A whole database schema.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct DatabaseSchema {
     /// The database's name, e.g. `OVN_Northbound`.
     pub name: String,

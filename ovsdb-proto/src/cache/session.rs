@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::client::{connect_with, Client, Notifications};
 use crate::datum::{Atom, Datum};
 use crate::error::Error;
-use crate::monitor::{MonitorRequest, Notification};
+use crate::monitor::{MonitorRequest, MonitorSince, Notification, RowUpdate2, TableUpdates2};
 use crate::ops::Condition;
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
@@ -190,36 +190,51 @@ async fn session_inner(
     // Servers too old for this just say so; the connection then still works.
     let _ = client.set_db_change_aware(true).await;
 
-    // Is this server usable? Watch its _Server row for the whole session.
-    let server_schema = client.get_schema("_Server").await?;
+    // Is this server usable? Watch its _Server row for the whole session. A server
+    // from before _Server (or before monitor_cond) is standalone: nothing to check.
+    let unknown = |e: &Error| {
+        e.as_server_error()
+            .is_some_and(|s| s.error == "unknown method" || s.error == "unknown database")
+    };
     let mut req = BTreeMap::new();
     req.insert(
         "Database".to_string(),
         MonitorRequest::columns(["name", "model", "connected", "leader", "index"])
             .matching(vec![Condition::eq("name", config.database.as_str())]),
     );
-    let server_rows = client
-        .monitor_cond("_Server", SERVER_MONITOR.into(), &req)
-        .await?;
     let server_columns: BTreeMap<String, Vec<String>> = req
         .iter()
         .map(|(t, r)| (t.clone(), r.columns.clone().unwrap_or_default()))
         .collect();
     let mut server_cache = Writer::new(); // the _Server row, for this session only
-    server_cache
-        .apply(&server_schema, &server_columns, server_rows)
-        .map_err(Error::protocol)?;
-    let state = server_state(&server_cache, &config.database).ok_or_else(|| {
-        Error::unavailable(Error::closed(Some(
-            format!("the server has no database {}", config.database).into(),
-        )))
-    })?;
-    if let Some(why) = state.refuse(config.leader_only, progress.raft_index) {
-        return Err(Error::unavailable(Error::closed(Some(why.into()))));
-    }
-    if let Some(i) = state.index {
-        progress.raft_index = progress.raft_index.max(i);
-    }
+    let server_schema = match client.get_schema("_Server").await {
+        Ok(schema) => match client
+            .monitor_cond("_Server", SERVER_MONITOR.into(), &req)
+            .await
+        {
+            Ok(rows) => {
+                server_cache
+                    .apply(&schema, &server_columns, rows)
+                    .map_err(Error::protocol)?;
+                let state = server_state(&server_cache, &config.database).ok_or_else(|| {
+                    Error::unavailable(Error::closed(Some(
+                        format!("the server has no database {}", config.database).into(),
+                    )))
+                })?;
+                if let Some(why) = state.refuse(config.leader_only, progress.raft_index) {
+                    return Err(Error::unavailable(Error::closed(Some(why.into()))));
+                }
+                if let Some(i) = state.index {
+                    progress.raft_index = progress.raft_index.max(i);
+                }
+                schema
+            }
+            Err(e) if unknown(&e) => schema,
+            Err(e) => return Err(e),
+        },
+        Err(e) if unknown(&e) => DatabaseSchema::default(),
+        Err(e) => return Err(e),
+    };
 
     // A monitor canceled by a schema conversion is set up again on this connection,
     // with the new schema.
@@ -240,14 +255,13 @@ async fn session_inner(
                     .clone();
                 columns.insert(t.clone(), cols);
             }
-            let reply = client
-                .monitor_cond_since(
-                    &config.database,
-                    DATA_MONITOR.into(),
-                    &requests,
-                    progress.last_txn_id,
-                )
-                .await?;
+            let reply = monitor(
+                client.clone(),
+                &config.database,
+                &requests,
+                progress.last_txn_id,
+            )
+            .await?;
             let mut batch: Vec<CacheEvent> = if reply.found {
                 changes(writer.apply(&schema, &columns, reply.updates))?
             } else {
@@ -316,6 +330,69 @@ async fn publish(
     Ok(())
 }
 
+/// `monitor_cond_since`, or on a server that lacks it `monitor_cond`, or on one that
+/// lacks that too plain `monitor` (whose updates are turned into the `update2` form).
+async fn monitor(
+    client: Client,
+    db: &str,
+    requests: &BTreeMap<String, MonitorRequest>,
+    since: Option<Uuid>,
+) -> Result<MonitorSince, Error> {
+    let unknown = |e: &Error| {
+        e.as_server_error()
+            .is_some_and(|s| s.error == "unknown method")
+    };
+    match client
+        .monitor_cond_since(db, DATA_MONITOR.into(), requests, since)
+        .await
+    {
+        Err(e) if unknown(&e) => {}
+        other => return other,
+    }
+    tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
+    let updates = match client.monitor_cond(db, DATA_MONITOR.into(), requests).await {
+        Err(e) if unknown(&e) => {
+            tracing::info!("cache: the server lacks monitor_cond; using monitor");
+            let plain: BTreeMap<String, MonitorRequest> = requests
+                .iter()
+                .map(|(t, r)| {
+                    let mut r = r.clone();
+                    r.conditions = None;
+                    (t.clone(), r)
+                })
+                .collect();
+            to_update2(client.monitor(db, DATA_MONITOR.into(), &plain).await?)
+        }
+        other => other?,
+    };
+    Ok(MonitorSince {
+        found: false,
+        last_txn_id: Uuid::nil(),
+        updates,
+    })
+}
+
+/// Plain `monitor` updates in the `update2` form: a row without `new` is deleted; any
+/// other is replaced whole (its `new` holds every monitored column).
+fn to_update2(updates: crate::monitor::TableUpdates) -> TableUpdates2 {
+    updates
+        .into_iter()
+        .map(|(table, rows)| {
+            let rows = rows
+                .into_iter()
+                .map(|(uuid, u)| {
+                    let u2 = match u.new {
+                        Some(new) => RowUpdate2::Insert(new),
+                        None => RowUpdate2::Delete,
+                    };
+                    (uuid, u2)
+                })
+                .collect();
+            (table, rows)
+        })
+        .collect()
+}
+
 /// What a session follows notifications with.
 struct Follow<'a> {
     config: &'a CacheConfig,
@@ -367,6 +444,13 @@ impl Follow<'_> {
                         }
                     };
                     progress.last_txn_id = Some(last_txn_id).filter(|u| !u.is_nil());
+                    publish(published, events, batch).await?;
+                }
+                Notification::Update {
+                    monitor_id,
+                    updates,
+                } if monitor_id == DATA_MONITOR => {
+                    let batch = changes(writer.apply(schema, columns, to_update2(updates)))?;
                     publish(published, events, batch).await?;
                 }
                 Notification::Update2 {
