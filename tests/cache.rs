@@ -372,8 +372,22 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
             .index("namespace", |p| p.external_ids.get("namespace").cloned())
             .index("name", |p| Some(LogicalSwitchPortByName::of(p))),
     );
-    let (cache, _events) = Cache::start(cfg);
+    let (cache, mut events_typed) = Cache::start(cfg);
     cache.wait_until_ready().await;
+    // The events of a modelled table decode into the model.
+    let mut decoded = Vec::new();
+    while let Some(e) = events_typed.try_recv() {
+        if let ovsdb_proto::cache::CacheEvent::Change(e) = e {
+            if let Some(change) = e.decode::<LogicalSwitchPort>() {
+                match change.unwrap() {
+                    ovsdb_proto::cache::TypedChange::Insert { new } => decoded.push(new.name),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+    }
+    decoded.sort();
+    assert_eq!(decoded, ["p1", "p2", "p3"]);
     let snap = cache.snapshot();
     assert_eq!(snap.rows::<LogicalSwitchPort>().unwrap().len(), 3);
     let blue = snap.lookup::<LogicalSwitchPort, String>("namespace", &"blue".to_string());
@@ -436,4 +450,82 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
         .snapshot()
         .lookup::<LogicalSwitchPort, String>("namespace", &"green".to_string())
         .is_empty());
+}
+
+#[tokio::test]
+async fn changing_conditions_narrows_and_widens_the_cache_and_survives_a_reconnect() {
+    let mut server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    for n in ["a", "b", "c"] {
+        w.transact(NB, &[Operation::insert("Logical_Switch", named(n))])
+            .await
+            .unwrap();
+    }
+    let (cache, mut events) = Cache::start(config(&server.unix_remote()));
+    cache.wait_until_ready().await;
+    let mut replay = Replay::default();
+    settle(&cache, &w).await;
+    replay.drain(&mut events);
+    let names = |cache: &Cache| {
+        let mut v: Vec<String> = cache
+            .snapshot()
+            .table("Logical_Switch")
+            .values()
+            .map(|r| r["name"].to_string())
+            .collect();
+        v.sort();
+        v
+    };
+
+    // Narrow to "a": b and c leave as deletes.
+    cache
+        .set_conditions("Logical_Switch", vec![Condition::eq("name", "a")])
+        .await
+        .unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                == 1)
+            .await
+    );
+    assert_eq!(names(&cache), ["\"a\""]);
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("d"))])
+        .await
+        .unwrap();
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("a"))])
+        .await
+        .unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                == 2)
+            .await
+    );
+    assert_eq!(names(&cache), ["\"a\"", "\"a\""], "only rows named a");
+
+    // The narrower condition holds across a reconnect.
+    let old = cache.client().unwrap();
+    server.restart().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), old.closed())
+        .await
+        .unwrap();
+    for _ in 0..200 {
+        if cache.client().is_some_and(|c| !c.is_closed()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(names(&cache), ["\"a\"", "\"a\""]);
+
+    // Widen again: every switch comes back as an insert.
+    cache
+        .set_conditions("Logical_Switch", vec![])
+        .await
+        .unwrap();
+    let (w, _) = client(&server.unix_remote()).await;
+    let want = settle(&cache, &w).await;
+    assert_eq!(want["Logical_Switch"].len(), 5);
+    replay.drain(&mut events);
+    assert_eq!(replay.contents(), want, "the events tell the same story");
+    assert!(cache.set_conditions("Nope", vec![]).await.is_err());
 }

@@ -234,3 +234,58 @@ async fn set_db_change_aware_is_accepted() {
     // Still a working connection afterwards.
     assert_eq!(c.list_dbs().await.unwrap().len(), 2);
 }
+
+#[tokio::test]
+async fn many_monitors_on_one_connection_each_get_their_own_updates() {
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let (c, mut notes) = client(&server.unix_remote()).await;
+    // Ten monitors, each watching the switches of one name.
+    for i in 0..10 {
+        let req = MonitorRequest::columns(["name"])
+            .matching(vec![Condition::eq("name", format!("sw{i}").as_str())]);
+        let initial = c
+            .monitor_cond(NB, format!("m{i}").into(), &switches(req))
+            .await
+            .unwrap();
+        assert!(initial.is_empty() || initial["Logical_Switch"].is_empty());
+    }
+    for i in (0..10).rev() {
+        w.transact(
+            NB,
+            &[Operation::insert(
+                "Logical_Switch",
+                named(&format!("sw{i}")),
+            )],
+        )
+        .await
+        .unwrap();
+    }
+    let mut got = Vec::new();
+    for _ in 0..10 {
+        match next_notification(&mut notes, 10).await {
+            Notification::Update2 {
+                monitor_id,
+                updates,
+            } => {
+                let rows: Vec<_> = updates["Logical_Switch"].values().collect();
+                assert_eq!(rows.len(), 1);
+                let RowUpdate2::Insert(r) = rows[0] else {
+                    panic!("{rows:?}")
+                };
+                let id = monitor_id.as_str().unwrap().to_owned();
+                assert_eq!(
+                    r["name"],
+                    Datum::scalar(format!("sw{}", &id[1..])),
+                    "monitor {id} saw only its switch"
+                );
+                got.push(id);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    got.sort();
+    let mut want: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+}

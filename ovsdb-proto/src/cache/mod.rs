@@ -31,7 +31,7 @@ use crate::ops::{Operation, OperationResult};
 use crate::remote::Remote;
 
 pub use diff::{apply_column, apply_row};
-pub use store::{Change, Event, Snapshot, TableRows};
+pub use store::{Change, Event, Snapshot, TableRows, TypedChange};
 pub use typed::TypedTable;
 
 /// What to cache and where from.
@@ -154,6 +154,7 @@ pub struct Cache {
     version: watch::Receiver<u64>,
     client: watch::Receiver<Option<Client>>,
     database: String,
+    commands: mpsc::Sender<session::Command>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -178,7 +179,14 @@ impl Cache {
             version: version_tx,
             client: client_tx,
         };
-        let task = tokio::spawn(session::run(config, writer, published, events_tx));
+        let (commands, commands_rx) = mpsc::channel(16);
+        let task = tokio::spawn(session::run(
+            config,
+            writer,
+            published,
+            events_tx,
+            commands_rx,
+        ));
         (
             Cache {
                 shared,
@@ -186,6 +194,7 @@ impl Cache {
                 version,
                 client,
                 database,
+                commands,
                 task,
             },
             CacheEvents {
@@ -193,6 +202,28 @@ impl Cache {
                 pending: VecDeque::new(),
             },
         )
+    }
+
+    /// Replaces the conditions of `table`'s monitor (`monitor_cond_change`): rows that
+    /// stop matching leave the cache as deletes, rows that start matching come in as
+    /// inserts. Returns once the server accepted the change (or, while disconnected,
+    /// once it is recorded for the next connection).
+    pub async fn set_conditions(
+        &self,
+        table: &str,
+        conditions: Vec<crate::ops::Condition>,
+    ) -> Result<(), Error> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
+        self.commands
+            .send(session::Command::SetConditions {
+                table: table.to_owned(),
+                conditions,
+                reply,
+            })
+            .await
+            .map_err(|_| Error::closed(Some("the cache stopped".into())))?;
+        rx.await
+            .map_err(|_| Error::closed(Some("the cache stopped".into())))?
     }
 
     /// The current contents.

@@ -18,7 +18,6 @@ use crate::schema::DatabaseSchema;
 use super::store::Writer;
 use super::{CacheConfig, CacheEvent, Published};
 
-const DATA_MONITOR: &str = "cache";
 const SERVER_MONITOR: &str = "cache-server";
 
 /// What the cache has seen so far, kept across sessions.
@@ -30,6 +29,30 @@ struct Progress {
     raft_index: i64,
     /// Whether the initial contents were announced.
     announced: bool,
+    /// What is monitored now (conditions change while the cache runs).
+    requests: BTreeMap<String, MonitorRequest>,
+    /// The id of the data monitor now, `cache-N`.
+    monitor_id: String,
+    /// The last N used.
+    seq: u64,
+}
+
+impl Progress {
+    fn next_monitor_id(&mut self) -> String {
+        self.seq += 1;
+        self.monitor_id = format!("cache-{}", self.seq);
+        self.monitor_id.clone()
+    }
+}
+
+/// A request from the [`Cache`](super::Cache) handle to its task.
+pub(super) enum Command {
+    /// Replace the conditions of one table's monitor.
+    SetConditions {
+        table: String,
+        conditions: Vec<Condition>,
+        reply: tokio::sync::oneshot::Sender<Result<(), Error>>,
+    },
 }
 
 /// Why a session ended.
@@ -48,8 +71,12 @@ pub(super) async fn run(
     writer: Writer,
     published: Published,
     events: mpsc::Sender<Vec<CacheEvent>>,
+    mut commands: mpsc::Receiver<Command>,
 ) {
-    let mut progress = Progress::default();
+    let mut progress = Progress {
+        requests: config.tables.clone(),
+        ..Progress::default()
+    };
     let mut failures: u32 = 0;
     let mut order = shuffled(&config.remotes);
     let mut next = 0usize;
@@ -69,6 +96,7 @@ pub(super) async fn run(
             &writer,
             &published,
             &events,
+            &mut commands,
             &mut progress,
         )
         .await;
@@ -170,9 +198,24 @@ async fn session(
     writer: &Writer,
     published: &Published,
     events: &mpsc::Sender<Vec<CacheEvent>>,
+    commands: &mut mpsc::Receiver<Command>,
     progress: &mut Progress,
 ) -> End {
-    match session_inner(config, remote, writer, published, events, progress).await {
+    // Conditions changed while disconnected apply to this session's monitor.
+    while let Ok(Command::SetConditions {
+        table,
+        conditions,
+        reply,
+    }) = commands.try_recv()
+    {
+        set_conditions(progress, &table, conditions);
+        let _ = reply.send(Ok(()));
+    }
+    match session_inner(
+        config, remote, writer, published, events, commands, progress,
+    )
+    .await
+    {
         Ok(end) => end,
         Err(e) => End::Failed(e),
     }
@@ -184,6 +227,7 @@ async fn session_inner(
     writer: &Writer,
     published: &Published,
     events: &mpsc::Sender<Vec<CacheEvent>>,
+    commands: &mut mpsc::Receiver<Command>,
     progress: &mut Progress,
 ) -> Result<End, Error> {
     let (client, mut notes) = connect_with(remote, &config.connect).await?;
@@ -243,7 +287,7 @@ async fn session_inner(
             let schema = client.get_schema(&config.database).await?;
             // Name every column: the server then leaves `_version` out, and the cache knows
             // which columns to complete with defaults.
-            let mut requests = config.tables.clone();
+            let mut requests = progress.requests.clone();
             let mut columns = BTreeMap::new();
             for (t, r) in &mut requests {
                 let ts = schema.table(t).ok_or_else(|| {
@@ -255,9 +299,11 @@ async fn session_inner(
                     .clone();
                 columns.insert(t.clone(), cols);
             }
+            let id = progress.next_monitor_id();
             let reply = monitor(
                 client.clone(),
                 &config.database,
+                &id,
                 &requests,
                 progress.last_txn_id,
             )
@@ -286,7 +332,8 @@ async fn session_inner(
                 published,
                 events,
             };
-            ctx.run(&mut notes, &mut server_cache, progress).await
+            ctx.run(&mut notes, commands, &mut server_cache, progress)
+                .await
         }?;
         match end {
             End::Canceled(why) => tracing::info!(%remote, %why, "cache: monitoring again"),
@@ -335,6 +382,7 @@ async fn publish(
 async fn monitor(
     client: Client,
     db: &str,
+    id: &str,
     requests: &BTreeMap<String, MonitorRequest>,
     since: Option<Uuid>,
 ) -> Result<MonitorSince, Error> {
@@ -343,14 +391,14 @@ async fn monitor(
             .is_some_and(|s| s.error == "unknown method")
     };
     match client
-        .monitor_cond_since(db, DATA_MONITOR.into(), requests, since)
+        .monitor_cond_since(db, id.into(), requests, since)
         .await
     {
         Err(e) if unknown(&e) => {}
         other => return other,
     }
     tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
-    let updates = match client.monitor_cond(db, DATA_MONITOR.into(), requests).await {
+    let updates = match client.monitor_cond(db, id.into(), requests).await {
         Err(e) if unknown(&e) => {
             tracing::info!("cache: the server lacks monitor_cond; using monitor");
             let plain: BTreeMap<String, MonitorRequest> = requests
@@ -361,7 +409,7 @@ async fn monitor(
                     (t.clone(), r)
                 })
                 .collect();
-            to_update2(client.monitor(db, DATA_MONITOR.into(), &plain).await?)
+            to_update2(client.monitor(db, id.into(), &plain).await?)
         }
         other => other?,
     };
@@ -393,6 +441,43 @@ fn to_update2(updates: crate::monitor::TableUpdates) -> TableUpdates2 {
         .collect()
 }
 
+fn set_conditions(progress: &mut Progress, table: &str, conditions: Vec<Condition>) {
+    progress
+        .requests
+        .entry(table.to_owned())
+        .or_default()
+        .conditions = Some(conditions);
+}
+
+/// Changes a live monitor's conditions with `monitor_cond_change`; the server then
+/// sends what the change adds and removes, under the new monitor id.
+async fn change_conditions(
+    client: &Client,
+    progress: &mut Progress,
+    table: &str,
+    conditions: Vec<Condition>,
+) -> Result<(), Error> {
+    if !progress.requests.contains_key(table) {
+        return Err(Error::config(format!(
+            "table {table} is not monitored by this cache"
+        )));
+    }
+    let old = progress.monitor_id.clone();
+    let new = format!("cache-{}", progress.seq + 1);
+    let change: BTreeMap<String, MonitorRequest> = [(
+        table.to_owned(),
+        MonitorRequest::default().matching(conditions.clone()),
+    )]
+    .into();
+    client
+        .monitor_cond_change(old.into(), new.clone().into(), &change)
+        .await?;
+    progress.seq += 1;
+    progress.monitor_id = new;
+    set_conditions(progress, table, conditions);
+    Ok(())
+}
+
 /// What a session follows notifications with.
 struct Follow<'a> {
     config: &'a CacheConfig,
@@ -410,6 +495,7 @@ impl Follow<'_> {
     async fn run(
         &self,
         notes: &mut Notifications,
+        commands: &mut mpsc::Receiver<Command>,
         server_cache: &mut Writer,
         progress: &mut Progress,
     ) -> Result<End, Error> {
@@ -425,7 +511,15 @@ impl Follow<'_> {
             events,
         } = self;
         loop {
-            let Some(note) = notes.recv().await else {
+            let note = tokio::select! {
+                note = notes.recv() => note,
+                Some(Command::SetConditions { table, conditions, reply }) = commands.recv() => {
+                    let r = change_conditions(client, progress, &table, conditions).await;
+                    let _ = reply.send(r);
+                    continue;
+                }
+            };
+            let Some(note) = note else {
                 return Ok(End::Failed(client.closed().await));
             };
             match note {
@@ -433,7 +527,7 @@ impl Follow<'_> {
                     monitor_id,
                     last_txn_id,
                     updates,
-                } if monitor_id == DATA_MONITOR => {
+                } if monitor_id == progress.monitor_id.as_str() => {
                     let batch = match changes(writer.apply(schema, columns, updates)) {
                         Ok(b) => b,
                         Err(e) => {
@@ -449,14 +543,14 @@ impl Follow<'_> {
                 Notification::Update {
                     monitor_id,
                     updates,
-                } if monitor_id == DATA_MONITOR => {
+                } if monitor_id == progress.monitor_id.as_str() => {
                     let batch = changes(writer.apply(schema, columns, to_update2(updates)))?;
                     publish(published, events, batch).await?;
                 }
                 Notification::Update2 {
                     monitor_id,
                     updates,
-                } if monitor_id == DATA_MONITOR => {
+                } if monitor_id == progress.monitor_id.as_str() => {
                     let batch = changes(writer.apply(schema, columns, updates))?;
                     publish(published, events, batch).await?;
                 }
@@ -476,7 +570,7 @@ impl Follow<'_> {
                         }
                     }
                 }
-                Notification::MonitorCanceled(id) if id == DATA_MONITOR => {
+                Notification::MonitorCanceled(id) if id == progress.monitor_id.as_str() => {
                     return Ok(End::Canceled(format!("the server canceled monitor {id}")));
                 }
                 Notification::MonitorCanceled(id) => {

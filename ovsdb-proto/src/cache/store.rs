@@ -158,6 +158,49 @@ pub struct Event {
     pub change: Change,
 }
 
+/// A change decoded into a model type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypedChange<T> {
+    /// A new row.
+    Insert {
+        /// The row.
+        new: T,
+    },
+    /// A changed row.
+    Update {
+        /// Before.
+        old: T,
+        /// After.
+        new: T,
+    },
+    /// A deleted row, as it last was.
+    Delete {
+        /// The last version.
+        old: T,
+    },
+}
+
+impl Event {
+    /// The change decoded into `T`, if the event is for `T`'s table: how a consumer
+    /// handles the events of the tables it has models for.
+    pub fn decode<T: Table>(&self) -> Option<Result<TypedChange<T>, crate::model::DecodeError>> {
+        if self.table != T::NAME {
+            return None;
+        }
+        let d = |r: &Row| T::from_row(self.uuid, r);
+        Some((|| {
+            Ok(match &self.change {
+                Change::Insert { new } => TypedChange::Insert { new: d(new)? },
+                Change::Update { old, new } => TypedChange::Update {
+                    old: d(old)?,
+                    new: d(new)?,
+                },
+                Change::Delete { old } => TypedChange::Delete { old: d(old)? },
+            })
+        })())
+    }
+}
+
 /// The shared cell readers clone snapshots from.
 #[derive(Clone, Debug, Default)]
 pub struct Shared(Arc<RwLock<Arc<Snapshot>>>);
