@@ -403,6 +403,19 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
             .name,
         "p3"
     );
+    // The schema's own index on name works on the untyped rows too.
+    let found = snap
+        .find("Logical_Switch_Port", &[("name", Datum::scalar("p3"))])
+        .unwrap();
+    assert_eq!(found["external_ids"], Datum::map([("namespace", "green")]));
+    assert!(snap
+        .find("Logical_Switch_Port", &[("name", Datum::scalar("p9"))])
+        .is_none());
+    assert!(
+        snap.find("Logical_Switch_Port", &[("type", Datum::scalar(""))])
+            .is_none(),
+        "no index on type"
+    );
 
     // p2 moves to green: both index entries follow.
     w.transact(
@@ -429,6 +442,31 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
             .wait_for(Duration::from_secs(10), |s| green(s) == 2)
             .await
     );
+    // Renaming moves the schema index entry.
+    w.transact(
+        NB,
+        &[Operation::Update {
+            table: "Logical_Switch_Port".into(),
+            conditions: vec![Condition::eq("name", "p3")],
+            row: [("name".to_string(), Datum::scalar("p3-renamed"))]
+                .into_iter()
+                .collect(),
+        }],
+    )
+    .await
+    .unwrap();
+    let renamed = |s: &ovsdb_proto::cache::Snapshot| {
+        s.find(
+            "Logical_Switch_Port",
+            &[("name", Datum::scalar("p3-renamed"))],
+        )
+        .is_some()
+    };
+    assert!(cache.wait_for(Duration::from_secs(10), renamed).await);
+    assert!(cache
+        .snapshot()
+        .find("Logical_Switch_Port", &[("name", Datum::scalar("p3"))])
+        .is_none());
     assert_eq!(
         cache
             .snapshot()

@@ -154,6 +154,20 @@ impl PartialOrd for Atom {
     }
 }
 
+impl std::hash::Hash for Atom {
+    /// Consistent with `Eq`: reals hash by their bits, as `total_cmp` compares them.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.rank().hash(state);
+        match self {
+            Atom::Integer(i) => i.hash(state),
+            Atom::Real(r) => r.to_bits().hash(state),
+            Atom::Boolean(b) => b.hash(state),
+            Atom::String(s) | Atom::NamedUuid(s) => s.hash(state),
+            Atom::Uuid(u) => u.hash(state),
+        }
+    }
+}
+
 impl PartialEq for Atom {
     fn eq(&self, other: &Self) -> bool {
         self.cmp(other) == Ordering::Equal
@@ -205,7 +219,7 @@ impl fmt::Display for Atom {
 ///
 /// Invariants, kept by every constructor here and by decoding: a set is sorted with no
 /// duplicates; a map is sorted by key with no duplicate keys.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Datum {
     /// A set of atoms; a scalar is a set of one.
     Set(Vec<Atom>),

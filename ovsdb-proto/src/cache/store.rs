@@ -26,6 +26,8 @@ pub struct Snapshot {
     tables: BTreeMap<String, TableRows>,
     /// Decoded rows and indexes of the tables configured as typed.
     typed: BTreeMap<String, AnyState>,
+    /// The schema's unique indexes: (table, columns) to the rows' values there.
+    indexes: BTreeMap<(String, Vec<String>), imbl::HashMap<Vec<crate::Datum>, Uuid>>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -40,6 +42,21 @@ impl std::fmt::Debug for Snapshot {
 impl Snapshot {
     fn typed_state<T: Table>(&self) -> Option<&TypedState<T>> {
         self.typed.get(T::NAME)?.downcast_ref::<TypedState<T>>()
+    }
+
+    /// The row whose values in the columns of one of the schema's indexes are `key`
+    /// (column, value pairs, in any order): a hash lookup. `None` when there is no such
+    /// row, or no index on exactly those columns among the cached ones.
+    pub fn find(&self, table: &str, key: &[(&str, crate::Datum)]) -> Option<Arc<Row>> {
+        let mut wanted: Vec<(&str, &crate::Datum)> = key.iter().map(|(c, d)| (*c, d)).collect();
+        wanted.sort_by(|a, b| a.0.cmp(b.0));
+        let columns: Vec<String> = wanted.iter().map(|(c, _)| c.to_string()).collect();
+        let values: Vec<crate::Datum> = wanted.into_iter().map(|(_, d)| d.clone()).collect();
+        let uuid = self
+            .indexes
+            .get(&(table.to_owned(), columns))?
+            .get(&values)?;
+        self.get(table, uuid)
     }
 
     /// The decoded rows of `T`, if the cache was configured to keep them
@@ -302,6 +319,7 @@ impl Writer {
             }
         }
         self.apply_typed(&mut next, &events)?;
+        update_indexes(schema, columns, &mut next, &events);
         self.shared.store(next);
         Ok(events)
     }
@@ -371,7 +389,11 @@ impl Writer {
             }
             next.tables.insert(table.clone(), rows);
         }
-        // The typed tables are rebuilt whole from the new contents.
+        // Indexes and typed tables are rebuilt whole from the new contents.
+        next.indexes.clear();
+        for (table, rows) in next.tables.clone() {
+            update_indexes(schema, columns, &mut next, &events_for_all(&table, &rows));
+        }
         for spec in &self.typed {
             let all = next
                 .tables
@@ -384,6 +406,48 @@ impl Writer {
         }
         self.shared.store(next);
         Ok(events)
+    }
+}
+
+/// Keeps the schema's unique indexes (those whose columns are all monitored) in step
+/// with `events`. Keys are the index's columns in name order.
+fn update_indexes(
+    schema: &DatabaseSchema,
+    columns: &BTreeMap<String, Vec<String>>,
+    next: &mut Snapshot,
+    events: &[Event],
+) {
+    for e in events {
+        let (Some(ts), Some(monitored)) = (schema.table(&e.table), columns.get(&e.table)) else {
+            continue;
+        };
+        for index in &ts.indexes {
+            let mut cols = index.clone();
+            cols.sort();
+            if !cols.iter().all(|c| monitored.contains(c)) {
+                continue;
+            }
+            let key_of = |row: &Row| -> Option<Vec<crate::Datum>> {
+                cols.iter().map(|c| row.get(c).cloned()).collect()
+            };
+            let map = next
+                .indexes
+                .entry((e.table.clone(), cols.clone()))
+                .or_default();
+            let (old, new) = match &e.change {
+                Change::Insert { new } => (None, Some(new)),
+                Change::Update { old, new } => (Some(old), Some(new)),
+                Change::Delete { old } => (Some(old), None),
+            };
+            if let Some(k) = old.and_then(|o| key_of(o)) {
+                if map.get(&k) == Some(&e.uuid) {
+                    map.remove(&k);
+                }
+            }
+            if let Some(k) = new.and_then(|n| key_of(n)) {
+                map.insert(k, e.uuid);
+            }
+        }
     }
 }
 
