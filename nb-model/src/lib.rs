@@ -19,6 +19,8 @@
 //! # let _ = by_name;
 //! ```
 
+#![warn(missing_docs)]
+
 #[rustfmt::skip]
 mod generated;
 mod helpers;

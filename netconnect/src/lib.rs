@@ -3,3 +3,5 @@
 //! (OKEP-5377) and ClusterNetworkConnect (OKEP-5224), applied by the `netconnectd` daemon.
 //!
 //! This crate is a placeholder: nothing is implemented yet.
+
+#![warn(missing_docs)]

@@ -12,6 +12,8 @@
 //! `/var/cache/ovsdb-rs/sid-root`), whose programs run under `chroot`; a recent enough
 //! OVN on `PATH`; or, for compatibility tests, the host's older OVN ([`Installation::host`]).
 
+#![warn(missing_docs)]
+
 use std::fs;
 use std::io::Read;
 use std::net::TcpListener;

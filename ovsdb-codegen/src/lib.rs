@@ -12,6 +12,8 @@
 //! std::fs::write("generated.rs", code).unwrap();
 //! ```
 
+#![warn(missing_docs)]
+
 mod docs;
 mod emit;
 pub mod names;

@@ -38,6 +38,8 @@
 //! order parse (`attr`, `ast`), check (`check`), expand (`expand`), with every problem
 //! collected in one `Ctxt` so that one compile reports them all.
 
+#![warn(missing_docs)]
+
 mod internals;
 
 use proc_macro::TokenStream;

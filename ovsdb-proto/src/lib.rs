@@ -18,6 +18,8 @@
 //! The layers, from the bottom: [`datum`] and [`schema`] (no I/O), [`codec`] (framing as
 //! a tokio-util codec), [`ops`] and [`monitor`] (the messages), then [`client`].
 
+#![warn(missing_docs)]
+
 pub mod cache;
 pub mod client;
 pub mod codec;
