@@ -64,7 +64,13 @@ fn wire_rows() -> Vec<u8> {
     serde_json::to_vec(&rows).unwrap()
 }
 
+/// Straight from JSON into the model (the derive's `Deserialize`).
 fn decode(bytes: &[u8]) -> Vec<LogicalSwitchPort> {
+    serde_json::from_slice(bytes).unwrap()
+}
+
+/// Through the untyped `Row` first, then `Table::from_row`.
+fn decode_via_row(bytes: &[u8]) -> Vec<LogicalSwitchPort> {
     let rows: Vec<Row> = serde_json::from_slice(bytes).unwrap();
     rows.iter()
         .map(|r| {
@@ -92,15 +98,20 @@ fn measure<T>(f: impl FnOnce() -> T) -> (T, u64, u64) {
 fn bench(c: &mut Criterion) {
     let bytes = wire_rows();
     let (ports, dec_bytes, dec_calls) = measure(|| decode(&bytes));
+    let (via_row, row_bytes, row_calls) = measure(|| decode_via_row(&bytes));
+    assert_eq!(ports, via_row);
     let (_, enc_bytes, enc_calls) = measure(|| encode(&ports));
     println!(
         "{N} Logical_Switch_Port rows, {} bytes of JSON ({} per row)\n\
          decode: {} bytes in {} allocations per row\n\
+         decode through Row: {} bytes in {} allocations per row\n\
          encode: {} bytes in {} allocations per row",
         bytes.len(),
         bytes.len() / N,
         dec_bytes / N as u64,
         dec_calls / N as u64,
+        row_bytes / N as u64,
+        row_calls / N as u64,
         enc_bytes / N as u64,
         enc_calls / N as u64
     );
@@ -109,6 +120,9 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("decode_from_wire_json", |b| {
         b.iter_with_large_drop(|| decode(black_box(&bytes)))
+    });
+    g.bench_function("decode_through_row", |b| {
+        b.iter_with_large_drop(|| decode_via_row(black_box(&bytes)))
     });
     g.bench_function("encode_to_wire_json", |b| {
         b.iter(|| encode(black_box(&ports)))

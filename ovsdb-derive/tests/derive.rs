@@ -140,3 +140,38 @@ fn compile_errors_are_reported_with_spans() {
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*/*.rs");
 }
+
+#[test]
+fn a_row_decodes_straight_from_wire_json_like_through_a_row() {
+    let json = serde_json::json!({
+        "_uuid": ["uuid", "36bd8a88-2b8f-4b4c-8e18-1c2f2b6a1f00"],
+        "name": "p1", "type": "virtual-new-kind", "tag": ["set", [7]],
+        "addresses": ["set", ["a", "b"]], "options": ["map", [["k", "v"]]],
+        "a_column_the_model_lacks": {"anything": [1, 2]}
+    });
+    let direct: Port = serde_json::from_value(json.clone()).unwrap();
+    let mut row = json.as_object().unwrap().clone();
+    row.remove("a_column_the_model_lacks");
+    row.remove("_uuid");
+    let via_row = Port::from_row(
+        direct.uuid,
+        &serde_json::from_value(serde_json::Value::Object(row)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(direct, via_row);
+    assert_eq!(
+        direct.uuid.to_string(),
+        "36bd8a88-2b8f-4b4c-8e18-1c2f2b6a1f00"
+    );
+    assert_eq!(direct.kind, PortType::Other("virtual-new-kind".into()));
+    assert_eq!(direct.tag, Some(7));
+    // A name written as a one-element set decodes too.
+    let p: Port = serde_json::from_value(serde_json::json!({"name": ["set", ["p2"]]})).unwrap();
+    assert_eq!(p.name, "p2");
+    let e = serde_json::from_value::<Port>(serde_json::json!({"tag": "seven"})).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("table Logical_Switch_Port column tag"),
+        "{e}"
+    );
+}

@@ -427,7 +427,7 @@ fn tagged_uuid<'de, A: SeqAccess<'de>>(tag: &str, seq: &mut A) -> Result<Atom, A
     Ok(Atom::NamedUuid(text.as_str().to_owned()))
 }
 
-struct AtomVisitor;
+pub(crate) struct AtomVisitor;
 
 impl<'de> Visitor<'de> for AtomVisitor {
     type Value = Atom;
@@ -497,14 +497,18 @@ impl<'de> Deserialize<'de> for Atom {
     }
 }
 
-/// A string that borrows from the input when it has no escapes.
-enum TagStr<'de> {
+/// A string that borrows from the input when it can (keys, tags).
+#[doc(hidden)]
+pub enum TagStr<'de> {
+    /// Borrowed.
     Borrowed(&'de str),
+    /// Owned (the input had escapes).
     Owned(String),
 }
 
 impl TagStr<'_> {
-    fn as_str(&self) -> &str {
+    /// The text.
+    pub fn as_str(&self) -> &str {
         match self {
             TagStr::Borrowed(s) => s,
             TagStr::Owned(s) => s,
@@ -588,7 +592,7 @@ fn finish_map<E: de::Error>(mut v: Vec<(Atom, Atom)>) -> Result<Datum, E> {
     Ok(Datum::Map(v))
 }
 
-struct DatumVisitor;
+pub(crate) struct DatumVisitor;
 
 impl<'de> Visitor<'de> for DatumVisitor {
     type Value = Datum;

@@ -46,3 +46,9 @@ pub use remote::Remote;
 pub use schema::{ColumnSchema, ColumnType, DatabaseSchema, DatumError, TableSchema};
 pub use transport::TlsConfig;
 pub use uuid::Uuid;
+
+/// Crates the derives' generated code uses; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+}

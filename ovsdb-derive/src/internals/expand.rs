@@ -124,6 +124,51 @@ fn expand_table(m: &Table) -> TokenStream {
                     row
                 }
             }
+
+            /// Decodes a row straight from its wire JSON (`{"column": value, …}`, with
+            /// `_uuid` if present): columns the model does not know are skipped, columns
+            /// the row lacks keep their defaults.
+            #[automatically_derived]
+            impl<'de> ::ovsdb_proto::__private::serde::Deserialize<'de> for #ident {
+                fn deserialize<__D: ::ovsdb_proto::__private::serde::Deserializer<'de>>(
+                    __d: __D,
+                ) -> ::std::result::Result<Self, __D::Error> {
+                    struct __Visitor;
+                    impl<'de> ::ovsdb_proto::__private::serde::de::Visitor<'de> for __Visitor {
+                        type Value = #ident;
+                        fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                            f.write_str(::std::concat!("a row of table ", #table))
+                        }
+                        fn visit_map<__A: ::ovsdb_proto::__private::serde::de::MapAccess<'de>>(
+                            self,
+                            mut __map: __A,
+                        ) -> ::std::result::Result<#ident, __A::Error> {
+                            let mut this = <#ident as ::std::default::Default>::default();
+                            while let ::std::option::Option::Some(__key) =
+                                __map.next_key::<::ovsdb_proto::model::__Key<'de>>()?
+                            {
+                                match __key.as_str() {
+                                    "_uuid" => {
+                                        this.#uuid_field = __map.next_value::<::ovsdb_proto::model::__UuidAtom>()?.0;
+                                    }
+                                    #(
+                                        #names => {
+                                            this.#fields = __map.next_value_seed(
+                                                ::ovsdb_proto::model::__ColumnSeed::<#types>::new(#table, #names),
+                                            )?;
+                                        }
+                                    )*
+                                    _ => {
+                                        __map.next_value::<::ovsdb_proto::__private::serde::de::IgnoredAny>()?;
+                                    }
+                                }
+                            }
+                            ::std::result::Result::Ok(this)
+                        }
+                    }
+                    __d.deserialize_map(__Visitor)
+                }
+            }
         };
     }
 }

@@ -4,6 +4,7 @@
 
 mod column;
 mod value;
+mod wire;
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -14,8 +15,12 @@ use uuid::Uuid;
 
 use crate::datum::{Atom, AtomicType, Datum, Row};
 
+#[doc(hidden)]
+pub use crate::datum::TagStr as __Key;
 pub use column::{Column, Cond, Mut};
 pub use value::{__scalar_from_datum, __scalar_kind, AtomValue, ColumnValue, ValueKind};
+#[doc(hidden)]
+pub use wire::{ColumnSeed as __ColumnSeed, UuidAtom as __UuidAtom};
 
 /// A row that could not be decoded into a model: which table and column, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

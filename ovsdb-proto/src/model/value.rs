@@ -37,6 +37,10 @@ pub trait AtomValue: Sized + Clone {
     const REF_TABLE: Option<&'static str> = None;
     /// Reads the atom; the error says what was found instead.
     fn from_atom(atom: &Atom) -> Result<Self, String>;
+    /// Reads an atom the caller no longer needs (strings are moved, not copied).
+    fn from_atom_owned(atom: Atom) -> Result<Self, String> {
+        Self::from_atom(&atom)
+    }
     /// The atom on the wire.
     fn to_atom(&self) -> Atom;
 }
@@ -89,6 +93,12 @@ impl AtomValue for bool {
 
 impl AtomValue for String {
     const ATOMIC_TYPE: AtomicType = AtomicType::String;
+    fn from_atom_owned(atom: Atom) -> Result<Self, String> {
+        match atom {
+            Atom::String(s) => Ok(s),
+            other => Err(wrong(&other, AtomicType::String)),
+        }
+    }
     fn from_atom(atom: &Atom) -> Result<Self, String> {
         atom.as_str()
             .map(str::to_owned)
@@ -125,6 +135,23 @@ pub trait ColumnValue: Sized + Clone + PartialEq {
     }
     /// True when this is the value a new row gets when the column is left out.
     fn is_default(&self) -> bool;
+
+    /// Reads a value the caller no longer needs (strings are moved, not copied).
+    fn from_datum_owned(datum: Datum) -> Result<Self, String> {
+        Self::from_datum(&datum)
+    }
+
+    /// Decodes the value straight from the wire. The default goes through [`Datum`];
+    /// scalars read their atom directly.
+    fn deserialize_wire<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::wire::via_datum(d)
+    }
+
+    /// The value from a bare string on the wire (a scalar string column); the default
+    /// goes through [`Datum`].
+    fn from_wire_str(s: &str) -> Result<Self, String> {
+        Self::from_datum(&Datum::Set(vec![Atom::String(s.to_owned())]))
+    }
 }
 
 fn scalar_kind<T: AtomValue>() -> ValueKind {
@@ -160,6 +187,9 @@ macro_rules! scalar_column {
             #[allow(clippy::float_cmp)]
             fn is_default(&self) -> bool {
                 *self == $default
+            }
+            fn deserialize_wire<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(super::wire::ScalarVisitor::<$t>(std::marker::PhantomData))
             }
         }
     )*};
@@ -221,6 +251,14 @@ impl<T: AtomValue + PartialEq> ColumnValue for Option<T> {
             None => Datum::empty(),
         }
     }
+    fn from_datum_owned(datum: Datum) -> Result<Self, String> {
+        match datum {
+            Datum::Set(mut atoms) if atoms.len() <= 1 => {
+                atoms.pop().map(T::from_atom_owned).transpose()
+            }
+            other => Err(format!("{other} holds more than one value")),
+        }
+    }
     fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
         // An optional value is a set of at most one: the diff toggles its elements.
         let atoms = diff
@@ -268,6 +306,12 @@ impl<T: AtomValue + Ord> ColumnValue for BTreeSet<T> {
         // order; Datum::set sorts.
         Datum::set(self.iter().map(AtomValue::to_atom))
     }
+    fn from_datum_owned(datum: Datum) -> Result<Self, String> {
+        match datum {
+            Datum::Set(atoms) => atoms.into_iter().map(T::from_atom_owned).collect(),
+            other => Err(format!("{other} is not a set")),
+        }
+    }
     fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
         for atom in diff
             .as_set()
@@ -306,6 +350,16 @@ impl<K: AtomValue + Ord, V: AtomValue + PartialEq> ColumnValue for BTreeMap<K, V
     }
     fn to_datum(&self) -> Datum {
         Datum::map(self.iter().map(|(k, v)| (k.to_atom(), v.to_atom())))
+    }
+    fn from_datum_owned(datum: Datum) -> Result<Self, String> {
+        match datum {
+            Datum::Map(pairs) => pairs
+                .into_iter()
+                .map(|(k, v)| Ok((K::from_atom_owned(k)?, V::from_atom_owned(v)?)))
+                .collect(),
+            Datum::Set(s) if s.is_empty() => Ok(BTreeMap::new()),
+            other => Err(format!("{other} is not a map")),
+        }
     }
     fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
         // A pair whose key is absent is added; one equal to the current pair removes it;
