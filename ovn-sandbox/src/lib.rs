@@ -507,10 +507,10 @@ impl OvsdbServer {
                 None => listening_port(text, "127.0.0.2"),
                 Some(p) => accepts(("127.0.0.2", p)).then_some(p),
             };
-            Ok(
-                (unix.exists() && tcp.is_some() && (ssl.is_some() || !wants_ssl))
-                    .then_some((tcp, ssl)),
-            )
+            Ok((std::os::unix::net::UnixStream::connect(&unix).is_ok()
+                && tcp.is_some()
+                && (ssl.is_some() || !wants_ssl))
+                .then_some((tcp, ssl)))
         })?;
         self.tcp_port = tcp.unwrap_or(self.tcp_port);
         self.ssl_port = ssl;
