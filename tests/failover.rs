@@ -11,6 +11,10 @@ use ovn_sandbox::{Cluster, Installation};
 use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
 use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row, WaitUntil};
 
+/// One cluster test at a time: seven 3-member clusters electing leaders at once on a
+/// 2-core machine would test the machine's scheduler rather than the client.
+static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn named(name: &str) -> Row {
     [("name".to_string(), Datum::scalar(name))]
         .into_iter()
@@ -94,6 +98,7 @@ async fn check(
 
 #[tokio::test]
 async fn leadership_handed_over_keeps_the_cache_and_the_writes_going() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     let install = Installation::recent().unwrap();
     let cluster = Cluster::start(&install, 3, None).unwrap();
     let (cache, mut events, mut replay) = start(&cluster, true).await;
@@ -121,6 +126,7 @@ async fn leadership_handed_over_keeps_the_cache_and_the_writes_going() {
 
 #[tokio::test]
 async fn a_leader_that_leaves_the_cluster_is_followed_by_the_cache() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     let install = Installation::recent().unwrap();
     let cluster = Cluster::start(&install, 3, None).unwrap();
     let (cache, mut events, mut replay) = start(&cluster, true).await;
@@ -136,6 +142,7 @@ async fn a_leader_that_leaves_the_cluster_is_followed_by_the_cache() {
 
 #[tokio::test]
 async fn a_restarted_member_catches_up_and_the_cache_stays_whole() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     let install = Installation::recent().unwrap();
     let mut cluster = Cluster::start(&install, 3, None).unwrap();
     let (cache, mut events, mut replay) = start(&cluster, false).await;
@@ -235,20 +242,24 @@ async fn crash_point(scenario: &str, on_leader: bool) {
 
 #[tokio::test]
 async fn a_follower_crashing_before_forwarding_a_transaction() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     crash_point("crash-before-sending-execute-command-request", false).await;
 }
 
 #[tokio::test]
 async fn a_follower_crashing_after_forwarding_a_transaction() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     crash_point("crash-after-sending-execute-command-request", false).await;
 }
 
 #[tokio::test]
 async fn a_leader_crashing_before_answering_a_forwarded_transaction() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     crash_point("crash-before-sending-execute-command-reply", true).await;
 }
 
 #[tokio::test]
 async fn a_leader_crashing_after_answering_a_forwarded_transaction() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     crash_point("crash-after-sending-execute-command-reply", true).await;
 }
