@@ -8,13 +8,14 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::client::{connect_with, Client, Notifications};
-use crate::datum::{Atom, Datum};
+use crate::datum::{Atom, Datum, Row};
 use crate::error::Error;
 use crate::monitor::{MonitorRequest, MonitorSince, Notification, RowUpdate2, TableUpdates2};
 use crate::ops::Condition;
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 
+use super::diff::apply_row;
 use super::store::Writer;
 use super::{CacheConfig, CacheEvent, Published};
 
@@ -38,10 +39,22 @@ struct Progress {
 }
 
 impl Progress {
-    fn next_monitor_id(&mut self) -> String {
+    /// The id the next data monitor gets.
+    fn next_id(&self) -> String {
+        format!("cache-{}", self.seq + 1)
+    }
+
+    /// Records that the monitor now reports under `id` (from [`Progress::next_id`]).
+    fn use_id(&mut self, id: String) {
         self.seq += 1;
-        self.monitor_id = format!("cache-{}", self.seq);
-        self.monitor_id.clone()
+        self.monitor_id = id;
+    }
+
+    fn set_conditions(&mut self, table: &str, conditions: Vec<Condition>) {
+        self.requests
+            .entry(table.to_owned())
+            .or_default()
+            .conditions = Some(conditions);
     }
 }
 
@@ -71,51 +84,346 @@ pub(super) async fn run(
     writer: Writer,
     published: Published,
     events: mpsc::Sender<Vec<CacheEvent>>,
-    mut commands: mpsc::Receiver<Command>,
+    commands: mpsc::Receiver<Command>,
 ) {
-    let mut progress = Progress {
+    let progress = Progress {
         requests: config.tables.clone(),
         ..Progress::default()
     };
-    let mut failures: u32 = 0;
-    let mut order = shuffled(&config.remotes);
-    let mut next = 0usize;
-    loop {
-        if order.is_empty() {
-            tracing::error!("cache: no remote to connect to");
-            return;
-        }
-        let remote = order[next % order.len()].clone();
-        next += 1;
-        if next % order.len() == 0 {
-            order = shuffled(&config.remotes);
-        }
-        let end = session(
-            &config,
-            &remote,
-            &writer,
-            &published,
-            &events,
-            &mut commands,
-            &mut progress,
-        )
-        .await;
-        published.client.send_replace(None);
-        match end {
-            End::Again(why) | End::Canceled(why) => {
-                tracing::info!(%remote, %why, "cache: starting over");
-                failures = 0;
+    Task {
+        config,
+        writer,
+        published,
+        events,
+        commands,
+        progress,
+    }
+    .run()
+    .await
+}
+
+/// The cache task's state, kept across sessions.
+struct Task {
+    config: CacheConfig,
+    writer: Writer,
+    published: Published,
+    events: mpsc::Sender<Vec<CacheEvent>>,
+    commands: mpsc::Receiver<Command>,
+    progress: Progress,
+}
+
+/// True for the errors an older server gives for what it does not have.
+fn is_unknown(e: &Error) -> bool {
+    e.as_server_error()
+        .is_some_and(|s| s.error == "unknown method" || s.error == "unknown database")
+}
+
+fn unusable(why: impl Into<String>) -> Error {
+    Error::unavailable(Error::closed(Some(why.into().into())))
+}
+
+impl Task {
+    async fn run(mut self) {
+        let mut failures: u32 = 0;
+        let mut order = shuffled(&self.config.remotes);
+        let mut next = 0usize;
+        loop {
+            if order.is_empty() {
+                tracing::error!("cache: no remote to connect to");
+                return;
             }
-            End::Failed(e) => {
-                if events.is_closed() {
-                    return;
+            let remote = order[next % order.len()].clone();
+            next += 1;
+            if next % order.len() == 0 {
+                order = shuffled(&self.config.remotes);
+            }
+            let end = self.session(&remote).await.unwrap_or_else(End::Failed);
+            self.published.client.send_replace(None);
+            match end {
+                End::Again(why) | End::Canceled(why) => {
+                    tracing::info!(%remote, %why, "cache: starting over");
+                    failures = 0;
                 }
-                failures = failures.saturating_add(1);
-                let wait = backoff(config.min_backoff, config.max_backoff, failures);
-                tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
-                tokio::time::sleep(wait).await;
+                End::Failed(e) => {
+                    if self.events.is_closed() {
+                        return;
+                    }
+                    failures = failures.saturating_add(1);
+                    let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
+                    tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
+                    tokio::time::sleep(wait).await;
+                }
             }
         }
+    }
+
+    /// One connection: check the server, then monitor until something ends it.
+    async fn session(&mut self, remote: &Remote) -> Result<End, Error> {
+        // Conditions changed while disconnected apply to this session's monitor.
+        while let Ok(Command::SetConditions {
+            table,
+            conditions,
+            reply,
+        }) = self.commands.try_recv()
+        {
+            self.progress.set_conditions(&table, conditions);
+            let _ = reply.send(Ok(()));
+        }
+        let (client, mut notes) = connect_with(remote, &self.config.connect).await?;
+        // Servers too old for this just say so; the connection then still works.
+        let _ = client.set_db_change_aware(true).await;
+        let mut server = ServerWatch::start(&client, &self.config.database).await?;
+        if let Some(watch) = &server {
+            let state = watch.state().ok_or_else(|| {
+                unusable(format!(
+                    "the server has no database {}",
+                    self.config.database
+                ))
+            })?;
+            self.check(&state, self.progress.raft_index)?;
+        }
+        // A monitor canceled by a schema conversion is set up again on this connection,
+        // with the new schema.
+        loop {
+            match self.monitor(&client, &mut notes, &mut server).await? {
+                End::Canceled(why) => tracing::info!(%remote, %why, "cache: monitoring again"),
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// Refuses a server that is not usable (`seen` is the raft index it must reach),
+    /// and records its index.
+    fn check(&mut self, state: &ServerState, seen: i64) -> Result<(), Error> {
+        if let Some(why) = state.refuse(self.config.leader_only, seen) {
+            return Err(unusable(why));
+        }
+        if let Some(i) = state.index {
+            self.progress.raft_index = self.progress.raft_index.max(i);
+        }
+        Ok(())
+    }
+
+    /// Monitors the data tables and follows their changes.
+    async fn monitor(
+        &mut self,
+        client: &Client,
+        notes: &mut Notifications,
+        server: &mut Option<ServerWatch>,
+    ) -> Result<End, Error> {
+        let db = self.config.database.clone();
+        let schema = client.get_schema(&db).await?;
+        // Name every column: the server then leaves `_version` out, and the cache knows
+        // which columns to complete with defaults.
+        let mut requests = self.progress.requests.clone();
+        let mut columns = BTreeMap::new();
+        for (t, r) in &mut requests {
+            let ts = schema
+                .table(t)
+                .ok_or_else(|| Error::config(format!("the server's {db} has no table {t}")))?;
+            let cols = r
+                .columns
+                .get_or_insert_with(|| ts.columns.keys().cloned().collect())
+                .clone();
+            columns.insert(t.clone(), cols);
+        }
+        let id = self.progress.next_id();
+        let reply = monitor(
+            client.clone(),
+            &db,
+            &id,
+            &requests,
+            self.progress.last_txn_id,
+        )
+        .await?;
+        self.progress.use_id(id);
+        let applied = if reply.found {
+            self.writer.apply(&schema, &columns, reply.updates)
+        } else {
+            self.writer.resync(&schema, &columns, reply.updates)
+        };
+        let mut batch = self.changes(applied)?;
+        self.progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
+        if !self.progress.announced {
+            batch.push(CacheEvent::Ready);
+            self.progress.announced = true;
+        }
+        self.publish(batch).await;
+        self.published.ready.send_replace(true);
+        self.published.client.send_replace(Some(client.clone()));
+
+        loop {
+            let note = tokio::select! {
+                note = notes.recv() => note,
+                Some(Command::SetConditions { table, conditions, reply }) = self.commands.recv() => {
+                    let r = self.change_conditions(client, &table, conditions).await;
+                    let _ = reply.send(r);
+                    continue;
+                }
+            };
+            let Some(note) = note else {
+                return Ok(End::Failed(client.closed().await));
+            };
+            let current = self.progress.monitor_id.as_str();
+            let (updates, txn) = match note {
+                Notification::Update3 {
+                    monitor_id,
+                    last_txn_id,
+                    updates,
+                } if monitor_id == current => (updates, Some(last_txn_id)),
+                Notification::Update2 {
+                    monitor_id,
+                    updates,
+                } if monitor_id == current => (updates, None),
+                Notification::Update {
+                    monitor_id,
+                    updates,
+                } if monitor_id == current => (to_update2(updates), None),
+                Notification::Update2 {
+                    monitor_id,
+                    updates,
+                } if monitor_id == SERVER_MONITOR => {
+                    let Some(watch) = server.as_mut() else {
+                        continue;
+                    };
+                    if let Some(state) = watch.apply(updates)? {
+                        // Leadership or connectivity lost: look for a usable server.
+                        if let Err(why) = self.check(&state, 0) {
+                            return Ok(End::Again(format!("the server became unusable: {why}")));
+                        }
+                    }
+                    continue;
+                }
+                Notification::MonitorCanceled(id) if id == current => {
+                    return Ok(End::Canceled(format!("the server canceled monitor {id}")));
+                }
+                Notification::MonitorCanceled(id) => {
+                    return Ok(End::Again(format!("the server canceled monitor {id}")));
+                }
+                other => {
+                    tracing::debug!(?other, "cache: notification ignored");
+                    continue;
+                }
+            };
+            let batch = self.changes(self.writer.apply(&schema, &columns, updates))?;
+            if let Some(t) = txn {
+                self.progress.last_txn_id = Some(t).filter(|u| !u.is_nil());
+            }
+            self.publish(batch).await;
+        }
+    }
+
+    /// The events of an applied update. When the update did not apply, the cache and
+    /// the server disagree: the resume position is forgotten, so that the next
+    /// session fetches everything.
+    fn changes(
+        &mut self,
+        applied: Result<Vec<super::Event>, String>,
+    ) -> Result<Vec<CacheEvent>, Error> {
+        match applied {
+            Ok(events) => Ok(events.into_iter().map(CacheEvent::Change).collect()),
+            Err(e) => {
+                self.progress.last_txn_id = None;
+                Err(Error::protocol(format!("cannot apply an update: {e}")))
+            }
+        }
+    }
+
+    async fn publish(&self, batch: Vec<CacheEvent>) {
+        self.published.version.send_modify(|v| *v += 1);
+        if !batch.is_empty() {
+            // Waits while the reader is behind: backpressure, never a dropped event. A
+            // dropped stream means nobody listens; the cache itself carries on.
+            let _ = self.events.send(batch).await;
+        }
+    }
+
+    /// Changes a live monitor's conditions with `monitor_cond_change`; the server then
+    /// sends what the change adds and removes, under the new monitor id.
+    async fn change_conditions(
+        &mut self,
+        client: &Client,
+        table: &str,
+        conditions: Vec<Condition>,
+    ) -> Result<(), Error> {
+        if !self.progress.requests.contains_key(table) {
+            return Err(Error::config(format!(
+                "table {table} is not monitored by this cache"
+            )));
+        }
+        let old = self.progress.monitor_id.clone();
+        let new = self.progress.next_id();
+        let change: BTreeMap<String, MonitorRequest> = [(
+            table.to_owned(),
+            MonitorRequest::default().matching(conditions.clone()),
+        )]
+        .into();
+        client
+            .monitor_cond_change(old.into(), new.clone().into(), &change)
+            .await?;
+        self.progress.use_id(new);
+        self.progress.set_conditions(table, conditions);
+        Ok(())
+    }
+}
+
+/// The server's `_Server.Database` row for the cached database, watched for the
+/// whole session.
+struct ServerWatch {
+    schema: DatabaseSchema,
+    row: Option<Row>,
+}
+
+impl ServerWatch {
+    /// Starts watching; `None` for a server from before `_Server` (or before
+    /// `monitor_cond`), which is standalone: nothing to check.
+    async fn start(client: &Client, database: &str) -> Result<Option<ServerWatch>, Error> {
+        let schema = match client.get_schema("_Server").await {
+            Ok(s) => s,
+            Err(e) if is_unknown(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut req = BTreeMap::new();
+        req.insert(
+            "Database".to_string(),
+            MonitorRequest::columns(["name", "model", "connected", "leader", "index"])
+                .matching(vec![Condition::eq("name", database)]),
+        );
+        let rows = match client
+            .monitor_cond("_Server", SERVER_MONITOR.into(), &req)
+            .await
+        {
+            Ok(r) => r,
+            Err(e) if is_unknown(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut watch = ServerWatch { schema, row: None };
+        watch.apply(rows)?;
+        Ok(Some(watch))
+    }
+
+    /// Applies an update (the monitor's condition lets only this database's row
+    /// through) and returns the new state, if the row exists.
+    fn apply(&mut self, updates: TableUpdates2) -> Result<Option<ServerState>, Error> {
+        for u in updates.into_values().flat_map(|rows| rows.into_values()) {
+            self.row = match u {
+                RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => Some(r),
+                RowUpdate2::Modify(d) => {
+                    let table = self
+                        .schema
+                        .table("Database")
+                        .ok_or_else(|| Error::protocol("_Server has no Database table"))?;
+                    let old = self.row.take().unwrap_or_default();
+                    Some(apply_row(table, &old, &d).map_err(Error::protocol)?)
+                }
+                RowUpdate2::Delete => None,
+            };
+        }
+        Ok(self.state())
+    }
+
+    fn state(&self) -> Option<ServerState> {
+        self.row.as_ref().map(ServerState::from_row)
     }
 }
 
@@ -192,191 +500,6 @@ impl ServerState {
     }
 }
 
-async fn session(
-    config: &CacheConfig,
-    remote: &Remote,
-    writer: &Writer,
-    published: &Published,
-    events: &mpsc::Sender<Vec<CacheEvent>>,
-    commands: &mut mpsc::Receiver<Command>,
-    progress: &mut Progress,
-) -> End {
-    // Conditions changed while disconnected apply to this session's monitor.
-    while let Ok(Command::SetConditions {
-        table,
-        conditions,
-        reply,
-    }) = commands.try_recv()
-    {
-        set_conditions(progress, &table, conditions);
-        let _ = reply.send(Ok(()));
-    }
-    match session_inner(
-        config, remote, writer, published, events, commands, progress,
-    )
-    .await
-    {
-        Ok(end) => end,
-        Err(e) => End::Failed(e),
-    }
-}
-
-async fn session_inner(
-    config: &CacheConfig,
-    remote: &Remote,
-    writer: &Writer,
-    published: &Published,
-    events: &mpsc::Sender<Vec<CacheEvent>>,
-    commands: &mut mpsc::Receiver<Command>,
-    progress: &mut Progress,
-) -> Result<End, Error> {
-    let (client, mut notes) = connect_with(remote, &config.connect).await?;
-    // Servers too old for this just say so; the connection then still works.
-    let _ = client.set_db_change_aware(true).await;
-
-    // Is this server usable? Watch its _Server row for the whole session. A server
-    // from before _Server (or before monitor_cond) is standalone: nothing to check.
-    let unknown = |e: &Error| {
-        e.as_server_error()
-            .is_some_and(|s| s.error == "unknown method" || s.error == "unknown database")
-    };
-    let mut req = BTreeMap::new();
-    req.insert(
-        "Database".to_string(),
-        MonitorRequest::columns(["name", "model", "connected", "leader", "index"])
-            .matching(vec![Condition::eq("name", config.database.as_str())]),
-    );
-    let server_columns: BTreeMap<String, Vec<String>> = req
-        .iter()
-        .map(|(t, r)| (t.clone(), r.columns.clone().unwrap_or_default()))
-        .collect();
-    let mut server_cache = Writer::new(); // the _Server row, for this session only
-    let server_schema = match client.get_schema("_Server").await {
-        Ok(schema) => match client
-            .monitor_cond("_Server", SERVER_MONITOR.into(), &req)
-            .await
-        {
-            Ok(rows) => {
-                server_cache
-                    .apply(&schema, &server_columns, rows)
-                    .map_err(Error::protocol)?;
-                let state = server_state(&server_cache, &config.database).ok_or_else(|| {
-                    Error::unavailable(Error::closed(Some(
-                        format!("the server has no database {}", config.database).into(),
-                    )))
-                })?;
-                if let Some(why) = state.refuse(config.leader_only, progress.raft_index) {
-                    return Err(Error::unavailable(Error::closed(Some(why.into()))));
-                }
-                if let Some(i) = state.index {
-                    progress.raft_index = progress.raft_index.max(i);
-                }
-                schema
-            }
-            Err(e) if unknown(&e) => schema,
-            Err(e) => return Err(e),
-        },
-        Err(e) if unknown(&e) => DatabaseSchema::default(),
-        Err(e) => return Err(e),
-    };
-
-    // A monitor canceled by a schema conversion is set up again on this connection,
-    // with the new schema.
-    loop {
-        let end = {
-            let schema = client.get_schema(&config.database).await?;
-            // Name every column: the server then leaves `_version` out, and the cache knows
-            // which columns to complete with defaults.
-            let mut requests = progress.requests.clone();
-            let mut columns = BTreeMap::new();
-            for (t, r) in &mut requests {
-                let ts = schema.table(t).ok_or_else(|| {
-                    Error::config(format!("the server's {} has no table {t}", config.database))
-                })?;
-                let cols = r
-                    .columns
-                    .get_or_insert_with(|| ts.columns.keys().cloned().collect())
-                    .clone();
-                columns.insert(t.clone(), cols);
-            }
-            let id = progress.next_monitor_id();
-            let reply = monitor(
-                client.clone(),
-                &config.database,
-                &id,
-                &requests,
-                progress.last_txn_id,
-            )
-            .await?;
-            let mut batch: Vec<CacheEvent> = if reply.found {
-                changes(writer.apply(&schema, &columns, reply.updates))?
-            } else {
-                changes(writer.resync(&schema, &columns, reply.updates))?
-            };
-            progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
-            if !progress.announced {
-                batch.push(CacheEvent::Ready);
-                progress.announced = true;
-            }
-            publish(published, events, batch).await?;
-            published.ready.send_replace(true);
-            published.client.send_replace(Some(client.clone()));
-            let ctx = Follow {
-                config,
-                client: &client,
-                schema: &schema,
-                columns: &columns,
-                writer,
-                server_schema: &server_schema,
-                server_columns: &server_columns,
-                published,
-                events,
-            };
-            ctx.run(&mut notes, commands, &mut server_cache, progress)
-                .await
-        }?;
-        match end {
-            End::Canceled(why) => tracing::info!(%remote, %why, "cache: monitoring again"),
-            other => return Ok(other),
-        }
-    }
-}
-
-fn server_state(server: &Writer, database: &str) -> Option<ServerState> {
-    let snap = server.shared().load();
-    let rows = snap.table("Database");
-    let state = rows
-        .values()
-        .find(|r| {
-            r.get("name")
-                .and_then(Datum::as_scalar)
-                .and_then(Atom::as_str)
-                == Some(database)
-        })
-        .map(|r| ServerState::from_row(r));
-    state
-}
-
-fn changes(r: Result<Vec<super::Event>, String>) -> Result<Vec<CacheEvent>, Error> {
-    r.map(|events| events.into_iter().map(CacheEvent::Change).collect())
-        .map_err(|e| Error::protocol(format!("cannot apply an update: {e}")))
-}
-
-async fn publish(
-    published: &Published,
-    events: &mpsc::Sender<Vec<CacheEvent>>,
-    batch: Vec<CacheEvent>,
-) -> Result<(), Error> {
-    published.version.send_modify(|v| *v += 1);
-    if batch.is_empty() {
-        return Ok(());
-    }
-    // Waits while the reader is behind: backpressure, never a dropped event. A
-    // dropped stream means nobody listens; the cache itself carries on.
-    let _ = events.send(batch).await;
-    Ok(())
-}
-
 /// `monitor_cond_since`, or on a server that lacks it `monitor_cond`, or on one that
 /// lacks that too plain `monitor` (whose updates are turned into the `update2` form).
 async fn monitor(
@@ -386,20 +509,16 @@ async fn monitor(
     requests: &BTreeMap<String, MonitorRequest>,
     since: Option<Uuid>,
 ) -> Result<MonitorSince, Error> {
-    let unknown = |e: &Error| {
-        e.as_server_error()
-            .is_some_and(|s| s.error == "unknown method")
-    };
     match client
         .monitor_cond_since(db, id.into(), requests, since)
         .await
     {
-        Err(e) if unknown(&e) => {}
+        Err(e) if is_unknown(&e) => {}
         other => return other,
     }
     tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
     let updates = match client.monitor_cond(db, id.into(), requests).await {
-        Err(e) if unknown(&e) => {
+        Err(e) if is_unknown(&e) => {
             tracing::info!("cache: the server lacks monitor_cond; using monitor");
             let plain: BTreeMap<String, MonitorRequest> = requests
                 .iter()
@@ -439,145 +558,4 @@ fn to_update2(updates: crate::monitor::TableUpdates) -> TableUpdates2 {
             (table, rows)
         })
         .collect()
-}
-
-fn set_conditions(progress: &mut Progress, table: &str, conditions: Vec<Condition>) {
-    progress
-        .requests
-        .entry(table.to_owned())
-        .or_default()
-        .conditions = Some(conditions);
-}
-
-/// Changes a live monitor's conditions with `monitor_cond_change`; the server then
-/// sends what the change adds and removes, under the new monitor id.
-async fn change_conditions(
-    client: &Client,
-    progress: &mut Progress,
-    table: &str,
-    conditions: Vec<Condition>,
-) -> Result<(), Error> {
-    if !progress.requests.contains_key(table) {
-        return Err(Error::config(format!(
-            "table {table} is not monitored by this cache"
-        )));
-    }
-    let old = progress.monitor_id.clone();
-    let new = format!("cache-{}", progress.seq + 1);
-    let change: BTreeMap<String, MonitorRequest> = [(
-        table.to_owned(),
-        MonitorRequest::default().matching(conditions.clone()),
-    )]
-    .into();
-    client
-        .monitor_cond_change(old.into(), new.clone().into(), &change)
-        .await?;
-    progress.seq += 1;
-    progress.monitor_id = new;
-    set_conditions(progress, table, conditions);
-    Ok(())
-}
-
-/// What a session follows notifications with.
-struct Follow<'a> {
-    config: &'a CacheConfig,
-    client: &'a Client,
-    schema: &'a DatabaseSchema,
-    columns: &'a BTreeMap<String, Vec<String>>,
-    writer: &'a Writer,
-    server_schema: &'a DatabaseSchema,
-    server_columns: &'a BTreeMap<String, Vec<String>>,
-    published: &'a Published,
-    events: &'a mpsc::Sender<Vec<CacheEvent>>,
-}
-
-impl Follow<'_> {
-    async fn run(
-        &self,
-        notes: &mut Notifications,
-        commands: &mut mpsc::Receiver<Command>,
-        server_cache: &mut Writer,
-        progress: &mut Progress,
-    ) -> Result<End, Error> {
-        let Follow {
-            config,
-            client,
-            schema,
-            columns,
-            writer,
-            server_schema,
-            server_columns,
-            published,
-            events,
-        } = self;
-        loop {
-            let note = tokio::select! {
-                note = notes.recv() => note,
-                Some(Command::SetConditions { table, conditions, reply }) = commands.recv() => {
-                    let r = change_conditions(client, progress, &table, conditions).await;
-                    let _ = reply.send(r);
-                    continue;
-                }
-            };
-            let Some(note) = note else {
-                return Ok(End::Failed(client.closed().await));
-            };
-            match note {
-                Notification::Update3 {
-                    monitor_id,
-                    last_txn_id,
-                    updates,
-                } if monitor_id == progress.monitor_id.as_str() => {
-                    let batch = match changes(writer.apply(schema, columns, updates)) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            // The cache and the server disagree: forget the position so the
-                            // next session resyncs everything.
-                            progress.last_txn_id = None;
-                            return Err(e);
-                        }
-                    };
-                    progress.last_txn_id = Some(last_txn_id).filter(|u| !u.is_nil());
-                    publish(published, events, batch).await?;
-                }
-                Notification::Update {
-                    monitor_id,
-                    updates,
-                } if monitor_id == progress.monitor_id.as_str() => {
-                    let batch = changes(writer.apply(schema, columns, to_update2(updates)))?;
-                    publish(published, events, batch).await?;
-                }
-                Notification::Update2 {
-                    monitor_id,
-                    updates,
-                } if monitor_id == progress.monitor_id.as_str() => {
-                    let batch = changes(writer.apply(schema, columns, updates))?;
-                    publish(published, events, batch).await?;
-                }
-                Notification::Update2 {
-                    monitor_id,
-                    updates,
-                } if monitor_id == SERVER_MONITOR => {
-                    server_cache
-                        .apply(server_schema, server_columns, updates)
-                        .map_err(Error::protocol)?;
-                    if let Some(state) = server_state(server_cache, &config.database) {
-                        if let Some(i) = state.index {
-                            progress.raft_index = progress.raft_index.max(i);
-                        }
-                        if let Some(why) = state.refuse(config.leader_only, 0) {
-                            return Ok(End::Again(format!("the server is {why}")));
-                        }
-                    }
-                }
-                Notification::MonitorCanceled(id) if id == progress.monitor_id.as_str() => {
-                    return Ok(End::Canceled(format!("the server canceled monitor {id}")));
-                }
-                Notification::MonitorCanceled(id) => {
-                    return Ok(End::Again(format!("the server canceled monitor {id}")));
-                }
-                other => tracing::debug!(?other, "cache: notification ignored"),
-            }
-        }
-    }
 }

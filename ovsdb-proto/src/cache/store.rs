@@ -241,11 +241,6 @@ pub struct Writer {
 }
 
 impl Writer {
-    /// A writer and the cell it publishes to.
-    pub fn new() -> Writer {
-        Writer::default()
-    }
-
     /// A writer that also keeps these tables decoded.
     pub(crate) fn with_typed(typed: Vec<Arc<dyn TypedSpec>>) -> Writer {
         Writer {
@@ -499,7 +494,7 @@ mod tests {
 
     #[test]
     fn updates_apply_whole_and_readers_keep_their_snapshot() {
-        let w = Writer::new();
+        let w = Writer::default();
         let s = schema();
         // "tags" left out: it holds its default, the empty set.
         let ev = w
@@ -538,7 +533,7 @@ mod tests {
 
     #[test]
     fn a_resync_reports_only_true_differences() {
-        let w = Writer::new();
+        let w = Writer::default();
         let s = schema();
         w.apply(
             &s,
