@@ -384,21 +384,17 @@ impl Writer {
             }
             next.tables.insert(table.clone(), rows);
         }
-        // Indexes and typed tables are rebuilt whole from the new contents.
+        // Indexes and typed tables are rebuilt from the new contents, through the same
+        // incremental path as an update, from empty.
+        let all: Vec<Event> = next
+            .tables
+            .iter()
+            .flat_map(|(table, rows)| events_for_all(table, rows))
+            .collect();
         next.indexes.clear();
-        for (table, rows) in next.tables.clone() {
-            update_indexes(schema, columns, &mut next, &events_for_all(&table, &rows));
-        }
-        for spec in &self.typed {
-            let all = next
-                .tables
-                .get(spec.table())
-                .map(|rows| events_for_all(spec.table(), rows))
-                .unwrap_or_default();
-            let refs: Vec<&Event> = all.iter().collect();
-            let state = spec.apply(None, &refs)?;
-            next.typed.insert(spec.table().to_owned(), state);
-        }
+        next.typed.clear();
+        update_indexes(schema, columns, &mut next, &all);
+        self.apply_typed(&mut next, &all)?;
         self.shared.store(next);
         Ok(events)
     }
@@ -412,15 +408,34 @@ fn update_indexes(
     next: &mut Snapshot,
     events: &[Event],
 ) {
+    // The indexable column sets of each table, worked out once per table.
+    let mut per_table: BTreeMap<&str, Vec<Vec<String>>> = BTreeMap::new();
     for e in events {
-        let (Some(ts), Some(monitored)) = (schema.table(&e.table), columns.get(&e.table)) else {
-            continue;
+        let indexes = per_table.entry(e.table.as_str()).or_insert_with(|| {
+            let (Some(ts), Some(monitored)) = (schema.table(&e.table), columns.get(&e.table))
+            else {
+                return Vec::new();
+            };
+            ts.indexes
+                .iter()
+                .map(|index| {
+                    let mut cols = index.clone();
+                    cols.sort();
+                    cols
+                })
+                .filter(|cols| cols.iter().all(|c| monitored.contains(c)))
+                .collect()
+        });
+        let (old, new) = match &e.change {
+            Change::Insert { new } => (None, Some(new)),
+            Change::Update { old, new } => (Some(old), Some(new)),
+            Change::Delete { old } => (Some(old), None),
         };
-        for index in &ts.indexes {
-            let mut cols = index.clone();
-            cols.sort();
-            if !cols.iter().all(|c| monitored.contains(c)) {
-                continue;
+        for cols in indexes.iter() {
+            if let (Some(o), Some(n)) = (old, new) {
+                if cols.iter().all(|c| o.get(c) == n.get(c)) {
+                    continue; // the key did not change
+                }
             }
             let key_of = |row: &Row| -> Option<Vec<crate::Datum>> {
                 cols.iter().map(|c| row.get(c).cloned()).collect()
@@ -429,11 +444,6 @@ fn update_indexes(
                 .indexes
                 .entry((e.table.clone(), cols.clone()))
                 .or_default();
-            let (old, new) = match &e.change {
-                Change::Insert { new } => (None, Some(new)),
-                Change::Update { old, new } => (Some(old), Some(new)),
-                Change::Delete { old } => (Some(old), None),
-            };
             if let Some(k) = old.and_then(|o| key_of(o)) {
                 if map.get(&k) == Some(&e.uuid) {
                     map.remove(&k);
