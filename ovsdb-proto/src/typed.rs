@@ -113,6 +113,12 @@ impl SchemaSkew {
         !self.missing_tables.iter().any(|t| t == table)
     }
 
+    /// True when the server lacks (or types differently) a column of this table.
+    pub fn lacks_columns_of(&self, table: &str) -> bool {
+        self.missing_columns.contains_key(table)
+            || self.mismatched_columns.iter().any(|(t, _, _)| t == table)
+    }
+
     /// True when the server has this column with the model's type.
     pub fn has_column(&self, table: &str, column: &str) -> bool {
         self.has_table(table)
@@ -309,17 +315,27 @@ impl<D: Database> Transaction<D> {
     }
 
     /// Keeps the columns the server has; a column it lacks must hold its default.
-    fn server_row<T: Table>(&mut self, row: Row, default: &Row) -> Row {
-        let mut out = Row::new();
-        for (column, value) in row {
-            if self.db.skew.has_column(T::NAME, &column) {
-                out.insert(column, value);
-            } else if default.get(&column) != Some(&value) {
-                let e = self.db.skew.lacks(T::NAME, &column);
-                self.fail(e);
-            }
+    /// When the server has every column of `T` (the usual case) the row is sent as it is.
+    fn server_row<T: Table>(&mut self, mut row: Row) -> Row {
+        if !self.db.skew.lacks_columns_of(T::NAME) {
+            return row;
         }
-        out
+        let default = T::default().to_row();
+        let skew = self.db.skew.clone();
+        let mut first_error = None;
+        row.retain(|column, value| {
+            if skew.has_column(T::NAME, column) {
+                return true;
+            }
+            if default.get(column) != Some(value) && first_error.is_none() {
+                first_error = Some(skew.lacks(T::NAME, column));
+            }
+            false
+        });
+        if let Some(e) = first_error {
+            self.fail(e);
+        }
+        row
     }
 
     fn conditions<T: Table>(
@@ -347,8 +363,7 @@ impl<D: Database> Transaction<D> {
     /// Inserts `row` under the `uuid-name` `name`.
     pub fn insert_named<T: Table>(&mut self, row: &T, name: &str) -> Ref<T> {
         if self.check_table::<T>() {
-            let default = T::default().to_row();
-            let values = self.server_row::<T>(row.to_row(), &default);
+            let values = self.server_row::<T>(row.to_row());
             self.inserted.push((name.to_owned(), self.ops.len()));
             self.ops
                 .push(Operation::insert_named(T::NAME, values, name));
