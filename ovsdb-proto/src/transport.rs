@@ -12,7 +12,8 @@ use tokio_rustls::rustls::{self, client::danger, pki_types, CertificateError};
 use crate::error::Error;
 use crate::remote::Remote;
 
-/// A byte stream a client can run over.
+/// A byte stream a client can run over (also as `Box<dyn Transport>`, what [`open`]
+/// returns).
 pub trait Transport: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Transport for T {}
@@ -164,10 +165,7 @@ impl danger::ServerCertVerifier for ChainOnlyVerifier {
 }
 
 /// Opens a stream to `remote`; `tls` is required for `ssl:` remotes.
-pub async fn open(
-    remote: &Remote,
-    tls: Option<&TlsConfig>,
-) -> Result<Box<dyn TransportBox>, Error> {
+pub async fn open(remote: &Remote, tls: Option<&TlsConfig>) -> Result<Box<dyn Transport>, Error> {
     match remote {
         Remote::Tcp { host, port } => {
             let s = TcpStream::connect((host.as_str(), *port))
@@ -208,8 +206,3 @@ pub async fn open(
         }
     }
 }
-
-/// An object-safe [`Transport`], what [`open`] returns.
-pub trait TransportBox: AsyncRead + AsyncWrite + Send + Unpin {}
-
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> TransportBox for T {}
