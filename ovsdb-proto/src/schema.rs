@@ -259,56 +259,41 @@ impl BaseType {
     }
 }
 
-fn opt_i64(o: &Map<String, Value>, key: &str, path: &str) -> Result<Option<i64>, SchemaError> {
+/// Member `key` of `o`, read by `read` if present; the error names its path and says
+/// what was `expected`.
+fn opt<T>(
+    o: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    expected: &str,
+    read: fn(&Value) -> Option<T>,
+) -> Result<Option<T>, SchemaError> {
     o.get(key)
         .map(|v| {
-            v.as_i64().ok_or_else(|| {
+            read(v).ok_or_else(|| {
                 err(
                     &format!("{path}.{key}"),
-                    format!("expected an integer, found {v}"),
+                    format!("expected {expected}, found {v}"),
                 )
             })
         })
         .transpose()
+}
+
+fn opt_i64(o: &Map<String, Value>, key: &str, path: &str) -> Result<Option<i64>, SchemaError> {
+    opt(o, key, path, "an integer", Value::as_i64)
 }
 
 fn opt_u64(o: &Map<String, Value>, key: &str, path: &str) -> Result<Option<u64>, SchemaError> {
-    o.get(key)
-        .map(|v| {
-            v.as_u64().ok_or_else(|| {
-                err(
-                    &format!("{path}.{key}"),
-                    format!("expected a non-negative integer, found {v}"),
-                )
-            })
-        })
-        .transpose()
+    opt(o, key, path, "a non-negative integer", Value::as_u64)
 }
 
 fn opt_f64(o: &Map<String, Value>, key: &str, path: &str) -> Result<Option<f64>, SchemaError> {
-    o.get(key)
-        .map(|v| {
-            v.as_f64().ok_or_else(|| {
-                err(
-                    &format!("{path}.{key}"),
-                    format!("expected a number, found {v}"),
-                )
-            })
-        })
-        .transpose()
+    opt(o, key, path, "a number", Value::as_f64)
 }
 
 fn opt_bool(o: &Map<String, Value>, key: &str, path: &str) -> Result<Option<bool>, SchemaError> {
-    o.get(key)
-        .map(|v| {
-            v.as_bool().ok_or_else(|| {
-                err(
-                    &format!("{path}.{key}"),
-                    format!("expected true or false, found {v}"),
-                )
-            })
-        })
-        .transpose()
+    opt(o, key, path, "true or false", Value::as_bool)
 }
 
 /// A column's type: a key type, an optional value type (for maps), and bounds on the

@@ -225,14 +225,10 @@ pub fn __decode_column<V: ColumnValue>(
     column: &str,
     into: &mut V,
 ) -> Result<(), DecodeError> {
-    if let Some(d) = row.get(column) {
-        *into = V::from_datum(d).map_err(|message| DecodeError {
-            table,
-            column: column.to_owned(),
-            message,
-        })?;
-    }
-    Ok(())
+    with_column(table, row, column, |d| {
+        *into = V::from_datum(d)?;
+        Ok(())
+    })
 }
 
 /// Support for the derives: applies one column's diff, naming it on error.
@@ -243,14 +239,24 @@ pub fn __apply_column<V: ColumnValue>(
     column: &str,
     into: &mut V,
 ) -> Result<(), DecodeError> {
-    if let Some(d) = diff.get(column) {
-        into.apply_diff(d).map_err(|message| DecodeError {
+    with_column(table, diff, column, |d| into.apply_diff(d))
+}
+
+/// Runs `f` on `row`'s value for `column`, if present; an error names table and column.
+fn with_column(
+    table: &'static str,
+    row: &Row,
+    column: &str,
+    f: impl FnOnce(&Datum) -> Result<(), String>,
+) -> Result<(), DecodeError> {
+    match row.get(column) {
+        Some(d) => f(d).map_err(|message| DecodeError {
             table,
             column: column.to_owned(),
             message,
-        })?;
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Support for the derives: the row's `_uuid`, if present and valid.
