@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use integration_tests::cache::{settle, Replay, TABLES};
-use integration_tests::{client, nb_server, NB};
+use integration_tests::{client, nb_server, OvsdbServer, NB};
 use ovn_sandbox::{Cluster, Installation};
-use ovsdb_proto::cache::{Cache, CacheConfig};
-use ovsdb_proto::{Condition, Datum, Operation, Remote, Row};
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
+use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row};
 
 fn named(name: &str) -> Row {
     [("name".to_string(), Datum::scalar(name))]
@@ -23,18 +23,52 @@ fn config(remotes: &str) -> CacheConfig {
     c
 }
 
-#[tokio::test]
-async fn the_cache_follows_every_kind_of_change_and_its_events_replay_to_it() {
-    let server = nb_server();
-    let (w, _) = client(&server.unix_remote()).await;
-    w.transact(NB, &[Operation::insert("Logical_Switch", named("before"))])
-        .await
-        .unwrap();
-    let (cache, mut events) = Cache::start(config(&server.unix_remote()));
+/// Writes switches named `names` through `w`, starts a cache of `remote`, waits until it
+/// matches the server, and replays its initial events.
+async fn synced(remote: &str, w: &Client, names: &[String]) -> (Cache, CacheEvents, Replay) {
+    for n in names {
+        w.transact(NB, &[Operation::insert("Logical_Switch", named(n))])
+            .await
+            .unwrap();
+    }
+    let (cache, mut events) = Cache::start(config(remote));
     tokio::time::timeout(Duration::from_secs(10), cache.wait_until_ready())
         .await
         .unwrap();
     let mut replay = Replay::default();
+    settle(&cache, w).await;
+    replay.drain(&mut events);
+    (cache, events, replay)
+}
+
+/// Restarts `server` (database kept) and waits until the cache has a new connection.
+async fn restart_and_reconnect(server: &mut OvsdbServer, cache: &Cache) {
+    let old = cache.client().unwrap();
+    server.restart().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), old.closed())
+        .await
+        .unwrap();
+    let mut back = false;
+    for _ in 0..400 {
+        if cache.client().is_some_and(|c| !c.is_closed()) {
+            back = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(back, "the cache did not reconnect");
+}
+
+fn switches(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+#[tokio::test]
+async fn the_cache_follows_every_kind_of_change_and_its_events_replay_to_it() {
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let (cache, mut events, mut replay) =
+        synced(&server.unix_remote(), &w, &["before".into()]).await;
 
     let r = w
         .transact(NB, &[Operation::insert("Logical_Switch", named("new"))])
@@ -81,36 +115,11 @@ async fn the_cache_follows_every_kind_of_change_and_its_events_replay_to_it() {
 async fn a_restart_with_the_database_kept_brings_no_spurious_events() {
     let mut server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;
-    for i in 0..20 {
-        w.transact(
-            NB,
-            &[Operation::insert(
-                "Logical_Switch",
-                named(&format!("ls{i}")),
-            )],
-        )
-        .await
-        .unwrap();
-    }
-    let (cache, mut events) = Cache::start(config(&server.tcp_remote()));
-    cache.wait_until_ready().await;
-    let mut replay = Replay::default();
-    settle(&cache, &w).await;
-    replay.drain(&mut events);
+    let (cache, mut events, mut replay) =
+        synced(&server.tcp_remote(), &w, &switches("ls", 20)).await;
 
-    let old = cache.client().unwrap();
-    server.restart().unwrap();
-    tokio::time::timeout(Duration::from_secs(10), old.closed())
-        .await
-        .unwrap();
+    restart_and_reconnect(&mut server, &cache).await;
     let (w, _) = client(&server.unix_remote()).await;
-    // Wait for the cache to reconnect, then make one change.
-    for _ in 0..200 {
-        if cache.client().is_some_and(|c| !c.is_closed()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
     assert!(
         replay.drain(&mut events) == 0,
         "the resync after the restart changed nothing"
@@ -127,22 +136,8 @@ async fn a_restart_with_the_database_kept_brings_no_spurious_events() {
 async fn a_database_replaced_by_an_empty_one_is_resynced_with_deletes() {
     let mut server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;
-    for i in 0..5 {
-        w.transact(
-            NB,
-            &[Operation::insert(
-                "Logical_Switch",
-                named(&format!("ls{i}")),
-            )],
-        )
-        .await
-        .unwrap();
-    }
-    let (cache, mut events) = Cache::start(config(&server.unix_remote()));
-    cache.wait_until_ready().await;
-    let mut replay = Replay::default();
-    settle(&cache, &w).await;
-    replay.drain(&mut events);
+    let (cache, mut events, mut replay) =
+        synced(&server.unix_remote(), &w, &switches("ls", 5)).await;
 
     server.replace_database().unwrap();
     let (w, _) = client(&server.unix_remote()).await;
@@ -266,32 +261,15 @@ async fn a_leader_only_cache_follows_writes_while_the_leader_is_killed() {
 async fn a_schema_conversion_cancels_the_monitor_and_the_cache_reestablishes_it() {
     let server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;
-    w.transact(NB, &[Operation::insert("Logical_Switch", named("before"))])
-        .await
-        .unwrap();
-    let (cache, mut events) = Cache::start(config(&server.unix_remote()));
-    cache.wait_until_ready().await;
-    let mut replay = Replay::default();
-    settle(&cache, &w).await;
-    replay.drain(&mut events);
+    let (cache, mut events, mut replay) =
+        synced(&server.unix_remote(), &w, &["before".into()]).await;
     let first = cache.client().unwrap();
 
     // An upgrade: the same schema with one more Logical_Switch column.
-    let mut json: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(format!(
-            "{}/../schemas/ovn-nb.ovsschema",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    json["version"] = "7.99.0".into();
-    json.as_object_mut().unwrap().remove("cksum");
-    json["tables"]["Logical_Switch"]["columns"]["added_by_upgrade"] =
-        serde_json::json!({"type": {"key": "string", "min": 0, "max": 1}});
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("upgrade.ovsschema");
-    std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+    let (_dir, file) = integration_tests::newer_nb_schema(|json| {
+        json["tables"]["Logical_Switch"]["columns"]["added_by_upgrade"] =
+            serde_json::json!({"type": {"key": "string", "min": 0, "max": 1}});
+    });
     server.convert(&file).unwrap();
 
     // The monitor is re-established on the same connection's server with the new schema.
@@ -494,16 +472,8 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
 async fn changing_conditions_narrows_and_widens_the_cache_and_survives_a_reconnect() {
     let mut server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;
-    for n in ["a", "b", "c"] {
-        w.transact(NB, &[Operation::insert("Logical_Switch", named(n))])
-            .await
-            .unwrap();
-    }
-    let (cache, mut events) = Cache::start(config(&server.unix_remote()));
-    cache.wait_until_ready().await;
-    let mut replay = Replay::default();
-    settle(&cache, &w).await;
-    replay.drain(&mut events);
+    let abc: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+    let (cache, mut events, mut replay) = synced(&server.unix_remote(), &w, &abc).await;
     let names = |cache: &Cache| {
         let mut v: Vec<String> = cache
             .snapshot()
@@ -542,17 +512,7 @@ async fn changing_conditions_narrows_and_widens_the_cache_and_survives_a_reconne
     assert_eq!(names(&cache), ["\"a\"", "\"a\""], "only rows named a");
 
     // The narrower condition holds across a reconnect.
-    let old = cache.client().unwrap();
-    server.restart().unwrap();
-    tokio::time::timeout(Duration::from_secs(10), old.closed())
-        .await
-        .unwrap();
-    for _ in 0..200 {
-        if cache.client().is_some_and(|c| !c.is_closed()) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    restart_and_reconnect(&mut server, &cache).await;
     assert_eq!(names(&cache), ["\"a\"", "\"a\""]);
 
     // Widen again: every switch comes back as an insert.

@@ -62,7 +62,21 @@ async fn write_all(w: &Client, names: &[String]) {
     }
 }
 
-async fn start(cluster: &Cluster, leader_only: bool) -> (Cache, CacheEvents, Replay) {
+/// A 3-member cluster, a cache of it, and a client on a follower (which forwards its
+/// writes to the leader).
+struct Setup {
+    cluster: Cluster,
+    cache: Cache,
+    events: CacheEvents,
+    replay: Replay,
+    leader: usize,
+    follower: usize,
+    w: Client,
+}
+
+async fn setup(leader_only: bool) -> Setup {
+    let install = Installation::recent().unwrap();
+    let cluster = Cluster::start(&install, 3, None).unwrap();
     let mut cfg = CacheConfig::new(Remote::parse_list(&cluster.remotes()).unwrap(), NB, TABLES);
     cfg.leader_only = leader_only;
     cfg.min_backoff = Duration::from_millis(20);
@@ -71,26 +85,31 @@ async fn start(cluster: &Cluster, leader_only: bool) -> (Cache, CacheEvents, Rep
     tokio::time::timeout(Duration::from_secs(30), cache.wait_until_ready())
         .await
         .unwrap();
-    (cache, events, Replay::default())
+    let leader = cluster.leader().unwrap();
+    let follower = (leader + 1) % 3;
+    let (w, _) = client(&cluster.members[follower].unix_remote()).await;
+    Setup {
+        cluster,
+        cache,
+        events,
+        replay: Replay::default(),
+        leader,
+        follower,
+        w,
+    }
 }
 
 fn names(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
 
-async fn check(
-    cache: &Cache,
-    events: &mut CacheEvents,
-    replay: &mut Replay,
-    w: &Client,
-    expect_switches: usize,
-) {
-    let want = settle(cache, w).await;
+async fn check(s: &mut Setup, expect_switches: usize) {
+    let want = settle(&s.cache, &s.w).await;
     assert_eq!(want["Logical_Switch"].len(), expect_switches);
-    replay.drain(events);
-    assert!(replay.ready);
+    s.replay.drain(&mut s.events);
+    assert!(s.replay.ready);
     assert_eq!(
-        replay.contents(),
+        s.replay.contents(),
         want,
         "the events do not replay to the contents"
     );
@@ -99,20 +118,16 @@ async fn check(
 #[tokio::test]
 async fn leadership_handed_over_keeps_the_cache_and_the_writes_going() {
     let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
-    let install = Installation::recent().unwrap();
-    let cluster = Cluster::start(&install, 3, None).unwrap();
-    let (cache, mut events, mut replay) = start(&cluster, true).await;
-    let leader = cluster.leader().unwrap();
-    let (w, _) = client(&cluster.members[(leader + 1) % 3].unix_remote()).await;
-    write_all(&w, &names("a", 10)).await;
-    cluster.members[leader]
+    let mut s = setup(true).await;
+    write_all(&s.w, &names("a", 10)).await;
+    s.cluster.members[s.leader]
         .appctl(&["cluster/failure-test", "transfer-leadership"])
         .unwrap();
-    write_all(&w, &names("b", 10)).await;
-    check(&cache, &mut events, &mut replay, &w, 20).await;
+    write_all(&s.w, &names("b", 10)).await;
+    check(&mut s, 20).await;
     let mut moved = false;
     for _ in 0..100 {
-        if cluster.leader().is_some_and(|l| l != leader) {
+        if s.cluster.leader().is_some_and(|l| l != s.leader) {
             moved = true;
             break;
         }
@@ -120,43 +135,35 @@ async fn leadership_handed_over_keeps_the_cache_and_the_writes_going() {
     }
     assert!(moved, "leadership did not move");
     // The leader-only cache now reads from the new leader.
-    write_all(&w, &names("c", 5)).await;
-    check(&cache, &mut events, &mut replay, &w, 25).await;
+    write_all(&s.w, &names("c", 5)).await;
+    check(&mut s, 25).await;
 }
 
 #[tokio::test]
 async fn a_leader_that_leaves_the_cluster_is_followed_by_the_cache() {
     let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
-    let install = Installation::recent().unwrap();
-    let cluster = Cluster::start(&install, 3, None).unwrap();
-    let (cache, mut events, mut replay) = start(&cluster, true).await;
-    let leader = cluster.leader().unwrap();
-    let (w, _) = client(&cluster.members[(leader + 1) % 3].unix_remote()).await;
-    write_all(&w, &names("a", 5)).await;
-    cluster.members[leader]
+    let mut s = setup(true).await;
+    write_all(&s.w, &names("a", 5)).await;
+    s.cluster.members[s.leader]
         .appctl(&["cluster/leave", NB])
         .unwrap();
-    write_all(&w, &names("b", 5)).await;
-    check(&cache, &mut events, &mut replay, &w, 10).await;
+    write_all(&s.w, &names("b", 5)).await;
+    check(&mut s, 10).await;
 }
 
 #[tokio::test]
 async fn a_restarted_member_catches_up_and_the_cache_stays_whole() {
     let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
-    let install = Installation::recent().unwrap();
-    let mut cluster = Cluster::start(&install, 3, None).unwrap();
-    let (cache, mut events, mut replay) = start(&cluster, false).await;
-    let leader = cluster.leader().unwrap();
-    let other = (leader + 2) % 3;
-    let (w, _) = client(&cluster.members[(leader + 1) % 3].unix_remote()).await;
-    write_all(&w, &names("a", 5)).await;
-    cluster.members[other].kill();
-    write_all(&w, &names("b", 5)).await;
-    cluster.members[other].restart().unwrap();
-    write_all(&w, &names("c", 5)).await;
-    check(&cache, &mut events, &mut replay, &w, 15).await;
+    let mut s = setup(false).await;
+    let other = (s.leader + 2) % 3;
+    write_all(&s.w, &names("a", 5)).await;
+    s.cluster.members[other].kill();
+    write_all(&s.w, &names("b", 5)).await;
+    s.cluster.members[other].restart().unwrap();
+    write_all(&s.w, &names("c", 5)).await;
+    check(&mut s, 15).await;
     // The restarted member has everything too.
-    let (r, _) = client(&cluster.members[other].unix_remote()).await;
+    let (r, _) = client(&s.cluster.members[other].unix_remote()).await;
     let mut caught_up = false;
     for _ in 0..100 {
         let rows = r
@@ -175,48 +182,36 @@ async fn a_restarted_member_catches_up_and_the_cache_stays_whole() {
 /// The outcome a client reported for an insert must agree with what happened: success
 /// means the row exists, a definite failure means it does not, "unknown" allows either.
 async fn crash_point(scenario: &str, on_leader: bool) {
-    let install = Installation::recent().unwrap();
-    let mut cluster = Cluster::start(&install, 3, None).unwrap();
-    let (cache, mut events, mut replay) = start(&cluster, false).await;
-    let leader = cluster.leader().unwrap();
-    let follower = (leader + 1) % 3;
-    let target = if on_leader { leader } else { follower };
+    let mut s = setup(false).await;
+    let target = if on_leader { s.leader } else { s.follower };
     // The client talks to a follower, which forwards its transaction to the leader.
-    let (c, _) = client(&cluster.members[follower].unix_remote()).await;
-    cluster.members[target]
+    s.cluster.members[target]
         .appctl(&["cluster/failure-test", scenario])
         .unwrap();
     let outcome = tokio::time::timeout(
         Duration::from_secs(30),
-        c.transact(NB, &guarded_insert("in-flight")),
+        s.w.transact(NB, &guarded_insert("in-flight")),
     )
     .await;
 
     // The scenario fired: the member it was set on crashed.
-    let crashed = cluster.members[target]
-        .appctl(&["cluster/status", NB])
-        .is_err();
+    let down = |i: usize, c: &Cluster| c.members[i].appctl(&["cluster/status", NB]).is_err();
     assert!(
-        crashed,
+        down(target, &s.cluster),
         "{scenario}: member {target} did not crash; outcome {outcome:?}"
     );
-    // Bring the crashed member back and let the cluster settle.
+    // Bring the crashed member back and let the cluster settle; write through a
+    // member that stayed up.
     for i in 0..3 {
-        if cluster.members[i]
-            .pid()
-            .is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
-            || cluster.members[i].appctl(&["cluster/status", NB]).is_err()
-        {
-            cluster.members[i].restart().unwrap();
+        if down(i, &s.cluster) {
+            s.cluster.members[i].restart().unwrap();
         }
     }
-    cluster.wait_connected().unwrap();
-    let survivor = (0..3)
-        .find(|i| cluster.members[*i].appctl(&["cluster/status", NB]).is_ok())
-        .unwrap();
-    let (w, _) = client(&cluster.members[survivor].unix_remote()).await;
-    write_all(&w, &names("after", 1)).await;
-    let want = settle(&cache, &w).await;
+    s.cluster.wait_connected().unwrap();
+    let survivor = (0..3).find(|i| !down(*i, &s.cluster)).unwrap();
+    s.w = client(&s.cluster.members[survivor].unix_remote()).await.0;
+    write_all(&s.w, &names("after", 1)).await;
+    let want = settle(&s.cache, &s.w).await;
     let exists = want["Logical_Switch"]
         .values()
         .any(|r| r["name"] == Datum::scalar("in-flight"));
@@ -232,9 +227,9 @@ async fn crash_point(scenario: &str, on_leader: bool) {
         ),
         Err(_) => panic!("{scenario}: the transaction never finished"),
     }
-    replay.drain(&mut events);
+    s.replay.drain(&mut s.events);
     assert_eq!(
-        replay.contents(),
+        s.replay.contents(),
         want,
         "{scenario}: the events do not replay to the contents"
     );

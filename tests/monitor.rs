@@ -4,9 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use integration_tests::{client, nb_server, next_notification, NB};
+use integration_tests::{client, nb_server, next_notification, OvsdbServer, NB};
 use ovn_sandbox::{Cluster, Installation};
-use ovsdb_proto::{Condition, Datum, MonitorRequest, Notification, Operation, Row, RowUpdate2};
+use ovsdb_proto::{
+    Client, Condition, Datum, MonitorRequest, Notification, Notifications, Operation, Row,
+    RowUpdate2,
+};
 
 fn named(name: &str) -> Row {
     [("name".to_string(), Datum::scalar(name))]
@@ -18,11 +21,11 @@ fn switches(req: MonitorRequest) -> BTreeMap<String, MonitorRequest> {
     [("Logical_Switch".to_string(), req)].into()
 }
 
-#[tokio::test]
-async fn monitor_cond_reports_only_matching_rows_in_update2_form() {
+/// A server holding switches "a" and "b", a writer, and a second client to monitor with.
+async fn switches_a_and_b() -> (OvsdbServer, Client, Client, Notifications) {
     let server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;
-    let (c, mut notes) = client(&server.unix_remote()).await;
+    let (c, notes) = client(&server.unix_remote()).await;
     w.transact(
         NB,
         &[
@@ -32,6 +35,12 @@ async fn monitor_cond_reports_only_matching_rows_in_update2_form() {
     )
     .await
     .unwrap();
+    (server, w, c, notes)
+}
+
+#[tokio::test]
+async fn monitor_cond_reports_only_matching_rows_in_update2_form() {
+    let (_server, w, c, mut notes) = switches_a_and_b().await;
     let req = MonitorRequest::columns(["name", "other_config"])
         .matching(vec![Condition::eq("name", "a")]);
     let initial = c
@@ -95,18 +104,7 @@ async fn monitor_cond_reports_only_matching_rows_in_update2_form() {
 
 #[tokio::test]
 async fn monitor_cond_change_narrows_and_widens_what_is_reported() {
-    let server = nb_server();
-    let (w, _) = client(&server.unix_remote()).await;
-    let (c, mut notes) = client(&server.unix_remote()).await;
-    w.transact(
-        NB,
-        &[
-            Operation::insert("Logical_Switch", named("a")),
-            Operation::insert("Logical_Switch", named("b")),
-        ],
-    )
-    .await
-    .unwrap();
+    let (_server, w, c, mut notes) = switches_a_and_b().await;
     let all = MonitorRequest::columns(["name"]);
     let initial = c
         .monitor_cond(NB, "m1".into(), &switches(all))

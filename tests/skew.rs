@@ -178,23 +178,12 @@ async fn the_model_works_against_ovn_23_03_and_reports_the_difference() {
 #[tokio::test]
 async fn a_newer_servers_unknown_column_and_enum_value_are_kept_not_fatal() {
     // A "7.99.0" schema: the ACL action gains a value and Logical_Switch a column.
-    let mut json: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(format!(
-            "{}/../schemas/ovn-nb.ovsschema",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .unwrap(),
-    )
-    .unwrap();
-    json["version"] = "7.99.0".into();
-    json.as_object_mut().unwrap().remove("cksum");
-    let action = &mut json["tables"]["ACL"]["columns"]["action"]["type"]["key"]["enum"][1];
-    action.as_array_mut().unwrap().push("future-verdict".into());
-    json["tables"]["Logical_Switch"]["columns"]["future_column"] =
-        serde_json::json!({"type": {"key": "string", "min": 0, "max": 1}});
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("newer.ovsschema");
-    std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+    let (_dir, file) = integration_tests::newer_nb_schema(|json| {
+        let action = &mut json["tables"]["ACL"]["columns"]["action"]["type"]["key"]["enum"][1];
+        action.as_array_mut().unwrap().push("future-verdict".into());
+        json["tables"]["Logical_Switch"]["columns"]["future_column"] =
+            serde_json::json!({"type": {"key": "string", "min": 0, "max": 1}});
+    });
     let install = Installation::recent().unwrap();
     let server = OvsdbServer::start(
         &install,

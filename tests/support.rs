@@ -29,6 +29,23 @@ pub async fn client(remote: &str) -> (Client, Notifications) {
         .unwrap_or_else(|e| panic!("cannot connect to {remote}: {e}"))
 }
 
+/// A schema file for a made-up newer OVN_Northbound ("7.99.0"): the repository's 7.18.0
+/// schema changed by `edit`. The file lives as long as the returned directory.
+pub fn newer_nb_schema(
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/ovn-nb.ovsschema");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    json["version"] = "7.99.0".into();
+    json.as_object_mut().unwrap().remove("cksum");
+    edit(&mut json);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("newer.ovsschema");
+    std::fs::write(&file, serde_json::to_vec(&json).unwrap()).unwrap();
+    (dir, file)
+}
+
 /// Waits for the next notification, failing the test after `secs` seconds.
 pub async fn next_notification(n: &mut Notifications, secs: u64) -> ovsdb_proto::Notification {
     tokio::time::timeout(Duration::from_secs(secs), n.recv())
