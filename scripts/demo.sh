@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 scripts/setup-ovn.sh
-cargo build --quiet -p ovn-sandbox -p ovsdb-proto --examples --bins
+cargo build --quiet -p ovn-sandbox -p ovsdb-proto -p nb-model --examples --bins
 exec target/debug/ovn-sandbox -- sh -c '
     set -e
     client=target/debug/examples/ovsdb-client
@@ -16,6 +16,8 @@ exec target/debug/ovn-sandbox -- sh -c '
     $client list-dbs "$OVN_NB_DB"
     echo "\$ transact (a Logical_Switch with two ports, linked by named-uuids)"
     target/debug/examples/transact "$OVN_NB_DB"
-    echo "\$ ovsdb-client dump OVN_Northbound Logical_Switch Logical_Switch_Port"
-    $client dump "$OVN_NB_DB" OVN_Northbound Logical_Switch Logical_Switch_Port
+    echo "\$ typed_transact (the same through the nb-model types)"
+    target/debug/examples/typed_transact "$OVN_NB_DB"
+    echo "\$ ovsdb-client dump OVN_Northbound Logical_Switch"
+    $client dump "$OVN_NB_DB" OVN_Northbound Logical_Switch
 '

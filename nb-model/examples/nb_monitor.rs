@@ -1,0 +1,52 @@
+//! A cache of the northbound Logical_Switch_Ports, kept decoded and indexed by the
+//! namespace OVN-Kubernetes writes in `external_ids`; prints each change, then the
+//! ports of one namespace.
+//!
+//! ```text
+//! cargo run -p nb-model --example nb_monitor -- tcp:10.0.0.1:6641,tcp:10.0.0.2:6641 [SECONDS]
+//! ```
+
+use std::time::Duration;
+
+use nb_model::LogicalSwitchPort;
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, TypedChange, TypedTable};
+use ovsdb_proto::Remote;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), ovsdb_proto::Error> {
+    let mut args = std::env::args().skip(1);
+    let remotes = args
+        .next()
+        .unwrap_or_else(|| "unix:/var/run/ovn/ovnnb_db.sock".into());
+    let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
+
+    let mut config = CacheConfig::new(Remote::parse_list(&remotes)?, "OVN_Northbound", &[]);
+    config.leader_only = true;
+    config.typed(
+        TypedTable::<LogicalSwitchPort>::new()
+            .index("namespace", |p| p.external_ids.get("namespace").cloned()),
+    );
+    let (cache, mut events) = Cache::start(config);
+
+    let follow = async {
+        while let Some(event) = events.recv().await {
+            match event {
+                CacheEvent::Ready => println!("ready: {} ports", cache.snapshot().len()),
+                CacheEvent::Change(change) => match change.decode::<LogicalSwitchPort>() {
+                    Some(Ok(TypedChange::Insert { new })) => println!("+ {}", new.name),
+                    Some(Ok(TypedChange::Update { new, .. })) => println!("~ {}", new.name),
+                    Some(Ok(TypedChange::Delete { old })) => println!("- {}", old.name),
+                    Some(Err(e)) => eprintln!("undecodable row: {e}"),
+                    None => {}
+                },
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(seconds), follow).await;
+
+    let blue = cache
+        .snapshot()
+        .lookup::<LogicalSwitchPort, String>("namespace", &"blue".to_string());
+    println!("namespace blue: {} ports", blue.len());
+    Ok(())
+}
