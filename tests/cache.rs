@@ -279,7 +279,7 @@ async fn a_schema_conversion_cancels_the_monitor_and_the_cache_reestablishes_it(
         if snap
             .table("Logical_Switch")
             .values()
-            .any(|r| r.contains_key("added_by_upgrade"))
+            .any(|r| r.get("added_by_upgrade").is_some())
         {
             renewed = true;
             break;

@@ -111,10 +111,7 @@ pub mod cache {
             .map(|t| {
                 (
                     t.to_string(),
-                    s.table(t)
-                        .iter()
-                        .map(|(u, r)| (*u, (**r).clone()))
-                        .collect(),
+                    s.table(t).iter().map(|(u, r)| (*u, r.to_row())).collect(),
                 )
             })
             .collect()
@@ -142,22 +139,22 @@ pub mod cache {
             let t = self.tables.entry(e.table.clone()).or_default();
             match e.change {
                 Change::Insert { new } => assert!(
-                    t.insert(e.uuid, (*new).clone()).is_none(),
+                    t.insert(e.uuid, new.to_row()).is_none(),
                     "insert of a known row {}",
                     e.uuid
                 ),
                 Change::Update { old, new } => {
-                    let prev = t.insert(e.uuid, (*new).clone());
+                    let prev = t.insert(e.uuid, new.to_row());
                     assert_eq!(
                         prev.as_ref(),
-                        Some(&*old),
+                        Some(&old.to_row()),
                         "update's old row is not the last one seen"
                     );
                     assert_ne!(old, new, "an update that changes nothing");
                 }
                 Change::Delete { old } => assert_eq!(
                     t.remove(&e.uuid).as_ref(),
-                    Some(&*old),
+                    Some(&old.to_row()),
                     "delete of {}",
                     e.uuid
                 ),

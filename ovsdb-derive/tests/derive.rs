@@ -155,7 +155,7 @@ fn a_row_decodes_straight_from_wire_json_like_through_a_row() {
     row.remove("_uuid");
     let via_row = Port::from_row(
         direct.uuid,
-        &serde_json::from_value(serde_json::Value::Object(row)).unwrap(),
+        &serde_json::from_value::<ovsdb_proto::Row>(serde_json::Value::Object(row)).unwrap(),
     )
     .unwrap();
     assert_eq!(direct, via_row);

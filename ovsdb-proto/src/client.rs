@@ -306,9 +306,9 @@ impl Client {
         method: &'static str,
         params: &P,
     ) -> Result<R, Error> {
-        let params = serde_json::to_vec(params)
-            .map_err(|e| Error::config(format!("cannot serialize {method} params: {e}")))?;
-        let raw = self.call_raw(method, params.into()).await?;
+        let raw = self
+            .call_raw(method, encode_params(method, params)?)
+            .await?;
         parse_reply(method, &raw)
     }
 
@@ -437,8 +437,20 @@ impl Client {
         monitor_id: serde_json::Value,
         requests: &BTreeMap<String, MonitorRequest>,
     ) -> Result<TableUpdates2, Error> {
-        self.call("monitor_cond", &(db, monitor_id, AsArrays(requests)))
-            .await
+        let raw = self.monitor_cond_raw(db, monitor_id, requests).await?;
+        parse_reply("monitor_cond", &raw)
+    }
+
+    /// [`monitor_cond`](Self::monitor_cond), with the result as the server sent it,
+    /// for a caller that decodes it its own way.
+    pub async fn monitor_cond_raw(
+        &self,
+        db: &str,
+        monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+    ) -> Result<Bytes, Error> {
+        let params = encode_params("monitor_cond", &(db, monitor_id, AsArrays(requests)))?;
+        self.call_raw("monitor_cond", params).await
     }
 
     /// `monitor_cond_since`: like [`monitor_cond`](Self::monitor_cond), but when the
@@ -451,18 +463,34 @@ impl Client {
         requests: &BTreeMap<String, MonitorRequest>,
         last_txn_id: Option<Uuid>,
     ) -> Result<MonitorSince, Error> {
-        let since = last_txn_id.unwrap_or(Uuid::nil());
-        let (found, last_txn_id, updates): (bool, Uuid, TableUpdates2) = self
-            .call(
-                "monitor_cond_since",
-                &(db, monitor_id, AsArrays(requests), since),
-            )
+        let raw = self
+            .monitor_cond_since_raw(db, monitor_id, requests, last_txn_id)
             .await?;
+        let (found, last_txn_id, updates): (bool, Uuid, TableUpdates2) =
+            parse_reply("monitor_cond_since", &raw)?;
         Ok(MonitorSince {
             found,
             last_txn_id,
             updates,
         })
+    }
+
+    /// [`monitor_cond_since`](Self::monitor_cond_since), with the result
+    /// (`[found, last-txn-id, table-updates2]`) as the server sent it, for a caller that
+    /// decodes it its own way.
+    pub async fn monitor_cond_since_raw(
+        &self,
+        db: &str,
+        monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+        last_txn_id: Option<Uuid>,
+    ) -> Result<Bytes, Error> {
+        let since = last_txn_id.unwrap_or(Uuid::nil());
+        let params = encode_params(
+            "monitor_cond_since",
+            &(db, monitor_id, AsArrays(requests), since),
+        )?;
+        self.call_raw("monitor_cond_since", params).await
     }
 
     /// `monitor_cond_change`: changes the conditions (and columns) of a live
@@ -542,6 +570,12 @@ impl Serialize for AsArrays<'_> {
         }
         m.end()
     }
+}
+
+fn encode_params<P: Serialize + ?Sized>(method: &str, params: &P) -> Result<Bytes, Error> {
+    serde_json::to_vec(params)
+        .map(Bytes::from)
+        .map_err(|e| Error::config(format!("cannot serialize {method} params: {e}")))
 }
 
 fn parse_reply<R: DeserializeOwned>(method: &str, raw: &[u8]) -> Result<R, Error> {

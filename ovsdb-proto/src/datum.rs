@@ -576,6 +576,8 @@ fn finish_set<E: de::Error>(mut v: Vec<Atom>) -> Result<Datum, E> {
             )));
         }
     }
+    // Decoding grows the vector by doubling; a cached datum should not keep the slack.
+    v.shrink_to_fit();
     Ok(Datum::Set(v))
 }
 
@@ -589,6 +591,7 @@ fn finish_map<E: de::Error>(mut v: Vec<(Atom, Atom)>) -> Result<Datum, E> {
             )));
         }
     }
+    v.shrink_to_fit();
     Ok(Datum::Map(v))
 }
 

@@ -1,5 +1,6 @@
-//! Initial sync of a large OVN_Northbound into the cache, beside the floor: reading the
-//! same monitor reply's bytes off the socket and nothing else. Peak memory (VmHWM, reset
+//! Initial sync of a large OVN_Northbound into the cache, beside the floor: sending the
+//! cache's own monitor request and reading the reply's bytes off the socket, nothing
+//! else. Peak memory (VmHWM, reset
 //! before each phase) is reported for each.
 //!
 //! `cargo bench -p integration-tests --bench sync [-- SWITCHES PORTS_PER_SWITCH]`
@@ -84,20 +85,29 @@ async fn populate(remote: &str, switches: usize, ports: usize) -> usize {
     rows
 }
 
-fn monitor_request() -> Vec<u8> {
+/// The request the cache sends: `monitor_cond_since` of every column, each named (so
+/// that the server leaves `_version` out), from no transaction.
+async fn monitor_request(remote: &str) -> String {
+    let (c, _) = ovsdb_proto::connect(remote).await.unwrap();
+    let schema = c.get_schema("OVN_Northbound").await.unwrap();
     let tables: serde_json::Map<String, serde_json::Value> = TABLES
         .iter()
-        .map(|t| (t.to_string(), serde_json::json!([{}])))
+        .map(|t| {
+            let columns: Vec<&String> = schema.table(t).unwrap().columns.keys().collect();
+            (t.to_string(), serde_json::json!([{"columns": columns}]))
+        })
         .collect();
-    serde_json::to_vec(&serde_json::json!({"id": 1, "method": "monitor_cond", "params": ["OVN_Northbound", "m", tables]}))
-        .unwrap()
+    serde_json::json!({"id": 1, "method": "monitor_cond_since", "params": [
+        "OVN_Northbound", "m", tables, "00000000-0000-0000-0000-000000000000"
+    ]})
+    .to_string()
 }
 
 /// The length of the reply, found once with the framing codec.
-fn reply_length(path: &str) -> usize {
+fn reply_length(path: &str, request: &str) -> usize {
     use tokio_util_codec::decode_len;
     let mut s = UnixStream::connect(path).unwrap();
-    s.write_all(&monitor_request()).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     decode_len(&mut s)
 }
 
@@ -125,11 +135,11 @@ mod tokio_util_codec {
 }
 
 /// The floor: send the request and read exactly `len` bytes, parsing nothing.
-fn floor(path: &str, len: usize) -> Duration {
+fn floor(path: &str, request: &str, len: usize) -> Duration {
     let mut s = UnixStream::connect(path).unwrap();
     let mut chunk = vec![0u8; 1 << 20];
     let start = Instant::now();
-    s.write_all(&monitor_request()).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     let mut got = 0;
     while got < len {
         let n = s.read(&mut chunk).unwrap();
@@ -151,10 +161,11 @@ fn peak_mib() -> f64 {
 }
 
 /// One measurement in a fresh process, so that its peak memory is its own:
-/// `--child floor PATH LEN` or `--child cache REMOTE ROWS`; prints "SECONDS PEAK_MIB".
+/// `--child floor PATH REQUEST LEN` or `--child cache REMOTE ROWS`; prints "SECONDS
+/// PEAK_MIB".
 fn child(args: &[String]) {
     let elapsed = match args[0].as_str() {
-        "floor" => floor(&args[1], args[2].parse().unwrap()),
+        "floor" => floor(&args[1], &args[2], args[3].parse().unwrap()),
         "cache" => {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
@@ -303,12 +314,13 @@ fn main() {
         install.ovs_version(),
         t.elapsed()
     );
-    let len = reply_length(&path);
+    let request = rt.block_on(monitor_request(&remote));
+    let len = reply_length(&path, &request);
     println!("monitor reply: {:.1} MB", len as f64 / 1e6);
 
     let (mut floors, mut ours) = (Vec::new(), Vec::new());
     for _ in 0..3 {
-        floors.push(run_child(&["floor", &path, &len.to_string()]));
+        floors.push(run_child(&["floor", &path, &request, &len.to_string()]));
         ours.push(run_child(&["cache", &remote, &rows.to_string()]));
     }
     floors.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -94,7 +94,7 @@ fn expand_table(m: &Table) -> TokenStream {
 
                 fn from_row(
                     uuid: ::ovsdb_proto::Uuid,
-                    row: &::ovsdb_proto::Row,
+                    row: &dyn ::ovsdb_proto::model::ColumnSource,
                 ) -> ::std::result::Result<Self, ::ovsdb_proto::model::DecodeError> {
                     let mut this = <Self as ::std::default::Default>::default();
                     this.#uuid_field = uuid;

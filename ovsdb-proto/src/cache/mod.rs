@@ -13,6 +13,7 @@
 //! down (and through it the server connection) rather than losing events.
 
 mod diff;
+mod row;
 mod session;
 mod store;
 mod typed;
@@ -31,6 +32,7 @@ use crate::ops::{Operation, OperationResult};
 use crate::remote::Remote;
 
 pub use diff::{apply_column, apply_row};
+pub use row::CachedRow;
 pub use store::{Change, Event, Snapshot, TableRows, TypedChange};
 pub use typed::TypedTable;
 

@@ -2,7 +2,10 @@
 //! any failure.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use serde::de::DeserializeSeed;
 
 use tokio::sync::mpsc;
 use uuid::Uuid;
@@ -10,12 +13,13 @@ use uuid::Uuid;
 use crate::client::{connect_with, Client, Notifications};
 use crate::datum::{Atom, Datum, Row};
 use crate::error::Error;
-use crate::monitor::{MonitorRequest, MonitorSince, Notification, RowUpdate2, TableUpdates2};
+use crate::monitor::{MonitorRequest, Notification, RowUpdate2, TableUpdates2};
 use crate::ops::Condition;
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 
 use super::diff::apply_row;
+use super::row::{from_update2, Layout, Layouts, Since, SinceSeed, UpdatesSeed};
 use super::store::Writer;
 use super::{CacheConfig, CacheEvent, Published};
 
@@ -36,6 +40,8 @@ struct Progress {
     monitor_id: String,
     /// The last N used.
     seq: u64,
+    /// The column layouts the cached rows follow.
+    layouts: Layouts,
 }
 
 impl Progress {
@@ -216,31 +222,34 @@ impl Task {
         // Name every column: the server then leaves `_version` out, and the cache knows
         // which columns to complete with defaults.
         let mut requests = self.progress.requests.clone();
-        let mut columns = BTreeMap::new();
+        let mut layouts = Layouts::new();
         for (t, r) in &mut requests {
             let ts = schema
                 .table(t)
                 .ok_or_else(|| Error::config(format!("the server's {db} has no table {t}")))?;
             let cols = r
                 .columns
-                .get_or_insert_with(|| ts.columns.keys().cloned().collect())
-                .clone();
-            columns.insert(t.clone(), cols);
+                .get_or_insert_with(|| ts.columns.keys().cloned().collect());
+            let layout = Layout::new(ts, cols).map_err(Error::config)?;
+            layouts.insert(t.clone(), Arc::new(layout));
         }
+        // Rows keep the layout they were cached with; a new one (after a schema
+        // conversion) takes a full resync, so that no table mixes layouts.
+        let mut since = self.progress.last_txn_id;
+        for (t, layout) in &mut layouts {
+            match self.progress.layouts.get(t) {
+                Some(old) if old == layout => *layout = old.clone(),
+                _ => since = None,
+            }
+        }
+        self.progress.layouts = layouts.clone();
         let id = self.progress.next_id();
-        let reply = monitor(
-            client.clone(),
-            &db,
-            &id,
-            &requests,
-            self.progress.last_txn_id,
-        )
-        .await?;
+        let reply = monitor(client.clone(), &db, &id, &requests, since, &layouts).await?;
         self.progress.use_id(id);
         let applied = if reply.found {
-            self.writer.apply(&schema, &columns, reply.updates)
+            self.writer.apply(reply.updates)
         } else {
-            self.writer.resync(&schema, &columns, reply.updates)
+            self.writer.resync(&layouts, reply.updates)
         };
         let mut batch = self.changes(applied)?;
         self.progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
@@ -305,7 +314,8 @@ impl Task {
                     continue;
                 }
             };
-            let batch = self.changes(self.writer.apply(&schema, &columns, updates))?;
+            let changes = from_update2(&layouts, updates);
+            let batch = self.changes(changes.and_then(|c| self.writer.apply(c)))?;
             if let Some(t) = txn {
                 self.progress.last_txn_id = Some(t).filter(|u| !u.is_nil());
             }
@@ -502,22 +512,33 @@ impl ServerState {
 
 /// `monitor_cond_since`, or on a server that lacks it `monitor_cond`, or on one that
 /// lacks that too plain `monitor` (whose updates are turned into the `update2` form).
+/// The big replies are decoded straight into cached rows.
 async fn monitor(
     client: Client,
     db: &str,
     id: &str,
     requests: &BTreeMap<String, MonitorRequest>,
     since: Option<Uuid>,
-) -> Result<MonitorSince, Error> {
+    layouts: &Layouts,
+) -> Result<Since, Error> {
+    let malformed = |method: &str, e: serde_json::Error| {
+        Error::protocol(format!("malformed {method} reply: {e}"))
+    };
     match client
-        .monitor_cond_since(db, id.into(), requests, since)
+        .monitor_cond_since_raw(db, id.into(), requests, since)
         .await
     {
         Err(e) if is_unknown(&e) => {}
-        other => return other,
+        Err(e) => return Err(e),
+        Ok(raw) => {
+            let mut de = serde_json::Deserializer::from_slice(&raw);
+            return SinceSeed(layouts)
+                .deserialize(&mut de)
+                .map_err(|e| malformed("monitor_cond_since", e));
+        }
     }
     tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
-    let updates = match client.monitor_cond(db, id.into(), requests).await {
+    let updates = match client.monitor_cond_raw(db, id.into(), requests).await {
         Err(e) if is_unknown(&e) => {
             tracing::info!("cache: the server lacks monitor_cond; using monitor");
             let plain: BTreeMap<String, MonitorRequest> = requests
@@ -528,11 +549,18 @@ async fn monitor(
                     (t.clone(), r)
                 })
                 .collect();
-            to_update2(client.monitor(db, id.into(), &plain).await?)
+            let updates = to_update2(client.monitor(db, id.into(), &plain).await?);
+            from_update2(layouts, updates).map_err(Error::protocol)?
         }
-        other => other?,
+        Err(e) => return Err(e),
+        Ok(raw) => {
+            let mut de = serde_json::Deserializer::from_slice(&raw);
+            UpdatesSeed(layouts)
+                .deserialize(&mut de)
+                .map_err(|e| malformed("monitor_cond", e))?
+        }
     };
-    Ok(MonitorSince {
+    Ok(Since {
         found: false,
         last_txn_id: Uuid::nil(),
         updates,

@@ -9,16 +9,16 @@ use uuid::Uuid;
 
 use std::hash::Hash;
 
-use crate::datum::Row;
 use crate::model::Table;
-use crate::monitor::{RowUpdate2, TableUpdates2};
-use crate::schema::DatabaseSchema;
 
-use super::diff;
+use super::row::{CachedRow, Layouts, RowChange, TableChanges};
 use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
 /// The rows of one table by uuid.
-pub type TableRows = imbl::HashMap<Uuid, Arc<Row>>;
+pub type TableRows = imbl::HashMap<Uuid, Arc<CachedRow>>;
+
+/// One unique index: the values of its columns to the row that has them.
+type UniqueIndex = imbl::HashMap<Vec<crate::Datum>, Uuid>;
 
 /// One consistent view of every cached table.
 #[derive(Clone, Default)]
@@ -26,8 +26,9 @@ pub struct Snapshot {
     tables: BTreeMap<String, TableRows>,
     /// Decoded rows and indexes of the tables configured as typed.
     typed: BTreeMap<String, AnyState>,
-    /// The schema's unique indexes: (table, columns) to the rows' values there.
-    indexes: BTreeMap<(String, Vec<String>), imbl::HashMap<Vec<crate::Datum>, Uuid>>,
+    /// The schema's unique indexes of each table: the columns, and the rows' values
+    /// there.
+    indexes: BTreeMap<String, Vec<(Vec<String>, UniqueIndex)>>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -47,15 +48,17 @@ impl Snapshot {
     /// The row whose values in the columns of one of the schema's indexes are `key`
     /// (column, value pairs, in any order): a hash lookup. `None` when there is no such
     /// row, or no index on exactly those columns among the cached ones.
-    pub fn find(&self, table: &str, key: &[(&str, crate::Datum)]) -> Option<Arc<Row>> {
+    pub fn find(&self, table: &str, key: &[(&str, crate::Datum)]) -> Option<Arc<CachedRow>> {
         let mut wanted: Vec<(&str, &crate::Datum)> = key.iter().map(|(c, d)| (*c, d)).collect();
         wanted.sort_by(|a, b| a.0.cmp(b.0));
         let columns: Vec<String> = wanted.iter().map(|(c, _)| c.to_string()).collect();
         let values: Vec<crate::Datum> = wanted.into_iter().map(|(_, d)| d.clone()).collect();
-        let uuid = self
+        let (_, index) = self
             .indexes
-            .get(&(table.to_owned(), columns))?
-            .get(&values)?;
+            .get(table)?
+            .iter()
+            .find(|(names, _)| *names == columns)?;
+        let uuid = index.get(&values)?;
         self.get(table, uuid)
     }
 
@@ -102,7 +105,7 @@ impl Snapshot {
     }
 
     /// One row.
-    pub fn get(&self, table: &str, uuid: &Uuid) -> Option<Arc<Row>> {
+    pub fn get(&self, table: &str, uuid: &Uuid) -> Option<Arc<CachedRow>> {
         self.tables.get(table)?.get(uuid).cloned()
     }
 
@@ -125,7 +128,7 @@ impl Snapshot {
     pub fn to_json(&self) -> serde_json::Value {
         let mut out = serde_json::Map::new();
         for (name, rows) in &self.tables {
-            let mut sorted: Vec<(&Uuid, &Arc<Row>)> = rows.iter().collect();
+            let mut sorted: Vec<(&Uuid, &Arc<CachedRow>)> = rows.iter().collect();
             sorted.sort_by_key(|(u, _)| **u);
             let rows: serde_json::Map<String, serde_json::Value> = sorted
                 .into_iter()
@@ -148,19 +151,19 @@ pub enum Change {
     /// A new row.
     Insert {
         /// The row.
-        new: Arc<Row>,
+        new: Arc<CachedRow>,
     },
     /// A changed row, before and after.
     Update {
         /// Before.
-        old: Arc<Row>,
+        old: Arc<CachedRow>,
         /// After.
-        new: Arc<Row>,
+        new: Arc<CachedRow>,
     },
     /// A deleted row, as it last was.
     Delete {
         /// The last version.
-        old: Arc<Row>,
+        old: Arc<CachedRow>,
     },
 }
 
@@ -204,7 +207,7 @@ impl Event {
         if self.table != T::NAME {
             return None;
         }
-        let d = |r: &Row| T::from_row(self.uuid, r);
+        let d = |r: &CachedRow| T::from_row(self.uuid, r);
         Some((|| {
             Ok(match &self.change {
                 Change::Insert { new } => TypedChange::Insert { new: d(new)? },
@@ -268,85 +271,69 @@ impl Writer {
         self.shared.clone()
     }
 
-    /// Applies one update message; on error nothing is changed. `columns` are the
-    /// monitored columns per table: ovsdb-server leaves columns that hold their default
-    /// out of new rows, and the cache puts them back.
-    pub fn apply(
-        &self,
-        schema: &DatabaseSchema,
-        columns: &BTreeMap<String, Vec<String>>,
-        updates: TableUpdates2,
-    ) -> Result<Vec<Event>, String> {
+    /// Applies one update message; on error nothing is changed.
+    pub(crate) fn apply(&self, updates: Vec<TableChanges>) -> Result<Vec<Event>, String> {
         let mut next = (*self.shared.load()).clone();
         let mut events = Vec::new();
-        for (table, rows) in updates {
-            let ts = schema.table(&table).ok_or_else(|| {
-                format!("update for table {table}, which the schema does not have")
-            })?;
-            let current = next.tables.entry(table.clone()).or_default();
+        for TableChanges { layout, rows } in updates {
+            let table = layout.table();
+            let current = next.tables.entry(table.to_owned()).or_default();
             for (uuid, update) in rows {
                 let change = match update {
-                    RowUpdate2::Initial(row) | RowUpdate2::Insert(row) => {
-                        let new = Arc::new(complete(ts, columns.get(&table), row));
+                    RowChange::New(row) => {
+                        let new = Arc::new(row);
                         match current.insert(uuid, new.clone()) {
                             Some(old) => Change::Update { old, new },
                             None => Change::Insert { new },
                         }
                     }
-                    RowUpdate2::Modify(d) => {
+                    RowChange::Modify(d) => {
                         let old = current.get(&uuid).cloned().ok_or_else(|| {
                             format!("modify of row {uuid} of {table}, which is not cached")
                         })?;
-                        let new = Arc::new(diff::apply_row(ts, &old, &d)?);
+                        let new = Arc::new(old.apply_diff(&d)?);
                         current.insert(uuid, new.clone());
                         Change::Update { old, new }
                     }
-                    RowUpdate2::Delete => match current.remove(&uuid) {
+                    RowChange::Delete => match current.remove(&uuid) {
                         Some(old) => Change::Delete { old },
                         None => continue,
                     },
                 };
                 events.push(Event {
-                    table: table.clone(),
+                    table: table.to_owned(),
                     uuid,
                     change,
                 });
             }
         }
         self.apply_typed(&mut next, &events)?;
-        update_indexes(schema, columns, &mut next, &events);
+        update_indexes(&mut next, &events);
         self.shared.store(next);
         Ok(events)
     }
 
-    /// Replaces the contents with `initial` (a full resync), returning only the true
-    /// differences: inserts for new rows, updates for changed ones, deletes for rows
-    /// that are gone; nothing for rows that did not change.
-    pub fn resync(
+    /// Replaces the contents with `initial` (a full resync of the tables of `layouts`),
+    /// returning only the true differences: inserts for new rows, updates for changed
+    /// ones, deletes for rows that are gone; nothing for rows that did not change.
+    pub(crate) fn resync(
         &self,
-        schema: &DatabaseSchema,
-        columns: &BTreeMap<String, Vec<String>>,
-        mut initial: TableUpdates2,
+        layouts: &Layouts,
+        initial: Vec<TableChanges>,
     ) -> Result<Vec<Event>, String> {
         let old = self.shared.load();
         let mut next = Snapshot::default();
         let mut events = Vec::new();
-        for table in columns.keys() {
-            let ts = schema
-                .table(table)
-                .ok_or_else(|| format!("table {table} is not in the schema"))?;
+        let mut initial: BTreeMap<String, Vec<(Uuid, RowChange)>> = initial
+            .into_iter()
+            .map(|t| (t.layout.table().to_owned(), t.rows))
+            .collect();
+        for table in layouts.keys() {
             let mut rows = TableRows::new();
             let before = old.table(table);
             for (uuid, u) in initial.remove(table).unwrap_or_default() {
-                let row = match u {
-                    RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => {
-                        complete(ts, columns.get(table), r)
-                    }
-                    other => {
-                        return Err(format!(
-                            "a full resync of {table} sent {other:?} for {uuid}"
-                        ))
-                    }
+                let RowChange::New(row) = u else {
+                    return Err(format!("a full resync of {table} sent {u:?} for {uuid}"));
                 };
                 let change = match before.get(&uuid) {
                     Some(prev) if **prev == row => {
@@ -384,6 +371,11 @@ impl Writer {
             }
             next.tables.insert(table.clone(), rows);
         }
+        if let Some(table) = initial.keys().next() {
+            return Err(format!(
+                "a full resync sent table {table}, which is not monitored"
+            ));
+        }
         // Indexes and typed tables are rebuilt from the new contents, through the same
         // incremental path as an update, from empty.
         let all: Vec<Event> = next
@@ -393,7 +385,7 @@ impl Writer {
             .collect();
         next.indexes.clear();
         next.typed.clear();
-        update_indexes(schema, columns, &mut next, &all);
+        update_indexes(&mut next, &all);
         self.apply_typed(&mut next, &all)?;
         self.shared.store(next);
         Ok(events)
@@ -402,76 +394,45 @@ impl Writer {
 
 /// Keeps the schema's unique indexes (those whose columns are all monitored) in step
 /// with `events`. Keys are the index's columns in name order.
-fn update_indexes(
-    schema: &DatabaseSchema,
-    columns: &BTreeMap<String, Vec<String>>,
-    next: &mut Snapshot,
-    events: &[Event],
-) {
-    // The indexable column sets of each table, worked out once per table.
-    let mut per_table: BTreeMap<&str, Vec<Vec<String>>> = BTreeMap::new();
+fn update_indexes(next: &mut Snapshot, events: &[Event]) {
     for e in events {
-        let indexes = per_table.entry(e.table.as_str()).or_insert_with(|| {
-            let (Some(ts), Some(monitored)) = (schema.table(&e.table), columns.get(&e.table))
-            else {
-                return Vec::new();
-            };
-            ts.indexes
-                .iter()
-                .map(|index| {
-                    let mut cols = index.clone();
-                    cols.sort();
-                    cols
-                })
-                .filter(|cols| cols.iter().all(|c| monitored.contains(c)))
-                .collect()
-        });
         let (old, new) = match &e.change {
             Change::Insert { new } => (None, Some(new)),
             Change::Update { old, new } => (Some(old), Some(new)),
             Change::Delete { old } => (Some(old), None),
         };
-        for cols in indexes.iter() {
+        let layout = old.or(new).expect("a change has a row").layout();
+        for index in layout.indexes() {
             if let (Some(o), Some(n)) = (old, new) {
-                if cols.iter().all(|c| o.get(c) == n.get(c)) {
+                if o.same_at(n, index) {
                     continue; // the key did not change
                 }
             }
-            let key_of = |row: &Row| -> Option<Vec<crate::Datum>> {
-                cols.iter().map(|c| row.get(c).cloned()).collect()
+            if !next.indexes.contains_key(&e.table) {
+                next.indexes.insert(e.table.clone(), Vec::new());
+            }
+            let kept = next.indexes.get_mut(&e.table).expect("inserted above");
+            let at = match kept
+                .iter()
+                .position(|(names, _)| layout.is_index(index, names))
+            {
+                Some(at) => at,
+                None => {
+                    kept.push((layout.index_name(index), UniqueIndex::new()));
+                    kept.len() - 1
+                }
             };
-            let map = next
-                .indexes
-                .entry((e.table.clone(), cols.clone()))
-                .or_default();
-            if let Some(k) = old.and_then(|o| key_of(o)) {
+            let map = &mut kept[at].1;
+            if let Some(k) = old.map(|o| o.key(index)) {
                 if map.get(&k) == Some(&e.uuid) {
                     map.remove(&k);
                 }
             }
-            if let Some(k) = new.and_then(|n| key_of(n)) {
+            if let Some(k) = new.map(|n| n.key(index)) {
                 map.insert(k, e.uuid);
             }
         }
     }
-}
-
-/// `row` with every monitored column, defaults put back for those left out.
-fn complete(
-    table: &crate::schema::TableSchema,
-    columns: Option<&Vec<String>>,
-    mut row: Row,
-) -> Row {
-    if let Some(columns) = columns {
-        for c in columns {
-            if !row.contains_key(c) {
-                if let Some(ty) = table.column_type(c) {
-                    row.insert(c.clone(), ty.default_datum());
-                }
-            }
-        }
-    }
-    row
 }
 
 #[cfg(test)]
@@ -479,23 +440,23 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn schema() -> DatabaseSchema {
-        DatabaseSchema::from_json(&json!({"name": "D", "version": "1.0.0", "tables": {
+    use serde::de::DeserializeSeed;
+
+    use crate::cache::row::{Layout, UpdatesSeed};
+    use crate::schema::DatabaseSchema;
+
+    fn layouts() -> Layouts {
+        let schema = DatabaseSchema::from_json(&json!({"name": "D", "version": "1.0.0", "tables": {
             "T": {"columns": {"name": {"type": "string"}, "tags": {"type": {"key": "string", "min": 0, "max": "unlimited"}}}}
         }}))
-        .unwrap()
+        .unwrap();
+        let t = schema.table("T").unwrap();
+        let layout = Layout::new(t, &["name".to_string(), "tags".to_string()]).unwrap();
+        [("T".to_string(), Arc::new(layout))].into()
     }
 
-    fn cols() -> BTreeMap<String, Vec<String>> {
-        [(
-            "T".to_string(),
-            vec!["name".to_string(), "tags".to_string()],
-        )]
-        .into()
-    }
-
-    fn updates(j: serde_json::Value) -> TableUpdates2 {
-        serde_json::from_value(j).unwrap()
+    fn updates(l: &Layouts, j: serde_json::Value) -> Vec<TableChanges> {
+        UpdatesSeed(l).deserialize(&j).unwrap()
     }
 
     const A: &str = "00000000-0000-0000-0000-00000000000a";
@@ -505,23 +466,18 @@ mod tests {
     #[test]
     fn updates_apply_whole_and_readers_keep_their_snapshot() {
         let w = Writer::default();
-        let s = schema();
+        let l = layouts();
         // "tags" left out: it holds its default, the empty set.
         let ev = w
-            .apply(
-                &s,
-                &cols(),
-                updates(json!({"T": {A: {"initial": {"name": "a"}}}})),
-            )
+            .apply(updates(&l, json!({"T": {A: {"initial": {"name": "a"}}}})))
             .unwrap();
         assert_eq!(ev.len(), 1);
         let before = w.shared().load();
         let ev = w
-            .apply(
-                &s,
-                &cols(),
-                updates(json!({"T": {A: {"modify": {"tags": "x"}}, B: {"insert": {"name": "b"}}}})),
-            )
+            .apply(updates(
+                &l,
+                json!({"T": {A: {"modify": {"tags": "x"}}, B: {"insert": {"name": "b"}}}}),
+            ))
             .unwrap();
         assert_eq!(ev.len(), 2);
         assert_eq!(before.len(), 1, "an old snapshot does not change");
@@ -531,11 +487,10 @@ mod tests {
         assert_eq!(a["tags"], crate::Datum::scalar("x"));
         // A bad message changes nothing.
         let e = w
-            .apply(
-                &s,
-                &cols(),
-                updates(json!({"T": {B: {"delete": null}, C: {"modify": {"name": "c"}}}})),
-            )
+            .apply(updates(
+                &l,
+                json!({"T": {B: {"delete": null}, C: {"modify": {"name": "c"}}}}),
+            ))
             .unwrap_err();
         assert!(e.contains("not cached"), "{e}");
         assert_eq!(w.shared().load().len(), 2);
@@ -544,20 +499,19 @@ mod tests {
     #[test]
     fn a_resync_reports_only_true_differences() {
         let w = Writer::default();
-        let s = schema();
-        w.apply(
-            &s,
-            &cols(),
-            updates(json!({"T": {
+        let l = layouts();
+        w.apply(updates(
+            &l,
+            json!({"T": {
                 A: {"initial": {"name": "a"}}, B: {"initial": {"name": "b"}}
-            }})),
-        )
+            }}),
+        ))
         .unwrap();
         let ev = w
             .resync(
-                &s,
-                &cols(),
+                &l,
                 updates(
+                    &l,
                     json!({"T": {A: {"initial": {"name": "a"}}, C: {"initial": {"name": "c"}}}}),
                 ),
             )

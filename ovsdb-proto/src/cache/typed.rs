@@ -154,7 +154,7 @@ impl<T: Table> TypedSpec for TypedTable<T> {
                 removed.push(old);
             }
             if let Some(row) = new_row {
-                let t = Arc::new(T::from_row(e.uuid, row).map_err(|d| d.to_string())?);
+                let t = Arc::new(T::from_row(e.uuid, &**row).map_err(|d| d.to_string())?);
                 state.rows.insert(e.uuid, t.clone());
                 added.push((e.uuid, t));
             }

@@ -43,6 +43,18 @@ pub struct ColumnDesc {
     pub kind: ValueKind,
 }
 
+/// Something a row can be decoded from: a generic [`Row`], or a cache's compact row.
+pub trait ColumnSource {
+    /// The value of `column`, if the row has it.
+    fn column(&self, column: &str) -> Option<&Datum>;
+}
+
+impl ColumnSource for Row {
+    fn column(&self, column: &str) -> Option<&Datum> {
+        self.get(column)
+    }
+}
+
 /// A table's row type. Implemented by `#[derive(Table)]`.
 pub trait Table: Sized + Clone + PartialEq + Default + Send + Sync + 'static {
     /// The table's name in the schema.
@@ -61,7 +73,7 @@ pub trait Table: Sized + Clone + PartialEq + Default + Send + Sync + 'static {
     fn set_uuid(&mut self, uuid: Uuid);
     /// Decodes a row; columns the model does not know are ignored, columns the row lacks
     /// keep their defaults.
-    fn from_row(uuid: Uuid, row: &Row) -> Result<Self, DecodeError>;
+    fn from_row(uuid: Uuid, row: &dyn ColumnSource) -> Result<Self, DecodeError>;
     /// Applies an `update2` `modify` entry to this row.
     fn apply_diff(&mut self, diff: &Row) -> Result<(), DecodeError>;
     /// Every column's value (not `_uuid`).
@@ -221,7 +233,7 @@ impl<T: Table> ColumnValue for Ref<T> {
 #[doc(hidden)]
 pub fn __decode_column<V: ColumnValue>(
     table: &'static str,
-    row: &Row,
+    row: &dyn ColumnSource,
     column: &str,
     into: &mut V,
 ) -> Result<(), DecodeError> {
@@ -245,11 +257,11 @@ pub fn __apply_column<V: ColumnValue>(
 /// Runs `f` on `row`'s value for `column`, if present; an error names table and column.
 fn with_column(
     table: &'static str,
-    row: &Row,
+    row: &dyn ColumnSource,
     column: &str,
     f: impl FnOnce(&Datum) -> Result<(), String>,
 ) -> Result<(), DecodeError> {
-    match row.get(column) {
+    match row.column(column) {
         Some(d) => f(d).map_err(|message| DecodeError {
             table,
             column: column.to_owned(),
@@ -295,7 +307,7 @@ mod tests {
             Uuid::nil()
         }
         fn set_uuid(&mut self, _: Uuid) {}
-        fn from_row(_: Uuid, _: &Row) -> Result<Self, DecodeError> {
+        fn from_row(_: Uuid, _: &dyn ColumnSource) -> Result<Self, DecodeError> {
             Ok(Port)
         }
         fn apply_diff(&mut self, _: &Row) -> Result<(), DecodeError> {

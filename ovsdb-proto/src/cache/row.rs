@@ -1,0 +1,607 @@
+//! Compact cached rows: one table's monitored columns are named once, in a shared
+//! [`Layout`], and each row is only its values in that order. A row of a generic
+//! `BTreeMap<String, Datum>` pays for a copy of every column name and a tree node per
+//! handful of columns; here it pays for its values alone.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use uuid::Uuid;
+
+use crate::datum::{Datum, Row};
+use crate::model::ColumnSource;
+use crate::schema::{ColumnType, TableSchema};
+
+use super::diff::apply_column;
+
+/// The monitored columns of one table, in name order, shared by all of its cached rows.
+#[derive(Debug, PartialEq)]
+pub struct Layout {
+    table: String,
+    names: Box<[String]>,
+    types: Box<[ColumnType]>,
+    defaults: Box<[Datum]>,
+    /// The schema's unique indexes whose columns are all monitored, as positions in
+    /// `names` (sorted by name).
+    indexes: Box<[Box<[usize]>]>,
+}
+
+impl Layout {
+    /// The layout of `columns` of `table` (unknown columns are an error).
+    pub(crate) fn new(table: &TableSchema, columns: &[String]) -> Result<Layout, String> {
+        let mut names: Vec<String> = columns.to_vec();
+        names.sort();
+        names.dedup();
+        let types = names
+            .iter()
+            .map(|c| {
+                table
+                    .column_type(c)
+                    .ok_or_else(|| format!("table {} has no column {c}", table.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let defaults = types.iter().map(ColumnType::default_datum).collect();
+        let indexes = table
+            .indexes
+            .iter()
+            .filter_map(|index| {
+                let mut at: Vec<usize> = index
+                    .iter()
+                    .map(|c| names.binary_search(c).ok())
+                    .collect::<Option<_>>()?;
+                at.sort_unstable();
+                Some(at.into_boxed_slice())
+            })
+            .collect();
+        Ok(Layout {
+            table: table.name.clone(),
+            names: names.into(),
+            types: types.into(),
+            defaults,
+            indexes,
+        })
+    }
+
+    /// The table.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The column names, in order.
+    pub fn columns(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.names.iter().map(String::as_str)
+    }
+
+    fn position(&self, column: &str) -> Option<usize> {
+        self.names.binary_search_by(|n| n.as_str().cmp(column)).ok()
+    }
+
+    /// The unique indexes kept for this table: each as the positions of its columns.
+    pub(crate) fn indexes(&self) -> impl Iterator<Item = &[usize]> {
+        self.indexes.iter().map(|i| &**i)
+    }
+
+    /// The column names of an index.
+    pub(crate) fn index_name(&self, index: &[usize]) -> Vec<String> {
+        index.iter().map(|&i| self.names[i].clone()).collect()
+    }
+
+    /// True when `names` are the columns of `index`.
+    pub(crate) fn is_index(&self, index: &[usize], names: &[String]) -> bool {
+        index.iter().map(|&i| &self.names[i]).eq(names.iter())
+    }
+}
+
+/// One cached row: the values of its table's monitored columns. Read a column with
+/// [`CachedRow::get`] or `row["column"]`; [`CachedRow::to_row`] gives a generic
+/// [`Row`].
+#[derive(Clone)]
+pub struct CachedRow {
+    layout: Arc<Layout>,
+    values: Box<[Datum]>,
+}
+
+impl CachedRow {
+    /// A row of `layout` from a generic row: columns the row lacks get their defaults
+    /// (ovsdb-server leaves out the columns that hold them), columns the layout does not
+    /// have are dropped.
+    pub(crate) fn from_row(layout: &Arc<Layout>, row: Row) -> CachedRow {
+        let mut given = row.into_iter().peekable();
+        let mut values = Vec::with_capacity(layout.names.len());
+        for (i, name) in layout.names.iter().enumerate() {
+            while given.peek().is_some_and(|(c, _)| c < name) {
+                given.next();
+            }
+            let value = match given.next_if(|(c, _)| c == name) {
+                Some((_, d)) => d,
+                None => layout.defaults[i].clone(),
+            };
+            values.push(value);
+        }
+        CachedRow {
+            layout: layout.clone(),
+            values: values.into(),
+        }
+    }
+
+    /// This row with an `update2` `modify` entry applied; the row itself is untouched.
+    pub(crate) fn apply_diff(&self, diff: &Row) -> Result<CachedRow, String> {
+        let mut values = self.values.clone();
+        for (column, d) in diff {
+            let i = self.layout.position(column).ok_or_else(|| {
+                format!(
+                    "modify of column {column}, which table {} does not monitor",
+                    self.layout.table
+                )
+            })?;
+            values[i] = apply_column(&self.layout.types[i], &values[i], d)
+                .map_err(|e| format!("table {} column {column}: {e}", self.layout.table))?;
+        }
+        Ok(CachedRow {
+            layout: self.layout.clone(),
+            values,
+        })
+    }
+
+    /// The layout the row follows.
+    pub(crate) fn layout(&self) -> &Arc<Layout> {
+        &self.layout
+    }
+
+    /// The row's table.
+    pub fn table(&self) -> &str {
+        &self.layout.table
+    }
+
+    /// The value of `column`, if it is monitored.
+    pub fn get(&self, column: &str) -> Option<&Datum> {
+        self.layout.position(column).map(|i| &self.values[i])
+    }
+
+    /// Every column with its value, in name order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Datum)> {
+        self.layout.columns().zip(self.values.iter())
+    }
+
+    /// The number of columns.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// True for a row of no column.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// A generic copy of the row.
+    pub fn to_row(&self) -> Row {
+        self.iter()
+            .map(|(c, d)| (c.to_owned(), d.clone()))
+            .collect()
+    }
+
+    /// The values of one of the layout's indexes.
+    pub(crate) fn key(&self, index: &[usize]) -> Vec<Datum> {
+        index.iter().map(|&i| self.values[i].clone()).collect()
+    }
+
+    /// True when the values at `index` are the same in both rows (of one layout).
+    pub(crate) fn same_at(&self, other: &CachedRow, index: &[usize]) -> bool {
+        index.iter().all(|&i| self.values[i] == other.values[i])
+    }
+}
+
+impl ColumnSource for CachedRow {
+    fn column(&self, name: &str) -> Option<&Datum> {
+        self.get(name)
+    }
+}
+
+impl PartialEq for CachedRow {
+    fn eq(&self, other: &CachedRow) -> bool {
+        (Arc::ptr_eq(&self.layout, &other.layout) || self.layout.names == other.layout.names)
+            && self.values == other.values
+    }
+}
+
+impl PartialEq<Row> for CachedRow {
+    fn eq(&self, other: &Row) -> bool {
+        self.len() == other.len() && self.iter().all(|(c, d)| other.get(c) == Some(d))
+    }
+}
+
+impl std::ops::Index<&str> for CachedRow {
+    type Output = Datum;
+
+    /// The value of a monitored column; panics for any other, as a map does.
+    fn index(&self, column: &str) -> &Datum {
+        match self.get(column) {
+            Some(d) => d,
+            None => panic!(
+                "table {} has no monitored column {column}",
+                self.layout.table
+            ),
+        }
+    }
+}
+
+impl fmt::Debug for CachedRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for CachedRow {
+    /// As a row object, `{"column": value, …}`.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.len()))?;
+        for (c, d) in self.iter() {
+            m.serialize_entry(c, d)?;
+        }
+        m.end()
+    }
+}
+
+/// One row's change, decoded against its table's layout.
+#[derive(Debug)]
+pub(crate) enum RowChange {
+    /// `initial` or `insert`: the whole row.
+    New(CachedRow),
+    /// `modify`: the columns' diffs.
+    Modify(Row),
+    /// `delete`.
+    Delete,
+}
+
+/// The changes to one table in one update message.
+#[derive(Debug)]
+pub(crate) struct TableChanges {
+    pub(crate) layout: Arc<Layout>,
+    pub(crate) rows: Vec<(Uuid, RowChange)>,
+}
+
+/// The layouts of every monitored table, by name.
+pub(crate) type Layouts = BTreeMap<String, Arc<Layout>>;
+
+/// An `update2`-form update already decoded into generic rows, brought to the layouts.
+pub(crate) fn from_update2(
+    layouts: &Layouts,
+    updates: crate::monitor::TableUpdates2,
+) -> Result<Vec<TableChanges>, String> {
+    use crate::monitor::RowUpdate2;
+    updates
+        .into_iter()
+        .map(|(table, rows)| {
+            let layout = layout_of(layouts, &table)?;
+            let rows = rows
+                .into_iter()
+                .map(|(uuid, u)| {
+                    let change = match u {
+                        RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => {
+                            RowChange::New(CachedRow::from_row(&layout, r))
+                        }
+                        RowUpdate2::Modify(d) => RowChange::Modify(d),
+                        RowUpdate2::Delete => RowChange::Delete,
+                    };
+                    (uuid, change)
+                })
+                .collect();
+            Ok(TableChanges { layout, rows })
+        })
+        .collect()
+}
+
+fn layout_of(layouts: &Layouts, table: &str) -> Result<Arc<Layout>, String> {
+    layouts
+        .get(table)
+        .cloned()
+        .ok_or_else(|| format!("update for table {table}, which is not monitored"))
+}
+
+/// Decodes `<table-updates2>` (`{"Table": {"uuid": {"initial": row}, …}, …}`) straight
+/// into cached rows, with no generic row in between.
+pub(crate) struct UpdatesSeed<'a>(pub(crate) &'a Layouts);
+
+impl<'de> DeserializeSeed<'de> for UpdatesSeed<'_> {
+    type Value = Vec<TableChanges>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UpdatesSeed<'_> {
+    type Value = Vec<TableChanges>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("table updates, an object of tables")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(table) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let layout = layout_of(self.0, &table).map_err(serde::de::Error::custom)?;
+            let rows = map.next_value_seed(TableSeed(&layout))?;
+            out.push(TableChanges { layout, rows });
+        }
+        Ok(out)
+    }
+}
+
+struct TableSeed<'a>(&'a Arc<Layout>);
+
+impl<'de> DeserializeSeed<'de> for TableSeed<'_> {
+    type Value = Vec<(Uuid, RowChange)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TableSeed<'_> {
+    type Value = Vec<(Uuid, RowChange)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the updates of table {}, by row uuid", self.0.table)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some(uuid) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let uuid: Uuid = uuid.parse().map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "table {}: row key {uuid:?} is not a uuid",
+                    self.0.table
+                ))
+            })?;
+            let change = map.next_value_seed(ChangeSeed(self.0))?;
+            rows.push((uuid, change));
+        }
+        Ok(rows)
+    }
+}
+
+struct ChangeSeed<'a>(&'a Arc<Layout>);
+
+impl<'de> DeserializeSeed<'de> for ChangeSeed<'_> {
+    type Value = RowChange;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChangeSeed<'_> {
+    type Value = RowChange;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a row update: {\"initial\"|\"insert\"|\"modify\": row} or {\"delete\": null}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let kind = map
+            .next_key::<std::borrow::Cow<'de, str>>()?
+            .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
+        let change = match &*kind {
+            "initial" | "insert" => RowChange::New(map.next_value_seed(RowSeed(self.0))?),
+            "modify" => RowChange::Modify(map.next_value()?),
+            "delete" => {
+                map.next_value::<IgnoredAny>()?;
+                RowChange::Delete
+            }
+            other => {
+                return Err(serde::de::Error::custom(format!(
+                    "unknown row update kind {other:?}"
+                )))
+            }
+        };
+        if map.next_key::<IgnoredAny>()?.is_some() {
+            return Err(serde::de::Error::custom(format!(
+                "a row update with more than one kind ({kind} and more)"
+            )));
+        }
+        Ok(change)
+    }
+}
+
+/// Decodes a row object against a layout.
+struct RowSeed<'a>(&'a Arc<Layout>);
+
+impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
+    type Value = CachedRow;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RowSeed<'_> {
+    type Value = CachedRow;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a row of table {}", self.0.table)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let layout = self.0;
+        let n = layout.names.len();
+        let mut values: Vec<Option<Datum>> = Vec::with_capacity(n);
+        values.resize_with(n, || None);
+        while let Some(at) = map.next_key_seed(ColumnKey(layout))? {
+            match at {
+                Some(i) => values[i] = Some(map.next_value()?),
+                // A column not asked for (`_version`, say): not cached.
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let values = values
+            .into_iter()
+            .zip(layout.defaults.iter())
+            .map(|(v, default)| v.unwrap_or_else(|| default.clone()))
+            .collect();
+        Ok(CachedRow {
+            layout: layout.clone(),
+            values,
+        })
+    }
+}
+
+/// A column name, as its position in the layout (`None` for a column it lacks).
+struct ColumnKey<'a>(&'a Layout);
+
+impl<'de> DeserializeSeed<'de> for ColumnKey<'_> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ColumnKey<'_> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a column name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self.0.position(v))
+    }
+}
+
+/// Decodes a `monitor_cond_since` result, `[found, last-txn-id, table-updates2]`.
+pub(crate) struct SinceSeed<'a>(pub(crate) &'a Layouts);
+
+/// A decoded `monitor_cond_since` result.
+pub(crate) struct Since {
+    pub(crate) found: bool,
+    pub(crate) last_txn_id: Uuid,
+    pub(crate) updates: Vec<TableChanges>,
+}
+
+impl<'de> DeserializeSeed<'de> for SinceSeed<'_> {
+    type Value = Since;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SinceSeed<'_> {
+    type Value = Since;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[found, last-txn-id, table-updates2]")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let missing = |what: &str| serde::de::Error::custom(format!("the reply lacks {what}"));
+        let found = seq.next_element()?.ok_or_else(|| missing("found"))?;
+        let last_txn_id = seq.next_element()?.ok_or_else(|| missing("last-txn-id"))?;
+        let updates = seq
+            .next_element_seed(UpdatesSeed(self.0))?
+            .ok_or_else(|| missing("the table updates"))?;
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(serde::de::Error::custom(
+                "the reply has more than three elements",
+            ));
+        }
+        Ok(Since {
+            found,
+            last_txn_id,
+            updates,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn layouts() -> Layouts {
+        let schema = crate::schema::DatabaseSchema::from_json(&json!({
+            "name": "D", "version": "1.0.0", "tables": {"T": {"columns": {
+                "name": {"type": "string"},
+                "n": {"type": {"key": "integer", "min": 0, "max": 1}},
+                "tags": {"type": {"key": "string", "min": 0, "max": "unlimited"}}
+            }, "indexes": [["name"]]}}
+        }))
+        .unwrap();
+        let t = schema.table("T").unwrap();
+        let cols: Vec<String> = t.columns.keys().cloned().collect();
+        [("T".to_string(), Arc::new(Layout::new(t, &cols).unwrap()))].into()
+    }
+
+    const A: &str = "00000000-0000-0000-0000-00000000000a";
+
+    #[test]
+    fn rows_decode_against_the_layout_with_defaults_for_left_out_columns() {
+        let l = layouts();
+        let text =
+            json!({"T": {A: {"initial": {"name": "a", "_version": ["uuid", A]}}}}).to_string();
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let changes = UpdatesSeed(&l).deserialize(&mut de).unwrap();
+        let RowChange::New(row) = &changes[0].rows[0].1 else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(row["name"], Datum::scalar("a"));
+        assert_eq!(row["n"], Datum::Set(vec![]));
+        assert_eq!(row.len(), 3, "{row:?}");
+        assert!(row.get("_version").is_none());
+        // The same through a generic row.
+        let generic: Row = [("name".to_string(), Datum::scalar("a"))].into();
+        assert_eq!(&CachedRow::from_row(&l["T"], generic), row);
+        assert_eq!(*row, row.to_row());
+        assert_eq!(
+            serde_json::to_value(row).unwrap(),
+            json!({"n": ["set", []], "name": "a", "tags": ["set", []]})
+        );
+    }
+
+    #[test]
+    fn diffs_apply_to_a_copy() {
+        let l = layouts();
+        let row = CachedRow::from_row(
+            &l["T"],
+            [("tags".to_string(), Datum::set(["x", "y"]))].into(),
+        );
+        let next = row
+            .apply_diff(&[("tags".to_string(), Datum::set(["y", "z"]))].into())
+            .unwrap();
+        assert_eq!(next["tags"], Datum::set(["x", "z"]));
+        assert_eq!(row["tags"], Datum::set(["x", "y"]));
+        let e = row
+            .apply_diff(&[("other".to_string(), Datum::scalar(1))].into())
+            .unwrap_err();
+        assert!(e.contains("other") && e.contains("table T"), "{e}");
+    }
+
+    #[test]
+    fn bad_updates_are_errors_that_say_where() {
+        let l = layouts();
+        for (bad, want) in [
+            (json!({"U": {}}), "table U"),
+            (json!({"T": {"x": {"insert": {}}}}), "not a uuid"),
+            (json!({"T": {A: {"upsert": {}}}}), "upsert"),
+            (
+                json!({"T": {A: {"insert": {}, "delete": null}}}),
+                "more than one",
+            ),
+            (json!({"T": {A: {"insert": {"name": {"x": 1}}}}}), ""),
+        ] {
+            let text = bad.to_string();
+            let mut de = serde_json::Deserializer::from_str(&text);
+            let e = UpdatesSeed(&l)
+                .deserialize(&mut de)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+}
