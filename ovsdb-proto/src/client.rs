@@ -12,14 +12,14 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use futures_util::StreamExt;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed};
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 
-use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, DEFAULT_MAX_MESSAGE_SIZE};
+use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, Taps, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::error::{Error, ServerError};
 use crate::monitor::{MonitorRequest, MonitorSince, Notification, TableUpdates, TableUpdates2};
 use crate::ops::{decode_transact_reply, Operation, OperationResult};
@@ -75,6 +75,8 @@ struct State {
 
 struct Shared {
     next_id: AtomicU64,
+    /// Replies decoded while they arrive.
+    taps: Taps,
     state: Mutex<State>,
     /// Becomes true once the connection has ended.
     ended: watch::Sender<bool>,
@@ -191,13 +193,18 @@ impl Client {
         let (read, write) = tokio::io::split(stream);
         let (note_tx, note_rx) = mpsc::channel(options.notification_capacity.max(1));
         let (ended, _) = watch::channel(false);
+        let taps = Taps::default();
         let shared = Arc::new(Shared {
             next_id: AtomicU64::new(1),
+            taps: taps.clone(),
             state: Mutex::new(State::default()),
             ended,
         });
         let writer = Writer::new(Box::new(write));
-        let reader = FramedRead::new(read, JsonRpcCodec::new(options.max_message_size));
+        let reader = FramedRead::new(
+            read,
+            JsonRpcCodec::new(options.max_message_size).with_taps(taps),
+        );
         tokio::spawn({
             let (writer, shared) = (writer.clone(), shared.clone());
             async move {
@@ -298,6 +305,41 @@ impl Client {
     pub async fn call_raw(&self, method: &'static str, params: Bytes) -> Result<Bytes, Error> {
         let (id, rx) = self.register(method)?;
         self.send_request(id, method, params, rx).await
+    }
+
+    /// Sends a request whose result `seed` decodes while the reply arrives, on a
+    /// blocking thread, so that decoding a large reply (a monitor's initial contents)
+    /// overlaps with the server sending it instead of following it.
+    pub async fn call_decoding<S>(
+        &self,
+        method: &'static str,
+        params: Bytes,
+        seed: S,
+    ) -> Result<S::Value, Error>
+    where
+        S: DeserializeSeed<'static> + Send + 'static,
+        S::Value: Send + 'static,
+    {
+        let (id, rx) = self.register(method)?;
+        let (tap, chunks) = std::sync::mpsc::channel();
+        self.shared.taps.insert(id, tap);
+        // Not tapped after this call ends, whichever way it ends.
+        struct Untap<'a>(&'a Taps, u64);
+        impl Drop for Untap<'_> {
+            fn drop(&mut self) {
+                self.0.remove(self.1);
+            }
+        }
+        let _untap = Untap(&self.shared.taps, id);
+        let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed));
+        self.send_request(id, method, params, rx).await?;
+        match decoder.await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(Error::protocol(format!("malformed {method} reply: {e}"))),
+            Err(e) => Err(Error::protocol(format!(
+                "decoding the {method} reply failed: {e}"
+            ))),
+        }
     }
 
     /// Sends any request and decodes its result.
@@ -437,20 +479,25 @@ impl Client {
         monitor_id: serde_json::Value,
         requests: &BTreeMap<String, MonitorRequest>,
     ) -> Result<TableUpdates2, Error> {
-        let raw = self.monitor_cond_raw(db, monitor_id, requests).await?;
-        parse_reply("monitor_cond", &raw)
+        self.monitor_cond_with(db, monitor_id, requests, std::marker::PhantomData)
+            .await
     }
 
-    /// [`monitor_cond`](Self::monitor_cond), with the result as the server sent it,
-    /// for a caller that decodes it its own way.
-    pub async fn monitor_cond_raw(
+    /// [`monitor_cond`](Self::monitor_cond), with the result (`<table-updates2>`)
+    /// decoded by `seed` while it arrives (see [`call_decoding`](Self::call_decoding)).
+    pub async fn monitor_cond_with<S>(
         &self,
         db: &str,
         monitor_id: serde_json::Value,
         requests: &BTreeMap<String, MonitorRequest>,
-    ) -> Result<Bytes, Error> {
+        seed: S,
+    ) -> Result<S::Value, Error>
+    where
+        S: DeserializeSeed<'static> + Send + 'static,
+        S::Value: Send + 'static,
+    {
         let params = encode_params("monitor_cond", &(db, monitor_id, AsArrays(requests)))?;
-        self.call_raw("monitor_cond", params).await
+        self.call_decoding("monitor_cond", params, seed).await
     }
 
     /// `monitor_cond_since`: like [`monitor_cond`](Self::monitor_cond), but when the
@@ -463,11 +510,15 @@ impl Client {
         requests: &BTreeMap<String, MonitorRequest>,
         last_txn_id: Option<Uuid>,
     ) -> Result<MonitorSince, Error> {
-        let raw = self
-            .monitor_cond_since_raw(db, monitor_id, requests, last_txn_id)
+        let (found, last_txn_id, updates): (bool, Uuid, TableUpdates2) = self
+            .monitor_cond_since_with(
+                db,
+                monitor_id,
+                requests,
+                last_txn_id,
+                std::marker::PhantomData,
+            )
             .await?;
-        let (found, last_txn_id, updates): (bool, Uuid, TableUpdates2) =
-            parse_reply("monitor_cond_since", &raw)?;
         Ok(MonitorSince {
             found,
             last_txn_id,
@@ -476,21 +527,26 @@ impl Client {
     }
 
     /// [`monitor_cond_since`](Self::monitor_cond_since), with the result
-    /// (`[found, last-txn-id, table-updates2]`) as the server sent it, for a caller that
-    /// decodes it its own way.
-    pub async fn monitor_cond_since_raw(
+    /// (`[found, last-txn-id, table-updates2]`) decoded by `seed` while it arrives (see
+    /// [`call_decoding`](Self::call_decoding)).
+    pub async fn monitor_cond_since_with<S>(
         &self,
         db: &str,
         monitor_id: serde_json::Value,
         requests: &BTreeMap<String, MonitorRequest>,
         last_txn_id: Option<Uuid>,
-    ) -> Result<Bytes, Error> {
+        seed: S,
+    ) -> Result<S::Value, Error>
+    where
+        S: DeserializeSeed<'static> + Send + 'static,
+        S::Value: Send + 'static,
+    {
         let since = last_txn_id.unwrap_or(Uuid::nil());
         let params = encode_params(
             "monitor_cond_since",
             &(db, monitor_id, AsArrays(requests), since),
         )?;
-        self.call_raw("monitor_cond_since", params).await
+        self.call_decoding("monitor_cond_since", params, seed).await
     }
 
     /// `monitor_cond_change`: changes the conditions (and columns) of a live
@@ -570,6 +626,69 @@ impl Serialize for AsArrays<'_> {
         }
         m.end()
     }
+}
+
+/// The bytes of a reply, as the connection's decoder taps them.
+struct Chunks {
+    rx: std::sync::mpsc::Receiver<Bytes>,
+    current: Bytes,
+}
+
+impl std::io::Read for Chunks {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.recv() {
+                Ok(chunk) => self.current = chunk,
+                // The reply ended, or the connection did.
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.current.len());
+        out[..n].copy_from_slice(&self.current[..n]);
+        self.current.advance(n);
+        Ok(n)
+    }
+}
+
+/// Decodes a whole reply message (`{"id": …, "result": …, "error": …}`) as it arrives,
+/// `seed` taking the result.
+fn decode_reply<S: DeserializeSeed<'static>>(
+    rx: std::sync::mpsc::Receiver<Bytes>,
+    seed: S,
+) -> Result<S::Value, serde_json::Error> {
+    use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
+
+    struct Envelope<S>(S);
+    impl<S: DeserializeSeed<'static>> Visitor<'static> for Envelope<S> {
+        type Value = S::Value;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON-RPC reply")
+        }
+        fn visit_map<A: MapAccess<'static>>(self, mut map: A) -> Result<S::Value, A::Error> {
+            let mut seed = Some(self.0);
+            let mut result = None;
+            while let Some(key) = map.next_key::<String>()? {
+                match (key.as_str(), seed.take()) {
+                    ("result", Some(s)) => result = Some(map.next_value_seed(s)?),
+                    (_, s) => {
+                        seed = s;
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            result.ok_or_else(|| A::Error::custom("the reply has no result"))
+        }
+    }
+
+    let reader = std::io::BufReader::with_capacity(
+        64 * 1024,
+        Chunks {
+            rx,
+            current: Bytes::new(),
+        },
+    );
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
 }
 
 fn encode_params<P: Serialize + ?Sized>(method: &str, params: &P) -> Result<Bytes, Error> {

@@ -96,6 +96,50 @@ enum Expect {
     InValue,
 }
 
+/// Where the bytes of a reply go while they arrive: a receiver that decodes the reply
+/// before its last byte is in.
+pub(crate) type Tap = std::sync::mpsc::Sender<Bytes>;
+
+/// The replies to be tapped, by request id. The client adds one before it sends the
+/// request; the decoder takes it out once it has read the reply's `id`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Taps(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u64, Tap>>>);
+
+impl Taps {
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Tap>> {
+        // Every critical section is one insert or remove: a poisoned map is still whole.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends the bytes of the reply to `id` to `tap` as they arrive.
+    pub(crate) fn insert(&self, id: u64, tap: Tap) {
+        self.lock().insert(id, tap);
+    }
+
+    /// Stops tapping the reply to `id`, if its bytes have not started arriving.
+    pub(crate) fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    fn take(&self, id: u64) -> Option<Tap> {
+        let mut map = self.lock();
+        if map.is_empty() {
+            return None;
+        }
+        map.remove(&id)
+    }
+}
+
+/// The tap of the message being decoded.
+#[derive(Debug, Default)]
+struct Tapping {
+    /// True once the message's `id` was looked up.
+    checked: bool,
+    tap: Option<Tap>,
+    /// How many of the message's bytes were sent to the tap.
+    sent: usize,
+}
+
 /// The JSON-RPC framing codec: decodes [`RawMessage`]s, encodes [`Outgoing`] messages.
 #[derive(Debug)]
 pub struct JsonRpcCodec {
@@ -112,6 +156,8 @@ pub struct JsonRpcCodec {
     key: Range<usize>,
     value_start: usize,
     members: Vec<(Range<usize>, Range<usize>)>,
+    taps: Option<Taps>,
+    tapping: Tapping,
 }
 
 impl Default for JsonRpcCodec {
@@ -135,6 +181,41 @@ impl JsonRpcCodec {
             key: 0..0,
             value_start: 0,
             members: Vec::new(),
+            taps: None,
+            tapping: Tapping::default(),
+        }
+    }
+
+    /// Sends the bytes of the replies in `taps` there as they arrive.
+    pub(crate) fn with_taps(mut self, taps: Taps) -> JsonRpcCodec {
+        self.taps = Some(taps);
+        self
+    }
+
+    /// Feeds the tap of the current message, if it has one, with `buf[..upto]`.
+    fn feed_tap(&mut self, buf: &[u8], upto: usize) {
+        let Some(taps) = &self.taps else { return };
+        if !self.tapping.checked {
+            let id = self
+                .members
+                .iter()
+                .find_map(|(k, v)| (&buf[k.clone()] == b"\"id\"").then(|| &buf[v.clone()]));
+            let Some(id) = id else { return };
+            self.tapping.checked = true;
+            let id = std::str::from_utf8(id)
+                .ok()
+                .and_then(|t| t.parse::<u64>().ok());
+            self.tapping.tap = id.and_then(|id| taps.take(id));
+        }
+        if let Some(tap) = &self.tapping.tap {
+            if upto > self.tapping.sent {
+                let chunk = Bytes::copy_from_slice(&buf[self.tapping.sent..upto]);
+                self.tapping.sent = upto;
+                if tap.send(chunk).is_err() {
+                    // The receiver gave up; the reply is still delivered whole.
+                    self.tapping.tap = None;
+                }
+            }
         }
     }
 
@@ -305,6 +386,8 @@ impl Decoder for JsonRpcCodec {
                         limit: self.max_len,
                     });
                 }
+                self.feed_tap(buf, end);
+                self.tapping = Tapping::default();
                 let bytes = buf.split_to(end).freeze();
                 let members = std::mem::take(&mut self.members);
                 self.reset();
@@ -316,6 +399,7 @@ impl Decoder for JsonRpcCodec {
                         limit: self.max_len,
                     });
                 }
+                self.feed_tap(buf, self.pos);
                 // Reserve so the next read does not copy what we already hold each time.
                 buf.reserve(8192.min(self.max_len));
                 Ok(None)

@@ -230,3 +230,92 @@ async fn an_answered_probe_keeps_the_connection() {
     }
     assert!(!c.is_closed(), "five answered probes, still connected");
 }
+
+/// Decodes `[first, second]` (two strings), reporting `first` as soon as it is decoded.
+struct Pair(std::sync::mpsc::Sender<String>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Pair {
+    type Value = (String, String);
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Pair {
+    type Value = (String, String);
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("two strings")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let first: String = seq
+            .next_element()?
+            .ok_or_else(|| A::Error::custom("empty"))?;
+        let _ = self.0.send(first.clone());
+        let second: String = seq.next_element()?.ok_or_else(|| A::Error::custom("one"))?;
+        Ok((first, second))
+    }
+}
+
+#[tokio::test]
+async fn a_reply_is_decoded_while_it_arrives() {
+    let (c, _n, mut peer) = pair();
+    let (seen_tx, seen) = std::sync::mpsc::channel();
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move {
+            c.call_decoding("echo", bytes::Bytes::from_static(b"[]"), Pair(seen_tx))
+                .await
+        }
+    });
+    let id = read_request(&mut peer).await["id"].clone();
+    peer.write_all(format!(r#"{{"id":{id},"result":["first","#).as_bytes())
+        .await
+        .unwrap();
+    // The first half is decoded before the second half is even sent.
+    let first = tokio::task::spawn_blocking(move || seen.recv_timeout(Duration::from_secs(5)))
+        .await
+        .unwrap()
+        .expect("nothing decoded before the reply was complete");
+    assert_eq!(first, "first");
+    peer.write_all(br#""second"],"error":null}"#).await.unwrap();
+    let (a, b) = call.await.unwrap().unwrap();
+    assert_eq!((a.as_str(), b.as_str()), ("first", "second"));
+}
+
+#[tokio::test]
+async fn a_decoded_reply_that_fails_is_an_error_and_the_connection_carries_on() {
+    let (c, _n, mut peer) = pair();
+    for (reply, protocol) in [
+        (r#""result":null,"error":{"error":"unknown method"}"#, false),
+        (r#""result":[1,2],"error":null"#, true),
+    ] {
+        let call = tokio::spawn({
+            let c = c.clone();
+            let (tx, _rx) = std::sync::mpsc::channel();
+            async move {
+                c.call_decoding("echo", bytes::Bytes::from_static(b"[]"), Pair(tx))
+                    .await
+            }
+        });
+        let id = read_request(&mut peer).await["id"].clone();
+        peer.write_all(format!(r#"{{"id":{id},{reply}}}"#).as_bytes())
+            .await
+            .unwrap();
+        let e = call.await.unwrap().unwrap_err();
+        assert_eq!(e.is_protocol(), protocol, "{reply}: {e}");
+        if !protocol {
+            assert_eq!(e.as_server_error().unwrap().error, "unknown method");
+        }
+    }
+    // Still usable.
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move { c.list_dbs().await }
+    });
+    let id = read_request(&mut peer).await["id"].clone();
+    peer.write_all(format!(r#"{{"id":{id},"result":["D"],"error":null}}"#).as_bytes())
+        .await
+        .unwrap();
+    assert_eq!(call.await.unwrap().unwrap(), vec!["D".to_string()]);
+}

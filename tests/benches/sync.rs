@@ -141,11 +141,20 @@ fn floor(path: &str, request: &str, len: usize) -> Duration {
     let start = Instant::now();
     s.write_all(request.as_bytes()).unwrap();
     let mut got = 0;
+    let mut first = None;
     while got < len {
         let n = s.read(&mut chunk).unwrap();
         assert!(n > 0);
+        first.get_or_insert_with(|| start.elapsed());
         got += n;
     }
+    // ovsdb-server builds the whole reply before it writes any of it: this shows how
+    // little of the wait is spent on the bytes themselves.
+    eprintln!(
+        "floor: first byte after {:.2?}, last after {:.2?}",
+        first.unwrap_or_default(),
+        start.elapsed()
+    );
     start.elapsed()
 }
 

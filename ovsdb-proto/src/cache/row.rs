@@ -303,9 +303,9 @@ fn layout_of(layouts: &Layouts, table: &str) -> Result<Arc<Layout>, String> {
 
 /// Decodes `<table-updates2>` (`{"Table": {"uuid": {"initial": row}, …}, …}`) straight
 /// into cached rows, with no generic row in between.
-pub(crate) struct UpdatesSeed<'a>(pub(crate) &'a Layouts);
+pub(crate) struct UpdatesSeed(pub(crate) Layouts);
 
-impl<'de> DeserializeSeed<'de> for UpdatesSeed<'_> {
+impl<'de> DeserializeSeed<'de> for UpdatesSeed {
     type Value = Vec<TableChanges>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -313,7 +313,7 @@ impl<'de> DeserializeSeed<'de> for UpdatesSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for UpdatesSeed<'_> {
+impl<'de> Visitor<'de> for UpdatesSeed {
     type Value = Vec<TableChanges>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -323,7 +323,7 @@ impl<'de> Visitor<'de> for UpdatesSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut out = Vec::new();
         while let Some(table) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let layout = layout_of(self.0, &table).map_err(serde::de::Error::custom)?;
+            let layout = layout_of(&self.0, &table).map_err(serde::de::Error::custom)?;
             let rows = map.next_value_seed(TableSeed(&layout))?;
             out.push(TableChanges { layout, rows });
         }
@@ -350,13 +350,7 @@ impl<'de> Visitor<'de> for TableSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        while let Some(uuid) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let uuid: Uuid = uuid.parse().map_err(|_| {
-                serde::de::Error::custom(format!(
-                    "table {}: row key {uuid:?} is not a uuid",
-                    self.0.table
-                ))
-            })?;
+        while let Some(uuid) = map.next_key_seed(UuidKey(&self.0.table))? {
             let change = map.next_value_seed(ChangeSeed(self.0))?;
             rows.push((uuid, change));
         }
@@ -383,27 +377,80 @@ impl<'de> Visitor<'de> for ChangeSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let kind = map
-            .next_key::<std::borrow::Cow<'de, str>>()?
+            .next_key_seed(KindKey)?
             .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
-        let change = match &*kind {
-            "initial" | "insert" => RowChange::New(map.next_value_seed(RowSeed(self.0))?),
-            "modify" => RowChange::Modify(map.next_value()?),
-            "delete" => {
+        let change = match kind {
+            Kind::New => RowChange::New(map.next_value_seed(RowSeed(self.0))?),
+            Kind::Modify => RowChange::Modify(map.next_value()?),
+            Kind::Delete => {
                 map.next_value::<IgnoredAny>()?;
                 RowChange::Delete
             }
-            other => {
-                return Err(serde::de::Error::custom(format!(
-                    "unknown row update kind {other:?}"
-                )))
-            }
         };
         if map.next_key::<IgnoredAny>()?.is_some() {
-            return Err(serde::de::Error::custom(format!(
-                "a row update with more than one kind ({kind} and more)"
-            )));
+            return Err(serde::de::Error::custom(
+                "a row update with more than one kind",
+            ));
         }
         Ok(change)
+    }
+}
+
+/// A row's uuid, as a key of a table's updates.
+struct UuidKey<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for UuidKey<'_> {
+    type Value = Uuid;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UuidKey<'_> {
+    type Value = Uuid;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a row uuid")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Uuid, E> {
+        v.parse()
+            .map_err(|_| E::custom(format!("table {}: row key {v:?} is not a uuid", self.0)))
+    }
+}
+
+/// The kind of a row update.
+enum Kind {
+    New,
+    Modify,
+    Delete,
+}
+
+struct KindKey;
+
+impl<'de> DeserializeSeed<'de> for KindKey {
+    type Value = Kind;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KindKey {
+    type Value = Kind;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"initial\", \"insert\", \"modify\" or \"delete\"")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Kind, E> {
+        match v {
+            "initial" | "insert" => Ok(Kind::New),
+            "modify" => Ok(Kind::Modify),
+            "delete" => Ok(Kind::Delete),
+            other => Err(E::custom(format!("unknown row update kind {other:?}"))),
+        }
     }
 }
 
@@ -428,26 +475,63 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let layout = self.0;
         let n = layout.names.len();
-        let mut values: Vec<Option<Datum>> = Vec::with_capacity(n);
-        values.resize_with(n, || None);
+        // Filled in place: columns not sent keep a placeholder (an empty set, which
+        // allocates nothing) until they get their defaults.
+        let mut values: Vec<Datum> = Vec::with_capacity(n);
+        values.resize_with(n, || Datum::Set(Vec::new()));
+        let mut seen = Seen::new(n);
         while let Some(at) = map.next_key_seed(ColumnKey(layout))? {
             match at {
-                Some(i) => values[i] = Some(map.next_value()?),
+                Some(i) => {
+                    values[i] = map.next_value()?;
+                    seen.set(i);
+                }
                 // A column not asked for (`_version`, say): not cached.
                 None => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
         }
-        let values = values
-            .into_iter()
-            .zip(layout.defaults.iter())
-            .map(|(v, default)| v.unwrap_or_else(|| default.clone()))
-            .collect();
+        for (i, value) in values.iter_mut().enumerate() {
+            if !seen.get(i) {
+                *value = layout.defaults[i].clone();
+            }
+        }
+        let values = values.into_boxed_slice();
         Ok(CachedRow {
             layout: layout.clone(),
             values,
         })
+    }
+}
+
+/// Which columns a row sent: a bit set, on the stack for tables of up to 128 columns.
+enum Seen {
+    Small(u128),
+    Large(Vec<bool>),
+}
+
+impl Seen {
+    fn new(n: usize) -> Seen {
+        if n <= 128 {
+            Seen::Small(0)
+        } else {
+            Seen::Large(vec![false; n])
+        }
+    }
+
+    fn set(&mut self, i: usize) {
+        match self {
+            Seen::Small(bits) => *bits |= 1 << i,
+            Seen::Large(v) => v[i] = true,
+        }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        match self {
+            Seen::Small(bits) => bits & (1 << i) != 0,
+            Seen::Large(v) => v[i],
+        }
     }
 }
 
@@ -475,7 +559,7 @@ impl<'de> Visitor<'de> for ColumnKey<'_> {
 }
 
 /// Decodes a `monitor_cond_since` result, `[found, last-txn-id, table-updates2]`.
-pub(crate) struct SinceSeed<'a>(pub(crate) &'a Layouts);
+pub(crate) struct SinceSeed(pub(crate) Layouts);
 
 /// A decoded `monitor_cond_since` result.
 pub(crate) struct Since {
@@ -484,7 +568,7 @@ pub(crate) struct Since {
     pub(crate) updates: Vec<TableChanges>,
 }
 
-impl<'de> DeserializeSeed<'de> for SinceSeed<'_> {
+impl<'de> DeserializeSeed<'de> for SinceSeed {
     type Value = Since;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -492,7 +576,7 @@ impl<'de> DeserializeSeed<'de> for SinceSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for SinceSeed<'_> {
+impl<'de> Visitor<'de> for SinceSeed {
     type Value = Since;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -546,7 +630,7 @@ mod tests {
         let text =
             json!({"T": {A: {"initial": {"name": "a", "_version": ["uuid", A]}}}}).to_string();
         let mut de = serde_json::Deserializer::from_str(&text);
-        let changes = UpdatesSeed(&l).deserialize(&mut de).unwrap();
+        let changes = UpdatesSeed(l.clone()).deserialize(&mut de).unwrap();
         let RowChange::New(row) = &changes[0].rows[0].1 else {
             panic!("{changes:?}")
         };
@@ -597,7 +681,7 @@ mod tests {
         ] {
             let text = bad.to_string();
             let mut de = serde_json::Deserializer::from_str(&text);
-            let e = UpdatesSeed(&l)
+            let e = UpdatesSeed(l.clone())
                 .deserialize(&mut de)
                 .unwrap_err()
                 .to_string();

@@ -5,8 +5,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::de::DeserializeSeed;
-
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
@@ -512,7 +510,7 @@ impl ServerState {
 
 /// `monitor_cond_since`, or on a server that lacks it `monitor_cond`, or on one that
 /// lacks that too plain `monitor` (whose updates are turned into the `update2` form).
-/// The big replies are decoded straight into cached rows.
+/// The big replies are decoded straight into cached rows, while they arrive.
 async fn monitor(
     client: Client,
     db: &str,
@@ -521,24 +519,18 @@ async fn monitor(
     since: Option<Uuid>,
     layouts: &Layouts,
 ) -> Result<Since, Error> {
-    let malformed = |method: &str, e: serde_json::Error| {
-        Error::protocol(format!("malformed {method} reply: {e}"))
-    };
     match client
-        .monitor_cond_since_raw(db, id.into(), requests, since)
+        .monitor_cond_since_with(db, id.into(), requests, since, SinceSeed(layouts.clone()))
         .await
     {
         Err(e) if is_unknown(&e) => {}
-        Err(e) => return Err(e),
-        Ok(raw) => {
-            let mut de = serde_json::Deserializer::from_slice(&raw);
-            return SinceSeed(layouts)
-                .deserialize(&mut de)
-                .map_err(|e| malformed("monitor_cond_since", e));
-        }
+        other => return other,
     }
     tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
-    let updates = match client.monitor_cond_raw(db, id.into(), requests).await {
+    let updates = match client
+        .monitor_cond_with(db, id.into(), requests, UpdatesSeed(layouts.clone()))
+        .await
+    {
         Err(e) if is_unknown(&e) => {
             tracing::info!("cache: the server lacks monitor_cond; using monitor");
             let plain: BTreeMap<String, MonitorRequest> = requests
@@ -552,13 +544,7 @@ async fn monitor(
             let updates = to_update2(client.monitor(db, id.into(), &plain).await?);
             from_update2(layouts, updates).map_err(Error::protocol)?
         }
-        Err(e) => return Err(e),
-        Ok(raw) => {
-            let mut de = serde_json::Deserializer::from_slice(&raw);
-            UpdatesSeed(layouts)
-                .deserialize(&mut de)
-                .map_err(|e| malformed("monitor_cond", e))?
-        }
+        other => other?,
     };
     Ok(Since {
         found: false,

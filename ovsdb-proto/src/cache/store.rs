@@ -15,7 +15,7 @@ use super::row::{CachedRow, Layouts, RowChange, TableChanges};
 use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
 /// The rows of one table by uuid.
-pub type TableRows = imbl::HashMap<Uuid, Arc<CachedRow>>;
+pub type TableRows = imbl::OrdMap<Uuid, Arc<CachedRow>>;
 
 /// One unique index: the values of its columns to the row that has them.
 type UniqueIndex = imbl::HashMap<Vec<crate::Datum>, Uuid>;
@@ -116,7 +116,7 @@ impl Snapshot {
 
     /// Total number of rows.
     pub fn len(&self) -> usize {
-        self.tables.values().map(imbl::HashMap::len).sum()
+        self.tables.values().map(imbl::OrdMap::len).sum()
     }
 
     /// True when no row is cached.
@@ -377,16 +377,23 @@ impl Writer {
             ));
         }
         // Indexes and typed tables are rebuilt from the new contents, through the same
-        // incremental path as an update, from empty.
-        let all: Vec<Event> = next
-            .tables
-            .iter()
-            .flat_map(|(table, rows)| events_for_all(table, rows))
-            .collect();
+        // incremental path as an update, from empty. Into an empty cache (the first
+        // sync) the events are exactly those inserts.
+        let all: Vec<Event>;
+        let all = if old.is_empty() {
+            &events
+        } else {
+            all = next
+                .tables
+                .iter()
+                .flat_map(|(table, rows)| events_for_all(table, rows))
+                .collect();
+            &all
+        };
         next.indexes.clear();
         next.typed.clear();
-        update_indexes(&mut next, &all);
-        self.apply_typed(&mut next, &all)?;
+        update_indexes(&mut next, all);
+        self.apply_typed(&mut next, all)?;
         self.shared.store(next);
         Ok(events)
     }
@@ -456,7 +463,7 @@ mod tests {
     }
 
     fn updates(l: &Layouts, j: serde_json::Value) -> Vec<TableChanges> {
-        UpdatesSeed(l).deserialize(&j).unwrap()
+        UpdatesSeed(l.clone()).deserialize(&j).unwrap()
     }
 
     const A: &str = "00000000-0000-0000-0000-00000000000a";
