@@ -527,3 +527,130 @@ async fn changing_conditions_narrows_and_widens_the_cache_and_survives_a_reconne
     assert_eq!(replay.contents(), want, "the events tell the same story");
     assert!(cache.set_conditions("Nope", vec![]).await.is_err());
 }
+
+#[tokio::test]
+async fn each_table_has_its_own_typed_event_stream() {
+    use nb_model::{LogicalSwitch, LogicalSwitchPort};
+    use ovsdb_proto::cache::{TypedChange, TypedEvent};
+
+    let mut server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("before"))])
+        .await
+        .unwrap();
+    let mut cfg = config(&server.unix_remote());
+    let mut switches = cfg.subscribe::<LogicalSwitch>();
+    let mut ports = cfg.subscribe::<LogicalSwitchPort>();
+    // Only the typed streams are read: the stream of every table is dropped.
+    let (cache, _) = Cache::start(cfg);
+    cache.wait_until_ready().await;
+
+    async fn next<T>(s: &mut ovsdb_proto::cache::TypedEvents<T>) -> TypedEvent<T> {
+        tokio::time::timeout(Duration::from_secs(10), s.recv())
+            .await
+            .expect("no typed event")
+            .expect("the stream ended")
+    }
+    // The initial row, then ready.
+    match next(&mut switches).await {
+        TypedEvent::Change {
+            change: TypedChange::Insert { new },
+            ..
+        } => assert_eq!(new.name, "before"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(next(&mut switches).await, TypedEvent::Ready);
+    assert_eq!(next(&mut ports).await, TypedEvent::Ready);
+
+    // Insert, update, delete of a switch with a port.
+    let mut sw = named("sw");
+    sw.insert("ports".into(), Datum::named_uuid("p"));
+    w.transact(
+        NB,
+        &[
+            Operation::insert_named("Logical_Switch_Port", named("p1"), "p"),
+            Operation::insert("Logical_Switch", sw),
+        ],
+    )
+    .await
+    .unwrap();
+    let TypedEvent::Change {
+        uuid,
+        change: TypedChange::Insert { new },
+    } = next(&mut switches).await
+    else {
+        panic!("not an insert")
+    };
+    assert_eq!((new.name.as_str(), new.ports.len()), ("sw", 1));
+    match next(&mut ports).await {
+        TypedEvent::Change {
+            change: TypedChange::Insert { new },
+            ..
+        } => assert_eq!(new.name, "p1"),
+        other => panic!("{other:?}"),
+    }
+    w.transact(
+        NB,
+        &[Operation::Update {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::eq("name", "sw")],
+            row: named("sw2"),
+        }],
+    )
+    .await
+    .unwrap();
+    match next(&mut switches).await {
+        TypedEvent::Change {
+            uuid: u,
+            change: TypedChange::Update { old, new },
+        } => {
+            assert_eq!(u, uuid);
+            assert_eq!((old.name.as_str(), new.name.as_str()), ("sw", "sw2"));
+            assert_eq!(old.ports, new.ports);
+        }
+        other => panic!("{other:?}"),
+    }
+    w.transact(
+        NB,
+        &[Operation::Delete {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::eq("name", "sw2")],
+        }],
+    )
+    .await
+    .unwrap();
+    match next(&mut switches).await {
+        TypedEvent::Change {
+            uuid: u,
+            change: TypedChange::Delete { old },
+        } => assert_eq!((u, old.name.as_str()), (uuid, "sw2")),
+        other => panic!("{other:?}"),
+    }
+    // The port went with its switch (it is not a root); the switch stream saw none of
+    // the port's events.
+    match next(&mut ports).await {
+        TypedEvent::Change {
+            change: TypedChange::Delete { old },
+            ..
+        } => assert_eq!(old.name, "p1"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(switches.try_recv(), None);
+    assert_eq!(ports.try_recv(), None);
+
+    // The cache carries on across a restart without the dropped stream, and the
+    // resync brings no event for the unchanged row.
+    restart_and_reconnect(&mut server, &cache).await;
+    let (w, _) = client(&server.unix_remote()).await;
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("after"))])
+        .await
+        .unwrap();
+    match next(&mut switches).await {
+        TypedEvent::Change {
+            change: TypedChange::Insert { new },
+            ..
+        } => assert_eq!(new.name, "after"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(ports.try_recv(), None);
+}

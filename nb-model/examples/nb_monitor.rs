@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use nb_model::LogicalSwitchPort;
-use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, TypedChange, TypedTable};
+use ovsdb_proto::cache::{Cache, CacheConfig, TypedChange, TypedEvent, TypedTable};
 use ovsdb_proto::Remote;
 
 #[tokio::main(flavor = "current_thread")]
@@ -26,19 +26,23 @@ async fn main() -> Result<(), ovsdb_proto::Error> {
         TypedTable::<LogicalSwitchPort>::new()
             .index("namespace", |p| p.external_ids.get("namespace").cloned()),
     );
-    let (cache, mut events) = Cache::start(config);
+    // The port table's own stream of changes, decoded into the model.
+    let mut ports = config.subscribe::<LogicalSwitchPort>();
+    // The stream of every table's changes is not needed here: dropped, it is not fed.
+    let (cache, _) = Cache::start(config);
 
     let follow = async {
-        while let Some(event) = events.recv().await {
+        while let Some(event) = ports.recv().await {
             match event {
-                CacheEvent::Ready => println!("ready: {} ports", cache.snapshot().len()),
-                CacheEvent::Change(change) => match change.decode::<LogicalSwitchPort>() {
-                    Some(Ok(TypedChange::Insert { new })) => println!("+ {}", new.name),
-                    Some(Ok(TypedChange::Update { new, .. })) => println!("~ {}", new.name),
-                    Some(Ok(TypedChange::Delete { old })) => println!("- {}", old.name),
-                    Some(Err(e)) => eprintln!("undecodable row: {e}"),
-                    None => {}
+                TypedEvent::Ready => println!("ready: {} ports", cache.snapshot().len()),
+                TypedEvent::Change { change, .. } => match change {
+                    TypedChange::Insert { new } => println!("+ {}", new.name),
+                    TypedChange::Update { new, .. } => println!("~ {}", new.name),
+                    TypedChange::Delete { old } => println!("- {}", old.name),
                 },
+                TypedEvent::Undecodable { uuid, error } => {
+                    eprintln!("row {uuid} does not decode: {error}")
+                }
             }
         }
     };

@@ -34,7 +34,7 @@ use crate::remote::Remote;
 pub use diff::{apply_column, apply_row};
 pub use row::CachedRow;
 pub use store::{Change, Event, Snapshot, TableRows, TypedChange};
-pub use typed::TypedTable;
+pub use typed::{TypedEvent, TypedEvents, TypedTable};
 
 /// What to cache and where from.
 #[derive(Clone)]
@@ -57,6 +57,8 @@ pub struct CacheConfig {
     pub event_capacity: usize,
     /// Tables also kept decoded into model types, with their indexes.
     typed: Vec<Arc<dyn typed::TypedSpec>>,
+    /// The typed event streams.
+    subscribers: Vec<Arc<dyn typed::Subscriber>>,
 }
 
 impl std::fmt::Debug for CacheConfig {
@@ -69,6 +71,14 @@ impl std::fmt::Debug for CacheConfig {
             .field(
                 "typed",
                 &self.typed.iter().map(|t| t.table()).collect::<Vec<_>>(),
+            )
+            .field(
+                "subscribers",
+                &self
+                    .subscribers
+                    .iter()
+                    .map(|t| t.table())
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -90,6 +100,7 @@ impl CacheConfig {
             max_backoff: Duration::from_secs(8),
             event_capacity: 64,
             typed: Vec::new(),
+            subscribers: Vec::new(),
         }
     }
 
@@ -102,6 +113,21 @@ impl CacheConfig {
             .or_insert_with(MonitorRequest::all);
         self.typed.push(Arc::new(table));
         self
+    }
+
+    /// A stream of the changes of `T`'s table alone, decoded into `T` (inserts, updates
+    /// with the old and new row, deletes with the last row), with its own
+    /// [`TypedEvent::Ready`]. Like [`CacheEvents`] it is lossless: the cache waits for
+    /// a reader that is behind by more than [`event_capacity`](Self::event_capacity)
+    /// batches (as set when this is called). `T`'s table is added to the monitored
+    /// tables if it is not there.
+    pub fn subscribe<T: crate::model::Table>(&mut self) -> TypedEvents<T> {
+        self.tables
+            .entry(T::NAME.to_owned())
+            .or_insert_with(MonitorRequest::all);
+        let (subscriber, events) = typed::subscription::<T>(self.event_capacity);
+        self.subscribers.push(subscriber);
+        events
     }
 }
 
@@ -167,7 +193,9 @@ impl Drop for Cache {
 }
 
 impl Cache {
-    /// Starts the cache task on the current tokio runtime.
+    /// Starts the cache task on the current tokio runtime. The [`CacheEvents`] stream
+    /// may be dropped by a caller that does not want it (it then costs nothing); one
+    /// that is kept must be read, since the cache waits for a reader that is behind.
     pub fn start(config: CacheConfig) -> (Cache, CacheEvents) {
         let writer = store::Writer::with_typed(config.typed.clone());
         let shared = writer.shared();

@@ -149,9 +149,6 @@ impl Task {
                     failures = 0;
                 }
                 End::Failed(e) => {
-                    if self.events.is_closed() {
-                        return;
-                    }
                     failures = failures.saturating_add(1);
                     let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
                     tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
@@ -340,6 +337,9 @@ impl Task {
     async fn publish(&self, batch: Vec<CacheEvent>) {
         self.published.version.send_modify(|v| *v += 1);
         if !batch.is_empty() {
+            for s in &self.config.subscribers {
+                s.deliver(&batch).await;
+            }
             // Waits while the reader is behind: backpressure, never a dropped event. A
             // dropped stream means nobody listens; the cache itself carries on.
             let _ = self.events.send(batch).await;

@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use crate::model::Table;
 
-use super::store::{Change, Event, TableRows};
+use super::store::{Change, Event, TableRows, TypedChange};
+use super::CacheEvent;
 
 /// A typed table's state in a snapshot.
 pub(crate) type AnyState = Arc<dyn Any + Send + Sync>;
@@ -176,4 +177,118 @@ pub(crate) fn events_for_all(table: &str, rows: &TableRows) -> Vec<Event> {
             change: Change::Insert { new: r.clone() },
         })
         .collect()
+}
+
+/// An item of a table's typed event stream ([`CacheConfig::subscribe`](super::CacheConfig::subscribe)).
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypedEvent<T> {
+    /// A row of the table changed.
+    Change {
+        /// The row.
+        uuid: Uuid,
+        /// What happened to it, in the model's terms.
+        change: TypedChange<T>,
+    },
+    /// A row changed but does not decode into the model (a value the model cannot
+    /// hold); the untyped events and the snapshot still have it.
+    Undecodable {
+        /// The row.
+        uuid: Uuid,
+        /// Why it does not decode.
+        error: crate::model::DecodeError,
+    },
+    /// The initial contents are in (sent once, after their inserts).
+    Ready,
+}
+
+/// The typed event stream of one table: every change of the table, in order, decoded
+/// into `T`. Lossless: a reader that falls behind holds the cache back.
+pub struct TypedEvents<T> {
+    rx: tokio::sync::mpsc::Receiver<Vec<TypedEvent<T>>>,
+    pending: std::collections::VecDeque<TypedEvent<T>>,
+}
+
+impl<T> TypedEvents<T> {
+    /// The next event; `None` once the cache is dropped.
+    pub async fn recv(&mut self) -> Option<TypedEvent<T>> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
+            }
+            self.pending.extend(self.rx.recv().await?);
+        }
+    }
+
+    /// An event if one is waiting.
+    pub fn try_recv(&mut self) -> Option<TypedEvent<T>> {
+        loop {
+            if let Some(e) = self.pending.pop_front() {
+                return Some(e);
+            }
+            self.pending.extend(self.rx.try_recv().ok()?);
+        }
+    }
+}
+
+/// Where the cache task sends one table's typed events.
+pub(crate) trait Subscriber: Send + Sync {
+    fn table(&self) -> &'static str;
+    /// Sends this table's share of `batch`, waiting while the reader is behind.
+    fn deliver<'a>(
+        &'a self,
+        batch: &'a [CacheEvent],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
+}
+
+pub(crate) struct TypedSubscriber<T> {
+    pub(crate) tx: tokio::sync::mpsc::Sender<Vec<TypedEvent<T>>>,
+}
+
+/// A subscriber and the stream it feeds.
+pub(crate) fn subscription<T: Table>(capacity: usize) -> (Arc<dyn Subscriber>, TypedEvents<T>) {
+    let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
+    (
+        Arc::new(TypedSubscriber { tx }),
+        TypedEvents {
+            rx,
+            pending: std::collections::VecDeque::new(),
+        },
+    )
+}
+
+impl<T: Table> Subscriber for TypedSubscriber<T> {
+    fn table(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn deliver<'a>(
+        &'a self,
+        batch: &'a [CacheEvent],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            if self.tx.is_closed() {
+                return;
+            }
+            let mine: Vec<TypedEvent<T>> = batch
+                .iter()
+                .filter_map(|e| match e {
+                    CacheEvent::Ready => Some(TypedEvent::Ready),
+                    CacheEvent::Change(e) => e.decode::<T>().map(|d| match d {
+                        Ok(change) => TypedEvent::Change {
+                            uuid: e.uuid,
+                            change,
+                        },
+                        Err(error) => TypedEvent::Undecodable {
+                            uuid: e.uuid,
+                            error,
+                        },
+                    }),
+                })
+                .collect();
+            if !mine.is_empty() {
+                // A dropped stream means nobody listens; the cache carries on.
+                let _ = self.tx.send(mine).await;
+            }
+        })
+    }
 }
