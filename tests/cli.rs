@@ -302,8 +302,9 @@ fn spawn_monitor(args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiv
 }
 
 #[test]
-fn monitor_prints_ready_then_changes_then_a_snapshot_equal_to_the_server() {
-    let sb = sandbox();
+fn monitor_prints_ready_then_changes_through_restart_and_replacement_then_a_snapshot_equal_to_the_server(
+) {
+    let mut sb = sandbox();
     sb.nbctl(&["ls-add", "before"]).unwrap();
     let (mut child, rx) = spawn_monitor(&[
         "monitor",
@@ -349,6 +350,30 @@ fn monitor_prints_ready_then_changes_then_a_snapshot_equal_to_the_server() {
         "the last row comes with a delete"
     );
 
+    // A restart with the database kept: no event for the unchanged row, then the next
+    // change.
+    sb.nb.restart().unwrap();
+    sb.nbctl(&["ls-add", "sw2"]).unwrap();
+    let e = read_line(&rx, 20);
+    assert_eq!(
+        (e["op"].as_str(), e["row"]["name"].as_str()),
+        (Some("insert"), Some("sw2")),
+        "after the restart, the next change and nothing else"
+    );
+    // The database replaced by an empty one: a delete for each row that is gone.
+    sb.nb.replace_database().unwrap();
+    let mut gone: Vec<String> = (0..2)
+        .map(|_| {
+            let e = read_line(&rx, 20);
+            assert_eq!(e["op"], "delete", "{e}");
+            e["row"]["name"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    gone.sort();
+    assert_eq!(gone, ["before", "sw2"]);
+    sb.nbctl(&["ls-add", "sw3"]).unwrap();
+    assert_eq!(read_line(&rx, 20)["row"]["name"], "sw3");
+
     drop(child.stdin.take()); // closing stdin ends the monitor with a snapshot
     let snap = read_line(&rx, 10);
     assert_eq!(snap["event"], "snapshot");
@@ -358,7 +383,7 @@ fn monitor_prints_ready_then_changes_then_a_snapshot_equal_to_the_server() {
 }
 
 #[test]
-fn monitor_follows_a_cluster_through_leader_loss_and_ends_on_sigterm() {
+fn monitor_follows_a_cluster_through_leader_loss_transfer_and_restart_and_ends_on_sigterm() {
     let install = ovn_sandbox::Installation::recent().unwrap();
     let mut cluster = ovn_sandbox::Cluster::start(&install, 3, None).unwrap();
     let remotes = cluster.remotes();
@@ -395,22 +420,58 @@ fn monitor_follows_a_cluster_through_leader_loss_and_ends_on_sigterm() {
         "followed to the new leader"
     );
 
-    // SIGTERM ends it with the snapshot.
+    // Leadership handed over the way a leader does before it writes a snapshot.
+    let now = wait_for_leader(&cluster);
+    cluster.members[now]
+        .appctl(&["cluster/failure-test", "transfer-leadership"])
+        .unwrap();
+    nbctl(&["ls-add", "c"]);
+    assert_eq!(
+        read_line(&rx, 30)["row"]["name"],
+        "c",
+        "followed the transfer"
+    );
+    // The killed member comes back and catches up.
+    cluster.members[leader].restart().unwrap();
+    nbctl(&["ls-add", "d"]);
+    assert_eq!(read_line(&rx, 30)["row"]["name"], "d");
+
+    // SIGTERM ends it with the snapshot, which equals the server's contents.
     // SAFETY: kill(2) on our own child's pid.
     unsafe {
         libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
     }
     let snap = read_line(&rx, 10);
     assert_eq!(snap["event"], "snapshot");
-    let names: Vec<&str> = snap["tables"]["Logical_Switch"]
-        .as_object()
-        .unwrap()
-        .values()
-        .map(|r| r["name"].as_str().unwrap())
-        .collect();
-    let mut names = names;
-    names.sort();
-    assert_eq!(names, ["a", "b"]);
+    let at = cluster.members[wait_for_leader(&cluster)].tool_unix_remote();
+    let theirs = real_dump_as_ours(
+        &install
+            .output(
+                "ovsdb-client",
+                &[
+                    "dump",
+                    "-f",
+                    "json",
+                    &at,
+                    "OVN_Northbound",
+                    "Logical_Switch",
+                ],
+            )
+            .unwrap(),
+    );
+    assert_eq!(snap["tables"]["Logical_Switch"], theirs["Logical_Switch"]);
+    assert_eq!(theirs["Logical_Switch"].as_object().unwrap().len(), 4);
     let mut child = child;
     assert!(child.wait().unwrap().success());
+}
+
+/// The index of the cluster's leader, once it has one.
+fn wait_for_leader(cluster: &ovn_sandbox::Cluster) -> usize {
+    for _ in 0..200 {
+        if let Some(l) = cluster.leader() {
+            return l;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the cluster has no leader");
 }
