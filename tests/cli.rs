@@ -383,7 +383,7 @@ fn monitor_prints_ready_then_changes_through_restart_and_replacement_then_a_snap
 }
 
 #[test]
-fn monitor_follows_a_cluster_through_leader_loss_transfer_and_restart_and_ends_on_sigterm() {
+fn monitor_follows_a_cluster_through_leader_loss_transfer_restart_and_leave_and_ends_on_sigterm() {
     let install = ovn_sandbox::Installation::recent().unwrap();
     let mut cluster = ovn_sandbox::Cluster::start(&install, 3, None).unwrap();
     let remotes = cluster.remotes();
@@ -398,21 +398,21 @@ fn monitor_follows_a_cluster_through_leader_loss_transfer_and_restart_and_ends_o
 
     let leader = cluster.leader().expect("a leader");
     // Writes go through a member that survives; it forwards them to the leader.
-    let db = format!(
-        "--db={}",
-        cluster.members[(leader + 1) % 3].tool_unix_remote()
-    );
-    let nbctl = |args: &[&str]| {
-        let mut all = vec![db.as_str(), "--no-leader-only", "--timeout=20"];
+    let through: Vec<String> = (0..3)
+        .map(|m| format!("--db={}", cluster.members[m].tool_unix_remote()))
+        .collect();
+    let mut db = &through[(leader + 1) % 3];
+    let nbctl = |db: &str, args: &[&str]| {
+        let mut all = vec![db, "--no-leader-only", "--timeout=20"];
         all.extend_from_slice(args);
         install
             .output("ovn-nbctl", &all)
             .unwrap_or_else(|e| panic!("{e}"))
     };
-    nbctl(&["ls-add", "a"]);
+    nbctl(db, &["ls-add", "a"]);
     assert_eq!(read_line(&rx, 10)["row"]["name"], "a");
     cluster.members[leader].kill();
-    nbctl(&["ls-add", "b"]);
+    nbctl(db, &["ls-add", "b"]);
     let e = read_line(&rx, 30);
     assert_eq!(
         (e["op"].as_str(), e["row"]["name"].as_str()),
@@ -425,7 +425,7 @@ fn monitor_follows_a_cluster_through_leader_loss_transfer_and_restart_and_ends_o
     cluster.members[now]
         .appctl(&["cluster/failure-test", "transfer-leadership"])
         .unwrap();
-    nbctl(&["ls-add", "c"]);
+    nbctl(db, &["ls-add", "c"]);
     assert_eq!(
         read_line(&rx, 30)["row"]["name"],
         "c",
@@ -433,8 +433,20 @@ fn monitor_follows_a_cluster_through_leader_loss_transfer_and_restart_and_ends_o
     );
     // The killed member comes back and catches up.
     cluster.members[leader].restart().unwrap();
-    nbctl(&["ls-add", "d"]);
+    nbctl(db, &["ls-add", "d"]);
     assert_eq!(read_line(&rx, 30)["row"]["name"], "d");
+    // The leader leaves the cluster; writes go through a member that stays.
+    let now = wait_for_leader(&cluster);
+    cluster.members[now]
+        .appctl(&["cluster/leave", "OVN_Northbound"])
+        .unwrap();
+    db = &through[(now + 1) % 3];
+    nbctl(db, &["ls-add", "e"]);
+    assert_eq!(
+        read_line(&rx, 30)["row"]["name"],
+        "e",
+        "followed past the leave"
+    );
 
     // SIGTERM ends it with the snapshot, which equals the server's contents.
     // SAFETY: kill(2) on our own child's pid.
@@ -460,7 +472,7 @@ fn monitor_follows_a_cluster_through_leader_loss_transfer_and_restart_and_ends_o
             .unwrap(),
     );
     assert_eq!(snap["tables"]["Logical_Switch"], theirs["Logical_Switch"]);
-    assert_eq!(theirs["Logical_Switch"].as_object().unwrap().len(), 4);
+    assert_eq!(theirs["Logical_Switch"].as_object().unwrap().len(), 5);
     let mut child = child;
     assert!(child.wait().unwrap().success());
 }
