@@ -479,7 +479,7 @@ impl Client {
         monitor_id: serde_json::Value,
         requests: &BTreeMap<String, MonitorRequest>,
     ) -> Result<TableUpdates2, Error> {
-        self.monitor_cond_with(db, monitor_id, requests, std::marker::PhantomData)
+        self.call("monitor_cond", &(db, monitor_id, AsArrays(requests)))
             .await
     }
 
@@ -510,13 +510,11 @@ impl Client {
         requests: &BTreeMap<String, MonitorRequest>,
         last_txn_id: Option<Uuid>,
     ) -> Result<MonitorSince, Error> {
+        let since = last_txn_id.unwrap_or(Uuid::nil());
         let (found, last_txn_id, updates): (bool, Uuid, TableUpdates2) = self
-            .monitor_cond_since_with(
-                db,
-                monitor_id,
-                requests,
-                last_txn_id,
-                std::marker::PhantomData,
+            .call(
+                "monitor_cond_since",
+                &(db, monitor_id, AsArrays(requests), since),
             )
             .await?;
         Ok(MonitorSince {

@@ -88,11 +88,6 @@ impl Layout {
     pub(crate) fn index_name(&self, index: &[usize]) -> Vec<String> {
         index.iter().map(|&i| self.names[i].clone()).collect()
     }
-
-    /// True when `names` are the columns of `index`.
-    pub(crate) fn is_index(&self, index: &[usize], names: &[String]) -> bool {
-        index.iter().map(|&i| &self.names[i]).eq(names.iter())
-    }
 }
 
 /// One cached row: the values of its table's monitored columns. Read a column with

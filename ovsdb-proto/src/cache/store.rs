@@ -51,13 +51,13 @@ impl Snapshot {
     pub fn find(&self, table: &str, key: &[(&str, crate::Datum)]) -> Option<Arc<CachedRow>> {
         let mut wanted: Vec<(&str, &crate::Datum)> = key.iter().map(|(c, d)| (*c, d)).collect();
         wanted.sort_by(|a, b| a.0.cmp(b.0));
-        let columns: Vec<String> = wanted.iter().map(|(c, _)| c.to_string()).collect();
+        let (_, index) = self.indexes.get(table)?.iter().find(|(names, _)| {
+            names
+                .iter()
+                .map(String::as_str)
+                .eq(wanted.iter().map(|w| w.0))
+        })?;
         let values: Vec<crate::Datum> = wanted.into_iter().map(|(_, d)| d.clone()).collect();
-        let (_, index) = self
-            .indexes
-            .get(table)?
-            .iter()
-            .find(|(names, _)| *names == columns)?;
         let uuid = index.get(&values)?;
         self.get(table, uuid)
     }
@@ -128,10 +128,9 @@ impl Snapshot {
     pub fn to_json(&self) -> serde_json::Value {
         let mut out = serde_json::Map::new();
         for (name, rows) in &self.tables {
-            let mut sorted: Vec<(&Uuid, &Arc<CachedRow>)> = rows.iter().collect();
-            sorted.sort_by_key(|(u, _)| **u);
-            let rows: serde_json::Map<String, serde_json::Value> = sorted
-                .into_iter()
+            // An ordered map: the rows come in uuid order already.
+            let rows: serde_json::Map<String, serde_json::Value> = rows
+                .iter()
                 .map(|(u, r)| {
                     (
                         u.to_string(),
@@ -409,26 +408,22 @@ fn update_indexes(next: &mut Snapshot, events: &[Event]) {
             Change::Delete { old } => (Some(old), None),
         };
         let layout = old.or(new).expect("a change has a row").layout();
-        for index in layout.indexes() {
+        // A table's indexes are kept in its layout's order (every cached row of a table
+        // has the same layout: a new one takes a resync, which starts the indexes over).
+        if !next.indexes.contains_key(&e.table) {
+            let all = layout
+                .indexes()
+                .map(|i| (layout.index_name(i), UniqueIndex::new()))
+                .collect();
+            next.indexes.insert(e.table.clone(), all);
+        }
+        let kept = next.indexes.get_mut(&e.table).expect("inserted above");
+        for (at, index) in layout.indexes().enumerate() {
             if let (Some(o), Some(n)) = (old, new) {
                 if o.same_at(n, index) {
                     continue; // the key did not change
                 }
             }
-            if !next.indexes.contains_key(&e.table) {
-                next.indexes.insert(e.table.clone(), Vec::new());
-            }
-            let kept = next.indexes.get_mut(&e.table).expect("inserted above");
-            let at = match kept
-                .iter()
-                .position(|(names, _)| layout.is_index(index, names))
-            {
-                Some(at) => at,
-                None => {
-                    kept.push((layout.index_name(index), UniqueIndex::new()));
-                    kept.len() - 1
-                }
-            };
             let map = &mut kept[at].1;
             if let Some(k) = old.map(|o| o.key(index)) {
                 if map.get(&k) == Some(&e.uuid) {
