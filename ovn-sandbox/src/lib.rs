@@ -346,11 +346,26 @@ fn wait_until<T>(what: &str, mut check: impl FnMut() -> Result<Option<T>>) -> Re
 /// A port on 127.0.0.1 that was free a moment ago (for raft addresses, which must be
 /// known before the server starts).
 pub fn free_port() -> Result<u16> {
-    let l =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| SandboxError(format!("cannot bind: {e}")))?;
-    Ok(l.local_addr()
-        .map_err(|e| SandboxError(e.to_string()))?
-        .port())
+    Ok(free_ports(1)?[0])
+}
+
+/// `n` distinct ports on 127.0.0.1 that were free a moment ago. The listeners are held
+/// until all `n` are chosen, so the kernel cannot hand out one port twice (as separate
+/// calls to [`free_port`] can).
+pub fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let mut listeners = Vec::with_capacity(n);
+    let mut ports = Vec::with_capacity(n);
+    for _ in 0..n {
+        let l = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| SandboxError(format!("cannot bind: {e}")))?;
+        ports.push(
+            l.local_addr()
+                .map_err(|e| SandboxError(e.to_string()))?
+                .port(),
+        );
+        listeners.push(l);
+    }
+    Ok(ports)
 }
 
 /// PEM files for an ovsdb-server SSL remote (host paths; they are copied into the
@@ -764,10 +779,10 @@ impl Cluster {
             .ok()
             .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_owned))
             .ok_or_else(|| SandboxError(format!("{} has no database name", schema.display())))?;
-        let mut raft = Vec::new();
-        for _ in 0..n {
-            raft.push(format!("tcp:127.0.0.1:{}", free_port()?));
-        }
+        let raft: Vec<String> = free_ports(n)?
+            .into_iter()
+            .map(|p| format!("tcp:127.0.0.1:{p}"))
+            .collect();
         let mut members = Vec::new();
         for (i, addr) in raft.iter().enumerate() {
             let dir = install.workdir()?;
