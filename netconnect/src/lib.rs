@@ -1,7 +1,29 @@
-//! OVN-Kubernetes network logic on top of `nb-model`: primary user-defined network
-//! topologies, the Layer2 transit-router topology (OKEP-5094), multiple Layer3 subnets
-//! (OKEP-5377) and ClusterNetworkConnect (OKEP-5224), applied by the `netconnectd` daemon.
+//! OVN-Kubernetes' network logic for OVN_Northbound, on top of `nb-model`: the primary
+//! user-defined network topologies (Layer3 with several subnets per OKEP-5377, Layer2
+//! with a transit router per OKEP-5094), ClusterNetworkConnect (OKEP-5224), and the
+//! `netconnectd` daemon that applies them to a real OVN.
 //!
-//! This crate is a placeholder: nothing is implemented yet.
+//! The data flows one way, pure before I/O:
+//!
+//! 1. [`api`]: objects read from YAML files as `kubectl get -o yaml` prints them
+//!    (Nodes, Namespaces, UserDefinedNetworks, ClusterUserDefinedNetworks,
+//!    ClusterNetworkConnects), validated by the CRDs' rules into an
+//!    [`api::Inventory`];
+//! 2. [`alloc`]: what OVN-Kubernetes' cluster manager allocates (node ids, network
+//!    ids, host subnets, transit subnets, tunnel keys), deterministically, persisted as
+//!    the same annotations ([`state`]);
+//! 3. [`topology`]: pure functions from inputs and allocations to the NB rows each
+//!    reconcile key wants;
+//! 4. [`reconcile`]: the difference between those rows and a snapshot of the NB, as
+//!    one minimal transaction per key, touching only what the key owns;
+//! 5. [`controller`]: the level-driven loop that feeds keys to the reconciler from
+//!    input changes and NB events, with retries and backoff.
 
 #![warn(missing_docs)]
+
+pub mod alloc;
+pub mod api;
+pub mod topology;
+
+#[cfg(test)]
+mod testing;

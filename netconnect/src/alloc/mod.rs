@@ -1,0 +1,318 @@
+//! What OVN-Kubernetes' cluster manager allocates, allocated the same way and written
+//! as the same annotations: node ids, network ids, host subnets per (network, node),
+//! Layer2 transit subnets and tunnel keys.
+//!
+//! Allocation is deterministic: objects are taken in name order (never map order), ids
+//! and subnets already annotated are kept, and the next free one follows a rule that
+//! depends only on what is in use ([`ids`]). The same inputs give the same answer to a
+//! restarted daemon and to a second zone; an allocation, once made, does not change
+//! while its object exists.
+
+pub mod ids;
+pub mod subnets;
+pub mod transit;
+
+use std::collections::BTreeMap;
+
+use ipnet::IpNet;
+
+use crate::api::{Inventory, Problem, Role, Topology};
+use crate::topology::addr::nth_in;
+
+pub use ids::{IdAllocator, IdError};
+pub use subnets::{SubnetAllocator, SubnetError};
+
+/// The highest node id (OVN-Kubernetes' `maxNodeIDs`); ids 0 and 1 are reserved.
+pub const MAX_NODE_ID: u32 = 5000;
+/// Network ids are below this (OVN-Kubernetes' `MaxNetworks`); 0 is the default
+/// network's.
+pub const MAX_NETWORKS: u32 = 4096;
+/// Transit switches' tunnel keys are this plus the network id (reference §2.5).
+pub const BASE_TRANSIT_SWITCH_TUNNEL_KEY: u32 = 16_711_683;
+/// The first tunnel key of the shared allocator, after the keys kept for transit
+/// switches (`16711683 + 4096`).
+pub const FIRST_ALLOCATED_TUNNEL_KEY: u32 = BASE_TRANSIT_SWITCH_TUNNEL_KEY + MAX_NETWORKS;
+/// The highest datapath tunnel key OVN accepts (2^24 - 1).
+pub const MAX_DATAPATH_TUNNEL_KEY: u32 = (1 << 24) - 1;
+
+/// Cluster-wide settings the allocations depend on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// The transit switch subnets (default `100.88.0.0/16`, `fd97::/64`); also the
+    /// default Layer2 transit subnets.
+    pub transit_subnets: Vec<IpNet>,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            transit_subnets: vec![
+                "100.88.0.0/16".parse().expect("constant"),
+                "fd97::/64".parse().expect("constant"),
+            ],
+        }
+    }
+}
+
+/// Everything allocated.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Allocations {
+    /// Node ids by node name.
+    pub node_ids: BTreeMap<String, u32>,
+    /// Each node's transit switch port addresses (IPv4 first).
+    pub node_transit: BTreeMap<String, Vec<IpNet>>,
+    /// Network ids by network name.
+    pub network_ids: BTreeMap<String, u32>,
+    /// Host subnets by network name, then node name (IPv4 first).
+    pub host_subnets: BTreeMap<String, BTreeMap<String, Vec<IpNet>>>,
+    /// Primary Layer2 networks' tunnel keys: `[switch, transit router]`.
+    pub tunnel_keys: BTreeMap<String, Vec<u32>>,
+    /// Primary Layer2 networks' transit subnets (IPv4 first).
+    pub transit_subnets: BTreeMap<String, Vec<IpNet>>,
+}
+
+fn problem_for(
+    origin: &crate::api::Origin,
+    object: String,
+    field: &str,
+    message: String,
+) -> Problem {
+    Problem {
+        origin: origin.clone(),
+        object: Some(object),
+        field: Some(field.to_owned()),
+        message,
+    }
+}
+
+/// Allocates what the inventory's objects lack, keeping what they carry. Objects that
+/// cannot get an allocation are left out of the result and reported.
+pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Problem>) {
+    let mut out = Allocations::default();
+    let mut problems = Vec::new();
+    use crate::api::annotations::*;
+
+    // Node ids: annotated ones first (in name order, so a clash keeps the first node's).
+    let mut node_ids = IdAllocator::new(2, MAX_NODE_ID);
+    let mut missing = Vec::new();
+    for (name, node) in &inv.nodes {
+        match node.node_id {
+            Some(id) => match node_ids.reserve(id) {
+                Ok(()) => {
+                    out.node_ids.insert(name.clone(), id);
+                }
+                Err(e) => problems.push(problem_for(
+                    &node.origin,
+                    format!("Node {name}"),
+                    &format!("metadata.annotations[{NODE_ID}]"),
+                    format!("node id {id} cannot be used: {e}"),
+                )),
+            },
+            None => missing.push(name),
+        }
+    }
+    for name in missing {
+        match node_ids.allocate() {
+            Ok(id) => {
+                out.node_ids.insert(name.clone(), id);
+            }
+            Err(e) => problems.push(problem_for(
+                &inv.nodes[name].origin,
+                format!("Node {name}"),
+                "metadata.name",
+                format!("no node id: {e}"),
+            )),
+        }
+    }
+    for (name, id) in &out.node_ids {
+        let addrs = match &inv.nodes[name].transit_ifaddr {
+            Some(given) => given.clone(),
+            None => config
+                .transit_subnets
+                .iter()
+                .filter_map(|t| nth_in(t, *id as u128))
+                .collect(),
+        };
+        out.node_transit.insert(name.clone(), addrs);
+    }
+
+    // Network ids, then tunnel keys and subnets, network by network in name order.
+    let mut network_ids = IdAllocator::new(1, MAX_NETWORKS - 1);
+    let mut missing = Vec::new();
+    for (name, net) in &inv.networks {
+        match net.network_id {
+            Some(id) => match network_ids.reserve(id) {
+                Ok(()) => {
+                    out.network_ids.insert(name.clone(), id);
+                }
+                Err(e) => problems.push(problem_for(
+                    &net.origin,
+                    net.network.owner.to_string(),
+                    &format!("metadata.annotations[{NETWORK_ID}]"),
+                    format!("network id {id} cannot be used: {e}"),
+                )),
+            },
+            None => missing.push(name),
+        }
+    }
+    for name in missing {
+        match network_ids.allocate() {
+            Ok(id) => {
+                out.network_ids.insert(name.clone(), id);
+            }
+            Err(e) => problems.push(problem_for(
+                &inv.networks[name].origin,
+                inv.networks[name].network.owner.to_string(),
+                "metadata.name",
+                format!("no network id: {e}"),
+            )),
+        }
+    }
+
+    // Tunnel keys come from one allocator shared by Layer2 transit routers and
+    // ClusterNetworkConnect routers; every key already annotated is reserved first.
+    let mut keys = IdAllocator::new(FIRST_ALLOCATED_TUNNEL_KEY, MAX_DATAPATH_TUNNEL_KEY);
+    let wants_keys = |name: &String| {
+        let n = &inv.networks[name].network;
+        n.topology == Topology::Layer2 && n.role == Role::Primary
+    };
+    let mut need_key = Vec::new();
+    for name in out.network_ids.keys().filter(|n| wants_keys(n)) {
+        let net = &inv.networks[name];
+        let id = out.network_ids[name];
+        let switch_key = BASE_TRANSIT_SWITCH_TUNNEL_KEY + id;
+        match &net.tunnel_keys {
+            Some(given) if given.len() == 2 && given[0] == switch_key => {
+                match keys.reserve(given[1]) {
+                    Ok(()) => {
+                        out.tunnel_keys.insert(name.clone(), given.clone());
+                    }
+                    Err(e) => problems.push(problem_for(
+                        &net.origin,
+                        net.network.owner.to_string(),
+                        &format!("metadata.annotations[{TUNNEL_KEYS}]"),
+                        format!("tunnel key {} cannot be used: {e}", given[1]),
+                    )),
+                }
+            }
+            Some(given) => problems.push(problem_for(
+                &net.origin,
+                net.network.owner.to_string(),
+                &format!("metadata.annotations[{TUNNEL_KEYS}]"),
+                format!(
+                    "{given:?} is not [{switch_key}, <transit router key>] for network id {id}"
+                ),
+            )),
+            None => need_key.push(name.clone()),
+        }
+    }
+    for cnc in inv.connects.values() {
+        if let Some(k) = cnc
+            .object
+            .metadata
+            .annotations
+            .get(CONNECT_ROUTER_TUNNEL_KEY)
+        {
+            if let Ok(k) = parse_id(CONNECT_ROUTER_TUNNEL_KEY, k) {
+                // A clash is the connect's problem, reported when it is reconciled.
+                let _ = keys.reserve(k);
+            }
+        }
+    }
+    for name in need_key {
+        let net = &inv.networks[&name];
+        match keys.allocate() {
+            Ok(k) => {
+                let switch_key = BASE_TRANSIT_SWITCH_TUNNEL_KEY + out.network_ids[&name];
+                out.tunnel_keys.insert(name.clone(), vec![switch_key, k]);
+            }
+            Err(e) => problems.push(problem_for(
+                &net.origin,
+                net.network.owner.to_string(),
+                "metadata.name",
+                format!("no tunnel key: {e}"),
+            )),
+        }
+    }
+
+    for (name, info) in &inv.networks {
+        let net = &info.network;
+        if !out.network_ids.contains_key(name) {
+            continue;
+        }
+        match net.topology {
+            Topology::Layer3 => {
+                let (subnets, mut p) = host_subnets(inv, name);
+                problems.append(&mut p);
+                out.host_subnets.insert(name.clone(), subnets);
+            }
+            Topology::Layer2 if net.role == Role::Primary => {
+                match transit::transit_subnets(net, &config.transit_subnets) {
+                    Ok(t) => {
+                        out.transit_subnets.insert(name.clone(), t);
+                    }
+                    Err(e) => {
+                        problems.push(problem_for(&info.origin, net.owner.to_string(), "spec", e))
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (out, problems)
+}
+
+/// The host subnets of Layer3 network `name` for every node: annotated ones kept (a
+/// node's subnet that is not one of the network's, or another node's, is reported
+/// and replaced), then the missing ones handed out node by node in name order.
+fn host_subnets(inv: &Inventory, name: &str) -> (BTreeMap<String, Vec<IpNet>>, Vec<Problem>) {
+    let info = &inv.networks[name];
+    let mut alloc = SubnetAllocator::new();
+    for s in &info.network.subnets {
+        alloc.add_range(s.cidr, s.host_len);
+    }
+    let mut problems = Vec::new();
+    let mut result: BTreeMap<String, Vec<IpNet>> = BTreeMap::new();
+    for (node_name, node) in &inv.nodes {
+        let mut kept = Vec::new();
+        for s in node.subnets.get(name).into_iter().flatten() {
+            match alloc.mark(s) {
+                Ok(()) => kept.push(*s),
+                Err(e) => problems.push(Problem {
+                    origin: node.origin.clone(),
+                    object: Some(format!("Node {node_name}")),
+                    field: Some(format!(
+                        "metadata.annotations[{}]",
+                        crate::api::annotations::NODE_SUBNETS
+                    )),
+                    message: format!("host subnet {s} of network {name} is not kept: {e}"),
+                }),
+            }
+        }
+        result.insert(node_name.clone(), kept);
+    }
+    for (node_name, subnets) in result.iter_mut() {
+        for ipv4 in [true, false] {
+            if !alloc.has_family(ipv4) || subnets.iter().any(|s| s.addr().is_ipv4() == ipv4) {
+                continue;
+            }
+            match alloc.allocate(ipv4) {
+                Ok(s) => subnets.push(s),
+                Err(e) => problems.push(Problem {
+                    origin: info.origin.clone(),
+                    object: Some(info.network.owner.to_string()),
+                    field: Some("spec".into()),
+                    message: format!(
+                        "no {} host subnet for node {node_name}: {e}",
+                        if ipv4 { "IPv4" } else { "IPv6" }
+                    ),
+                }),
+            }
+        }
+        subnets.sort_by_key(|s| s.addr().is_ipv6());
+    }
+    (result, problems)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,358 @@
+//! The annotations OVN-Kubernetes' cluster manager writes, with the same keys and
+//! formats, so that objects it annotated can be read here and objects annotated here
+//! read by it.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+
+/// On Nodes: the node's id, a decimal integer from 2 (0 and 1 are reserved).
+pub const NODE_ID: &str = "k8s.ovn.org/node-id";
+/// On Nodes: the interconnect zone the node is in (default: the node's own name).
+pub const ZONE_NAME: &str = "k8s.ovn.org/zone-name";
+/// On Nodes: the OVS system-id of the node's chassis.
+pub const NODE_CHASSIS_ID: &str = "k8s.ovn.org/node-chassis-id";
+/// On Nodes: host subnets by network name, `{"<netName>": ["<cidr>", …]}`.
+pub const NODE_SUBNETS: &str = "k8s.ovn.org/node-subnets";
+/// On Nodes: the node's transit switch port addresses,
+/// `{"ipv4":"100.88.0.<id>/16","ipv6":"fd97::<id>/64"}`.
+pub const NODE_TRANSIT_SWITCH_PORT_IFADDR: &str = "k8s.ovn.org/node-transit-switch-port-ifaddr";
+/// On Nodes: the gateway configuration, `{"default": {"mode": …, …}}`.
+pub const L3_GATEWAY_CONFIG: &str = "k8s.ovn.org/l3-gateway-config";
+/// On networks (a NAD in OVN-Kubernetes; here the UDN or CUDN): the network id.
+pub const NETWORK_ID: &str = "k8s.ovn.org/network-id";
+/// On primary Layer2 networks: `[<switch key>, <transit router key>]`.
+pub const TUNNEL_KEYS: &str = "k8s.ovn.org/tunnel-keys";
+/// On ClusterNetworkConnects: the connect router's tunnel key.
+pub const CONNECT_ROUTER_TUNNEL_KEY: &str = "k8s.ovn.org/connect-router-tunnel-key";
+/// On ClusterNetworkConnects: each connected network's connect subnets,
+/// `{"layer3_1":{"ipv4":"192.168.0.0/24","ipv6":"fd00::/120"}}`.
+pub const NETWORK_CONNECT_SUBNET: &str = "k8s.ovn.org/network-connect-subnet";
+
+/// Why an annotation could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadAnnotation {
+    /// The annotation key.
+    pub key: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl std::fmt::Display for BadAnnotation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "annotation {} = {:?}: {}",
+            self.key, self.value, self.reason
+        )
+    }
+}
+
+fn bad(key: &'static str, value: &str, reason: impl Into<String>) -> BadAnnotation {
+    BadAnnotation {
+        key,
+        value: value.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+/// Reads an integer annotation such as [`NODE_ID`] or [`NETWORK_ID`].
+pub fn parse_id(key: &'static str, value: &str) -> Result<u32, BadAnnotation> {
+    value
+        .trim()
+        .parse::<u32>()
+        .map_err(|e| bad(key, value, format!("not a non-negative integer ({e})")))
+}
+
+/// Reads [`NODE_SUBNETS`]: each network's subnets, given as a list or (older,
+/// single-stack) as one string.
+pub fn parse_node_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, BadAnnotation> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    let raw: BTreeMap<String, OneOrMany> = serde_json::from_str(value).map_err(|e| {
+        bad(
+            NODE_SUBNETS,
+            value,
+            format!("not a JSON object of subnets ({e})"),
+        )
+    })?;
+    raw.into_iter()
+        .map(|(net, v)| {
+            let list = match v {
+                OneOrMany::One(s) => vec![s],
+                OneOrMany::Many(l) => l,
+            };
+            let parsed = list
+                .iter()
+                .map(|s| {
+                    s.parse::<IpNet>().map_err(|_| {
+                        bad(NODE_SUBNETS, value, format!("{s:?} of {net} is not a CIDR"))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((net, parsed))
+        })
+        .collect()
+}
+
+/// Writes [`NODE_SUBNETS`] as OVN-Kubernetes does: every network as a list.
+pub fn format_node_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
+    let m: BTreeMap<&String, Vec<String>> = subnets
+        .iter()
+        .map(|(k, v)| (k, v.iter().map(IpNet::to_string).collect()))
+        .collect();
+    serde_json::to_string(&m).expect("strings serialize")
+}
+
+/// [`NODE_TRANSIT_SWITCH_PORT_IFADDR`]: one address per family.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrimaryIfAddr {
+    /// The IPv4 address with its prefix length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv4: Option<String>,
+    /// The IPv6 address with its prefix length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ipv6: Option<String>,
+}
+
+/// Reads [`NODE_TRANSIT_SWITCH_PORT_IFADDR`] into its addresses (IPv4 first).
+pub fn parse_transit_ifaddr(value: &str) -> Result<Vec<IpNet>, BadAnnotation> {
+    let key = NODE_TRANSIT_SWITCH_PORT_IFADDR;
+    let raw: PrimaryIfAddr = serde_json::from_str(value)
+        .map_err(|e| bad(key, value, format!("not {{\"ipv4\":…,\"ipv6\":…}} ({e})")))?;
+    let mut out = Vec::new();
+    for (family, s) in [("ipv4", &raw.ipv4), ("ipv6", &raw.ipv6)] {
+        if let Some(s) = s {
+            let n: IpNet = s.parse().map_err(|_| {
+                bad(
+                    key,
+                    value,
+                    format!("{family} {s:?} is not an address/prefix"),
+                )
+            })?;
+            if (family == "ipv4") != n.addr().is_ipv4() {
+                return Err(bad(key, value, format!("{family} holds {s}")));
+            }
+            out.push(n);
+        }
+    }
+    if out.is_empty() {
+        return Err(bad(key, value, "no address"));
+    }
+    Ok(out)
+}
+
+/// Writes [`NODE_TRANSIT_SWITCH_PORT_IFADDR`].
+pub fn format_transit_ifaddr(addrs: &[IpNet]) -> String {
+    let mut v = PrimaryIfAddr::default();
+    for a in addrs {
+        if a.addr().is_ipv4() {
+            v.ipv4 = Some(a.to_string());
+        } else {
+            v.ipv6 = Some(a.to_string());
+        }
+    }
+    serde_json::to_string(&v).expect("strings serialize")
+}
+
+/// Reads [`TUNNEL_KEYS`], a JSON list of integers.
+pub fn parse_tunnel_keys(value: &str) -> Result<Vec<u32>, BadAnnotation> {
+    serde_json::from_str(value)
+        .map_err(|e| bad(TUNNEL_KEYS, value, format!("not a JSON list of keys ({e})")))
+}
+
+/// Writes [`TUNNEL_KEYS`].
+pub fn format_tunnel_keys(keys: &[u32]) -> String {
+    serde_json::to_string(keys).expect("integers serialize")
+}
+
+/// The node's gateway, from [`L3_GATEWAY_CONFIG`] (its `default` entry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct L3GatewayConfig {
+    /// `shared` or `local`.
+    pub mode: String,
+    /// The external bridge, e.g. `breth0`.
+    pub bridge_id: String,
+    /// The OVS interface id of the gateway's external port.
+    pub interface_id: String,
+    /// The external port's MAC.
+    pub mac_address: String,
+    /// The node's addresses on the external network, with prefix lengths.
+    pub ip_addresses: Vec<IpNet>,
+    /// The default gateways.
+    pub next_hops: Vec<IpAddr>,
+    /// Whether NodePort services are served.
+    pub node_port_enable: bool,
+    /// The VLAN of the external network, if any.
+    pub vlan_id: Option<u16>,
+}
+
+/// Reads [`L3_GATEWAY_CONFIG`]. `None` for `mode: disabled` (no gateway).
+pub fn parse_l3_gateway_config(value: &str) -> Result<Option<L3GatewayConfig>, BadAnnotation> {
+    let key = L3_GATEWAY_CONFIG;
+    #[derive(Deserialize)]
+    struct Raw {
+        mode: String,
+        #[serde(rename = "bridge-id", default)]
+        bridge_id: String,
+        #[serde(rename = "interface-id", default)]
+        interface_id: String,
+        #[serde(rename = "mac-address", default)]
+        mac_address: String,
+        #[serde(rename = "ip-addresses", default)]
+        ip_addresses: Vec<String>,
+        #[serde(rename = "ip-address", default)]
+        ip_address: String,
+        #[serde(rename = "next-hops", default)]
+        next_hops: Vec<String>,
+        #[serde(rename = "next-hop", default)]
+        next_hop: String,
+        #[serde(rename = "node-port-enable", default)]
+        node_port_enable: String,
+        #[serde(rename = "vlan-id", default)]
+        vlan_id: String,
+    }
+    let mut all: BTreeMap<String, Raw> = serde_json::from_str(value)
+        .map_err(|e| bad(key, value, format!("not {{\"default\": {{…}}}} ({e})")))?;
+    let raw = all
+        .remove("default")
+        .ok_or_else(|| bad(key, value, "no \"default\" entry"))?;
+    match raw.mode.as_str() {
+        "disabled" => return Ok(None),
+        "shared" | "local" => {}
+        m => {
+            return Err(bad(
+                key,
+                value,
+                format!("mode {m:?} is not shared, local or disabled"),
+            ))
+        }
+    }
+    let mut ips = raw.ip_addresses;
+    if ips.is_empty() && !raw.ip_address.is_empty() {
+        ips.push(raw.ip_address);
+    }
+    let ip_addresses = ips
+        .iter()
+        .map(|s| {
+            s.parse::<IpNet>().map_err(|_| {
+                bad(
+                    key,
+                    value,
+                    format!("ip-addresses {s:?} is not an address/prefix"),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut hops = raw.next_hops;
+    if hops.is_empty() && !raw.next_hop.is_empty() {
+        hops.push(raw.next_hop);
+    }
+    let next_hops = hops
+        .iter()
+        .map(|s| {
+            s.parse::<IpAddr>()
+                .map_err(|_| bad(key, value, format!("next-hops {s:?} is not an address")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if !crate::topology::mac::is_mac(&raw.mac_address) {
+        return Err(bad(
+            key,
+            value,
+            format!("mac-address {:?} is not a MAC address", raw.mac_address),
+        ));
+    }
+    let vlan_id = match raw.vlan_id.as_str() {
+        "" | "0" => None,
+        v => Some(
+            v.parse::<u16>()
+                .ok()
+                .filter(|v| *v <= 4095)
+                .ok_or_else(|| bad(key, value, format!("vlan-id {v:?} is not 0 to 4095")))?,
+        ),
+    };
+    Ok(Some(L3GatewayConfig {
+        mode: raw.mode,
+        bridge_id: raw.bridge_id,
+        interface_id: raw.interface_id,
+        mac_address: raw.mac_address.to_ascii_lowercase(),
+        ip_addresses,
+        next_hops,
+        node_port_enable: raw.node_port_enable == "true",
+        vlan_id,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_subnets_read_lists_and_single_strings_and_write_lists() {
+        let m = parse_node_subnets(
+            r#"{"default":"10.244.0.0/24","blue_net":["10.1.0.0/24","fd00:1::/64"]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            m["default"],
+            vec!["10.244.0.0/24".parse::<IpNet>().unwrap()]
+        );
+        assert_eq!(m["blue_net"].len(), 2);
+        assert_eq!(
+            format_node_subnets(&m),
+            r#"{"blue_net":["10.1.0.0/24","fd00:1::/64"],"default":["10.244.0.0/24"]}"#
+        );
+        let e = parse_node_subnets(r#"{"a":"10.1.0.0"}"#).unwrap_err();
+        assert!(
+            e.to_string().contains("\"10.1.0.0\" of a is not a CIDR"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn transit_ifaddr_round_trips_and_checks_families() {
+        let v = r#"{"ipv4":"100.88.0.2/16","ipv6":"fd97::2/64"}"#;
+        let a = parse_transit_ifaddr(v).unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(format_transit_ifaddr(&a), v);
+        assert!(parse_transit_ifaddr(r#"{"ipv4":"fd97::2/64"}"#).is_err());
+        assert!(parse_transit_ifaddr("{}").is_err());
+    }
+
+    #[test]
+    fn the_gateway_config_reads_ovn_kubernetes_form_with_old_single_fields() {
+        let v = r#"{"default":{"mode":"shared","bridge-id":"breth0","interface-id":"breth0_n1","mac-address":"F2:20:A0:3C:26:4C","ip-address":"172.18.0.2/16","next-hop":"172.18.0.1","node-port-enable":"true","vlan-id":"0"}}"#;
+        let c = parse_l3_gateway_config(v).unwrap().unwrap();
+        assert_eq!(c.mac_address, "f2:20:a0:3c:26:4c");
+        assert_eq!(c.ip_addresses[0].to_string(), "172.18.0.2/16");
+        assert_eq!(c.next_hops[0].to_string(), "172.18.0.1");
+        assert!(c.node_port_enable);
+        assert_eq!(c.vlan_id, None);
+        assert_eq!(
+            parse_l3_gateway_config(r#"{"default":{"mode":"disabled"}}"#).unwrap(),
+            None
+        );
+        let e = parse_l3_gateway_config(r#"{"default":{"mode":"odd"}}"#).unwrap_err();
+        assert!(e.to_string().contains("mode \"odd\""), "{e}");
+    }
+
+    #[test]
+    fn ids_and_tunnel_keys_parse_or_say_why_not() {
+        assert_eq!(parse_id(NODE_ID, "7").unwrap(), 7);
+        assert!(parse_id(NODE_ID, "-1").is_err());
+        assert_eq!(
+            parse_tunnel_keys("[16711685,16715780]").unwrap(),
+            vec![16711685, 16715780]
+        );
+        assert_eq!(format_tunnel_keys(&[1, 2]), "[1,2]");
+        assert!(parse_tunnel_keys("x").is_err());
+    }
+}

@@ -1,0 +1,393 @@
+//! Reading objects from YAML files: multi-document files and `kind: List` documents,
+//! as `kubectl get -o yaml` writes them. Every object remembers where it came from, so
+//! that a problem can name the file, the document and the field.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use super::objects::{
+    ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, Node, UserDefinedNetwork,
+};
+
+/// Where an object was read: the file (as named in messages), the document (from 1)
+/// and, inside a `kind: List`, the item (from 1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin {
+    /// The file, relative to the directory it was found in.
+    pub file: PathBuf,
+    /// The document in the file, from 1.
+    pub doc: usize,
+    /// The item of a `List` document, from 1.
+    pub item: Option<usize>,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} doc {}", self.file.display(), self.doc)?;
+        if let Some(i) = self.item {
+            write!(f, " item {i}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One of the kinds netconnect reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Object {
+    /// `v1 Node`.
+    Node(Node),
+    /// `v1 Namespace`.
+    Namespace(Namespace),
+    /// `k8s.ovn.org/v1 UserDefinedNetwork`.
+    UserDefinedNetwork(UserDefinedNetwork),
+    /// `k8s.ovn.org/v1 ClusterUserDefinedNetwork`.
+    ClusterUserDefinedNetwork(ClusterUserDefinedNetwork),
+    /// `k8s.ovn.org/v1 ClusterNetworkConnect`.
+    ClusterNetworkConnect(ClusterNetworkConnect),
+}
+
+impl Object {
+    /// The kind, as in `kind:`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Object::Node(_) => "Node",
+            Object::Namespace(_) => "Namespace",
+            Object::UserDefinedNetwork(_) => "UserDefinedNetwork",
+            Object::ClusterUserDefinedNetwork(_) => "ClusterUserDefinedNetwork",
+            Object::ClusterNetworkConnect(_) => "ClusterNetworkConnect",
+        }
+    }
+
+    /// `namespace/name` or `name`.
+    pub fn name(&self) -> String {
+        match self {
+            Object::Node(o) => o.metadata.qualified_name(),
+            Object::Namespace(o) => o.metadata.qualified_name(),
+            Object::UserDefinedNetwork(o) => o.metadata.qualified_name(),
+            Object::ClusterUserDefinedNetwork(o) => o.metadata.qualified_name(),
+            Object::ClusterNetworkConnect(o) => o.metadata.qualified_name(),
+        }
+    }
+}
+
+/// A problem with one input: where, which object (when known), which field (when
+/// known), and what. Displayed as
+/// `udn.yaml doc 2: UserDefinedNetwork red/net1: spec.layer3.subnets[1]: 10.1.0.0/16 overlaps 10.1.0.0/17`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Where the object was read.
+    pub origin: Origin,
+    /// `Kind namespace/name`, when the document got that far.
+    pub object: Option<String>,
+    /// The field's path, e.g. `spec.layer3.subnets[1]`.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some(o) = &self.object {
+            write!(f, ": {o}")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, ": {field}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for Problem {}
+
+/// What one file held: its objects, and the documents that could not be read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FileObjects {
+    /// The file, relative to its directory.
+    pub file: PathBuf,
+    /// The objects, in file order.
+    pub objects: Vec<(Origin, Object)>,
+    /// Documents that were skipped, and why.
+    pub problems: Vec<Problem>,
+    /// Set when the file as a whole could not be read or parsed as YAML; then
+    /// `objects` holds what came before the error, if anything.
+    pub unreadable: Option<String>,
+}
+
+/// The files of `dir` ending in `.yaml` or `.yml` (not its subdirectories), in name
+/// order.
+pub fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let is_yaml = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| e == "yaml" || e == "yml");
+        let hidden = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'));
+        if is_yaml && !hidden && entry.file_type()?.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Reads every manifest file of `dir` (see [`manifest_files`]).
+pub fn read_dir(dir: &Path) -> std::io::Result<Vec<FileObjects>> {
+    Ok(manifest_files(dir)?
+        .iter()
+        .map(|path| {
+            let name = path.strip_prefix(dir).unwrap_or(path).to_path_buf();
+            match std::fs::read_to_string(path) {
+                Ok(text) => parse_file(&name, &text),
+                Err(e) => FileObjects {
+                    file: name,
+                    unreadable: Some(format!("cannot read: {e}")),
+                    ..Default::default()
+                },
+            }
+        })
+        .collect())
+}
+
+/// Parses the text of one file named `file` (used in messages).
+pub fn parse_file(file: &Path, text: &str) -> FileObjects {
+    let mut out = FileObjects {
+        file: file.to_path_buf(),
+        ..Default::default()
+    };
+    for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        let origin = Origin {
+            file: file.to_path_buf(),
+            doc: i + 1,
+            item: None,
+        };
+        let value = match serde_yaml_ng::Value::deserialize(doc) {
+            Ok(v) => v,
+            Err(e) => {
+                // The YAML stream itself is broken: nothing after this point can be
+                // trusted, so the file counts as unreadable.
+                out.unreadable = Some(format!("{origin}: not valid YAML: {e}"));
+                break;
+            }
+        };
+        if value.is_null() {
+            continue;
+        }
+        let value = match serde_json::to_value(&value) {
+            Ok(v) => v,
+            Err(e) => {
+                out.problems.push(Problem {
+                    origin,
+                    object: None,
+                    field: None,
+                    message: format!("cannot be represented as JSON: {e}"),
+                });
+                continue;
+            }
+        };
+        if value.get("kind").and_then(|k| k.as_str()) == Some("List") {
+            let items = value
+                .get("items")
+                .and_then(|i| i.as_array())
+                .cloned()
+                .unwrap_or_default();
+            for (j, item) in items.into_iter().enumerate() {
+                let origin = Origin {
+                    item: Some(j + 1),
+                    ..origin.clone()
+                };
+                push_object(&mut out, origin, item);
+            }
+        } else {
+            push_object(&mut out, origin, value);
+        }
+    }
+    out
+}
+
+fn push_object(out: &mut FileObjects, origin: Origin, value: serde_json::Value) {
+    match decode_object(value) {
+        Ok(Some(object)) => out.objects.push((origin, object)),
+        Ok(None) => {}
+        Err((object, field, message)) => out.problems.push(Problem {
+            origin,
+            object,
+            field,
+            message,
+        }),
+    }
+}
+
+type DecodeFailure = (Option<String>, Option<String>, String);
+
+/// The object a document describes; `None` for kinds netconnect does not read.
+fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailure> {
+    let text = |key: &str| {
+        value
+            .get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned);
+    let namespace = value
+        .pointer("/metadata/namespace")
+        .and_then(|v| v.as_str())
+        .map(str::to_owned);
+    let label = match (&namespace, &name) {
+        (Some(ns), Some(n)) => Some(format!("{kind} {ns}/{n}")),
+        (None, Some(n)) => Some(format!("{kind} {n}")),
+        _ => None,
+    };
+    let group_ok = |want: &str| api_version == want;
+    let fail = |field: Option<String>, message: String| Err((label.clone(), field, message));
+    if kind.is_empty() {
+        return fail(Some("kind".into()), "missing".into());
+    }
+    let object = match kind.as_str() {
+        "Node" | "Namespace" if !group_ok("v1") => {
+            return fail(
+                Some("apiVersion".into()),
+                format!("{kind} is apiVersion v1, not \"{api_version}\""),
+            )
+        }
+        "UserDefinedNetwork" | "ClusterUserDefinedNetwork" | "ClusterNetworkConnect"
+            if !group_ok("k8s.ovn.org/v1") =>
+        {
+            return fail(
+                Some("apiVersion".into()),
+                format!("{kind} is apiVersion k8s.ovn.org/v1, not \"{api_version}\""),
+            )
+        }
+        "Node" => Object::Node(typed(value, &label)?),
+        "Namespace" => Object::Namespace(typed(value, &label)?),
+        "UserDefinedNetwork" => Object::UserDefinedNetwork(typed(value, &label)?),
+        "ClusterUserDefinedNetwork" => Object::ClusterUserDefinedNetwork(typed(value, &label)?),
+        "ClusterNetworkConnect" => Object::ClusterNetworkConnect(typed(value, &label)?),
+        _ => return Ok(None),
+    };
+    if object.name().is_empty() || name.is_none() {
+        return fail(Some("metadata.name".into()), "missing".into());
+    }
+    let namespaced = matches!(object, Object::UserDefinedNetwork(_));
+    match (namespaced, namespace.as_deref()) {
+        (true, None | Some("")) => fail(
+            Some("metadata.namespace".into()),
+            format!("{kind} is namespaced and needs one"),
+        ),
+        (false, Some(ns)) if !ns.is_empty() => fail(
+            Some("metadata.namespace".into()),
+            format!("{kind} is cluster-scoped and takes no namespace (got \"{ns}\")"),
+        ),
+        _ => Ok(Some(object)),
+    }
+}
+
+/// Deserializes with the path of the field that failed.
+fn typed<T: DeserializeOwned>(
+    value: serde_json::Value,
+    label: &Option<String>,
+) -> Result<T, DecodeFailure> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = (path != ".").then_some(path);
+        (label.clone(), field, e.into_inner().to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> FileObjects {
+        parse_file(Path::new("x.yaml"), text)
+    }
+
+    #[test]
+    fn several_documents_and_lists_are_read_with_their_positions() {
+        let f = parse(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: blue\n  labels: {team: blue}\n---\n\
+             ---\n\
+             apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: n1}\n\
+             - apiVersion: v1\n  kind: Node\n  metadata: {name: n2, annotations: {k8s.ovn.org/node-id: \"3\"}}\n",
+        );
+        assert!(f.problems.is_empty(), "{:?}", f.problems);
+        assert_eq!(f.objects.len(), 3);
+        assert_eq!(f.objects[0].0.to_string(), "x.yaml doc 1");
+        assert_eq!(f.objects[2].0.to_string(), "x.yaml doc 3 item 2");
+        let Object::Node(n2) = &f.objects[2].1 else {
+            panic!("not a node")
+        };
+        assert_eq!(n2.metadata.annotations["k8s.ovn.org/node-id"], "3");
+    }
+
+    #[test]
+    fn a_bad_document_names_its_field_and_does_not_stop_the_others() {
+        let f = parse(
+            "apiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: net1, namespace: red}\n\
+             spec:\n  topology: Layer9\n---\n\
+             apiVersion: v1\nkind: Namespace\nmetadata: {name: red}\n",
+        );
+        assert_eq!(f.objects.len(), 1);
+        assert_eq!(f.problems.len(), 1);
+        let p = f.problems[0].to_string();
+        assert!(
+            p.starts_with("x.yaml doc 1: UserDefinedNetwork red/net1: spec.topology: unknown variant `Layer9`"),
+            "{p}"
+        );
+    }
+
+    #[test]
+    fn scope_and_api_version_are_checked() {
+        let f = parse("apiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: a}\nspec: {topology: Layer2, layer2: {role: Primary, subnets: [10.0.0.0/16]}}\n");
+        assert_eq!(
+            f.problems[0].to_string(),
+            "x.yaml doc 1: UserDefinedNetwork a: metadata.namespace: UserDefinedNetwork is namespaced and needs one"
+        );
+        let f = parse("apiVersion: v2\nkind: Node\nmetadata: {name: a}\n");
+        assert!(f.problems[0]
+            .to_string()
+            .contains("apiVersion: Node is apiVersion v1"));
+        let f = parse("apiVersion: v1\nkind: Namespace\nmetadata: {name: a, namespace: b}\n");
+        assert!(f.problems[0].to_string().contains("cluster-scoped"));
+    }
+
+    #[test]
+    fn other_kinds_are_ignored_and_broken_yaml_marks_the_file() {
+        let f = parse("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n");
+        assert!(f.objects.is_empty() && f.problems.is_empty());
+        let f =
+            parse("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nkey: [unclosed\n");
+        assert_eq!(f.objects.len(), 1);
+        assert!(f
+            .unreadable
+            .as_deref()
+            .unwrap()
+            .contains("doc 2: not valid YAML"));
+    }
+
+    #[test]
+    fn unknown_fields_are_kept_for_writing_back() {
+        let f = parse("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  uid: 1234\nstatus:\n  addresses: [{type: InternalIP, address: 10.0.0.1}]\n");
+        let Object::Node(n) = &f.objects[0].1 else {
+            panic!()
+        };
+        assert_eq!(n.metadata.other["uid"], 1234);
+        assert!(n.other.contains_key("status"));
+        let back = serde_json::to_value(n).unwrap();
+        assert_eq!(back["status"]["addresses"][0]["address"], "10.0.0.1");
+    }
+}

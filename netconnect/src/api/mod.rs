@@ -1,0 +1,343 @@
+//! The cluster as Kubernetes describes it: objects read from YAML files
+//! ([`load`]), their label selectors ([`selector`]), the CRDs' validation rules
+//! ([`validate`]), OVN-Kubernetes' annotations ([`annotations`]), and the
+//! [`Inventory`]: every valid object, indexed, with the problems of the others.
+//!
+//! A bad object is skipped and reported ([`Problem`]); it never stops the good ones.
+
+pub mod annotations;
+pub mod load;
+pub mod meta;
+pub mod network;
+pub mod objects;
+pub mod selector;
+pub mod validate;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ipnet::IpNet;
+
+pub use load::{FileObjects, Object, Origin, Problem};
+pub use meta::{Condition, ObjectMeta};
+pub use network::{ClusterSubnet, Network, NetworkOwner};
+pub use objects::{
+    ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, Node, Role, Topology,
+    UserDefinedNetwork,
+};
+pub use selector::LabelSelector;
+
+use annotations::{BadAnnotation, L3GatewayConfig};
+
+/// A node with OVN-Kubernetes' annotations read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeInfo {
+    /// Where it was read.
+    pub origin: Origin,
+    /// The object as read.
+    pub object: Node,
+    /// `k8s.ovn.org/node-id`, if annotated.
+    pub node_id: Option<u32>,
+    /// `k8s.ovn.org/zone-name`, else the node's name.
+    pub zone: String,
+    /// `k8s.ovn.org/node-chassis-id`, if annotated.
+    pub chassis_id: Option<String>,
+    /// `k8s.ovn.org/node-subnets`: host subnets by network name.
+    pub subnets: BTreeMap<String, Vec<IpNet>>,
+    /// `k8s.ovn.org/node-transit-switch-port-ifaddr`, if annotated.
+    pub transit_ifaddr: Option<Vec<IpNet>>,
+    /// `k8s.ovn.org/l3-gateway-config`, unless absent or disabled.
+    pub gateway: Option<L3GatewayConfig>,
+}
+
+impl NodeInfo {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.object.metadata.name
+    }
+}
+
+/// A valid network with its annotations read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkInfo {
+    /// Where its object was read.
+    pub origin: Origin,
+    /// The definition in force: the object's, or the last accepted one when the
+    /// object's is an update the rules refuse.
+    pub network: Network,
+    /// The object's labels (CUDNs are selected by them).
+    pub labels: BTreeMap<String, String>,
+    /// A CUDN's namespace selector.
+    pub namespace_selector: Option<LabelSelector>,
+    /// `k8s.ovn.org/network-id`, if annotated.
+    pub network_id: Option<u32>,
+    /// `k8s.ovn.org/tunnel-keys`, if annotated.
+    pub tunnel_keys: Option<Vec<u32>>,
+}
+
+/// A ClusterNetworkConnect with its CRD rules checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectInfo {
+    /// Where it was read.
+    pub origin: Origin,
+    /// The object as read.
+    pub object: ClusterNetworkConnect,
+    /// The checked spec, or why it fails the CRD's rules.
+    pub spec: Result<validate::ConnectSpec, validate::FieldError>,
+}
+
+/// Every object read, validated and indexed by name; with the problems of those that
+/// were skipped.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Inventory {
+    /// Nodes by name.
+    pub nodes: BTreeMap<String, NodeInfo>,
+    /// Namespaces by name.
+    pub namespaces: BTreeMap<String, Namespace>,
+    /// Networks by network name (`red_net1`, `cluster_udn_blue`).
+    pub networks: BTreeMap<String, NetworkInfo>,
+    /// ClusterNetworkConnects by name.
+    pub connects: BTreeMap<String, ConnectInfo>,
+    /// Objects skipped or partly refused, with why.
+    pub problems: Vec<Problem>,
+}
+
+/// What the inventory is built against: the definitions accepted before (for the
+/// update rules) and the ranges networks must stay out of.
+#[derive(Clone, Debug, Default)]
+pub struct Context {
+    /// Each network's last accepted definition, by network name.
+    pub accepted: BTreeMap<String, Network>,
+    /// Reserved ranges.
+    pub reserved: validate::Reserved,
+}
+
+impl Inventory {
+    /// Builds the inventory from what the files held (in the order given; a duplicate
+    /// object is reported where it appears second).
+    pub fn build(files: &[FileObjects], context: &Context) -> Inventory {
+        let mut inv = Inventory::default();
+        let mut seen: BTreeSet<(&'static str, String)> = BTreeSet::new();
+        let mut prefixes: BTreeMap<String, String> = BTreeMap::new();
+        for file in files {
+            inv.problems.extend(file.problems.iter().cloned());
+            if let Some(why) = &file.unreadable {
+                inv.problems.push(Problem {
+                    origin: Origin {
+                        file: file.file.clone(),
+                        doc: 0,
+                        item: None,
+                    },
+                    object: None,
+                    field: None,
+                    message: why.clone(),
+                });
+            }
+            for (origin, object) in &file.objects {
+                let label = format!("{} {}", object.kind(), object.name());
+                if !seen.insert((object.kind(), object.name())) {
+                    inv.problems.push(Problem {
+                        origin: origin.clone(),
+                        object: Some(label),
+                        field: None,
+                        message: "defined more than once; the first definition is used".into(),
+                    });
+                    continue;
+                }
+                let problem = |field: Option<String>, message: String| Problem {
+                    origin: origin.clone(),
+                    object: Some(label.clone()),
+                    field,
+                    message,
+                };
+                match object {
+                    Object::Node(node) => match node_info(origin, node) {
+                        Ok(info) => {
+                            inv.nodes.insert(node.metadata.name.clone(), info);
+                        }
+                        Err(e) => inv.problems.push(problem(
+                            Some(format!("metadata.annotations[{}]", e.key)),
+                            format!("{:?}: {}", e.value, e.reason),
+                        )),
+                    },
+                    Object::Namespace(ns) => {
+                        inv.namespaces.insert(ns.metadata.name.clone(), ns.clone());
+                    }
+                    Object::UserDefinedNetwork(_) | Object::ClusterUserDefinedNetwork(_) => {
+                        match network_info(origin, object, context) {
+                            Ok((info, refused)) => {
+                                if let Some(e) = refused {
+                                    inv.problems.push(problem(
+                                        Some(e.field),
+                                        format!(
+                                            "{}; the accepted definition stays in force",
+                                            e.message
+                                        ),
+                                    ));
+                                }
+                                let name = info.network.name();
+                                let prefix = crate::topology::names::prefix(&name);
+                                if let Some(other) = prefixes.get(&prefix) {
+                                    inv.problems.push(problem(
+                                        None,
+                                        format!(
+                                            "network {name} would share the OVN name prefix {prefix} with network {other}"
+                                        ),
+                                    ));
+                                    continue;
+                                }
+                                if inv.networks.contains_key(&name) {
+                                    inv.problems.push(problem(
+                                        None,
+                                        format!("network name {name} is already taken by another object"),
+                                    ));
+                                    continue;
+                                }
+                                prefixes.insert(prefix, name.clone());
+                                inv.networks.insert(name, info);
+                            }
+                            Err(p) => inv.problems.push(problem(p.0, p.1)),
+                        }
+                    }
+                    Object::ClusterNetworkConnect(cnc) => {
+                        inv.connects.insert(
+                            cnc.metadata.name.clone(),
+                            ConnectInfo {
+                                origin: origin.clone(),
+                                object: cnc.clone(),
+                                spec: validate::connect_spec(cnc),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        inv
+    }
+
+    /// The nodes whose zone is `zone`; every node when `zone` is `None` (one NB for the
+    /// whole cluster).
+    pub fn is_local(&self, node: &NodeInfo, zone: Option<&str>) -> bool {
+        zone.is_none_or(|z| node.zone == z)
+    }
+
+    /// The namespaces a CUDN selects.
+    pub fn selected_namespaces(&self, selector: &LabelSelector) -> Vec<&str> {
+        self.namespaces
+            .values()
+            .filter(|ns| selector.matches(&ns.metadata.labels))
+            .map(|ns| ns.metadata.name.as_str())
+            .collect()
+    }
+}
+
+fn node_info(origin: &Origin, node: &Node) -> Result<NodeInfo, BadAnnotation> {
+    use annotations::*;
+    let a = &node.metadata.annotations;
+    let node_id = a.get(NODE_ID).map(|v| parse_id(NODE_ID, v)).transpose()?;
+    if let Some(id) = node_id {
+        if id < 2 {
+            return Err(BadAnnotation {
+                key: NODE_ID,
+                value: id.to_string(),
+                reason: "node ids start at 2 (0 and 1 are reserved)".into(),
+            });
+        }
+    }
+    let subnets = a
+        .get(NODE_SUBNETS)
+        .map(|v| parse_node_subnets(v))
+        .transpose()?
+        .unwrap_or_default();
+    let transit_ifaddr = a
+        .get(NODE_TRANSIT_SWITCH_PORT_IFADDR)
+        .map(|v| parse_transit_ifaddr(v))
+        .transpose()?;
+    let gateway = a
+        .get(L3_GATEWAY_CONFIG)
+        .map(|v| parse_l3_gateway_config(v))
+        .transpose()?
+        .flatten();
+    let zone = a
+        .get(ZONE_NAME)
+        .filter(|z| !z.is_empty())
+        .cloned()
+        .unwrap_or_else(|| node.metadata.name.clone());
+    Ok(NodeInfo {
+        origin: origin.clone(),
+        object: node.clone(),
+        node_id,
+        zone,
+        chassis_id: a.get(NODE_CHASSIS_ID).filter(|c| !c.is_empty()).cloned(),
+        subnets,
+        transit_ifaddr,
+        gateway,
+    })
+}
+
+type FieldProblem = (Option<String>, String);
+
+/// The network of a UDN or CUDN. A definition that breaks the update rules against the
+/// accepted one is refused (returned second) and the accepted one kept in force.
+fn network_info(
+    origin: &Origin,
+    object: &Object,
+    context: &Context,
+) -> Result<(NetworkInfo, Option<validate::FieldError>), FieldProblem> {
+    let (meta, parsed, at, selector) = match object {
+        Object::UserDefinedNetwork(u) => (&u.metadata, validate::udn_network(u), "spec", None),
+        Object::ClusterUserDefinedNetwork(c) => (
+            &c.metadata,
+            validate::cudn_network(c),
+            "spec.network",
+            Some(c.spec.namespace_selector.clone()),
+        ),
+        _ => unreachable!("only network kinds are passed"),
+    };
+    let as_problem = |e: validate::FieldError| (Some(e.field), e.message);
+    let mut network = parsed.map_err(as_problem)?;
+    let mut refused = None;
+    if let Some(old) = context.accepted.get(&network.name()) {
+        if let Err(e) = validate::check_update(old, &network, at) {
+            refused = Some(e);
+            network = old.clone();
+        }
+    }
+    if network.topology != Topology::Localnet {
+        validate::check_reserved(&network, &context.reserved, at).map_err(as_problem)?;
+    }
+    use annotations::*;
+    let a = &meta.annotations;
+    let bad = |e: BadAnnotation| {
+        (
+            Some(format!("metadata.annotations[{}]", e.key)),
+            format!("{:?}: {}", e.value, e.reason),
+        )
+    };
+    let network_id = a
+        .get(NETWORK_ID)
+        .map(|v| parse_id(NETWORK_ID, v))
+        .transpose()
+        .map_err(bad)?;
+    if network_id == Some(0) {
+        return Err((
+            Some(format!("metadata.annotations[{NETWORK_ID}]")),
+            "network id 0 is the default network's".into(),
+        ));
+    }
+    let tunnel_keys = a
+        .get(TUNNEL_KEYS)
+        .map(|v| parse_tunnel_keys(v))
+        .transpose()
+        .map_err(bad)?;
+    Ok((
+        NetworkInfo {
+            origin: origin.clone(),
+            network,
+            labels: meta.labels.clone(),
+            namespace_selector: selector,
+            network_id,
+            tunnel_keys,
+        },
+        refused,
+    ))
+}

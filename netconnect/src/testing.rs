@@ -1,0 +1,30 @@
+//! Building inputs from YAML text, for unit tests.
+
+use std::path::Path;
+
+use crate::alloc::{allocate, Allocations, ClusterConfig};
+use crate::api::load::parse_file;
+use crate::api::{Context, Inventory};
+
+/// The inventory and allocations of the objects in `yaml`; panics on any problem.
+pub(crate) fn cluster(yaml: &str) -> (Inventory, Allocations) {
+    let files = [parse_file(Path::new("test.yaml"), yaml)];
+    let inv = Inventory::build(&files, &Context::default());
+    assert!(inv.problems.is_empty(), "{:#?}", inv.problems);
+    let (alloc, problems) = allocate(&inv, &ClusterConfig::default());
+    assert!(problems.is_empty(), "{problems:#?}");
+    (inv, alloc)
+}
+
+/// A node document.
+pub(crate) fn node(name: &str, annotations: &[(&str, &str)]) -> String {
+    let mut s =
+        format!("---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  annotations:\n");
+    for (k, v) in annotations {
+        s.push_str(&format!("    {k}: '{v}'\n"));
+    }
+    if annotations.is_empty() {
+        s.push_str("    {}\n");
+    }
+    s
+}

@@ -1,0 +1,327 @@
+//! The rows one reconcile key wants in OVN_Northbound.
+//!
+//! Topology builders add nb-model rows to a [`Desired`]. Each row has an *identity*
+//! unique within its table and owner (a switch's or port's name; for a route, its
+//! router, policy, prefix and next hop), and is stamped with its owner in
+//! `external_ids` (reference §1.4):
+//!
+//! - `k8s.ovn.org/owner-controller`: the controller, `<network>-network-controller`
+//!   for a network's rows;
+//! - `k8s.ovn.org/owner-type`: the kind of object that owns it
+//!   (`UserDefinedNetwork`, `ClusterUserDefinedNetwork`, `ClusterNetworkConnect`, …);
+//! - `k8s.ovn.org/name`: that object's name;
+//! - `k8s.ovn.org/id`: `<controller>:<owner-type>:<name>:<table>:<identity>`, unique.
+//!
+//! References between rows are placeholders until the reconciler resolves them: to a
+//! row of the same key (inserted in the same transaction or already in the NB) or to a
+//! row another party owns, found by name ([`Desired::refer`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use ovsdb_proto::model::{Ref, RefTarget, Table};
+use ovsdb_proto::{Atom, Datum, Row};
+
+/// `external_ids` key: the controller that owns a row.
+pub const OWNER_CONTROLLER: &str = "k8s.ovn.org/owner-controller";
+/// `external_ids` key: the kind of object that owns a row.
+pub const OWNER_TYPE: &str = "k8s.ovn.org/owner-type";
+/// `external_ids` key: the name of the object that owns a row.
+pub const OWNER_NAME: &str = "k8s.ovn.org/name";
+/// `external_ids` key: a row's unique id.
+pub const OWNER_ID: &str = "k8s.ovn.org/id";
+
+/// Who owns a set of rows: one reconcile key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Owner {
+    /// `k8s.ovn.org/owner-controller`.
+    pub controller: String,
+    /// `k8s.ovn.org/owner-type`.
+    pub kind: String,
+    /// `k8s.ovn.org/name`.
+    pub name: String,
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.controller, self.kind, self.name)
+    }
+}
+
+impl Owner {
+    /// The `k8s.ovn.org/id` of the row `identity` of `table`.
+    pub fn id(&self, table: &str, identity: &str) -> String {
+        format!("{self}:{table}:{identity}")
+    }
+
+    /// The owner a row's `external_ids` name, if it carries all three keys.
+    pub fn of(external_ids: &Datum) -> Option<Owner> {
+        let get = |k: &str| {
+            external_ids
+                .get(&Atom::String(k.to_owned()))
+                .and_then(Atom::as_str)
+                .map(str::to_owned)
+        };
+        Some(Owner {
+            controller: get(OWNER_CONTROLLER)?,
+            kind: get(OWNER_TYPE)?,
+            name: get(OWNER_NAME)?,
+        })
+    }
+}
+
+/// The placeholder a reference to row `identity` of `table` holds until resolved.
+pub fn placeholder(table: &str, identity: &str) -> String {
+    format!("{table}:{identity}")
+}
+
+/// The table and identity a placeholder stands for.
+pub fn parse_placeholder(p: &str) -> Option<(&str, &str)> {
+    p.split_once(':')
+}
+
+/// One desired row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DesiredRow {
+    /// The table.
+    pub table: &'static str,
+    /// The identity, unique within the table for this owner.
+    pub identity: String,
+    /// Every column the row sets, ownership stamped, references as placeholders.
+    pub row: Row,
+    /// A row several parties may create under one name (the default COPP and its
+    /// meters): when a row of that name exists and is not this key's, it is used and
+    /// this one is not created.
+    pub shared: bool,
+    /// False for tables without `external_ids` (`Load_Balancer_Group`): such a row
+    /// is the key's by its name ([`Desired::claims`]).
+    pub stamped: bool,
+}
+
+impl DesiredRow {
+    /// The row's `name` column, if it has one.
+    pub fn name(&self) -> Option<&str> {
+        self.row.get("name")?.as_scalar()?.as_str()
+    }
+}
+
+/// Every row one key wants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Desired {
+    /// The owner stamped on every row.
+    pub owner: Owner,
+    rows: BTreeMap<(&'static str, String), DesiredRow>,
+    /// Rows referred to by name that this key does not own.
+    foreign: BTreeSet<(&'static str, String)>,
+    /// Names of rows of tables without `external_ids` that belong to this key whether
+    /// or not it wants them now (so that they are deleted when it does not).
+    claims: BTreeSet<(&'static str, String)>,
+}
+
+impl Desired {
+    /// No row yet, for `owner`.
+    pub fn new(owner: Owner) -> Desired {
+        Desired {
+            owner,
+            rows: BTreeMap::new(),
+            foreign: BTreeSet::new(),
+            claims: BTreeSet::new(),
+        }
+    }
+
+    /// Adds `row` under `identity` and returns a reference to it for other rows. A row
+    /// added twice under one identity is a builder bug: the first one is kept.
+    pub fn add<T: Table>(&mut self, identity: impl Into<String>, row: T) -> Ref<T> {
+        self.insert(identity.into(), row, false)
+    }
+
+    /// Adds a row several parties may create under one name ([`DesiredRow::shared`]).
+    pub fn add_shared<T: Table>(&mut self, identity: impl Into<String>, row: T) -> Ref<T> {
+        self.insert(identity.into(), row, true)
+    }
+
+    fn insert<T: Table>(&mut self, identity: String, row: T, shared: bool) -> Ref<T> {
+        let reference = Ref::named(placeholder(T::NAME, &identity));
+        let key = (T::NAME, identity.clone());
+        debug_assert!(
+            !self.rows.contains_key(&key),
+            "{} {identity} added twice",
+            T::NAME
+        );
+        if self.rows.contains_key(&key) {
+            return reference;
+        }
+        let mut values = row.to_row();
+        let stamped = T::columns().iter().any(|c| c.name == "external_ids");
+        if !stamped {
+            self.claims.insert((T::NAME, identity.clone()));
+            self.rows.insert(
+                key,
+                DesiredRow {
+                    table: T::NAME,
+                    identity,
+                    row: values,
+                    shared,
+                    stamped,
+                },
+            );
+            return reference;
+        }
+        let id = self.owner.id(T::NAME, &identity);
+        let mut ids: BTreeMap<Atom, Atom> = values
+            .remove("external_ids")
+            .and_then(|d| d.as_map().map(|m| m.iter().cloned().collect()))
+            .unwrap_or_default();
+        for (k, v) in [
+            (OWNER_CONTROLLER, self.owner.controller.as_str()),
+            (OWNER_TYPE, self.owner.kind.as_str()),
+            (OWNER_NAME, self.owner.name.as_str()),
+            (OWNER_ID, id.as_str()),
+        ] {
+            ids.insert(Atom::String(k.into()), Atom::String(v.into()));
+        }
+        values.insert("external_ids".into(), Datum::map(ids));
+        self.rows.insert(
+            key,
+            DesiredRow {
+                table: T::NAME,
+                identity,
+                row: values,
+                shared,
+                stamped,
+            },
+        );
+        reference
+    }
+
+    /// Claims the row named `name` of `T`'s table, a table without `external_ids`, for
+    /// this key even when the key does not want it (it is then deleted).
+    pub fn claim<T: Table>(&mut self, name: &str) {
+        self.claims.insert((T::NAME, name.to_owned()));
+    }
+
+    /// The rows of tables without `external_ids` this key owns by name.
+    pub fn claims(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.claims.iter().map(|(t, n)| (*t, n.as_str()))
+    }
+
+    /// A reference to the row named `name` of `T`'s table that this key does not own
+    /// (another key's, or another party's), found by name when the key is reconciled.
+    pub fn refer<T: Table>(&mut self, name: &str) -> Ref<T> {
+        self.foreign.insert((T::NAME, name.to_owned()));
+        Ref::named(placeholder(T::NAME, name))
+    }
+
+    /// The row `identity` of `T`'s table, decoded (placeholders stay named references).
+    pub fn get<T: Table>(&self, identity: &str) -> Option<T> {
+        let r = self.rows.get(&(T::NAME, identity.to_owned()))?;
+        T::from_row(ovsdb_proto::Uuid::nil(), &r.row).ok()
+    }
+
+    /// Every row of `T`'s table, decoded, by identity.
+    pub fn all<T: Table>(&self) -> BTreeMap<String, T> {
+        self.rows
+            .values()
+            .filter(|r| r.table == T::NAME)
+            .filter_map(|r| {
+                T::from_row(ovsdb_proto::Uuid::nil(), &r.row)
+                    .ok()
+                    .map(|t| (r.identity.clone(), t))
+            })
+            .collect()
+    }
+
+    /// Every desired row, by table then identity.
+    pub fn rows(&self) -> impl Iterator<Item = &DesiredRow> {
+        self.rows.values()
+    }
+
+    /// The desired row `identity` of `table`.
+    pub fn row(&self, table: &str, identity: &str) -> Option<&DesiredRow> {
+        self.rows
+            .iter()
+            .find(|((t, i), _)| *t == table && i == identity)
+            .map(|(_, r)| r)
+    }
+
+    /// True when the key owns row `identity` of `table`.
+    pub fn owns(&self, table: &'static str, identity: &str) -> bool {
+        self.rows.contains_key(&(table, identity.to_owned()))
+    }
+
+    /// The named rows this key refers to without owning them.
+    pub fn foreign(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.foreign.iter().map(|(t, n)| (*t, n.as_str()))
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True when the key wants no row.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// The identity a reference placeholder names, for tests and messages.
+pub fn reference_identity<T>(r: &Ref<T>) -> Option<&str> {
+    match r.target() {
+        RefTarget::Named(n) => parse_placeholder(n).map(|(_, i)| i),
+        RefTarget::Uuid(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nb_model::{LogicalRouter, LogicalRouterPort};
+
+    fn owner() -> Owner {
+        Owner {
+            controller: "blue-network-controller".into(),
+            kind: "UserDefinedNetwork".into(),
+            name: "ns/blue".into(),
+        }
+    }
+
+    #[test]
+    fn rows_are_stamped_with_their_owner_and_id() {
+        let mut d = Desired::new(owner());
+        let mut port =
+            LogicalRouterPort::with_networks("rtos-x", "0a:58:0a:00:00:01", ["10.0.0.1/24"])
+                .unwrap();
+        port.external_ids
+            .insert("k8s.ovn.org/network".into(), "blue".into());
+        let p = d.add("rtos-x", port);
+        let mut r = LogicalRouter::named("blue_ovn_cluster_router");
+        r.ports.insert(p);
+        d.add("blue_ovn_cluster_router", r);
+        let port = d.get::<LogicalRouterPort>("rtos-x").unwrap();
+        assert_eq!(port.external_ids["k8s.ovn.org/network"], "blue");
+        assert_eq!(
+            port.external_ids[OWNER_ID],
+            "blue-network-controller:UserDefinedNetwork:ns/blue:Logical_Router_Port:rtos-x"
+        );
+        let router = d.get::<LogicalRouter>("blue_ovn_cluster_router").unwrap();
+        let target = router.ports.iter().next().unwrap();
+        assert_eq!(reference_identity(target), Some("rtos-x"));
+        let ids = &d
+            .row("Logical_Router", "blue_ovn_cluster_router")
+            .unwrap()
+            .row["external_ids"];
+        assert_eq!(Owner::of(ids), Some(owner()));
+    }
+
+    #[test]
+    fn foreign_references_are_recorded() {
+        let mut d = Desired::new(owner());
+        let copp = d.refer::<nb_model::Copp>("ovnkube-default");
+        assert_eq!(reference_identity(&copp), Some("ovnkube-default"));
+        assert_eq!(
+            d.foreign().collect::<Vec<_>>(),
+            [("Copp", "ovnkube-default")]
+        );
+        assert!(d.is_empty());
+    }
+}

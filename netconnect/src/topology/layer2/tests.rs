@@ -1,0 +1,205 @@
+//! Layer2 rows pinned with the reference's vector (§3.2, from OVN-Kubernetes'
+//! layer2_user_defined_network_controller_test.go): network id 2, tunnel keys
+//! `[16711685, 16715780]`, node `test-node` with id 4, subnet 100.200.0.0/16, and a
+//! stale remote node with id 5.
+
+use nb_model::{
+    LogicalRouter, LogicalRouterPort, LogicalRouterStaticRoute, LogicalRouterStaticRoutePolicy,
+    LogicalSwitch, LogicalSwitchPort,
+};
+
+use crate::testing::{cluster, node};
+use crate::topology::desired::reference_identity;
+use crate::topology::{network, Inputs, TopologyConfig};
+
+const P: &str = "cluster_udn_isolatednet_";
+const NET: &str = "cluster_udn_isolatednet";
+
+fn cudn(subnets: &str, annotations: &str) -> String {
+    format!(
+        "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata:\n  name: isolatednet\n  annotations: {{{annotations}}}\n\
+         spec:\n  namespaceSelector: {{}}\n  network:\n    topology: Layer2\n    layer2:\n      role: Primary\n      subnets: {subnets}\n"
+    )
+}
+
+fn nodes() -> String {
+    node(
+        "test-node",
+        &[
+            ("k8s.ovn.org/node-id", "4"),
+            ("k8s.ovn.org/node-chassis-id", "chassis-4"),
+        ],
+    ) + &node(
+        "stale-node",
+        &[
+            ("k8s.ovn.org/node-id", "5"),
+            ("k8s.ovn.org/node-chassis-id", "chassis-5"),
+        ],
+    )
+}
+
+fn build(yaml: &str) -> crate::topology::Desired {
+    let (inv, alloc) = cluster(yaml);
+    let config = TopologyConfig::default();
+    let inputs = Inputs {
+        inventory: &inv,
+        allocations: &alloc,
+        zone: Some("test-node"),
+        config: &config,
+    };
+    network(&inputs, NET).unwrap()
+}
+
+fn vector() -> crate::topology::Desired {
+    build(
+        &(cudn(
+            "[100.200.0.0/16]",
+            "k8s.ovn.org/network-id: '2', k8s.ovn.org/tunnel-keys: '[16711685,16715780]'",
+        ) + &nodes()),
+    )
+}
+
+#[test]
+fn the_transit_router_and_its_switch_port_match_the_reference() {
+    let d = vector();
+    let tr = d
+        .get::<LogicalRouter>(&format!("{P}transit_router"))
+        .unwrap();
+    assert_eq!(tr.options.len(), 1);
+    assert_eq!(tr.options["requested-tnl-key"], "16715780");
+    assert_eq!(tr.external_ids["k8s-cluster-router"], "yes");
+    assert_eq!(tr.external_ids["k8s.ovn.org/topology"], "layer2");
+    let trtos = d
+        .get::<LogicalRouterPort>(&format!("trtos-{P}ovn_layer2_switch"))
+        .unwrap();
+    assert_eq!(
+        trtos.networks.iter().collect::<Vec<_>>(),
+        ["100.200.0.1/16"]
+    );
+    assert_eq!(trtos.mac, "0a:58:64:c8:00:01");
+    assert_eq!(trtos.options["gateway_mtu"], "1400");
+    assert_eq!(trtos.options["requested-tnl-key"], "1");
+    assert_eq!(
+        trtos
+            .gateway_chassis
+            .iter()
+            .filter_map(reference_identity)
+            .collect::<Vec<_>>(),
+        [format!("trtos-{P}ovn_layer2_switch-chassis-4")]
+    );
+    let ls = d
+        .get::<LogicalSwitch>(&format!("{P}ovn_layer2_switch"))
+        .unwrap();
+    assert_eq!(ls.other_config["requested-tnl-key"], "16711685");
+    assert_eq!(ls.other_config["subnet"], "100.200.0.0/16");
+    assert_eq!(
+        ls.other_config["interconn-ts"],
+        format!("{P}ovn_layer2_switch")
+    );
+    let stotr = d
+        .get::<LogicalSwitchPort>(&format!("stotr-{P}ovn_layer2_switch"))
+        .unwrap();
+    assert_eq!(
+        stotr.options["router-port"],
+        format!("trtos-{P}ovn_layer2_switch")
+    );
+}
+
+#[test]
+fn the_local_gateway_router_pair_matches_the_reference() {
+    let d = vector();
+    let trtor = d
+        .get::<LogicalRouterPort>(&format!("trtor-GR_{P}test-node"))
+        .unwrap();
+    assert_eq!(trtor.networks.iter().collect::<Vec<_>>(), ["100.88.0.8/31"]);
+    assert_eq!(trtor.mac, "0a:58:64:58:00:08");
+    assert_eq!(trtor.options["requested-tnl-key"], "14");
+    assert_eq!(
+        trtor.peer.as_deref(),
+        Some(format!("rtotr-GR_{P}test-node").as_str())
+    );
+    let rtotr = d
+        .get::<LogicalRouterPort>(&format!("rtotr-GR_{P}test-node"))
+        .unwrap();
+    assert_eq!(
+        rtotr.networks.iter().collect::<Vec<_>>(),
+        ["100.65.0.4/16", "100.88.0.9/31"]
+    );
+    assert_eq!(rtotr.mac, "0a:58:64:41:00:04");
+    assert_eq!(
+        rtotr.peer.as_deref(),
+        Some(format!("trtor-GR_{P}test-node").as_str())
+    );
+    let gr = d.get::<LogicalRouter>(&format!("GR_{P}test-node")).unwrap();
+    assert_eq!(gr.options["lb_force_snat_ip"], "100.65.0.4");
+    let tr = format!("{P}transit_router");
+    let route = |policy: &str, prefix: &str, hop: &str| {
+        d.get::<LogicalRouterStaticRoute>(&format!("{tr}|{policy}|{prefix}|{hop}"))
+    };
+    let src = route("src-ip", "100.200.0.0/16", "100.88.0.9").unwrap();
+    assert_eq!(src.policy, Some(LogicalRouterStaticRoutePolicy::SrcIp));
+    assert!(route("dst-ip", "100.65.0.4", "100.88.0.9").is_some());
+    let gr_route = d
+        .get::<LogicalRouterStaticRoute>(&format!(
+            "GR_{P}test-node|dst-ip|100.200.0.0/16|100.88.0.8"
+        ))
+        .unwrap();
+    assert_eq!(
+        gr_route.output_port.as_deref(),
+        Some(format!("rtotr-GR_{P}test-node").as_str())
+    );
+}
+
+#[test]
+fn a_remote_node_gets_a_port_bound_to_its_chassis_and_a_route() {
+    let d = vector();
+    let trtor = d
+        .get::<LogicalRouterPort>(&format!("trtor-GR_{P}stale-node"))
+        .unwrap();
+    assert_eq!(
+        trtor.networks.iter().collect::<Vec<_>>(),
+        ["100.88.0.10/31"]
+    );
+    assert_eq!(trtor.options["requested-tnl-key"], "15");
+    assert_eq!(trtor.options["requested-chassis"], "chassis-5");
+    assert_eq!(trtor.peer, None);
+    assert_eq!(trtor.external_ids["k8s.ovn.org/node"], "stale-node");
+    let r = d
+        .get::<LogicalRouterStaticRoute>(&format!(
+            "{P}transit_router|dst-ip|100.65.0.5|100.88.0.11"
+        ))
+        .unwrap();
+    assert_eq!(r.external_ids["k8s.ovn.org/node"], "stale-node");
+    assert!(d
+        .get::<LogicalRouter>(&format!("GR_{P}stale-node"))
+        .is_none());
+}
+
+#[test]
+fn keys_are_allocated_when_missing_and_transit_moves_off_an_overlap() {
+    let d = build(&(cudn("[100.88.0.0/24, \"fd10::/64\"]", "") + &nodes()));
+    let tr = d
+        .get::<LogicalRouter>(&format!("{P}transit_router"))
+        .unwrap();
+    // The first network gets id 1; its switch key is 16711683 + 1, the router key the
+    // first of the shared allocator.
+    assert_eq!(tr.options["requested-tnl-key"], "16715779");
+    let ls = d
+        .get::<LogicalSwitch>(&format!("{P}ovn_layer2_switch"))
+        .unwrap();
+    assert_eq!(ls.other_config["requested-tnl-key"], "16711684");
+    assert_eq!(ls.other_config["ipv6_prefix"], "fd10::");
+    // 100.88.0.0/24 overlaps the default transit subnet: it moves to 100.89.0.0/16.
+    let trtor = d
+        .get::<LogicalRouterPort>(&format!("trtor-GR_{P}test-node"))
+        .unwrap();
+    assert_eq!(
+        trtor.networks.iter().collect::<Vec<_>>(),
+        ["100.89.0.8/31", "fd97::8/127"]
+    );
+    let trtos = d
+        .get::<LogicalRouterPort>(&format!("trtos-{P}ovn_layer2_switch"))
+        .unwrap();
+    assert_eq!(trtos.ipv6_ra_configs["address_mode"], "dhcpv6_stateful");
+    assert_eq!(trtos.ipv6_ra_configs["mtu"], "1400");
+}

@@ -1,0 +1,371 @@
+//! Layer3 rows pinned with the reference's vectors (§2, from OVN-Kubernetes'
+//! layer3_user_defined_network_controller_test.go) and OKEP-5377's policies.
+
+use nb_model::{
+    GatewayChassis, LogicalRouter, LogicalRouterPolicy, LogicalRouterPort,
+    LogicalRouterStaticRoute, LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort,
+    Nat,
+};
+
+use crate::testing::{cluster, node};
+use crate::topology::desired::reference_identity;
+use crate::topology::{network, Inputs, TopologyConfig};
+
+const CHASSIS: &str = "cb9ec8fa-b409-4ef3-9f42-d9283c47aac6";
+const P: &str = "cluster_udn_isolatednet_";
+const NET: &str = "cluster_udn_isolatednet";
+
+fn cudn(subnets: &str, network_id: u32) -> String {
+    format!(
+        "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata:\n  name: isolatednet\n  annotations: {{k8s.ovn.org/network-id: '{network_id}'}}\n\
+         spec:\n  namespaceSelector: {{}}\n  network:\n    topology: Layer3\n    layer3:\n      role: Primary\n      subnets: {subnets}\n"
+    )
+}
+
+fn gw_config(ip: &str, hop: &str) -> String {
+    format!(
+        r#"{{"default":{{"mode":"shared","bridge-id":"breth0","interface-id":"breth0_test-node","mac-address":"0a:58:c0:a8:7e:ca","ip-addresses":["{ip}"],"next-hops":["{hop}"],"node-port-enable":"true"}}}}"#
+    )
+}
+
+/// The reference's node: id 4 (its GR join address 100.65.0.4), transit address
+/// 100.88.0.3 (annotated), host subnet 192.168.1.0/24, a gateway on 192.168.126.202.
+fn test_node() -> String {
+    node(
+        "test-node",
+        &[
+            ("k8s.ovn.org/node-id", "4"),
+            ("k8s.ovn.org/node-chassis-id", CHASSIS),
+            (
+                "k8s.ovn.org/node-subnets",
+                r#"{"cluster_udn_isolatednet":["192.168.1.0/24"]}"#,
+            ),
+            (
+                "k8s.ovn.org/node-transit-switch-port-ifaddr",
+                r#"{"ipv4":"100.88.0.3/16"}"#,
+            ),
+            (
+                "k8s.ovn.org/l3-gateway-config",
+                &gw_config("192.168.126.202/24", "192.168.126.1"),
+            ),
+        ],
+    )
+}
+
+fn build(yaml: &str, zone: Option<&str>) -> crate::topology::Desired {
+    let (inv, alloc) = cluster(yaml);
+    let config = TopologyConfig::default();
+    let inputs = Inputs {
+        inventory: &inv,
+        allocations: &alloc,
+        zone,
+        config: &config,
+    };
+    network(&inputs, NET).unwrap()
+}
+
+fn ids<T>(refs: &std::collections::BTreeSet<ovsdb_proto::model::Ref<T>>) -> Vec<String> {
+    refs.iter()
+        .map(|r| reference_identity(r).unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn the_cluster_router_and_its_ports_match_the_reference() {
+    let d = build(
+        &(cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2) + &test_node()),
+        None,
+    );
+    let cr = d
+        .get::<LogicalRouter>(&format!("{P}ovn_cluster_router"))
+        .unwrap();
+    assert_eq!(cr.options["always_learn_from_arp_request"], "false");
+    assert_eq!(cr.options.len(), 1);
+    assert_eq!(cr.external_ids["k8s-cluster-router"], "yes");
+    assert_eq!(cr.external_ids["k8s.ovn.org/network"], NET);
+    assert_eq!(cr.external_ids["k8s.ovn.org/topology"], "layer3");
+    assert_eq!(
+        reference_identity(cr.copp.as_ref().unwrap()),
+        Some("ovnkube-default")
+    );
+    let mut ports = ids(&cr.ports);
+    ports.sort();
+    assert_eq!(
+        ports,
+        [
+            format!("{P}rtots-test-node"),
+            format!("rtoj-{P}ovn_cluster_router"),
+            format!("rtos-{P}test-node")
+        ]
+    );
+
+    let rtos = d
+        .get::<LogicalRouterPort>(&format!("rtos-{P}test-node"))
+        .unwrap();
+    assert_eq!(rtos.networks.iter().collect::<Vec<_>>(), ["192.168.1.1/24"]);
+    assert_eq!(rtos.mac, "0a:58:c0:a8:01:01");
+    assert_eq!(rtos.options["gateway_mtu"], "1400");
+    let gc_name = format!("rtos-{P}test-node-{CHASSIS}");
+    assert_eq!(ids(&rtos.gateway_chassis), [gc_name.clone()]);
+    let gc = d.get::<GatewayChassis>(&gc_name).unwrap();
+    assert_eq!((gc.chassis_name.as_str(), gc.priority), (CHASSIS, 1));
+
+    let rtoj = d
+        .get::<LogicalRouterPort>(&format!("rtoj-{P}ovn_cluster_router"))
+        .unwrap();
+    assert_eq!(rtoj.networks.iter().collect::<Vec<_>>(), ["100.65.0.1/16"]);
+    assert_eq!(rtoj.mac, "0a:58:64:41:00:01");
+
+    let rtots = d
+        .get::<LogicalRouterPort>(&format!("{P}rtots-test-node"))
+        .unwrap();
+    assert_eq!(rtots.networks.iter().collect::<Vec<_>>(), ["100.88.0.3/16"]);
+    assert_eq!(rtots.mac, "0a:58:64:58:00:03");
+    assert_eq!(rtots.options["mcast_flood"], "true");
+}
+
+#[test]
+fn switches_carry_their_subnets_and_ports() {
+    let d = build(
+        &(cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2) + &test_node()),
+        None,
+    );
+    let ls = d.get::<LogicalSwitch>(&format!("{P}test-node")).unwrap();
+    assert_eq!(ls.other_config["subnet"], "192.168.1.0/24");
+    assert_eq!(ls.other_config["exclude_ips"], "192.168.1.2");
+    assert_eq!(ls.external_ids["k8s.ovn.org/role"], "primary");
+    let mut lbgs = ids(&ls.load_balancer_group);
+    lbgs.sort();
+    assert_eq!(
+        lbgs,
+        [
+            format!("{P}clusterLBGroup"),
+            format!("{P}clusterSwitchLBGroup")
+        ]
+    );
+    let stor = d
+        .get::<LogicalSwitchPort>(&format!("stor-{P}test-node"))
+        .unwrap();
+    assert_eq!(stor.type_, "router");
+    assert_eq!(stor.options["router-port"], format!("rtos-{P}test-node"));
+    let mgmt = d
+        .get::<LogicalSwitchPort>(&format!("k8s-{P}test-node"))
+        .unwrap();
+    assert_eq!(
+        mgmt.addresses.iter().collect::<Vec<_>>(),
+        ["0a:58:c0:a8:01:02 192.168.1.2"]
+    );
+
+    let ts = d
+        .get::<LogicalSwitch>(&format!("{P}transit_switch"))
+        .unwrap();
+    assert_eq!(
+        ts.other_config["requested-tnl-key"],
+        (16711683 + 2).to_string()
+    );
+    assert_eq!(
+        ts.other_config["interconn-ts"],
+        format!("{P}transit_switch")
+    );
+    assert_eq!(ts.other_config["mcast_querier"], "false");
+    let tstor = d
+        .get::<LogicalSwitchPort>(&format!("{P}tstor-test-node"))
+        .unwrap();
+    assert_eq!(tstor.type_, "router");
+    assert_eq!(tstor.options["requested-tnl-key"], "4");
+    assert_eq!(tstor.options["router-port"], format!("{P}rtots-test-node"));
+    assert_eq!(tstor.external_ids["node"], "test-node");
+}
+
+#[test]
+fn routes_policies_and_nat_match_the_reference() {
+    let d = build(
+        &(cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2) + &test_node()),
+        None,
+    );
+    let cr_name = format!("{P}ovn_cluster_router");
+    let route = |policy: &str, prefix: &str, hop: &str| {
+        d.get::<LogicalRouterStaticRoute>(&format!("{cr_name}|{policy}|{prefix}|{hop}"))
+    };
+    assert!(route("dst-ip", "100.65.0.4", "100.65.0.4").is_some());
+    let src = route("src-ip", "192.168.1.0/24", "100.65.0.4").unwrap();
+    assert_eq!(src.policy, Some(LogicalRouterStaticRoutePolicy::SrcIp));
+    let m =
+        format!("inport == \"rtos-{P}test-node\" && ip4.dst == 192.168.126.202 /* {P}test-node */");
+    let p = d
+        .get::<LogicalRouterPolicy>(&format!("{cr_name}|1004|{m}"))
+        .unwrap();
+    assert_eq!(p.nexthops.iter().collect::<Vec<_>>(), ["192.168.1.2"]);
+    let nat = d
+        .all::<Nat>()
+        .into_values()
+        .find(|n| n.logical_port.is_some())
+        .unwrap();
+    // Network id 2: masquerade addresses 169.254.0.13 (gateway) and .14 (management port).
+    assert_eq!(nat.external_ip, "169.254.0.14");
+    assert_eq!(nat.logical_ip, "192.168.1.0/24");
+    assert_eq!(nat.match_, "eth.dst == 0a:58:c0:a8:01:02");
+
+    // The gateway router.
+    let gr = d.get::<LogicalRouter>(&format!("GR_{P}test-node")).unwrap();
+    assert_eq!(gr.options["chassis"], CHASSIS);
+    assert_eq!(gr.options["lb_force_snat_ip"], "router_ip");
+    assert_eq!(gr.options["mac_binding_age_threshold"], "300");
+    assert_eq!(gr.options["disable_garp_rarp"], "true");
+    assert_eq!(gr.external_ids["physical_ip"], "192.168.126.202");
+    assert_eq!(
+        gr.load_balancer_group.len(),
+        2,
+        "NodePorts enabled: router group too"
+    );
+    let rtoj = d
+        .get::<LogicalRouterPort>(&format!("rtoj-GR_{P}test-node"))
+        .unwrap();
+    assert_eq!(rtoj.networks.iter().collect::<Vec<_>>(), ["100.65.0.4/16"]);
+    assert_eq!(rtoj.mac, "0a:58:64:41:00:04");
+    let gr_name = format!("GR_{P}test-node");
+    let gr_route = |prefix: &str, hop: &str| {
+        d.get::<LogicalRouterStaticRoute>(&format!("{gr_name}|dst-ip|{prefix}|{hop}"))
+    };
+    assert!(gr_route("192.168.0.0/16", "100.65.0.1").is_some());
+    let default = gr_route("0.0.0.0/0", "192.168.126.1").unwrap();
+    assert_eq!(
+        default.output_port.as_deref(),
+        Some(format!("rtoe-GR_{P}test-node").as_str())
+    );
+    assert!(gr_route("169.254.0.0/17", "169.254.0.4").is_some());
+    let rtoe = d
+        .get::<LogicalRouterPort>(&format!("rtoe-GR_{P}test-node"))
+        .unwrap();
+    assert_eq!(
+        rtoe.networks.iter().collect::<Vec<_>>(),
+        ["169.254.0.13/32", "192.168.126.202/24"]
+    );
+    let snats: Vec<(String, String)> = d
+        .all::<Nat>()
+        .into_values()
+        .filter(|n| n.logical_port.is_none())
+        .map(|n| (n.logical_ip, n.external_ip))
+        .collect();
+    assert!(
+        snats.contains(&("100.65.0.4".into(), "169.254.0.13".into())),
+        "{snats:?}"
+    );
+    assert!(
+        snats.contains(&("192.168.0.0/16".into(), "169.254.0.13".into())),
+        "{snats:?}"
+    );
+    let ext = d
+        .get::<LogicalSwitch>(&format!("ext_{P}test-node"))
+        .unwrap();
+    assert_eq!(ext.ports.len(), 2);
+    let localnet = d
+        .get::<LogicalSwitchPort>(&format!("breth0_{P}test-node"))
+        .unwrap();
+    assert_eq!(localnet.type_, "localnet");
+    assert_eq!(localnet.options["network_name"], "physnet");
+}
+
+#[test]
+fn several_subnets_get_a_no_reroute_policy_per_ordered_pair() {
+    // OKEP-5377's example: 10.1.0.0/16 and 10.2.0.0/16.
+    let d = build(
+        &(cudn("[{cidr: 10.1.0.0/16}, {cidr: 10.2.0.0/16}]", 2) + &node("n1", &[])),
+        None,
+    );
+    let cr_name = format!("{P}ovn_cluster_router");
+    let matches: Vec<String> = d
+        .all::<LogicalRouterPolicy>()
+        .into_values()
+        .filter(|p| p.priority == 102)
+        .map(|p| p.match_)
+        .collect();
+    for (a, b) in [
+        ("10.1", "10.1"),
+        ("10.1", "10.2"),
+        ("10.2", "10.2"),
+        ("10.2", "10.1"),
+    ] {
+        let m = format!("ip4.src == {a}.0.0/16 && ip4.dst == {b}.0.0/16");
+        assert!(matches.contains(&m), "{m} missing from {matches:?}");
+    }
+    assert!(matches.contains(&"ip4.src == 10.1.0.0/16 && ip4.dst == 100.65.0.0/16".to_string()));
+    assert!(matches.contains(&"pkt.mark == 42".to_string()));
+    assert_eq!(matches.len(), 4 + 2 + 1);
+    let cr = d.get::<LogicalRouter>(&cr_name).unwrap();
+    assert_eq!(cr.policies.len(), 7, "no gateway config: no 1004 policy");
+}
+
+#[test]
+fn remote_nodes_get_a_remote_port_and_routes_through_it() {
+    let remote = node(
+        "n2",
+        &[
+            ("k8s.ovn.org/node-id", "5"),
+            ("k8s.ovn.org/node-chassis-id", "chassis-2"),
+            (
+                "k8s.ovn.org/node-subnets",
+                r#"{"cluster_udn_isolatednet":["10.1.2.0/24","fd00:10:0:2::/64"]}"#,
+            ),
+        ],
+    );
+    let local = node(
+        "n1",
+        &[
+            ("k8s.ovn.org/node-id", "2"),
+            ("k8s.ovn.org/node-chassis-id", "chassis-1"),
+        ],
+    );
+    let d = build(
+        &(cudn("[{cidr: 10.1.0.0/16}, {cidr: \"fd00:10::/48\"}]", 3) + &local + &remote),
+        Some("n1"),
+    );
+    let port = d.get::<LogicalSwitchPort>(&format!("{P}tstor-n2")).unwrap();
+    assert_eq!(port.type_, "remote");
+    assert_eq!(port.options["requested-tnl-key"], "5");
+    assert_eq!(port.options["requested-chassis"], "chassis-2");
+    assert_eq!(
+        port.addresses.iter().collect::<Vec<_>>(),
+        ["0a:58:64:58:00:05 100.88.0.5/16 fd97::5/64"]
+    );
+    assert!(
+        d.get::<LogicalSwitch>(&format!("{P}n2")).is_none(),
+        "no switch for a remote node"
+    );
+    assert!(d.get::<LogicalRouter>(&format!("GR_{P}n2")).is_none());
+    let cr_name = format!("{P}ovn_cluster_router");
+    for (prefix, hop) in [
+        ("10.1.2.0/24", "100.88.0.5"),
+        ("fd00:10:0:2::/64", "fd97::5"),
+        ("100.65.0.5/32", "100.88.0.5"),
+        ("fd99::5/128", "fd97::5"),
+    ] {
+        let r = d
+            .get::<LogicalRouterStaticRoute>(&format!("{cr_name}|dst-ip|{prefix}|{hop}"))
+            .unwrap_or_else(|| panic!("route {prefix} via {hop}"));
+        assert_eq!(r.external_ids["ic-node"], "n2");
+    }
+    // The local node is dual stack: its switch has both prefixes, its port both
+    // gateways. Its subnets come after the highest index in use (n2's).
+    let ls = d.get::<LogicalSwitch>(&format!("{P}n1")).unwrap();
+    assert_eq!(ls.other_config["subnet"], "10.1.3.0/24");
+    assert_eq!(ls.other_config["ipv6_prefix"], "fd00:10:0:3::");
+    let rtos = d.get::<LogicalRouterPort>(&format!("rtos-{P}n1")).unwrap();
+    assert_eq!(rtos.networks.len(), 2);
+    assert_eq!(rtos.mac, "0a:58:0a:01:03:01", "MAC from the IPv4 gateway");
+}
+
+#[test]
+fn a_node_with_no_zone_filter_is_local_and_the_result_is_deterministic() {
+    let yaml = cudn("[{cidr: 10.1.0.0/16}]", 2) + &node("b", &[]) + &node("a", &[]);
+    let d1 = build(&yaml, None);
+    let d2 = build(&yaml, None);
+    assert_eq!(d1, d2);
+    // Nodes are taken in name order: a gets id 2 and 10.1.0.0/24, b id 3 and 10.1.1.0/24.
+    let a = d1.get::<LogicalSwitch>(&format!("{P}a")).unwrap();
+    assert_eq!(a.other_config["subnet"], "10.1.0.0/24");
+    let b = d1.get::<LogicalSwitch>(&format!("{P}b")).unwrap();
+    assert_eq!(b.other_config["subnet"], "10.1.1.0/24");
+    // No chassis annotation: no gateway router.
+    assert!(d1.get::<LogicalRouter>(&format!("GR_{P}a")).is_none());
+}

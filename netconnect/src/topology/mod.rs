@@ -1,0 +1,244 @@
+//! Desired NB rows, computed by pure functions from the inputs and allocations: no I/O,
+//! the same inputs always give the same rows.
+//!
+//! - [`layer3`]: a primary Layer3 network (reference §2, OKEP-5377);
+//! - [`layer2`]: a primary Layer2 network with its transit router (reference §3,
+//!   OKEP-5094);
+//! - [`gateway`]: the gateway router of a local node and its external side;
+//! - [`cluster`]: rows shared by every network (the default COPP and its meters).
+//!
+//! Every builder fills a [`Desired`] for one reconcile key.
+
+pub mod addr;
+pub mod cluster;
+pub mod desired;
+pub mod gateway;
+pub mod layer2;
+pub mod layer3;
+pub mod mac;
+pub mod names;
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+use crate::alloc::Allocations;
+use crate::api::annotations::L3GatewayConfig;
+use crate::api::{Inventory, Network, Role, Topology};
+
+pub use desired::{Desired, DesiredRow, Owner};
+
+/// How pods' traffic leaves the cluster (OVN-Kubernetes' `--gateway-mode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GatewayMode {
+    /// Through the gateway router (the default).
+    #[default]
+    Shared,
+    /// Through the host's kernel, via the management port.
+    Local,
+}
+
+/// Cluster-wide settings the rows depend on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopologyConfig {
+    /// Gateway mode.
+    pub gateway_mode: GatewayMode,
+    /// The cluster MTU, written as `gateway_mtu` on gateway-facing ports.
+    pub mtu: u32,
+    /// Masquerade subnets (IPv4, IPv6) the per-network masquerade IPs come from.
+    pub masquerade_subnets: Vec<IpNet>,
+    /// The physical network name of the gateways' localnet ports.
+    pub physical_network: String,
+    /// Whether the EgressIP no-reroute policies (priority 102) are written.
+    pub egress_ip: bool,
+}
+
+impl Default for TopologyConfig {
+    fn default() -> Self {
+        TopologyConfig {
+            gateway_mode: GatewayMode::Shared,
+            mtu: 1400,
+            masquerade_subnets: vec![
+                "169.254.0.0/17".parse().expect("constant"),
+                "fd69::/112".parse().expect("constant"),
+            ],
+            physical_network: "physnet".into(),
+            egress_ip: true,
+        }
+    }
+}
+
+/// A node as the builders see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeView<'a> {
+    /// The node's name.
+    pub name: &'a str,
+    /// Its id.
+    pub id: u32,
+    /// Whether it is in the zone being built.
+    pub local: bool,
+    /// Its chassis, if known.
+    pub chassis: Option<&'a str>,
+    /// Its transit switch port addresses.
+    pub transit: &'a [IpNet],
+    /// Its gateway, if configured.
+    pub gateway: Option<&'a L3GatewayConfig>,
+    /// `k8s.ovn.org/gateway-mtu-support` is not `false`.
+    pub gateway_mtu: bool,
+}
+
+/// Everything the builders read.
+#[derive(Clone, Copy, Debug)]
+pub struct Inputs<'a> {
+    /// The objects.
+    pub inventory: &'a Inventory,
+    /// The allocations.
+    pub allocations: &'a Allocations,
+    /// The zone being built; `None` builds every node as local (one NB for the cluster).
+    pub zone: Option<&'a str>,
+    /// Cluster-wide settings.
+    pub config: &'a TopologyConfig,
+}
+
+/// Why a network's rows could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// The network is not in the inputs.
+    #[error("network {0} is not defined")]
+    Unknown(String),
+    /// The network has no id (allocation failed).
+    #[error("network {0} has no network id")]
+    NoNetworkId(String),
+    /// A primary Layer2 network has no tunnel keys or transit subnet.
+    #[error("network {0} has no tunnel keys or transit subnet")]
+    NoTransit(String),
+}
+
+impl<'a> Inputs<'a> {
+    /// The nodes that have an id, in name order.
+    pub fn nodes(&self) -> Vec<NodeView<'a>> {
+        let inv = self.inventory;
+        let alloc = self.allocations;
+        inv.nodes
+            .iter()
+            .filter_map(|(name, node)| {
+                let id = *alloc.node_ids.get(name)?;
+                Some(NodeView {
+                    name: name.as_str(),
+                    id,
+                    local: inv.is_local(node, self.zone),
+                    chassis: node.chassis_id.as_deref(),
+                    transit: alloc
+                        .node_transit
+                        .get(name)
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[]),
+                    gateway: node.gateway.as_ref(),
+                    gateway_mtu: node
+                        .object
+                        .metadata
+                        .annotations
+                        .get("k8s.ovn.org/gateway-mtu-support")
+                        .is_none_or(|v| v != "false"),
+                })
+            })
+            .collect()
+    }
+
+    /// The host subnets of network `net` on `node` (IPv4 first).
+    pub fn host_subnets(&self, net: &str, node: &str) -> &'a [IpNet] {
+        self.allocations
+            .host_subnets
+            .get(net)
+            .and_then(|m| m.get(node))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+/// The reconcile key of a network's rows.
+pub fn network_owner(net: &Network) -> Owner {
+    Owner {
+        controller: names::Names::new(&net.name()).controller(),
+        kind: net.owner.kind().to_owned(),
+        name: net.owner.qualified_name(),
+    }
+}
+
+/// The rows of network `name` for the inputs' zone: its Layer3 or Layer2 topology. A
+/// secondary or Localnet network wants no rows (netconnect programs primary networks
+/// only).
+pub fn network(inputs: &Inputs, name: &str) -> Result<Desired, BuildError> {
+    let info = inputs
+        .inventory
+        .networks
+        .get(name)
+        .ok_or_else(|| BuildError::Unknown(name.to_owned()))?;
+    let net = &info.network;
+    let mut desired = Desired::new(network_owner(net));
+    if net.role != Role::Primary {
+        return Ok(desired);
+    }
+    let id = *inputs
+        .allocations
+        .network_ids
+        .get(name)
+        .ok_or_else(|| BuildError::NoNetworkId(name.to_owned()))?;
+    match net.topology {
+        Topology::Layer3 => layer3::build(inputs, net, id, &mut desired),
+        Topology::Layer2 => layer2::build(inputs, net, id, &mut desired)?,
+        Topology::Localnet => {}
+    }
+    Ok(desired)
+}
+
+/// `external_ids` (or options) from pairs.
+pub(crate) fn map<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The first address of `nets` of the family of `ip`, without its prefix length.
+pub(crate) fn same_family(nets: &[IpNet], ipv4: bool) -> Option<IpAddr> {
+    nets.iter()
+        .find(|n| n.addr().is_ipv4() == ipv4)
+        .map(IpNet::addr)
+}
+
+/// `ip4` or `ip6`, as in OVN match expressions.
+pub(crate) fn ip_match_family(ipv4: bool) -> &'static str {
+    if ipv4 {
+        "ip4"
+    } else {
+        "ip6"
+    }
+}
+
+/// The masquerade IP of network `id` for its gateway router (`gateway = true`) or
+/// management port: the masquerade subnet's address `10 + 2·id − 1` or `10 + 2·id`
+/// (OVN-Kubernetes' generator/udn/masquerade_ips.go).
+pub fn masquerade_ip(
+    config: &TopologyConfig,
+    id: u32,
+    ipv4: bool,
+    gateway: bool,
+) -> Option<IpAddr> {
+    let subnet = config
+        .masquerade_subnets
+        .iter()
+        .find(|s| s.addr().is_ipv4() == ipv4)?;
+    let n = 10 + 2 * id as u128 - u128::from(gateway);
+    addr::nth(subnet, n)
+}
+
+/// The masquerade subnet's dummy next hop (`…4`), the GR's route back to the host.
+pub fn masquerade_next_hop(config: &TopologyConfig, ipv4: bool) -> Option<(IpNet, IpAddr)> {
+    let subnet = config
+        .masquerade_subnets
+        .iter()
+        .find(|s| s.addr().is_ipv4() == ipv4)?;
+    Some((*subnet, addr::nth(subnet, 4)?))
+}
