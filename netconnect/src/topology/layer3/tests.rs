@@ -106,7 +106,7 @@ fn the_cluster_router_and_its_ports_match_the_reference() {
     assert_eq!(rtos.mac, "0a:58:c0:a8:01:01");
     assert_eq!(rtos.options["gateway_mtu"], "1400");
     let gc_name = format!("rtos-{P}test-node-{CHASSIS}");
-    assert_eq!(ids(&rtos.gateway_chassis), [gc_name.clone()]);
+    assert_eq!(ids(&rtos.gateway_chassis), std::slice::from_ref(&gc_name));
     let gc = d.get::<GatewayChassis>(&gc_name).unwrap();
     assert_eq!((gc.chassis_name.as_str(), gc.priority), (CHASSIS, 1));
 
