@@ -23,6 +23,7 @@
 
 pub mod alloc;
 pub mod api;
+pub mod reconcile;
 pub mod topology;
 
 #[cfg(test)]

@@ -661,6 +661,7 @@ pub struct Sandbox {
     /// The OVN_Southbound server.
     pub sb: OvsdbServer,
     northd_ctl: PathBuf,
+    northd_log: PathBuf,
     install: Installation,
 }
 
@@ -708,6 +709,7 @@ impl Sandbox {
             nb,
             sb,
             northd_ctl: ctl,
+            northd_log: log_host,
             install: install.clone(),
         })
     }
@@ -731,6 +733,11 @@ impl Sandbox {
     /// Waits until ovn-northd has processed every northbound change made so far.
     pub fn sync(&self) -> Result<()> {
         self.nbctl(&["--wait=sb", "sync"]).map(|_| ())
+    }
+
+    /// ovn-northd's log file (a host path).
+    pub fn northd_log(&self) -> &Path {
+        &self.northd_log
     }
 
     /// The pid of ovn-northd.

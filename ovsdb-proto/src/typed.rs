@@ -228,6 +228,17 @@ impl<D: Database> Db<D> {
         })
     }
 
+    /// A handle over `client` for a server whose schema is `schema` (read already),
+    /// without asking the server again.
+    pub fn with_schema(client: Client, schema: &DatabaseSchema) -> Db<D> {
+        let skew = SchemaSkew::compare(&D::tables(), D::NAME, D::VERSION, schema);
+        Db {
+            client,
+            skew: Arc::new(skew),
+            _model: PhantomData,
+        }
+    }
+
     /// How the server's schema differs from the model's.
     pub fn skew(&self) -> &SchemaSkew {
         &self.skew
@@ -538,6 +549,20 @@ impl<D: Database> Transaction<D> {
     /// The operations built so far.
     pub fn operations(&self) -> &[Operation] {
         &self.ops
+    }
+
+    /// Sends the transaction over `cache`'s connection and waits, at most `timeout`,
+    /// until the cache shows its effects (see
+    /// [`Cache::transact_and_wait`](crate::cache::Cache::transact_and_wait)).
+    pub async fn commit_and_wait(
+        self,
+        cache: &crate::cache::Cache,
+        timeout: std::time::Duration,
+    ) -> Result<TransactionResult, Error> {
+        let ops = self.ops.clone();
+        let result = self.commit().await?;
+        cache.wait_shown(&ops, &result.results, timeout).await?;
+        Ok(result)
     }
 
     /// Sends the transaction. A problem found while building (a column the server

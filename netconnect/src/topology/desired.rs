@@ -95,6 +95,9 @@ pub struct DesiredRow {
     /// False for tables without `external_ids` (`Load_Balancer_Group`): such a row
     /// is the key's by its name ([`Desired::claims`]).
     pub stamped: bool,
+    /// The columns left at the model's default (so that a server whose schema lacks
+    /// them can be written to).
+    pub defaults: BTreeSet<String>,
 }
 
 impl DesiredRow {
@@ -115,6 +118,8 @@ pub struct Desired {
     /// Names of rows of tables without `external_ids` that belong to this key whether
     /// or not it wants them now (so that they are deleted when it does not).
     claims: BTreeSet<(&'static str, String)>,
+    /// The model's default row of each table added to, computed once.
+    default_rows: BTreeMap<&'static str, Row>,
 }
 
 impl Desired {
@@ -125,6 +130,7 @@ impl Desired {
             rows: BTreeMap::new(),
             foreign: BTreeSet::new(),
             claims: BTreeSet::new(),
+            default_rows: BTreeMap::new(),
         }
     }
 
@@ -151,6 +157,15 @@ impl Desired {
             return reference;
         }
         let mut values = row.to_row();
+        let default_row = self
+            .default_rows
+            .entry(T::NAME)
+            .or_insert_with(|| T::default().to_row());
+        let defaults: BTreeSet<String> = values
+            .iter()
+            .filter(|(c, v)| default_row.get(*c) == Some(*v))
+            .map(|(c, _)| c.clone())
+            .collect();
         let stamped = T::columns().iter().any(|c| c.name == "external_ids");
         if !stamped {
             self.claims.insert((T::NAME, identity.clone()));
@@ -162,6 +177,7 @@ impl Desired {
                     row: values,
                     shared,
                     stamped,
+                    defaults,
                 },
             );
             return reference;
@@ -188,6 +204,7 @@ impl Desired {
                 row: values,
                 shared,
                 stamped,
+                defaults,
             },
         );
         reference

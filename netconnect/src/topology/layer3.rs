@@ -369,9 +369,12 @@ fn local_node(
         };
         rtos.gateway_chassis.insert(d.add(gc_name, gc));
     }
-    cr.ports.insert(d.add(names.rtos(n), rtos));
+    let rtos = d.add(names.rtos(n), rtos);
+    cr.ports.insert(rtos.clone());
 
-    // The management port's masquerade SNAT on the cluster router.
+    // The management port's masquerade SNAT on the cluster router. Its gateway port is
+    // named: with several local nodes (one NB for the cluster) the router has several
+    // distributed gateway ports, and OVN needs to know which one the NAT is for.
     if let Some(masq) = masquerade_ip(cfg, id, true, false) {
         if let Some(v4) = subnets.iter().find(|s| s.addr().is_ipv4()) {
             let nat = Nat {
@@ -379,6 +382,7 @@ fn local_node(
                 external_ip: masq.to_string(),
                 logical_ip: v4.to_string(),
                 logical_port: Some(names.rtos(n)),
+                gateway_port: Some(rtos),
                 match_: format!("eth.dst == {mgmt_mac}"),
                 options: map([("stateless", "false")]),
                 external_ids: net_ids(net, topo),

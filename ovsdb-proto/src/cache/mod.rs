@@ -13,10 +13,12 @@
 //! down (and through it the server connection) rather than losing events.
 
 mod diff;
+mod index;
 mod row;
 mod session;
 mod store;
 mod typed;
+mod wait;
 
 use std::collections::BTreeMap;
 use std::collections::VecDeque;
@@ -30,8 +32,10 @@ use crate::error::Error;
 use crate::monitor::MonitorRequest;
 use crate::ops::{Operation, OperationResult};
 use crate::remote::Remote;
+use crate::schema::DatabaseSchema;
 
 pub use diff::{apply_column, apply_row};
+pub use index::RowIndex;
 pub use row::CachedRow;
 pub use store::{Change, Event, Snapshot, TableRows, TypedChange};
 pub use typed::{TypedEvent, TypedEvents, TypedTable};
@@ -59,6 +63,8 @@ pub struct CacheConfig {
     typed: Vec<Arc<dyn typed::TypedSpec>>,
     /// The typed event streams.
     subscribers: Vec<Arc<dyn typed::Subscriber>>,
+    /// Indexes over cached rows, by slot.
+    row_indexes: Vec<Arc<dyn index::RowIndexSpec>>,
 }
 
 impl std::fmt::Debug for CacheConfig {
@@ -101,7 +107,29 @@ impl CacheConfig {
             event_capacity: 64,
             typed: Vec::new(),
             subscribers: Vec::new(),
+            row_indexes: Vec::new(),
         }
+    }
+
+    /// Keeps an index over the cached rows of `table`: `keys` gives the keys a row is
+    /// found under (none, one, or several). Look rows up with
+    /// [`Snapshot::lookup_rows`] and the handle returned. `table` is added to the
+    /// monitored tables (every column) if it is not there.
+    pub fn index<K, F>(&mut self, table: &str, name: &str, keys: F) -> RowIndex<K>
+    where
+        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        F: Fn(&CachedRow) -> Vec<K> + Send + Sync + 'static,
+    {
+        self.tables
+            .entry(table.to_owned())
+            .or_insert_with(MonitorRequest::all);
+        let slot = self.row_indexes.len();
+        self.row_indexes.push(Arc::new(index::Spec {
+            table: table.into(),
+            keys,
+            _key: std::marker::PhantomData,
+        }));
+        RowIndex::new(slot, table, name)
     }
 
     /// Also keeps the rows of `T` decoded (and indexed as `table` says), read with
@@ -173,6 +201,7 @@ pub(crate) struct Published {
     pub(crate) ready: watch::Sender<bool>,
     pub(crate) version: watch::Sender<u64>,
     pub(crate) client: watch::Sender<Option<Client>>,
+    pub(crate) schema: watch::Sender<Option<Arc<DatabaseSchema>>>,
 }
 
 /// A running cache. Dropping it stops its task and closes its connection.
@@ -181,6 +210,7 @@ pub struct Cache {
     ready: watch::Receiver<bool>,
     version: watch::Receiver<u64>,
     client: watch::Receiver<Option<Client>>,
+    schema: watch::Receiver<Option<Arc<DatabaseSchema>>>,
     database: String,
     commands: mpsc::Sender<session::Command>,
     task: tokio::task::JoinHandle<()>,
@@ -197,17 +227,19 @@ impl Cache {
     /// may be dropped by a caller that does not want it (it then costs nothing); one
     /// that is kept must be read, since the cache waits for a reader that is behind.
     pub fn start(config: CacheConfig) -> (Cache, CacheEvents) {
-        let writer = store::Writer::with_typed(config.typed.clone());
+        let writer = store::Writer::new(config.typed.clone(), config.row_indexes.clone());
         let shared = writer.shared();
         let (ready_tx, ready) = watch::channel(false);
         let (version_tx, version) = watch::channel(0);
         let (client_tx, client) = watch::channel(None);
+        let (schema_tx, schema) = watch::channel(None);
         let (events_tx, events_rx) = mpsc::channel(config.event_capacity.max(1));
         let database = config.database.clone();
         let published = Published {
             ready: ready_tx,
             version: version_tx,
             client: client_tx,
+            schema: schema_tx,
         };
         let (commands, commands_rx) = mpsc::channel(16);
         let task = tokio::spawn(session::run(
@@ -223,6 +255,7 @@ impl Cache {
                 ready,
                 version,
                 client,
+                schema,
                 database,
                 commands,
                 task,
@@ -283,6 +316,70 @@ impl Cache {
             )))
         })?;
         client.transact(&self.database, operations).await
+    }
+
+    /// The schema of the cached database on the server the cache last synced from.
+    pub fn schema(&self) -> Option<Arc<DatabaseSchema>> {
+        self.schema.borrow().clone()
+    }
+
+    /// A typed handle on the cache's connection: typed transactions built from it go
+    /// over the connection the cache is synced on, compared with the schema the cache
+    /// read. Fails, retryably, while the cache is not connected.
+    pub fn db<D: crate::model::Database>(&self) -> Result<crate::typed::Db<D>, Error> {
+        let unavailable = || {
+            Error::unavailable(Error::closed(Some(
+                "the cache is not connected to a usable server".into(),
+            )))
+        };
+        let client = self.client().ok_or_else(unavailable)?;
+        let schema = self.schema().ok_or_else(unavailable)?;
+        Ok(crate::typed::Db::with_schema(client, &schema))
+    }
+
+    /// Runs a transaction over the cache's connection and waits, at most `timeout`,
+    /// until the cache shows its effects (read-your-writes): inserted rows present,
+    /// rows updated, mutated or deleted by `_uuid` as the transaction left them. A
+    /// transaction that succeeded but whose effects did not show in time is an error
+    /// saying so (its results are lost to the caller: read the cache again).
+    pub async fn transact_and_wait(
+        &self,
+        operations: &[Operation],
+        timeout: Duration,
+    ) -> Result<Vec<OperationResult>, Error> {
+        let results = self.transact(operations).await?;
+        self.wait_shown(operations, &results, timeout).await?;
+        Ok(results)
+    }
+
+    /// Waits until the cache shows what `operations` did, given their `results`.
+    pub(crate) async fn wait_shown(
+        &self,
+        operations: &[Operation],
+        results: &[OperationResult],
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let expected = wait::expectations(operations, results);
+        let shown = self
+            .wait_for(timeout, |s| expected.iter().all(|e| wait::shown(s, e)))
+            .await;
+        if shown {
+            Ok(())
+        } else {
+            let missing: Vec<String> = {
+                let s = self.snapshot();
+                expected
+                    .iter()
+                    .filter(|e| !wait::shown(&s, e))
+                    .take(3)
+                    .map(|e| format!("{e:?}"))
+                    .collect()
+            };
+            Err(Error::protocol(format!(
+                "the transaction committed but the cache did not show it within {timeout:?} (still missing: {})",
+                missing.join("; ")
+            )))
+        }
     }
 
     /// Waits until `predicate` holds for the cache's contents (read-your-writes: wait

@@ -253,8 +253,13 @@ impl Task {
             self.progress.announced = true;
         }
         self.publish(batch).await;
-        self.published.ready.send_replace(true);
+        // The connection and schema first: a caller woken by `ready` may transact at
+        // once.
+        self.published
+            .schema
+            .send_replace(Some(Arc::new(schema.clone())));
         self.published.client.send_replace(Some(client.clone()));
+        self.published.ready.send_replace(true);
 
         loop {
             let note = tokio::select! {

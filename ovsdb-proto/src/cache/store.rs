@@ -11,6 +11,7 @@ use std::hash::Hash;
 
 use crate::model::Table;
 
+use super::index::{AnyIndex, RowIndex, RowIndexSpec};
 use super::row::{CachedRow, Layouts, RowChange, TableChanges};
 use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
@@ -29,6 +30,8 @@ pub struct Snapshot {
     /// The schema's unique indexes of each table: the columns, and the rows' values
     /// there.
     indexes: BTreeMap<String, Vec<(Vec<String>, UniqueIndex)>>,
+    /// The caller's row indexes, by slot.
+    row_indexes: Vec<AnyIndex>,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -99,6 +102,35 @@ impl Snapshot {
             })
             .unwrap_or_default()
     }
+    /// The rows under `key` in a row index ([`CacheConfig::index`](super::CacheConfig::index)),
+    /// in uuid order. An index of another cache is an error.
+    pub fn lookup_rows<K, Q>(
+        &self,
+        index: &RowIndex<K>,
+        key: &Q,
+    ) -> Result<Vec<(Uuid, Arc<CachedRow>)>, crate::Error>
+    where
+        K: Hash + Eq + std::borrow::Borrow<Q> + Send + Sync + 'static,
+        Q: Hash + Eq + ?Sized,
+    {
+        let uuids = self
+            .row_indexes
+            .get(index.slot)
+            .and_then(|state| super::index::find::<K, Q>(state, key))
+            .ok_or_else(|| {
+                crate::Error::config(format!(
+                    "row index {} of {} is not one of this cache's",
+                    index.name(),
+                    index.table()
+                ))
+            })?;
+        let rows = self.tables.get(index.table());
+        Ok(uuids
+            .into_iter()
+            .filter_map(|u| Some((u, rows?.get(&u)?.clone())))
+            .collect())
+    }
+
     /// The rows of `table` (empty if the table is not cached).
     pub fn table(&self, table: &str) -> TableRows {
         self.tables.get(table).cloned().unwrap_or_default()
@@ -240,14 +272,35 @@ impl Shared {
 pub struct Writer {
     shared: Shared,
     typed: Vec<Arc<dyn TypedSpec>>,
+    row_indexes: Vec<Arc<dyn RowIndexSpec>>,
 }
 
 impl Writer {
-    /// A writer that also keeps these tables decoded.
-    pub(crate) fn with_typed(typed: Vec<Arc<dyn TypedSpec>>) -> Writer {
+    /// A writer that also keeps these tables decoded and these row indexes.
+    pub(crate) fn new(
+        typed: Vec<Arc<dyn TypedSpec>>,
+        row_indexes: Vec<Arc<dyn RowIndexSpec>>,
+    ) -> Writer {
         Writer {
             shared: Shared::default(),
             typed,
+            row_indexes,
+        }
+    }
+
+    /// Brings the row indexes of `next` up to date with `events`.
+    fn apply_row_indexes(&self, next: &mut Snapshot, events: &[Event]) {
+        if next.row_indexes.len() != self.row_indexes.len() {
+            next.row_indexes = self
+                .row_indexes
+                .iter()
+                .map(|spec| spec.update(None, &[]))
+                .collect();
+        }
+        for (slot, spec) in self.row_indexes.iter().enumerate() {
+            if events.iter().any(|e| e.table == spec.table()) {
+                next.row_indexes[slot] = spec.update(Some(&next.row_indexes[slot]), events);
+            }
         }
     }
 
@@ -308,6 +361,7 @@ impl Writer {
         }
         self.apply_typed(&mut next, &events)?;
         update_indexes(&mut next, &events);
+        self.apply_row_indexes(&mut next, &events);
         self.shared.store(next);
         Ok(events)
     }
@@ -391,8 +445,10 @@ impl Writer {
         };
         next.indexes.clear();
         next.typed.clear();
+        next.row_indexes.clear();
         update_indexes(&mut next, all);
         self.apply_typed(&mut next, all)?;
+        self.apply_row_indexes(&mut next, all);
         self.shared.store(next);
         Ok(events)
     }

@@ -1,0 +1,471 @@
+//! The difference between what one key wants and what the NB holds, as one minimal
+//! transaction. The ownership rules, all here:
+//!
+//! - A row is the key's when its `external_ids` carry the key's owner (for a table
+//!   without `external_ids`, when the key claims its name). Only such rows are
+//!   inserted, updated or deleted; an update sends only the columns that differ.
+//! - A set of references (a router's `ports`, a switch's `load_balancer_group`) is
+//!   changed by mutation, element by element: the key adds the references it wants and
+//!   removes only references to its own rows, so references other parties added stay.
+//! - A row the key wants that another party already holds under the same name is a
+//!   conflict: nothing is written for the key.
+//! - A *shared* row (the default COPP) that another party already created is used,
+//!   and what only it would have referenced is not created either.
+//! - Columns OVN's daemons write (`up`, `status`, …) are never compared or written.
+//! - A row no longer wanted is deleted: a root row explicitly, any other by removing the
+//!   references to it (the server then collects it).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use ovsdb_proto::cache::{CachedRow, Snapshot};
+use ovsdb_proto::schema::{DatabaseSchema, Max};
+use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation, Row, Uuid};
+
+use super::nb::{NbIndexes, TABLES};
+use super::plan::{ForeignMutation, Plan, RowName};
+use crate::topology::desired::{
+    parse_placeholder, placeholder, Desired, DesiredRow, Owner, OWNER_ID,
+};
+
+/// Columns OVN's own daemons write; never compared or written.
+pub const WRITTEN_BY_OVN: &[&str] = &["up", "dynamic_addresses", "tag", "status", "ipv6_prefix"];
+
+/// Why a key cannot be reconciled now.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The server's schema lacks a table the key writes.
+    #[error("the server has no table {0}")]
+    MissingTable(String),
+    /// A row the key refers to by name (another key's or party's) does not exist yet.
+    #[error("{table} {name} does not exist (yet)")]
+    MissingDependency {
+        /// The table.
+        table: String,
+        /// The name.
+        name: String,
+    },
+    /// Another party holds a row of a name the key wants.
+    #[error("{row} already exists and belongs to {}", owner.as_ref().map(ToString::to_string).unwrap_or_else(|| "another party (no owner recorded)".into()))]
+    Conflict {
+        /// The row wanted.
+        row: RowName,
+        /// Who holds it, if recorded.
+        owner: Option<Owner>,
+    },
+    /// The server's schema lacks a column the key sets.
+    #[error("the server's {table} has no column {column}, which this row sets")]
+    Unsupported {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+    },
+}
+
+struct Existing {
+    uuid: Uuid,
+    row: Arc<CachedRow>,
+}
+
+/// True for a column holding a set (not a scalar or optional) of references.
+fn is_ref_set(schema: &DatabaseSchema, table: &str, column: &str) -> bool {
+    schema
+        .table(table)
+        .and_then(|t| t.column(column))
+        .is_some_and(|c| {
+            let t = &c.column_type;
+            t.value.is_none() && t.key.ref_table.is_some() && !matches!(t.max, Max::Limited(0 | 1))
+        })
+}
+
+/// The (table, column) pairs that refer to rows of `table`.
+fn referrers<'a>(
+    schema: &'a DatabaseSchema,
+    table: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a str)> {
+    schema.tables.values().flat_map(move |t| {
+        t.columns.values().filter_map(move |c| {
+            (c.column_type.key.ref_table.as_deref() == Some(table))
+                .then_some((t.name.as_str(), c.name.as_str()))
+        })
+    })
+}
+
+/// The placeholders a datum holds.
+fn placeholders(d: &Datum) -> impl Iterator<Item = &str> {
+    let atoms: Box<dyn Iterator<Item = &Atom>> = match d {
+        Datum::Set(s) => Box::new(s.iter()),
+        Datum::Map(m) => Box::new(m.iter().flat_map(|(k, v)| [k, v])),
+    };
+    atoms.filter_map(|a| match a {
+        Atom::NamedUuid(p) => Some(p.as_str()),
+        _ => None,
+    })
+}
+
+/// The uuids a datum refers to.
+fn uuids(d: &Datum) -> impl Iterator<Item = Uuid> + '_ {
+    let atoms: Box<dyn Iterator<Item = &Atom>> = match d {
+        Datum::Set(s) => Box::new(s.iter()),
+        Datum::Map(m) => Box::new(m.iter().flat_map(|(k, v)| [k, v])),
+    };
+    atoms.filter_map(Atom::as_uuid)
+}
+
+/// Computes the transaction that makes the NB hold what `desired` wants.
+pub fn plan(
+    desired: &Desired,
+    snap: &Snapshot,
+    nb: &NbIndexes,
+    schema: &DatabaseSchema,
+) -> Result<Plan, PlanError> {
+    let owner = &desired.owner;
+
+    // The rows the key holds now, by identity.
+    let mut existing: BTreeMap<(String, String), Existing> = BTreeMap::new();
+    let mut owned: HashSet<Uuid> = HashSet::new();
+    for &table in TABLES {
+        let prefix = owner.id(table, "");
+        for (uuid, row) in nb.owned(snap, table, owner) {
+            let identity = row
+                .get("external_ids")
+                .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
+                .and_then(Atom::as_str)
+                .and_then(|id| id.strip_prefix(prefix.as_str()))
+                .map(str::to_owned)
+                // A row of the key's without a valid id is not wanted: it goes.
+                .unwrap_or_else(|| format!("?{uuid}"));
+            owned.insert(uuid);
+            existing.insert((table.to_owned(), identity), Existing { uuid, row });
+        }
+    }
+    for (table, name) in desired.claims() {
+        for (uuid, row) in nb.named(snap, table, name) {
+            owned.insert(uuid);
+            existing.insert((table.to_owned(), name.to_owned()), Existing { uuid, row });
+        }
+    }
+
+    // Shared rows another party created already stand in for ours.
+    let mut resolved: HashMap<String, Atom> = HashMap::new();
+    let mut wanted: Vec<&DesiredRow> = Vec::new();
+    for r in desired.rows() {
+        let foreign = r.shared.then(|| r.name()).flatten().and_then(|name| {
+            nb.named(snap, r.table, name)
+                .into_iter()
+                .find(|(u, _)| !owned.contains(u))
+        });
+        match foreign {
+            Some((u, _)) => {
+                resolved.insert(placeholder(r.table, &r.identity), Atom::Uuid(u));
+            }
+            None => wanted.push(r),
+        }
+    }
+    // What no wanted row refers to any more is not created: non-root rows would be
+    // collected by the server at once.
+    loop {
+        let referenced: HashSet<&str> = wanted
+            .iter()
+            .flat_map(|r| r.row.values().flat_map(placeholders))
+            .collect();
+        let before = wanted.len();
+        wanted.retain(|r| {
+            schema.table(r.table).is_none_or(|t| t.is_root)
+                || referenced.contains(placeholder(r.table, &r.identity).as_str())
+        });
+        if wanted.len() == before {
+            break;
+        }
+    }
+
+    // Every wanted row resolves to its row in the NB, or to a new row of this
+    // transaction.
+    let mut fresh = 0usize;
+    for r in &wanted {
+        if schema.table(r.table).is_none() {
+            return Err(PlanError::MissingTable(r.table.to_owned()));
+        }
+        let atom = match existing.get(&(r.table.to_owned(), r.identity.clone())) {
+            Some(e) => Atom::Uuid(e.uuid),
+            None => {
+                fresh += 1;
+                Atom::NamedUuid(format!("row{fresh}"))
+            }
+        };
+        resolved.insert(placeholder(r.table, &r.identity), atom);
+    }
+    for (table, name) in desired.foreign() {
+        let p = placeholder(table, name);
+        if resolved.contains_key(&p) {
+            continue;
+        }
+        let found = nb.named(snap, table, name);
+        let Some((u, _)) = found.first() else {
+            return Err(PlanError::MissingDependency {
+                table: table.to_owned(),
+                name: name.to_owned(),
+            });
+        };
+        resolved.insert(p, Atom::Uuid(*u));
+    }
+    let resolve = |d: &Datum| -> Result<Datum, PlanError> {
+        let fix = |a: &Atom| match a {
+            Atom::NamedUuid(p) => resolved.get(p).cloned().ok_or_else(|| {
+                let (table, name) = parse_placeholder(p).unwrap_or(("?", p));
+                PlanError::MissingDependency {
+                    table: table.into(),
+                    name: name.into(),
+                }
+            }),
+            other => Ok(other.clone()),
+        };
+        Ok(match d {
+            Datum::Set(s) => Datum::set(s.iter().map(fix).collect::<Result<Vec<_>, _>>()?),
+            Datum::Map(m) => Datum::map(
+                m.iter()
+                    .map(|(k, v)| Ok((fix(k)?, fix(v)?)))
+                    .collect::<Result<Vec<_>, PlanError>>()?,
+            ),
+        })
+    };
+
+    let mut plan = Plan {
+        owner: Some(owner.clone()),
+        ..Default::default()
+    };
+
+    // New rows: none may take a name another party holds; children go before parents.
+    let mut new_rows: Vec<&DesiredRow> = wanted
+        .iter()
+        .copied()
+        .filter(|r| !existing.contains_key(&(r.table.to_owned(), r.identity.clone())))
+        .collect();
+    for r in &new_rows {
+        if let Some(name) = r.name() {
+            if let Some((_, row)) = nb
+                .named(snap, r.table, name)
+                .into_iter()
+                .find(|(u, _)| !owned.contains(u))
+            {
+                return Err(PlanError::Conflict {
+                    row: RowName {
+                        table: r.table.into(),
+                        identity: name.into(),
+                    },
+                    owner: row.get("external_ids").and_then(Owner::of),
+                });
+            }
+        }
+    }
+    new_rows = dependency_order(new_rows);
+    for r in new_rows {
+        let ts = schema.table(r.table).expect("checked above");
+        let mut row = Row::new();
+        for (column, value) in &r.row {
+            let Some(cs) = ts.column(column) else {
+                if r.defaults.contains(column) {
+                    continue;
+                }
+                return Err(PlanError::Unsupported {
+                    table: r.table.into(),
+                    column: column.clone(),
+                });
+            };
+            let value = resolve(value)?;
+            if value != cs.column_type.default_datum() {
+                row.insert(column.clone(), value);
+            }
+        }
+        let Some(Atom::NamedUuid(name)) = resolved.get(&placeholder(r.table, &r.identity)) else {
+            unreachable!("new rows resolve to a named uuid");
+        };
+        plan.operations
+            .push(Operation::insert_named(r.table, row, name.clone()));
+        plan.inserted.push(RowName {
+            table: r.table.into(),
+            identity: r.identity.clone(),
+        });
+    }
+
+    // Rows the key holds and still wants: only what differs.
+    let mut mutations: Vec<Operation> = Vec::new();
+    for r in &wanted {
+        let Some(e) = existing.get(&(r.table.to_owned(), r.identity.clone())) else {
+            continue;
+        };
+        plan.compared += 1;
+        let ts = schema.table(r.table).expect("checked above");
+        let mut update = Row::new();
+        let mut muts = Vec::new();
+        let mut changed = Vec::new();
+        for (column, value) in &r.row {
+            if WRITTEN_BY_OVN.contains(&column.as_str()) {
+                continue;
+            }
+            if ts.column(column).is_none() {
+                if r.defaults.contains(column) {
+                    continue;
+                }
+                return Err(PlanError::Unsupported {
+                    table: r.table.into(),
+                    column: column.clone(),
+                });
+            }
+            let value = resolve(value)?;
+            let current = e.row.get(column).cloned().unwrap_or_else(Datum::empty);
+            if is_ref_set(schema, r.table, column) {
+                let have: BTreeSet<&Atom> = current.as_set().unwrap_or(&[]).iter().collect();
+                let want: BTreeSet<&Atom> = value.as_set().unwrap_or(&[]).iter().collect();
+                let add: Vec<Atom> = want.difference(&have).map(|a| (*a).clone()).collect();
+                let drop: Vec<Atom> = have
+                    .difference(&want)
+                    .filter(|a| a.as_uuid().is_some_and(|u| owned.contains(&u)))
+                    .map(|a| (*a).clone())
+                    .collect();
+                if !drop.is_empty() {
+                    muts.push(Mutation::new(
+                        column.clone(),
+                        Mutator::Delete,
+                        Datum::set(drop),
+                    ));
+                }
+                if !add.is_empty() {
+                    muts.push(Mutation::new(
+                        column.clone(),
+                        Mutator::Insert,
+                        Datum::set(add),
+                    ));
+                }
+                if muts.iter().any(|m| m.column == *column) {
+                    changed.push(column.clone());
+                }
+            } else if current != value {
+                changed.push(column.clone());
+                update.insert(column.clone(), value);
+            }
+        }
+        if !update.is_empty() {
+            plan.operations.push(Operation::Update {
+                table: r.table.into(),
+                conditions: vec![Condition::uuid(e.uuid)],
+                row: update,
+            });
+        }
+        if !muts.is_empty() {
+            mutations.push(Operation::Mutate {
+                table: r.table.into(),
+                conditions: vec![Condition::uuid(e.uuid)],
+                mutations: muts,
+            });
+        }
+        if !changed.is_empty() {
+            plan.updated.push((
+                RowName {
+                    table: r.table.into(),
+                    identity: r.identity.clone(),
+                },
+                changed,
+            ));
+        }
+    }
+    plan.operations.append(&mut mutations);
+
+    // Rows the key holds and no longer wants.
+    let kept: HashSet<(&str, &str)> = wanted
+        .iter()
+        .map(|r| (r.table, r.identity.as_str()))
+        .collect();
+    let stale: Vec<(&(String, String), &Existing)> = existing
+        .iter()
+        .filter(|((t, i), _)| !kept.contains(&(t.as_str(), i.as_str())))
+        .collect();
+    // References held by the key's rows: a stale child referred to by one of them goes
+    // with the reference (removed above, or with its stale parent).
+    let held: HashSet<Uuid> = existing
+        .values()
+        .flat_map(|e| {
+            e.row
+                .iter()
+                .filter(|(c, _)| {
+                    schema
+                        .table(e.row.table())
+                        .and_then(|t| t.column(c))
+                        .is_some_and(|cs| cs.column_type.key.ref_table.is_some())
+                })
+                .flat_map(|(_, d)| uuids(d).collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for ((table, identity), e) in stale {
+        let root = schema.table(table).is_none_or(|t| t.is_root);
+        if root {
+            plan.operations.push(Operation::Delete {
+                table: table.clone(),
+                conditions: vec![Condition::uuid(e.uuid)],
+            });
+        } else if !held.contains(&e.uuid) {
+            // Held by a row the key does not own: take the reference out of it.
+            for (parent, column) in referrers(schema, table) {
+                let includes = Condition::new(column, Function::Includes, Datum::uuid(e.uuid));
+                plan.operations.push(Operation::Mutate {
+                    table: parent.into(),
+                    conditions: vec![includes],
+                    mutations: vec![Mutation::new(column, Mutator::Delete, Datum::uuid(e.uuid))],
+                });
+                plan.foreign.push(ForeignMutation {
+                    row: RowName {
+                        table: parent.into(),
+                        identity: format!("(any row referring to {table} {identity})"),
+                    },
+                    column: column.into(),
+                    inserted: 0,
+                    deleted: 1,
+                });
+            }
+        }
+        plan.deleted.push(RowName {
+            table: table.clone(),
+            identity: identity.clone(),
+        });
+    }
+    Ok(plan)
+}
+
+/// New rows ordered so that a row comes after the new rows it refers to.
+fn dependency_order(rows: Vec<&DesiredRow>) -> Vec<&DesiredRow> {
+    let by_placeholder: HashMap<String, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (placeholder(r.table, &r.identity), i))
+        .collect();
+    // 0: not seen, 1: being visited, 2: placed.
+    let mut state = vec![0u8; rows.len()];
+    let mut out = Vec::with_capacity(rows.len());
+    // Iterative depth-first walk (topologies are deep enough to matter at scale); a
+    // reference cycle, which the NB schema's tables do not form, is cut where met.
+    for start in 0..rows.len() {
+        let mut stack: Vec<(usize, bool)> = vec![(start, false)];
+        while let Some((i, expanded)) = stack.pop() {
+            if expanded {
+                state[i] = 2;
+                out.push(rows[i]);
+                continue;
+            }
+            if state[i] != 0 {
+                continue;
+            }
+            state[i] = 1;
+            stack.push((i, true));
+            for p in rows[i].row.values().flat_map(placeholders) {
+                if let Some(&j) = by_placeholder.get(p) {
+                    if state[j] == 0 {
+                        stack.push((j, false));
+                    }
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,115 @@
+//! The OVN_Northbound tables netconnect reads and writes, and the cache indexes the
+//! reconciler looks rows up by: every row by its owner (the three ownership keys of
+//! `external_ids`), and every named row by name.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ovsdb_proto::cache::{CacheConfig, CachedRow, RowIndex, Snapshot};
+use ovsdb_proto::{Atom, Uuid};
+
+use crate::topology::desired::Owner;
+
+/// The tables whose rows netconnect owns or refers to.
+pub const TABLES: &[&str] = &[
+    "ACL",
+    "Address_Set",
+    "Copp",
+    "Gateway_Chassis",
+    "Load_Balancer",
+    "Load_Balancer_Group",
+    "Logical_Router",
+    "Logical_Router_Policy",
+    "Logical_Router_Port",
+    "Logical_Router_Static_Route",
+    "Logical_Switch",
+    "Logical_Switch_Port",
+    "Meter",
+    "Meter_Band",
+    "NAT",
+];
+
+/// Tables without a `name` column.
+const NAMELESS: &[&str] = &[
+    "ACL",
+    "Logical_Router_Policy",
+    "Logical_Router_Static_Route",
+    "Meter_Band",
+    "NAT",
+];
+
+/// Tables without `external_ids`: their rows have no owner stamp.
+const UNSTAMPED: &[&str] = &["Load_Balancer_Group"];
+
+/// The indexes the reconciler reads, declared on a cache.
+#[derive(Clone, Debug)]
+pub struct NbIndexes {
+    owner: BTreeMap<&'static str, RowIndex<Owner>>,
+    name: BTreeMap<&'static str, RowIndex<String>>,
+}
+
+fn owner_of(row: &CachedRow) -> Vec<Owner> {
+    row.get("external_ids")
+        .and_then(Owner::of)
+        .into_iter()
+        .collect()
+}
+
+fn name_of(row: &CachedRow) -> Vec<String> {
+    row.get("name")
+        .and_then(|d| d.as_scalar())
+        .and_then(Atom::as_str)
+        .map(|n| vec![n.to_owned()])
+        .unwrap_or_default()
+}
+
+impl NbIndexes {
+    /// Adds [`TABLES`] (every column) and the indexes to `config`.
+    pub fn register(config: &mut CacheConfig) -> NbIndexes {
+        let mut owner = BTreeMap::new();
+        let mut name = BTreeMap::new();
+        for &table in TABLES {
+            if !UNSTAMPED.contains(&table) {
+                owner.insert(table, config.index(table, "owner", owner_of));
+            }
+            if !NAMELESS.contains(&table) {
+                name.insert(table, config.index(table, "name", name_of));
+            }
+        }
+        NbIndexes { owner, name }
+    }
+
+    /// The rows of `table` owned by `owner`.
+    pub fn owned(
+        &self,
+        snap: &Snapshot,
+        table: &str,
+        owner: &Owner,
+    ) -> Vec<(Uuid, Arc<CachedRow>)> {
+        self.owner
+            .get(table)
+            .and_then(|i| snap.lookup_rows(i, owner).ok())
+            .unwrap_or_default()
+    }
+
+    /// The rows of `table` named `name`.
+    pub fn named(&self, snap: &Snapshot, table: &str, name: &str) -> Vec<(Uuid, Arc<CachedRow>)> {
+        self.name
+            .get(table)
+            .and_then(|i| snap.lookup_rows(i, name).ok())
+            .unwrap_or_default()
+    }
+
+    /// Every owner that has rows in the snapshot, with a count of its rows.
+    pub fn owners(&self, snap: &Snapshot) -> BTreeMap<Owner, usize> {
+        let mut out = BTreeMap::new();
+        for table in self.owner.keys() {
+            for (_, row) in snap.table(table).iter() {
+                if let Some(o) = row.get("external_ids").and_then(Owner::of) {
+                    *out.entry(o).or_insert(0) += 1;
+                }
+            }
+        }
+        out
+    }
+}

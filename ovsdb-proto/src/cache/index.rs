@@ -1,0 +1,143 @@
+//! Caller-defined indexes over a table's cached rows, kept in every snapshot beside
+//! the rows and swapped with them, so a lookup always agrees with the rows it returns.
+//!
+//! An index is a closure from a row to any number of keys (none, one, or several: a
+//! row may be found under each element of a set column). It is declared on a
+//! [`CacheConfig`](super::CacheConfig) and read through the typed handle returned
+//! then, so that a lookup names a key of the right type and an unknown index is a
+//! compile-time impossibility rather than an empty result.
+
+use std::any::Any;
+use std::borrow::Borrow;
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::row::CachedRow;
+use super::store::{Change, Event};
+
+/// The state of one index: key to the rows that have it.
+pub(crate) type KeyMap<K> = imbl::HashMap<K, imbl::OrdSet<Uuid>>;
+
+/// An index's state as the snapshot stores it.
+pub(crate) type AnyIndex = Arc<dyn Any + Send + Sync>;
+
+/// A handle to a row index of a cache, returned by
+/// [`CacheConfig::index`](super::CacheConfig::index) and given to
+/// [`Snapshot::lookup_rows`](super::Snapshot::lookup_rows).
+pub struct RowIndex<K> {
+    pub(crate) slot: usize,
+    pub(crate) table: Arc<str>,
+    pub(crate) name: Arc<str>,
+    _key: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for RowIndex<K> {
+    fn clone(&self) -> Self {
+        RowIndex {
+            slot: self.slot,
+            table: self.table.clone(),
+            name: self.name.clone(),
+            _key: PhantomData,
+        }
+    }
+}
+
+impl<K> std::fmt::Debug for RowIndex<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RowIndex({}.{})", self.table, self.name)
+    }
+}
+
+impl<K> RowIndex<K> {
+    /// The indexed table.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The index's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// What the writer keeps for one declared index.
+pub(crate) trait RowIndexSpec: Send + Sync {
+    fn table(&self) -> &str;
+    /// The index after `events` (of any table; those of other tables are skipped).
+    fn update(&self, current: Option<&AnyIndex>, events: &[Event]) -> AnyIndex;
+}
+
+pub(crate) struct Spec<K, F> {
+    pub(crate) table: Arc<str>,
+    pub(crate) keys: F,
+    pub(crate) _key: PhantomData<fn() -> K>,
+}
+
+impl<K, F> RowIndexSpec for Spec<K, F>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    F: Fn(&CachedRow) -> Vec<K> + Send + Sync,
+{
+    fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn update(&self, current: Option<&AnyIndex>, events: &[Event]) -> AnyIndex {
+        let mut map: KeyMap<K> = current
+            .and_then(|c| c.downcast_ref::<KeyMap<K>>())
+            .cloned()
+            .unwrap_or_default();
+        for e in events.iter().filter(|e| *e.table == *self.table) {
+            let (old, new) = match &e.change {
+                Change::Insert { new } => (None, Some(new)),
+                Change::Update { old, new } => (Some(old), Some(new)),
+                Change::Delete { old } => (Some(old), None),
+            };
+            let old_keys = old.map(|r| (self.keys)(r)).unwrap_or_default();
+            let new_keys = new.map(|r| (self.keys)(r)).unwrap_or_default();
+            if old_keys == new_keys {
+                continue;
+            }
+            for k in old_keys {
+                if let Some(set) = map.get_mut(&k) {
+                    set.remove(&e.uuid);
+                    if set.is_empty() {
+                        map.remove(&k);
+                    }
+                }
+            }
+            for k in new_keys {
+                map.entry(k).or_default().insert(e.uuid);
+            }
+        }
+        Arc::new(map)
+    }
+}
+
+impl<K> RowIndex<K> {
+    pub(crate) fn new(slot: usize, table: &str, name: &str) -> RowIndex<K> {
+        RowIndex {
+            slot,
+            table: table.into(),
+            name: name.into(),
+            _key: PhantomData,
+        }
+    }
+}
+
+/// The uuids under `key` in an index state.
+pub(crate) fn find<K, Q>(state: &AnyIndex, key: &Q) -> Option<Vec<Uuid>>
+where
+    K: Hash + Eq + Borrow<Q> + Send + Sync + 'static,
+    Q: Hash + Eq + ?Sized,
+{
+    let map = state.downcast_ref::<KeyMap<K>>()?;
+    Some(
+        map.get(key)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default(),
+    )
+}

@@ -1,0 +1,277 @@
+//! Read-your-writes: what a committed transaction must look like in the cache before a
+//! reader can trust the cache to show it.
+//!
+//! From the operations and their results: an inserted row exists; a row updated by
+//! `_uuid` holds the values written (in the columns the cache monitors); a row mutated
+//! by `_uuid` holds the set elements and map keys inserted and lacks those deleted; a
+//! row deleted by `_uuid` is gone. Operations selecting rows by other conditions cannot
+//! be checked without reading the server, and are not.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use crate::datum::{Atom, Datum};
+use crate::ops::{Condition, Function, Mutator, Operation, OperationResult};
+
+use super::Snapshot;
+
+/// One thing the cache must show.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Expect {
+    /// The row exists.
+    Exists { table: String, uuid: Uuid },
+    /// The row is gone.
+    Gone { table: String, uuid: Uuid },
+    /// The row's column holds this value.
+    Column {
+        table: String,
+        uuid: Uuid,
+        column: String,
+        value: Datum,
+    },
+    /// The row's set or map column holds (or lacks) these elements or keys.
+    Elements {
+        table: String,
+        uuid: Uuid,
+        column: String,
+        atoms: Vec<Atom>,
+        present: bool,
+    },
+}
+
+fn by_uuid(conditions: &[Condition]) -> Option<Uuid> {
+    match conditions {
+        [c] if c.column == "_uuid" && c.function == Function::Eq => {
+            c.value.as_scalar().and_then(Atom::as_uuid)
+        }
+        _ => None,
+    }
+}
+
+/// Replaces named-uuids with the uuids the transaction gave them.
+fn resolve(d: &Datum, named: &BTreeMap<String, Uuid>) -> Option<Datum> {
+    let fix = |a: &Atom| match a {
+        Atom::NamedUuid(n) => named.get(n).map(|u| Atom::Uuid(*u)),
+        other => Some(other.clone()),
+    };
+    Some(match d {
+        Datum::Set(s) => Datum::set(s.iter().map(fix).collect::<Option<Vec<_>>>()?),
+        Datum::Map(m) => Datum::map(
+            m.iter()
+                .map(|(k, v)| Some((fix(k)?, fix(v)?)))
+                .collect::<Option<Vec<_>>>()?,
+        ),
+    })
+}
+
+/// The expectations of a committed transaction.
+pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Vec<Expect> {
+    let named: BTreeMap<String, Uuid> = ops
+        .iter()
+        .zip(results)
+        .filter_map(|(op, r)| match (op, r) {
+            (
+                Operation::Insert {
+                    uuid_name: Some(n), ..
+                },
+                OperationResult::Insert { uuid },
+            ) => Some((n.clone(), *uuid)),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (op, result) in ops.iter().zip(results) {
+        match op {
+            Operation::Insert { table, .. } => {
+                if let Some(uuid) = result.uuid() {
+                    out.push(Expect::Exists {
+                        table: table.clone(),
+                        uuid,
+                    });
+                }
+            }
+            Operation::Update {
+                table,
+                conditions,
+                row,
+            } => {
+                let Some(uuid) = by_uuid(conditions) else {
+                    continue;
+                };
+                for (column, value) in row {
+                    if let Some(value) = resolve(value, &named) {
+                        out.push(Expect::Column {
+                            table: table.clone(),
+                            uuid,
+                            column: column.clone(),
+                            value,
+                        });
+                    }
+                }
+            }
+            Operation::Mutate {
+                table,
+                conditions,
+                mutations,
+            } => {
+                let Some(uuid) = by_uuid(conditions) else {
+                    continue;
+                };
+                // Later mutations of a column win over earlier ones: keep the last
+                // word for each atom.
+                let mut last: BTreeMap<(String, Atom), bool> = BTreeMap::new();
+                for m in mutations {
+                    let present = match m.mutator {
+                        Mutator::Insert => true,
+                        Mutator::Delete => false,
+                        _ => continue,
+                    };
+                    let Some(value) = resolve(&m.value, &named) else {
+                        continue;
+                    };
+                    let atoms: Vec<Atom> = match &value {
+                        Datum::Set(s) => s.clone(),
+                        // Inserted pairs: their keys are present. Deleted pairs or keys:
+                        // only a key deletion is sure to remove the key.
+                        Datum::Map(pairs) if present => {
+                            pairs.iter().map(|(k, _)| k.clone()).collect()
+                        }
+                        Datum::Map(_) => continue,
+                    };
+                    for a in atoms {
+                        last.insert((m.column.clone(), a), present);
+                    }
+                }
+                let mut grouped: BTreeMap<(String, bool), Vec<Atom>> = BTreeMap::new();
+                for ((column, atom), present) in last {
+                    grouped.entry((column, present)).or_default().push(atom);
+                }
+                for ((column, present), atoms) in grouped {
+                    out.push(Expect::Elements {
+                        table: table.clone(),
+                        uuid,
+                        column,
+                        atoms,
+                        present,
+                    });
+                }
+            }
+            Operation::Delete { table, conditions } => {
+                if let Some(uuid) = by_uuid(conditions) {
+                    out.push(Expect::Gone {
+                        table: table.clone(),
+                        uuid,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// True when the snapshot shows `e`. Tables and columns the cache does not monitor
+/// count as shown.
+pub(crate) fn shown(s: &Snapshot, e: &Expect) -> bool {
+    let monitored = |t: &str| s.tables().any(|x| x == t);
+    match e {
+        Expect::Exists { table, uuid } => !monitored(table) || s.get(table, uuid).is_some(),
+        Expect::Gone { table, uuid } => s.get(table, uuid).is_none(),
+        Expect::Column {
+            table,
+            uuid,
+            column,
+            value,
+        } => {
+            if !monitored(table) {
+                return true;
+            }
+            match s.get(table, uuid) {
+                None => false,
+                Some(row) => row.get(column).is_none_or(|v| v == value),
+            }
+        }
+        Expect::Elements {
+            table,
+            uuid,
+            column,
+            atoms,
+            present,
+        } => {
+            if !monitored(table) {
+                return true;
+            }
+            let Some(row) = s.get(table, uuid) else {
+                return false;
+            };
+            let Some(v) = row.get(column) else {
+                return true;
+            };
+            atoms.iter().all(|a| {
+                let has = match v {
+                    Datum::Set(set) => set.binary_search(a).is_ok(),
+                    Datum::Map(m) => m.binary_search_by(|(k, _)| k.cmp(a)).is_ok(),
+                };
+                has == *present
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::Mutation;
+
+    #[test]
+    fn expectations_follow_uuid_conditions_and_named_inserts() {
+        let u = Uuid::from_u128(7);
+        let v = Uuid::from_u128(8);
+        let mut row = crate::Row::new();
+        row.insert("ports".into(), Datum::named_uuid("p"));
+        let ops = vec![
+            Operation::insert_named("LSP", crate::Row::new(), "p"),
+            Operation::Update {
+                table: "LS".into(),
+                conditions: vec![Condition::uuid(u)],
+                row,
+            },
+            Operation::Mutate {
+                table: "LR".into(),
+                conditions: vec![Condition::uuid(u)],
+                mutations: vec![
+                    Mutation::new("ports", Mutator::Insert, Datum::named_uuid("p")),
+                    Mutation::new("ports", Mutator::Delete, Datum::uuid(v)),
+                ],
+            },
+            Operation::Delete {
+                table: "LS".into(),
+                conditions: vec![Condition::eq("name", "x")],
+            },
+            Operation::Delete {
+                table: "LS".into(),
+                conditions: vec![Condition::uuid(v)],
+            },
+        ];
+        let results = vec![
+            OperationResult::Insert { uuid: v },
+            OperationResult::Count(1),
+            OperationResult::Count(1),
+            OperationResult::Count(1),
+            OperationResult::Count(1),
+        ];
+        let e = expectations(&ops, &results);
+        assert_eq!(e.len(), 4, "{e:?}");
+        assert!(e.contains(&Expect::Column {
+            table: "LS".into(),
+            uuid: u,
+            column: "ports".into(),
+            value: Datum::uuid(v)
+        }));
+        assert!(e.contains(&Expect::Gone {
+            table: "LS".into(),
+            uuid: v
+        }));
+    }
+}
