@@ -23,8 +23,11 @@
 
 pub mod alloc;
 pub mod api;
+pub mod controller;
 pub mod reconcile;
+pub mod state;
 pub mod topology;
+pub mod world;
 
 #[cfg(test)]
 mod testing;

@@ -61,6 +61,8 @@ impl NodeInfo {
 pub struct NetworkInfo {
     /// Where its object was read.
     pub origin: Origin,
+    /// The object as read (a UserDefinedNetwork or ClusterUserDefinedNetwork).
+    pub object: Object,
     /// The definition in force: the object's, or the last accepted one when the
     /// object's is an update the rules refuse.
     pub network: Network,
@@ -109,6 +111,41 @@ pub struct Context {
     pub accepted: BTreeMap<String, Network>,
     /// Reserved ranges.
     pub reserved: validate::Reserved,
+    /// Annotations remembered from an earlier run (the allocations persisted), by
+    /// kind and `namespace/name`; an object's own annotations win over them.
+    pub remembered: BTreeMap<(String, String), BTreeMap<String, String>>,
+}
+
+impl Context {
+    /// The annotations of an object: its own, completed by those remembered for it.
+    /// `k8s.ovn.org/node-subnets` is merged network by network.
+    pub fn annotations(&self, kind: &str, meta: &ObjectMeta) -> BTreeMap<String, String> {
+        let mut out = meta.annotations.clone();
+        let Some(old) = self
+            .remembered
+            .get(&(kind.to_owned(), meta.qualified_name()))
+        else {
+            return out;
+        };
+        for (k, v) in old {
+            if k == annotations::NODE_SUBNETS {
+                if let Some(mine) = out.get(k) {
+                    let merged = annotations::parse_node_subnets(mine)
+                        .and_then(|m| Ok((m, annotations::parse_node_subnets(v)?)))
+                        .map(|(mine, mut old)| {
+                            old.extend(mine);
+                            annotations::format_node_subnets(&old)
+                        });
+                    if let Ok(merged) = merged {
+                        out.insert(k.clone(), merged);
+                    }
+                    continue;
+                }
+            }
+            out.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        out
+    }
 }
 
 impl Inventory {
@@ -150,7 +187,7 @@ impl Inventory {
                     message,
                 };
                 match object {
-                    Object::Node(node) => match node_info(origin, node) {
+                    Object::Node(node) => match node_info(origin, node, context) {
                         Ok(info) => {
                             inv.nodes.insert(node.metadata.name.clone(), info);
                         }
@@ -230,9 +267,9 @@ impl Inventory {
     }
 }
 
-fn node_info(origin: &Origin, node: &Node) -> Result<NodeInfo, BadAnnotation> {
+fn node_info(origin: &Origin, node: &Node, context: &Context) -> Result<NodeInfo, BadAnnotation> {
     use annotations::*;
-    let a = &node.metadata.annotations;
+    let a = &context.annotations("Node", &node.metadata);
     let node_id = a.get(NODE_ID).map(|v| parse_id(NODE_ID, v)).transpose()?;
     if let Some(id) = node_id {
         if id < 2 {
@@ -294,19 +331,34 @@ fn network_info(
         _ => unreachable!("only network kinds are passed"),
     };
     let as_problem = |e: validate::FieldError| (Some(e.field), e.message);
-    let mut network = parsed.map_err(as_problem)?;
-    let mut refused = None;
-    if let Some(old) = context.accepted.get(&network.name()) {
-        if let Err(e) = validate::check_update(old, &network, at) {
-            refused = Some(e);
-            network = old.clone();
+    let owner = match object {
+        Object::UserDefinedNetwork(u) => NetworkOwner::UserDefinedNetwork {
+            namespace: u.metadata.namespace.clone().unwrap_or_default(),
+            name: u.metadata.name.clone(),
+        },
+        _ => NetworkOwner::ClusterUserDefinedNetwork {
+            name: meta.name.clone(),
+        },
+    };
+    let accepted = context.accepted.get(&owner.network_name());
+    // A definition the rules refuse (invalid, or an update they forbid) leaves the one
+    // accepted before in force, as the API server would have kept the old object.
+    let checked = parsed.and_then(|n| {
+        if n.topology != Topology::Localnet {
+            validate::check_reserved(&n, &context.reserved, at)?;
         }
-    }
-    if network.topology != Topology::Localnet {
-        validate::check_reserved(&network, &context.reserved, at).map_err(as_problem)?;
-    }
+        if let Some(old) = accepted {
+            validate::check_update(old, &n, at)?;
+        }
+        Ok(n)
+    });
+    let (network, refused) = match (checked, accepted) {
+        (Ok(n), _) => (n, None),
+        (Err(e), Some(old)) => (old.clone(), Some(e)),
+        (Err(e), None) => return Err(as_problem(e)),
+    };
     use annotations::*;
-    let a = &meta.annotations;
+    let a = &context.annotations(object.kind(), meta);
     let bad = |e: BadAnnotation| {
         (
             Some(format!("metadata.annotations[{}]", e.key)),
@@ -332,6 +384,7 @@ fn network_info(
     Ok((
         NetworkInfo {
             origin: origin.clone(),
+            object: object.clone(),
             network,
             labels: meta.labels.clone(),
             namespace_selector: selector,

@@ -26,6 +26,9 @@ pub enum ReconcileError {
     /// The cache is not synced with a usable server.
     #[error("the NB cache is not connected")]
     NotConnected,
+    /// The key's rows cannot be built from the inputs.
+    #[error(transparent)]
+    Build(#[from] crate::topology::BuildError),
     /// The key's rows cannot be planned (a conflict, a missing dependency, …).
     #[error(transparent)]
     Plan(#[from] PlanError),
@@ -39,6 +42,7 @@ impl ReconcileError {
     pub fn is_transient(&self) -> bool {
         match self {
             ReconcileError::NotConnected => true,
+            ReconcileError::Build(_) => false,
             ReconcileError::Plan(PlanError::MissingDependency { .. }) => true,
             ReconcileError::Plan(_) => false,
             ReconcileError::Nb(_) => true,

@@ -1,0 +1,248 @@
+//! The level-driven loop (kube-runtime's controller shape): sources turn changes into
+//! keys, workers take keys from a [`queue::Queue`] and reconcile each against the
+//! current inputs and the current NB snapshot. A worker is never told what changed,
+//! only which key to look at again; so a missed event costs nothing but a later
+//! reconcile, and rows changed behind netconnect's back (a port deleted by hand) are
+//! put back because the cache's events queue the key that owns them.
+
+pub mod queue;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ovsdb_proto::cache::{CacheEvent, CacheEvents, Change};
+use tokio::sync::watch;
+
+use crate::reconcile::{ReconcileError, Reconciler};
+use crate::topology::desired::Owner;
+use crate::world::{is_ours, Key, World};
+
+pub use queue::{Backoff, Queue};
+
+/// What happened the last time a key was reconciled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyReport {
+    /// `Ok` with what was written (`+3 ~1 -2`, or `unchanged`), or the error.
+    pub result: Result<String, String>,
+    /// Failures in a row.
+    pub failures: u32,
+    /// Transactions this key sent so far.
+    pub transactions: u64,
+}
+
+/// Reports by key.
+pub type Reports = Arc<Mutex<BTreeMap<Key, KeyReport>>>;
+
+/// Reconciles one key against `world` now.
+pub async fn reconcile_key(
+    reconciler: &Reconciler,
+    world: &World,
+    key: &Key,
+) -> Result<crate::reconcile::Plan, ReconcileError> {
+    let desired = world.desired(key)?;
+    reconciler.apply(&desired).await
+}
+
+/// The running controller.
+pub struct Controller {
+    reconciler: Arc<Reconciler>,
+    world: watch::Receiver<Arc<World>>,
+    queue: Arc<Queue<Key>>,
+    reports: Reports,
+}
+
+impl Controller {
+    /// A controller reconciling the worlds `world` receives, through `reconciler`.
+    pub fn new(
+        reconciler: Arc<Reconciler>,
+        world: watch::Receiver<Arc<World>>,
+        backoff: Backoff,
+    ) -> Controller {
+        Controller {
+            reconciler,
+            world,
+            queue: Arc::new(Queue::new(backoff)),
+            reports: Arc::default(),
+        }
+    }
+
+    /// The reports, shared with the running controller.
+    pub fn reports(&self) -> Reports {
+        self.reports.clone()
+    }
+
+    /// The queue, shared with the running controller.
+    pub fn queue(&self) -> Arc<Queue<Key>> {
+        self.queue.clone()
+    }
+
+    /// Queues every key of the current world, and the keys of owners in the NB that
+    /// the world no longer defines.
+    pub fn enqueue_all(&self) {
+        enqueue_all(&self.queue, &self.world.borrow(), &self.reconciler);
+    }
+
+    /// Runs until the returned future is dropped: `workers` tasks reconciling keys,
+    /// one task turning cache `events` into keys, one turning new worlds into keys.
+    pub async fn run(self, mut events: CacheEvents, workers: usize) {
+        self.enqueue_all();
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..workers.max(1) {
+            let queue = self.queue.clone();
+            let world = self.world.clone();
+            let reconciler = self.reconciler.clone();
+            let reports = self.reports.clone();
+            tasks.spawn(async move {
+                loop {
+                    let key = queue.next().await;
+                    let w = world.borrow().clone();
+                    let before = reconciler.transactions();
+                    let result = reconcile_key(&reconciler, &w, &key).await;
+                    let sent = reconciler.transactions() - before;
+                    let ok = result.is_ok();
+                    queue.done(&key, ok);
+                    let mut r = reports.lock().unwrap_or_else(|p| p.into_inner());
+                    let entry = r.entry(key.clone()).or_insert(KeyReport {
+                        result: Ok(String::new()),
+                        failures: 0,
+                        transactions: 0,
+                    });
+                    entry.transactions += sent;
+                    match result {
+                        Ok(plan) => {
+                            entry.failures = 0;
+                            entry.result = Ok(if plan.is_empty() {
+                                "unchanged".into()
+                            } else {
+                                plan.summary()
+                            });
+                            if !plan.is_empty() {
+                                tracing::info!(%key, written = %plan.summary(), "reconciled");
+                            }
+                        }
+                        Err(e) => {
+                            entry.failures += 1;
+                            tracing::warn!(%key, error = %e, failures = entry.failures, "reconcile failed");
+                            entry.result = Err(e.to_string());
+                        }
+                    }
+                    // A key whose inputs went away: forget its report once clean.
+                    if matches!(key, Key::Gone(_)) && ok {
+                        r.remove(&key);
+                    }
+                }
+            });
+        }
+        let queue = self.queue.clone();
+        let world = self.world.clone();
+        tasks.spawn(async move {
+            while let Some(e) = events.recv().await {
+                let CacheEvent::Change(e) = e else {
+                    continue;
+                };
+                let row = match &e.change {
+                    Change::Insert { new } | Change::Update { new, .. } => new,
+                    Change::Delete { old } => old,
+                };
+                let w = world.borrow().clone();
+                match row.get("external_ids").and_then(Owner::of) {
+                    Some(owner) if is_ours(&owner) => queue.add(w.key_of(&owner)),
+                    _ => {
+                        // Another party's row: keys that refer to rows by name
+                        // (the default COPP) look again.
+                        if matches!(e.table.as_str(), "Copp" | "Meter") {
+                            for k in w.keys() {
+                                queue.add(k);
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        let queue = self.queue.clone();
+        let mut world = self.world.clone();
+        let reconciler = self.reconciler.clone();
+        tasks.spawn(async move {
+            while world.changed().await.is_ok() {
+                let w = world.borrow_and_update().clone();
+                enqueue_all(&queue, &w, &reconciler);
+            }
+        });
+        while tasks.join_next().await.is_some() {}
+    }
+}
+
+fn enqueue_all(queue: &Queue<Key>, world: &World, reconciler: &Reconciler) {
+    for k in world.keys() {
+        queue.add(k);
+    }
+    let snap = reconciler.cache().snapshot();
+    let owners = reconciler.indexes().owners(&snap);
+    for k in world.gone(owners.keys()) {
+        queue.add(k);
+    }
+}
+
+/// The outcome of reconciling one key in [`once`].
+#[derive(Debug)]
+pub struct Outcome {
+    /// The key.
+    pub key: Key,
+    /// What was written, or the last error.
+    pub result: Result<crate::reconcile::Plan, ReconcileError>,
+    /// Attempts made.
+    pub attempts: u32,
+}
+
+/// Reconciles every key of `world` (and the keys of owners it no longer defines) once,
+/// in order, retrying a transient failure (`attempts` at most, with `backoff`).
+pub async fn once(
+    reconciler: &Reconciler,
+    world: &World,
+    attempts: u32,
+    backoff: Backoff,
+) -> Vec<Outcome> {
+    let snap = reconciler.cache().snapshot();
+    let owners = reconciler.indexes().owners(&snap);
+    let mut keys = world.keys();
+    keys.extend(world.gone(owners.keys()));
+    let mut out = Vec::new();
+    for key in keys {
+        let mut n = 0;
+        let result = loop {
+            n += 1;
+            let r = reconcile_key(reconciler, world, &key).await;
+            match &r {
+                Err(e) if e.is_transient() && n < attempts => {
+                    tokio::time::sleep(backoff.after(n)).await;
+                }
+                _ => break r,
+            }
+        };
+        out.push(Outcome {
+            key,
+            result,
+            attempts: n,
+        });
+    }
+    out
+}
+
+/// Waits until `queue` has been idle for `quiet`, at most `timeout`; true if it was.
+pub async fn settle(queue: &Queue<Key>, quiet: Duration, timeout: Duration) -> bool {
+    let start = Instant::now();
+    let mut idle_since: Option<Instant> = None;
+    while start.elapsed() < timeout {
+        if queue.is_idle() {
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= quiet {
+                return true;
+            }
+        } else {
+            idle_since = None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}

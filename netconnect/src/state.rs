@@ -1,0 +1,374 @@
+//! Where allocations live between runs: a directory holding each Node,
+//! UserDefinedNetwork and ClusterUserDefinedNetwork as the API server would show it
+//! after OVN-Kubernetes' cluster manager annotated it:
+//!
+//! ```text
+//! DIR/Node/<name>.yaml
+//! DIR/UserDefinedNetwork/<namespace>/<name>.yaml
+//! DIR/ClusterUserDefinedNetwork/<name>.yaml
+//! ```
+//!
+//! Each file is the object read from the manifests with the allocation annotations
+//! added (`k8s.ovn.org/node-id`, `node-subnets`, `node-transit-switch-port-ifaddr`,
+//! `network-id`, `tunnel-keys`) and, for a network, the spec in force: the last one
+//! accepted when a newer one breaks the update rules. On the next run these
+//! annotations complete the objects' own (theirs win), and the specs are the
+//! "old" objects the update rules compare with. Files are replaced atomically
+//! (written beside, then renamed); the file of an object that is gone is removed, which
+//! releases its allocations.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::alloc::Allocations;
+use crate::api::annotations::{self, *};
+use crate::api::load::{parse_file, Object, Problem};
+use crate::api::validate::{cudn_network, udn_network, Reserved};
+use crate::api::{Context, Inventory, Network};
+
+/// The objects of a state directory, by kind and `namespace/name`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct State {
+    /// The objects.
+    pub objects: BTreeMap<(String, String), Object>,
+}
+
+fn key(o: &Object) -> (String, String) {
+    (o.kind().to_owned(), o.name())
+}
+
+/// The file of an object in a state directory.
+pub fn path_of(dir: &Path, object: &Object) -> PathBuf {
+    let (kind, name) = key(object);
+    match name.split_once('/') {
+        Some((ns, n)) => dir.join(kind).join(ns).join(format!("{n}.yaml")),
+        None => dir.join(kind).join(format!("{name}.yaml")),
+    }
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    if !dir.exists() {
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            yaml_files(&path, out)?;
+        } else if path.extension().is_some_and(|e| e == "yaml") {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+impl State {
+    /// Reads a state directory (an absent one is an empty state). Files that cannot be
+    /// read are reported and otherwise ignored.
+    pub fn load(dir: &Path) -> io::Result<(State, Vec<Problem>)> {
+        let mut files = Vec::new();
+        yaml_files(dir, &mut files)?;
+        files.sort();
+        let mut state = State::default();
+        let mut problems = Vec::new();
+        for path in files {
+            let name = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
+            let text = std::fs::read_to_string(&path)?;
+            let f = parse_file(&name, &text);
+            problems.extend(f.problems);
+            if let Some(why) = f.unreadable {
+                problems.push(Problem {
+                    origin: crate::api::Origin {
+                        file: name,
+                        doc: 0,
+                        item: None,
+                    },
+                    object: None,
+                    field: None,
+                    message: why,
+                });
+            }
+            for (_, o) in f.objects {
+                state.objects.insert(key(&o), o);
+            }
+        }
+        Ok((state, problems))
+    }
+
+    /// The context an inventory is built in from this state: the accepted network
+    /// definitions and the remembered annotations.
+    pub fn context(&self, reserved: Reserved) -> Context {
+        let mut accepted = BTreeMap::new();
+        let mut remembered = BTreeMap::new();
+        for (k, o) in &self.objects {
+            let network: Option<Network> = match o {
+                Object::UserDefinedNetwork(u) => udn_network(u).ok(),
+                Object::ClusterUserDefinedNetwork(c) => cudn_network(c).ok(),
+                _ => None,
+            };
+            if let Some(n) = network {
+                accepted.insert(n.name(), n);
+            }
+            let meta = match o {
+                Object::Node(n) => &n.metadata,
+                Object::UserDefinedNetwork(u) => &u.metadata,
+                Object::ClusterUserDefinedNetwork(c) => &c.metadata,
+                Object::Namespace(n) => &n.metadata,
+                Object::ClusterNetworkConnect(c) => &c.metadata,
+            };
+            let kept: BTreeMap<String, String> = meta
+                .annotations
+                .iter()
+                .filter(|(k, _)| ALLOCATIONS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            if !kept.is_empty() {
+                remembered.insert(k.clone(), kept);
+            }
+        }
+        Context {
+            accepted,
+            reserved,
+            remembered,
+        }
+    }
+
+    /// The state after allocating: every node and network of `inv` with its
+    /// allocations written as annotations, networks with the definition in force.
+    pub fn next(inv: &Inventory, alloc: &Allocations, previous: &State) -> State {
+        let mut out = State::default();
+        for (name, node) in &inv.nodes {
+            let mut object = node.object.clone();
+            let a = &mut object.metadata.annotations;
+            if let Some(id) = alloc.node_ids.get(name) {
+                a.insert(NODE_ID.into(), id.to_string());
+            }
+            if let Some(t) = alloc.node_transit.get(name).filter(|t| !t.is_empty()) {
+                a.insert(
+                    NODE_TRANSIT_SWITCH_PORT_IFADDR.into(),
+                    format_transit_ifaddr(t),
+                );
+            }
+            // The node's own entries for networks netconnect does not manage stay.
+            let mut subnets = a
+                .get(NODE_SUBNETS)
+                .and_then(|v| annotations::parse_node_subnets(v).ok())
+                .unwrap_or_default();
+            subnets.retain(|net, _| !inv.networks.contains_key(net));
+            for (net, by_node) in &alloc.host_subnets {
+                if let Some(s) = by_node.get(name).filter(|s| !s.is_empty()) {
+                    subnets.insert(net.clone(), s.clone());
+                }
+            }
+            if subnets.is_empty() {
+                a.remove(NODE_SUBNETS);
+            } else {
+                a.insert(NODE_SUBNETS.into(), format_node_subnets(&subnets));
+            }
+            let o = Object::Node(object);
+            out.objects.insert(key(&o), o);
+        }
+        for (name, info) in &inv.networks {
+            let mut object = info.object.clone();
+            // A refused update keeps the accepted object's spec.
+            if let Some(prev) = previous.objects.get(&key(&object)) {
+                let accepted_now = match &object {
+                    Object::UserDefinedNetwork(u) => udn_network(u).ok(),
+                    Object::ClusterUserDefinedNetwork(c) => cudn_network(c).ok(),
+                    _ => None,
+                };
+                if accepted_now.as_ref() != Some(&info.network) {
+                    match (&mut object, prev) {
+                        (Object::UserDefinedNetwork(u), Object::UserDefinedNetwork(p)) => {
+                            u.spec = p.spec.clone()
+                        }
+                        (
+                            Object::ClusterUserDefinedNetwork(c),
+                            Object::ClusterUserDefinedNetwork(p),
+                        ) => c.spec.network = p.spec.network.clone(),
+                        _ => {}
+                    }
+                }
+            }
+            let meta = match &mut object {
+                Object::UserDefinedNetwork(u) => &mut u.metadata,
+                Object::ClusterUserDefinedNetwork(c) => &mut c.metadata,
+                _ => continue,
+            };
+            if let Some(id) = alloc.network_ids.get(name) {
+                meta.annotations.insert(NETWORK_ID.into(), id.to_string());
+            }
+            if let Some(keys) = alloc.tunnel_keys.get(name) {
+                meta.annotations
+                    .insert(TUNNEL_KEYS.into(), format_tunnel_keys(keys));
+            }
+            out.objects.insert(key(&object), object);
+        }
+        out
+    }
+
+    /// Writes the state to `dir`: each object's file replaced atomically, the files of
+    /// objects not in this state removed.
+    pub fn save(&self, dir: &Path) -> io::Result<()> {
+        let mut stale = Vec::new();
+        yaml_files(dir, &mut stale)?;
+        let mut written = std::collections::BTreeSet::new();
+        for o in self.objects.values() {
+            let path = path_of(dir, o);
+            let text = to_yaml(o)?;
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                write_atomically(&path, text.as_bytes())?;
+            }
+            written.insert(path);
+        }
+        for path in stale {
+            if !written.contains(&path) {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The annotations that hold allocations.
+pub const ALLOCATIONS: &[&str] = &[
+    NODE_ID,
+    NODE_SUBNETS,
+    NODE_TRANSIT_SWITCH_PORT_IFADDR,
+    NETWORK_ID,
+    TUNNEL_KEYS,
+    CONNECT_ROUTER_TUNNEL_KEY,
+    NETWORK_CONNECT_SUBNET,
+];
+
+fn to_yaml(o: &Object) -> io::Result<String> {
+    fn y<T: Serialize>(t: &T) -> io::Result<String> {
+        serde_yaml_ng::to_string(t).map_err(io::Error::other)
+    }
+    match o {
+        Object::Node(n) => y(n),
+        Object::Namespace(n) => y(n),
+        Object::UserDefinedNetwork(u) => y(u),
+        Object::ClusterUserDefinedNetwork(c) => y(c),
+        Object::ClusterNetworkConnect(c) => y(c),
+    }
+}
+
+/// Writes `bytes` to `path` by writing a file beside it and renaming it into place, so
+/// a reader sees the old file or the new one, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    io::Write::write_all(&mut tmp, bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::{allocate, ClusterConfig};
+    use crate::testing::node;
+    use std::path::Path;
+
+    fn l3(subnets: &str) -> String {
+        format!(
+            "---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {{name: net, namespace: red}}\n\
+             spec:\n  topology: Layer3\n  layer3:\n    role: Primary\n    subnets: {subnets}\n"
+        )
+    }
+
+    fn run(dir: &Path, yaml: &str) -> (Inventory, Allocations) {
+        let (state, problems) = State::load(dir).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        let ctx = state.context(Reserved::default());
+        let inv = Inventory::build(&[parse_file(Path::new("m.yaml"), yaml)], &ctx);
+        let (alloc, _) = allocate(&inv, &ClusterConfig::default());
+        State::next(&inv, &alloc, &state).save(dir).unwrap();
+        (inv, alloc)
+    }
+
+    #[test]
+    fn allocations_survive_a_restart_and_a_reordering_of_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, first) = run(dir.path(), &(node("b", &[]) + &l3("[{cidr: 10.1.0.0/16}]")));
+        assert_eq!(first.node_ids["b"], 2);
+        // Node a arrives later: it must not take b's id or subnet.
+        let (_, second) = run(
+            dir.path(),
+            &(node("a", &[]) + &node("b", &[]) + &l3("[{cidr: 10.1.0.0/16}]")),
+        );
+        assert_eq!(second.node_ids["b"], 2);
+        assert_eq!(second.node_ids["a"], 3);
+        assert_eq!(
+            second.host_subnets["red_net"]["b"],
+            first.host_subnets["red_net"]["b"]
+        );
+        let text = std::fs::read_to_string(dir.path().join("Node/b.yaml")).unwrap();
+        assert!(text.contains("k8s.ovn.org/node-id: '2'"), "{text}");
+        assert!(text.contains(r#"{"red_net":["10.1.0.0/24"]}"#), "{text}");
+        let net =
+            std::fs::read_to_string(dir.path().join("UserDefinedNetwork/red/net.yaml")).unwrap();
+        assert!(net.contains("k8s.ovn.org/network-id: '1'"), "{net}");
+        // A node that goes away loses its file, and with it its allocations.
+        run(dir.path(), &(node("a", &[]) + &l3("[{cidr: 10.1.0.0/16}]")));
+        assert!(!dir.path().join("Node/b.yaml").exists());
+        assert!(dir.path().join("Node/a.yaml").exists());
+    }
+
+    #[test]
+    fn a_refused_update_keeps_the_accepted_spec_in_force_and_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        run(
+            dir.path(),
+            &(node("a", &[]) + &l3("[{cidr: 10.1.0.0/16}, {cidr: 10.2.0.0/16}]")),
+        );
+        let (inv, _) = {
+            let (state, _) = State::load(dir.path()).unwrap();
+            let ctx = state.context(Reserved::default());
+            let inv = Inventory::build(
+                &[parse_file(
+                    Path::new("m.yaml"),
+                    &(node("a", &[]) + &l3("[{cidr: 10.2.0.0/16}]")),
+                )],
+                &ctx,
+            );
+            let (alloc, _) = allocate(&inv, &ClusterConfig::default());
+            State::next(&inv, &alloc, &state).save(dir.path()).unwrap();
+            (inv, alloc)
+        };
+        assert_eq!(inv.problems.len(), 1);
+        let p = inv.problems[0].to_string();
+        assert!(
+            p.contains("UserDefinedNetwork red/net: spec.layer3.subnets: Removing existing subnets is not allowed: 10.1.0.0/16 is gone; the accepted definition stays in force"),
+            "{p}"
+        );
+        assert_eq!(inv.networks["red_net"].network.subnets.len(), 2);
+        let net =
+            std::fs::read_to_string(dir.path().join("UserDefinedNetwork/red/net.yaml")).unwrap();
+        assert!(
+            net.contains("10.1.0.0/16"),
+            "the accepted spec is kept: {net}"
+        );
+    }
+
+    #[test]
+    fn annotations_on_the_objects_win_over_remembered_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        run(dir.path(), &(node("a", &[]) + &l3("[{cidr: 10.1.0.0/16}]")));
+        let (_, a) = run(
+            dir.path(),
+            &(node("a", &[("k8s.ovn.org/node-id", "9")]) + &l3("[{cidr: 10.1.0.0/16}]")),
+        );
+        assert_eq!(a.node_ids["a"], 9);
+        assert_eq!(
+            a.host_subnets["red_net"]["a"][0].to_string(),
+            "10.1.0.0/24",
+            "the subnet is kept"
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! Everything derived from the inputs at one moment: the validated objects, the
+//! allocations, what is wrong, and from them the reconcile keys and their desired rows.
+
+use std::collections::BTreeSet;
+
+use crate::alloc::{allocate, Allocations, ClusterConfig};
+use crate::api::load::{FileObjects, Problem};
+use crate::api::validate::Reserved;
+use crate::api::Inventory;
+use crate::state::State;
+use crate::topology::desired::Owner;
+use crate::topology::{self, BuildError, Desired, Inputs, TopologyConfig};
+
+/// Settings that are not in the manifests.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// The zone served; `None` serves every node (one NB for the whole cluster).
+    pub zone: Option<String>,
+    /// Ranges networks must stay out of.
+    pub reserved: Reserved,
+    /// Cluster-wide allocation settings.
+    pub cluster: ClusterConfig,
+    /// Cluster-wide topology settings.
+    pub topology: TopologyConfig,
+}
+
+/// A reconcile key: a set of NB rows with one owner, written in one transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// The rows every network refers to (the default COPP and its meters).
+    Cluster,
+    /// A network's topology, by network name.
+    Network(String),
+    /// Rows whose owner no longer exists: they are removed.
+    Gone(Owner),
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Key::Cluster => f.write_str("cluster"),
+            Key::Network(n) => write!(f, "network {n}"),
+            Key::Gone(o) => write!(f, "gone {o}"),
+        }
+    }
+}
+
+/// The inputs, validated and allocated.
+#[derive(Clone, Debug)]
+pub struct World {
+    /// The objects.
+    pub inventory: Inventory,
+    /// The allocations.
+    pub allocations: Allocations,
+    /// Objects skipped or partly refused, and allocations that failed.
+    pub problems: Vec<Problem>,
+    /// The settings used.
+    pub settings: Settings,
+}
+
+impl World {
+    /// Validates and allocates the objects of `files`, completed by what `state`
+    /// remembers.
+    pub fn build(files: &[FileObjects], state: &State, settings: Settings) -> World {
+        let context = state.context(settings.reserved.clone());
+        let inventory = Inventory::build(files, &context);
+        let (allocations, mut problems) = allocate(&inventory, &settings.cluster);
+        let mut all = inventory.problems.clone();
+        all.append(&mut problems);
+        World {
+            inventory,
+            allocations,
+            problems: all,
+            settings,
+        }
+    }
+
+    /// The builders' view.
+    pub fn inputs(&self) -> Inputs<'_> {
+        Inputs {
+            inventory: &self.inventory,
+            allocations: &self.allocations,
+            zone: self.settings.zone.as_deref(),
+            config: &self.settings.topology,
+        }
+    }
+
+    /// The state to persist after this world.
+    pub fn state(&self, previous: &State) -> State {
+        State::next(&self.inventory, &self.allocations, previous)
+    }
+
+    /// The keys the inputs define: the cluster rows, then each network in name order.
+    pub fn keys(&self) -> Vec<Key> {
+        let mut keys = vec![Key::Cluster];
+        keys.extend(self.inventory.networks.keys().cloned().map(Key::Network));
+        keys
+    }
+
+    /// The key whose rows carry `owner`: one of [`World::keys`], or [`Key::Gone`] when
+    /// the inputs no longer define it.
+    pub fn key_of(&self, owner: &Owner) -> Key {
+        if *owner == topology::cluster::owner() {
+            return Key::Cluster;
+        }
+        if let Some(net) = owner.controller.strip_suffix("-network-controller") {
+            if let Some(info) = self.inventory.networks.get(net) {
+                if topology::network_owner(&info.network) == *owner {
+                    return Key::Network(net.to_owned());
+                }
+            }
+        }
+        Key::Gone(owner.clone())
+    }
+
+    /// The keys that own rows in the NB but are no longer defined, from the owners
+    /// found there.
+    pub fn gone<'a>(&self, owners: impl IntoIterator<Item = &'a Owner>) -> BTreeSet<Key> {
+        owners
+            .into_iter()
+            .filter(|o| is_ours(o))
+            .map(|o| self.key_of(o))
+            .filter(|k| matches!(k, Key::Gone(_)))
+            .collect()
+    }
+
+    /// What `key` wants in the NB.
+    pub fn desired(&self, key: &Key) -> Result<Desired, BuildError> {
+        match key {
+            Key::Cluster => Ok(topology::cluster::build()),
+            Key::Network(name) => topology::network(&self.inputs(), name),
+            Key::Gone(owner) => {
+                let mut d = Desired::new(owner.clone());
+                if let Some(net) = owner.controller.strip_suffix("-network-controller") {
+                    topology::layer3::claim_lb_groups(&mut d, net);
+                }
+                Ok(d)
+            }
+        }
+    }
+}
+
+/// True for owners netconnect writes (and so may remove): the cluster rows and the
+/// networks' rows.
+pub fn is_ours(owner: &Owner) -> bool {
+    *owner == topology::cluster::owner()
+        || (owner.controller.ends_with("-network-controller")
+            && matches!(
+                owner.kind.as_str(),
+                "UserDefinedNetwork" | "ClusterUserDefinedNetwork"
+            ))
+}
