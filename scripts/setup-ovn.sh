@@ -29,6 +29,15 @@ if ! command -v debootstrap >/dev/null 2>&1; then
     apt_install debootstrap
 fi
 
+# The chassis tests make network namespaces and veths (ip), ping across them, and
+# start the datapath daemons in private mount namespaces (unshare).
+for tool in ip:iproute2 ping:iputils-ping unshare:util-linux; do
+    if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
+        echo "setup-ovn.sh: installing ${tool#*:}"
+        apt_install "${tool#*:}"
+    fi
+done
+
 if [ ! -x "$ROOT/usr/bin/ovn-northd" ]; then
     echo "setup-ovn.sh: building the OVN root filesystem at $ROOT (about a minute)"
     mkdir -p "$(dirname "$ROOT")"

@@ -23,3 +23,12 @@ if [ -n "$left" ]; then
     exit 1
 fi
 echo "== no sandbox daemon left running"
+
+# Chassis pods are network namespaces and veths whose names start with this prefix.
+left=$( (ip netns list; ip -o link) 2>/dev/null | grep ovsrs || true)
+if [ -n "$left" ]; then
+    echo "network namespaces or veths left after the suite:" >&2
+    echo "$left" >&2
+    exit 1
+fi
+echo "== no network namespace or veth left behind"

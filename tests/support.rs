@@ -201,3 +201,75 @@ pub mod cache {
         want
     }
 }
+
+/// Helpers for netconnect against a sandbox.
+pub mod udn {
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use netconnect::api::load::parse_file;
+    use netconnect::controller::{self, Backoff};
+    use netconnect::reconcile::{NbIndexes, Reconciler};
+    use netconnect::state::State;
+    use netconnect::world::{Settings, World};
+    use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
+
+    /// A cache of the NB at `remote` with netconnect's indexes, and a reconciler over it.
+    pub async fn reconciler(remote: &str) -> (Arc<Reconciler>, CacheEvents) {
+        let mut cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
+        let nb = NbIndexes::register(&mut cc);
+        let (cache, events) = Cache::start(cc);
+        let cache = Arc::new(cache);
+        tokio::time::timeout(Duration::from_secs(10), cache.wait_until_ready())
+            .await
+            .expect("the NB cache did not sync");
+        (Arc::new(Reconciler::new(cache, nb)), events)
+    }
+
+    /// The world of the objects in `yaml`, completed by `state`; panics on any problem.
+    pub fn world(yaml: &str, state: &State, zone: Option<&str>) -> World {
+        let w = world_with_problems(yaml, state, zone);
+        assert!(w.problems.is_empty(), "{:#?}", w.problems);
+        w
+    }
+
+    /// The world of the objects in `yaml`, problems and all.
+    pub fn world_with_problems(yaml: &str, state: &State, zone: Option<&str>) -> World {
+        let settings = Settings {
+            zone: zone.map(str::to_owned),
+            ..Default::default()
+        };
+        World::build(
+            &[parse_file(Path::new("manifests.yaml"), yaml)],
+            state,
+            settings,
+        )
+    }
+
+    /// Reconciles every key of `world` once; panics on any failure.
+    pub async fn apply(r: &Reconciler, world: &World) -> Vec<controller::Outcome> {
+        let backoff = Backoff {
+            min: Duration::from_millis(50),
+            max: Duration::from_millis(500),
+        };
+        let out = controller::once(r, world, 5, backoff).await;
+        for o in &out {
+            if let Err(e) = &o.result {
+                panic!("{}: {e}", o.key);
+            }
+        }
+        out
+    }
+
+    /// A node document whose chassis is `chassis`, with extra annotations.
+    pub fn node(name: &str, chassis: &str, extra: &[(&str, &str)]) -> String {
+        let mut s = format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  annotations:\n    k8s.ovn.org/node-chassis-id: {chassis}\n"
+        );
+        for (k, v) in extra {
+            s.push_str(&format!("    {k}: '{v}'\n"));
+        }
+        s
+    }
+}

@@ -14,6 +14,10 @@
 
 #![warn(missing_docs)]
 
+mod chassis;
+
+pub use chassis::{leftovers, Chassis, Pod, NETNS_PREFIX};
+
 use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
@@ -728,6 +732,22 @@ impl Sandbox {
         let mut all = vec![db.as_str()];
         all.extend_from_slice(args);
         self.install.output("ovn-sbctl", &all)
+    }
+
+    /// Registers a chassis of another zone in the Southbound database, as
+    /// OVN-Kubernetes' interconnect handler does: `other_config:is-remote=true`, so that
+    /// ports bound to it with `requested-chassis` become `remote` port bindings.
+    pub fn register_remote_chassis(&self, name: &str, encap_ip: &str) -> Result<()> {
+        self.sbctl(&["chassis-add", name, "geneve", encap_ip])?;
+        self.sbctl(&["set", "chassis", name, "other_config:is-remote=true"])?;
+        Ok(())
+    }
+
+    /// Waits until ovn-northd has processed every northbound change and every chassis
+    /// has installed the flows for it (`ovn-nbctl --wait=hv sync`).
+    pub fn sync_hv(&self) -> Result<()> {
+        self.nbctl(&["--timeout=30", "--wait=hv", "sync"])
+            .map(|_| ())
     }
 
     /// Waits until ovn-northd has processed every northbound change made so far.

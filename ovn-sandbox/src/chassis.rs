@@ -1,0 +1,386 @@
+//! A real chassis: an Open_vSwitch ovsdb-server, ovs-vswitchd with the userspace
+//! datapath (`--disable-system`, `datapath_type=netdev` on `br-int`) and ovn-controller
+//! bound to a sandbox's Southbound database; and "pods", network namespaces each with a
+//! veth whose other end is a port of `br-int` named by `external_ids:iface-id`.
+//!
+//! The daemons run in the installation's root filesystem under `chroot`, each in its
+//! own mount namespace (`unshare --mount`) where `/dev`, `/sys` and `/proc` are mounted
+//! into the root (ovs-vswitchd needs `/dev/net/tun` for its internal ports): the mounts
+//! vanish with the process. Everything is undone on drop, panics included: daemons
+//! killed, namespaces and veths deleted. Needs root.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use ipnet::IpNet;
+
+use super::{
+    fail, path_str, wait_until, Daemon, Installation, Result, Sandbox, SandboxError, WorkDir,
+};
+
+/// Prefix of every network namespace and veth a chassis creates, for leak checks.
+pub const NETNS_PREFIX: &str = "ovsrs";
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+/// A pod: a network namespace with one interface on `br-int`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pod {
+    /// The network namespace.
+    pub netns: String,
+    /// The logical switch port it is bound to (`external_ids:iface-id`).
+    pub iface_id: String,
+    /// The veth end on the host (a port of `br-int`).
+    pub host_veth: String,
+    /// The MAC.
+    pub mac: String,
+    /// The addresses.
+    pub ips: Vec<IpNet>,
+}
+
+/// One running chassis.
+#[derive(Debug)]
+pub struct Chassis {
+    install: Installation,
+    system_id: String,
+    controller: Daemon,
+    vswitchd: Daemon,
+    ovsdb: Daemon,
+    db_inner: PathBuf,
+    run_inner: PathBuf,
+    pods: Vec<Pod>,
+    tag: String,
+    // Last, so the directory goes after the daemons.
+    dir: WorkDir,
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<Output> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| SandboxError(format!("cannot run {what}: {e}")))?;
+    if !out.status.success() {
+        return fail(format!(
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out)
+}
+
+fn ip(args: &[&str]) -> Result<()> {
+    run(
+        Command::new("ip").args(args),
+        &format!("ip {}", args.join(" ")),
+    )
+    .map(|_| ())
+}
+
+impl Chassis {
+    /// Starts a chassis named `system_id` whose ovn-controller follows `sandbox`'s
+    /// Southbound database.
+    pub fn start(sandbox: &Sandbox, system_id: &str) -> Result<Chassis> {
+        let install = sandbox.nb.installation().clone();
+        let root = install.root().map(|r| r.to_path_buf()).ok_or_else(|| {
+            SandboxError("a chassis needs the sandbox root filesystem (OVN_SANDBOX_ROOT)".into())
+        })?;
+        // SAFETY: geteuid(2) takes no arguments, touches no memory and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return fail("a chassis needs root (network namespaces, mounts)");
+        }
+        let dir = install.workdir()?;
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("{}{:x}{}", NETNS_PREFIX, std::process::id() % 0xfff, n);
+        std::fs::create_dir_all(root.join("run/openvswitch"))
+            .map_err(|e| SandboxError(format!("cannot create run/openvswitch: {e}")))?;
+        let db = dir.inner("conf.db");
+        let sock = dir.inner("db.sock");
+        install.output(
+            "ovsdb-tool",
+            &[
+                "create",
+                path_str(&db)?,
+                "/usr/share/openvswitch/vswitch.ovsschema",
+            ],
+        )?;
+        let rundir = dir.inner("");
+        let rundir_s = path_str(&rundir)?.trim_end_matches('/').to_owned();
+        let root_s = path_str(&root)?.to_owned();
+        // Each daemon gets a private mount namespace with /dev, /sys and /proc inside the
+        // root filesystem, and its own OVS run directory.
+        let spawn = |name: &str, program: &str, args: Vec<String>| -> Result<Daemon> {
+            let script = format!(
+                "set -e; mount --bind /dev {root_s}/dev; mount --bind /sys {root_s}/sys; \
+                 mount -t proc proc {root_s}/proc; \
+                 export OVS_RUNDIR={rundir_s} OVS_DBDIR={rundir_s} OVS_LOGDIR={rundir_s} OVN_RUNDIR={rundir_s}; \
+                 exec chroot {root_s} {program} \"$@\""
+            );
+            let mut cmd = Command::new("unshare");
+            cmd.args([
+                "--mount",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &script,
+                name,
+            ])
+            .args(args);
+            Daemon::spawn(cmd, name)
+        };
+        let mut ovsdb = spawn(
+            "ovsdb-server (chassis)",
+            "ovsdb-server",
+            vec![
+                path_str(&db)?.into(),
+                format!("--remote=punix:{}", sock.display()),
+                format!("--unixctl={}", dir.inner("ovsdb.ctl").display()),
+                format!("--log-file={}", dir.inner("ovsdb.log").display()),
+                "-vconsole:off".into(),
+            ],
+        )?;
+        let host_sock = dir.host("db.sock");
+        let log = dir.host("ovsdb.log");
+        wait_until("the chassis ovsdb-server", || {
+            ovsdb.check_running(&log)?;
+            Ok(std::os::unix::net::UnixStream::connect(&host_sock)
+                .is_ok()
+                .then_some(()))
+        })?;
+        let vsctl = |args: &[&str]| -> Result<String> {
+            let db = format!("--db=unix:{}", sock.display());
+            let mut all = vec![db.as_str()];
+            all.extend_from_slice(args);
+            install.output("ovs-vsctl", &all)
+        };
+        vsctl(&["--no-wait", "init"])?;
+        let mut vswitchd = spawn(
+            "ovs-vswitchd",
+            "ovs-vswitchd",
+            vec![
+                format!("unix:{}", sock.display()),
+                "--disable-system".into(),
+                format!("--unixctl={}", dir.inner("vswitchd.ctl").display()),
+                format!("--log-file={}", dir.inner("vswitchd.log").display()),
+                "-vconsole:off".into(),
+            ],
+        )?;
+        let vlog = dir.host("vswitchd.log");
+        wait_until("ovs-vswitchd", || {
+            vswitchd.check_running(&vlog)?;
+            let text = std::fs::read_to_string(&vlog).unwrap_or_default();
+            Ok(text.contains("ovs-vswitchd (Open vSwitch)").then_some(()))
+        })?;
+        vsctl(&[
+            "add-br",
+            "br-int",
+            "--",
+            "set",
+            "bridge",
+            "br-int",
+            "datapath_type=netdev",
+            "fail-mode=secure",
+            "other_config:disable-in-band=true",
+        ])?;
+        vsctl(&[
+            "set",
+            "open",
+            ".",
+            &format!("external_ids:system-id={system_id}"),
+            &format!("external_ids:ovn-remote={}", sandbox.sb.tool_unix_remote()),
+            "external_ids:ovn-encap-type=geneve",
+            "external_ids:ovn-encap-ip=127.0.0.1",
+            "external_ids:ovn-bridge-datapath-type=netdev",
+            &format!("external_ids:hostname={system_id}"),
+        ])?;
+        let mut controller = spawn(
+            "ovn-controller",
+            "ovn-controller",
+            vec![
+                format!("unix:{}", sock.display()),
+                format!("--unixctl={}", dir.inner("ovn-controller.ctl").display()),
+                format!("--log-file={}", dir.inner("ovn-controller.log").display()),
+                "-vconsole:off".into(),
+            ],
+        )?;
+        let clog = dir.host("ovn-controller.log");
+        wait_until("ovn-controller to register its chassis", || {
+            controller.check_running(&clog)?;
+            Ok(sandbox
+                .sbctl(&[
+                    "--bare",
+                    "--columns=name",
+                    "find",
+                    "Chassis",
+                    &format!("name={system_id}"),
+                ])
+                .ok()
+                .filter(|o| o.trim() == system_id)
+                .map(|_| ()))
+        })?;
+        Ok(Chassis {
+            install,
+            system_id: system_id.to_owned(),
+            controller,
+            vswitchd,
+            ovsdb,
+            db_inner: sock,
+            run_inner: rundir,
+            pods: Vec::new(),
+            tag,
+            dir,
+        })
+    }
+
+    /// The chassis name (OVS `system-id`).
+    pub fn system_id(&self) -> &str {
+        &self.system_id
+    }
+
+    /// Runs `ovs-vsctl` against this chassis.
+    pub fn vsctl(&self, args: &[&str]) -> Result<String> {
+        let db = format!("--db=unix:{}", self.db_inner.display());
+        let mut all = vec![db.as_str()];
+        all.extend_from_slice(args);
+        self.install.output("ovs-vsctl", &all)
+    }
+
+    /// Runs `ovs-appctl -t ovs-vswitchd args…`.
+    pub fn vswitchd_appctl(&self, args: &[&str]) -> Result<String> {
+        let target = format!("--target={}", self.run_inner.join("vswitchd.ctl").display());
+        let mut all = vec![target.as_str()];
+        all.extend_from_slice(args);
+        self.install.output("ovs-appctl", &all)
+    }
+
+    /// Creates a pod bound to logical switch port `iface_id`: a namespace with an
+    /// interface `eth0` of MAC `mac` and addresses `ips`, default routes via
+    /// `gateways`, and the veth's other end on `br-int`.
+    pub fn add_pod(
+        &mut self,
+        iface_id: &str,
+        mac: &str,
+        ips: &[IpNet],
+        gateways: &[IpAddr],
+    ) -> Result<Pod> {
+        let i = self.pods.len();
+        let netns = format!("{}p{i}", self.tag);
+        let host = format!("{}h{i}", self.tag);
+        let peer = format!("{}c{i}", self.tag);
+        ip(&["netns", "add", &netns])?;
+        let pod = Pod {
+            netns: netns.clone(),
+            iface_id: iface_id.to_owned(),
+            host_veth: host.clone(),
+            mac: mac.to_owned(),
+            ips: ips.to_vec(),
+        };
+        // Recorded before anything else can fail, so that drop cleans it up.
+        self.pods.push(pod.clone());
+        ip(&["link", "add", &host, "type", "veth", "peer", "name", &peer])?;
+        ip(&["link", "set", &peer, "netns", &netns])?;
+        ip(&["-n", &netns, "link", "set", &peer, "name", "eth0"])?;
+        ip(&["-n", &netns, "link", "set", "eth0", "address", mac])?;
+        // No DAD: the addresses are ours alone and tests should not wait for it.
+        run(
+            Command::new("ip").args([
+                "netns",
+                "exec",
+                &netns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.eth0.accept_dad=0",
+            ]),
+            "sysctl accept_dad",
+        )?;
+        for a in ips {
+            ip(&["-n", &netns, "addr", "add", &a.to_string(), "dev", "eth0"])?;
+        }
+        ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
+        ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+        for g in gateways {
+            let family = if g.is_ipv4() { "-4" } else { "-6" };
+            ip(&[
+                family,
+                "-n",
+                &netns,
+                "route",
+                "add",
+                "default",
+                "via",
+                &g.to_string(),
+            ])?;
+        }
+        ip(&["link", "set", &host, "up"])?;
+        self.vsctl(&[
+            "add-port",
+            "br-int",
+            &host,
+            "--",
+            "set",
+            "interface",
+            &host,
+            &format!("external_ids:iface-id={iface_id}"),
+        ])?;
+        Ok(pod)
+    }
+
+    /// Runs `command` in `pod`'s namespace.
+    pub fn exec(&self, pod: &Pod, command: &[&str]) -> Result<Output> {
+        Command::new("ip")
+            .args(["netns", "exec", &pod.netns])
+            .args(command)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| SandboxError(format!("cannot run in {}: {e}", pod.netns)))
+    }
+
+    /// True when `count` pings from `pod` to `to` all get an answer.
+    pub fn ping(&self, pod: &Pod, to: IpAddr, count: u32) -> Result<bool> {
+        let out = self.exec(
+            pod,
+            &[
+                "ping",
+                "-c",
+                &count.to_string(),
+                "-i",
+                "0.2",
+                "-W",
+                "1",
+                &to.to_string(),
+            ],
+        )?;
+        Ok(out.status.success())
+    }
+}
+
+impl Drop for Chassis {
+    fn drop(&mut self) {
+        self.controller.kill();
+        self.vswitchd.kill();
+        self.ovsdb.kill();
+        for p in &self.pods {
+            let _ = ip(&["netns", "delete", &p.netns]);
+            let _ = ip(&["link", "delete", &p.host_veth]);
+        }
+        let _ = &self.dir;
+    }
+}
+
+/// The network namespaces and links left by chassis of this crate (for leak checks).
+pub fn leftovers() -> Vec<String> {
+    let mut out = Vec::new();
+    for args in [["netns", "list"], ["-o", "link"]] {
+        if let Ok(o) = Command::new("ip").args(args).output() {
+            for line in String::from_utf8_lossy(&o.stdout).lines() {
+                if line.contains(NETNS_PREFIX) {
+                    out.push(line.trim().to_owned());
+                }
+            }
+        }
+    }
+    out
+}
