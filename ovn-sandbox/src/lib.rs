@@ -734,6 +734,14 @@ impl Sandbox {
         self.install.output("ovn-sbctl", &all)
     }
 
+    /// Runs `ovn-trace` against this sandbox's southbound database.
+    pub fn trace(&self, args: &[&str]) -> Result<String> {
+        let db = format!("--db={}", self.sb.tool_unix_remote());
+        let mut all = vec![db.as_str()];
+        all.extend_from_slice(args);
+        self.install.output("ovn-trace", &all)
+    }
+
     /// Registers a chassis of another zone in the Southbound database, as
     /// OVN-Kubernetes' interconnect handler does: `other_config:is-remote=true`, so that
     /// ports bound to it with `requested-chassis` become `remote` port bindings.
