@@ -278,7 +278,9 @@ spec:
 }
 
 /// Every row of the tables netconnect touches, by table then uuid.
-async fn dump(remote: &str) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, serde_json::Value>> {
+async fn dump(
+    remote: &str,
+) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, serde_json::Value>> {
     let (c, _) = integration_tests::client(remote).await;
     let tables = netconnect::reconcile::nb::TABLES;
     let ops: Vec<ovsdb_proto::Operation> = tables
@@ -330,13 +332,25 @@ spec:
 async fn two_zones_agree_on_remote_ports_and_keys_and_traffic_leaves_through_them() {
     use integration_tests::udn;
     let yaml = TWO_ZONES.to_string()
-        + &udn::node("node-a", "chassis-a", &[("k8s.ovn.org/zone-name", "zone-a")])
-        + &udn::node("node-b", "chassis-b", &[("k8s.ovn.org/zone-name", "zone-b")]);
+        + &udn::node(
+            "node-a",
+            "chassis-a",
+            &[("k8s.ovn.org/zone-name", "zone-a")],
+        )
+        + &udn::node(
+            "node-b",
+            "chassis-b",
+            &[("k8s.ovn.org/zone-name", "zone-b")],
+        );
     let state = netconnect::state::State::default();
     let mut zones = Vec::new();
-    for (zone, local, remote) in [("zone-a", "chassis-a", "chassis-b"), ("zone-b", "chassis-b", "chassis-a")] {
+    for (zone, local, remote) in [
+        ("zone-a", "chassis-a", "chassis-b"),
+        ("zone-b", "chassis-b", "chassis-a"),
+    ] {
         let sb = sandbox();
-        sb.sbctl(&["chassis-add", local, "geneve", "127.0.0.1"]).unwrap();
+        sb.sbctl(&["chassis-add", local, "geneve", "127.0.0.1"])
+            .unwrap();
         sb.register_remote_chassis(remote, "127.0.0.2").unwrap();
         let world = udn::world(&yaml, &state, Some(zone));
         let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
@@ -346,44 +360,99 @@ async fn two_zones_agree_on_remote_ports_and_keys_and_traffic_leaves_through_the
     }
     let (a, world_a) = &zones[0];
     let (b, world_b) = &zones[1];
-    assert_eq!(world_a.allocations, world_b.allocations, "both zones allocate the same");
+    assert_eq!(
+        world_a.allocations, world_b.allocations,
+        "both zones allocate the same"
+    );
     let id_b = world_a.allocations.node_ids["node-b"].to_string();
 
     // Layer3: node-b's transit switch port is remote in zone A, a router port in zone B,
     // with the same tunnel key in both SBs; and so for the transit switch itself.
     let get = |sb: &integration_tests::Sandbox, table: &str, rec: &str, col: &str| {
-        sb.nbctl(&["--bare", "get", table, rec, col]).unwrap().trim().to_owned()
-    };
-    assert_eq!(get(a, "Logical_Switch_Port", "cluster_udn_blue_tstor-node-b", "type"), "remote");
-    assert_eq!(get(b, "Logical_Switch_Port", "cluster_udn_blue_tstor-node-b", "type"), "router");
-    let sb_key = |sb: &integration_tests::Sandbox, port: &str| {
-        sb.sbctl(&["--bare", "--columns=tunnel_key", "find", "Port_Binding", &format!("logical_port={port}")])
+        sb.nbctl(&["--bare", "get", table, rec, col])
             .unwrap()
             .trim()
             .to_owned()
+    };
+    assert_eq!(
+        get(
+            a,
+            "Logical_Switch_Port",
+            "cluster_udn_blue_tstor-node-b",
+            "type"
+        ),
+        "remote"
+    );
+    assert_eq!(
+        get(
+            b,
+            "Logical_Switch_Port",
+            "cluster_udn_blue_tstor-node-b",
+            "type"
+        ),
+        "router"
+    );
+    let sb_key = |sb: &integration_tests::Sandbox, port: &str| {
+        sb.sbctl(&[
+            "--bare",
+            "--columns=tunnel_key",
+            "find",
+            "Port_Binding",
+            &format!("logical_port={port}"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
     };
     let ka = sb_key(a, "cluster_udn_blue_tstor-node-b");
     assert_eq!(ka, id_b);
     assert_eq!(sb_key(b, "cluster_udn_blue_tstor-node-b"), ka);
     let pb_type = a
-        .sbctl(&["--bare", "--columns=type", "find", "Port_Binding", "logical_port=cluster_udn_blue_tstor-node-b"])
+        .sbctl(&[
+            "--bare",
+            "--columns=type",
+            "find",
+            "Port_Binding",
+            "logical_port=cluster_udn_blue_tstor-node-b",
+        ])
         .unwrap();
     assert_eq!(pb_type.trim(), "remote");
     let dp_key = |sb: &integration_tests::Sandbox, name: &str| {
-        sb.sbctl(&["--bare", "--columns=tunnel_key", "find", "Datapath_Binding", &format!("external_ids:name={name}")])
-            .unwrap()
-            .trim()
-            .to_owned()
+        sb.sbctl(&[
+            "--bare",
+            "--columns=tunnel_key",
+            "find",
+            "Datapath_Binding",
+            &format!("external_ids:name={name}"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
     };
-    assert_eq!(dp_key(a, "cluster_udn_blue_transit_switch"), dp_key(b, "cluster_udn_blue_transit_switch"));
-    assert_eq!(dp_key(a, "cluster_udn_yellow_transit_router"), dp_key(b, "cluster_udn_yellow_transit_router"));
+    assert_eq!(
+        dp_key(a, "cluster_udn_blue_transit_switch"),
+        dp_key(b, "cluster_udn_blue_transit_switch")
+    );
+    assert_eq!(
+        dp_key(a, "cluster_udn_yellow_transit_router"),
+        dp_key(b, "cluster_udn_yellow_transit_router")
+    );
     // Layer2: node-b's transit router port is bound to chassis-b in zone A (a remote
     // port binding) and peered with its gateway router in zone B; same key.
     let ptr_a = sb_key(a, "trtor-GR_cluster_udn_yellow_node-b");
-    assert_eq!(ptr_a, (10 + world_a.allocations.node_ids["node-b"]).to_string());
+    assert_eq!(
+        ptr_a,
+        (10 + world_a.allocations.node_ids["node-b"]).to_string()
+    );
     assert_eq!(sb_key(b, "trtor-GR_cluster_udn_yellow_node-b"), ptr_a);
     let t = a
-        .sbctl(&["--bare", "--columns=type", "find", "Port_Binding", "logical_port=trtor-GR_cluster_udn_yellow_node-b"])
+        .sbctl(&[
+            "--bare",
+            "--columns=type",
+            "find",
+            "Port_Binding",
+            "logical_port=trtor-GR_cluster_udn_yellow_node-b",
+        ])
         .unwrap();
     assert_eq!(t.trim(), "remote");
 
@@ -393,15 +462,26 @@ async fn two_zones_agree_on_remote_ports_and_keys_and_traffic_leaves_through_the
     let sbn = &world_a.allocations.host_subnets["cluster_udn_blue"]["node-b"][0];
     let src = netconnect::topology::addr::nth(sa, 5).unwrap();
     let dst = netconnect::topology::addr::nth(sbn, 5).unwrap();
-    let gw_mac = netconnect::topology::mac::from_ip(netconnect::topology::addr::nth(sa, 1).unwrap());
+    let gw_mac =
+        netconnect::topology::mac::from_ip(netconnect::topology::addr::nth(sa, 1).unwrap());
     let src_mac = netconnect::topology::mac::from_ip(src);
-    a.nbctl(&["lsp-add", "cluster_udn_blue_node-a", "pod-a", "--", "lsp-set-addresses", "pod-a", &format!("{src_mac} {src}")])
-        .unwrap();
+    a.nbctl(&[
+        "lsp-add",
+        "cluster_udn_blue_node-a",
+        "pod-a",
+        "--",
+        "lsp-set-addresses",
+        "pod-a",
+        &format!("{src_mac} {src}"),
+    ])
+    .unwrap();
     a.sync().unwrap();
     let flow = format!(
         "inport == \"pod-a\" && eth.src == {src_mac} && eth.dst == {gw_mac} && ip4.src == {src} && ip4.dst == {dst} && ip.ttl == 64 && icmp4"
     );
-    let trace = a.trace(&["--minimal", "cluster_udn_blue_node-a", &flow]).unwrap();
+    let trace = a
+        .trace(&["--minimal", "cluster_udn_blue_node-a", &flow])
+        .unwrap();
     assert!(
         trace.contains("output(\"cluster_udn_blue_tstor-node-b\");"),
         "the packet does not leave through the remote port:\n{trace}"
@@ -442,7 +522,10 @@ async fn day_two_subnets_appended_nodes_added_and_removed_networks_deleted() {
     let w1 = step(&r, dir.path(), &(nodes2.clone() + &other)).await;
     let before_red = dump(&sb.nb.unix_remote()).await;
     let w2 = step(&r, dir.path(), &(nodes2.clone() + &other + &red)).await;
-    assert_eq!(w1.allocations.host_subnets["cluster_udn_other"], w2.allocations.host_subnets["cluster_udn_other"]);
+    assert_eq!(
+        w1.allocations.host_subnets["cluster_udn_other"],
+        w2.allocations.host_subnets["cluster_udn_other"]
+    );
     let red_subnets = w2.allocations.host_subnets["cluster_udn_red"].clone();
 
     // A third node: red's only range is full until a subnet is appended.
@@ -450,21 +533,31 @@ async fn day_two_subnets_appended_nodes_added_and_removed_networks_deleted() {
     let (state, _) = netconnect::state::State::load(dir.path()).unwrap();
     let w = udn::world_with_problems(&(nodes3.clone() + &other + &red), &state, None);
     assert!(
-        w.problems.iter().any(|p| p.to_string().contains("no IPv4 host subnet for node n3: no subnets available")),
+        w.problems.iter().any(|p| p
+            .to_string()
+            .contains("no IPv4 host subnet for node n3: no subnets available")),
         "{:?}",
         w.problems
     );
-    let red2 = l3("red", "[{cidr: 10.1.0.0/23, hostSubnet: 24}, {cidr: 10.2.0.0/23, hostSubnet: 24}]");
+    let red2 = l3(
+        "red",
+        "[{cidr: 10.1.0.0/23, hostSubnet: 24}, {cidr: 10.2.0.0/23, hostSubnet: 24}]",
+    );
     let t0 = r.transactions();
     let w3 = step(&r, dir.path(), &(nodes3.clone() + &other + &red2)).await;
     let red3 = &w3.allocations.host_subnets["cluster_udn_red"];
-    assert_eq!(red3["n1"], red_subnets["n1"], "existing node subnets do not move");
+    assert_eq!(
+        red3["n1"], red_subnets["n1"],
+        "existing node subnets do not move"
+    );
     assert_eq!(red3["n2"], red_subnets["n2"]);
     assert_eq!(red3["n3"][0].to_string(), "10.2.0.0/24");
     // One transaction per network that changed (red: subnet and node; other: node),
     // none for the cluster rows.
     assert_eq!(r.transactions() - t0, 2);
-    let policies = sb.nbctl(&["lr-policy-list", "cluster_udn_red_ovn_cluster_router"]).unwrap();
+    let policies = sb
+        .nbctl(&["lr-policy-list", "cluster_udn_red_ovn_cluster_router"])
+        .unwrap();
     for m in [
         "ip4.src == 10.1.0.0/23 && ip4.dst == 10.2.0.0/23",
         "ip4.src == 10.2.0.0/23 && ip4.dst == 10.1.0.0/23",
@@ -472,7 +565,10 @@ async fn day_two_subnets_appended_nodes_added_and_removed_networks_deleted() {
     ] {
         assert!(policies.contains(m), "{m} missing:\n{policies}");
     }
-    assert!(sb.nbctl(&["ls-list"]).unwrap().contains("cluster_udn_red_n3"));
+    assert!(sb
+        .nbctl(&["ls-list"])
+        .unwrap()
+        .contains("cluster_udn_red_n3"));
 
     // Node n3 removed: its rows go from every network, and nothing else changes.
     step(&r, dir.path(), &(nodes2.clone() + &other + &red2)).await;
@@ -499,7 +595,17 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
     // Another controller's rows, OVN-Kubernetes-style: a switch with a port, a router
     // with a route, owned by its own keys.
     for cmd in [
-        vec!["ls-add", "foreign-ls", "--", "set", "logical_switch", "foreign-ls", "external_ids:k8s.ovn.org/owner-controller=someone-else", "external_ids:k8s.ovn.org/owner-type=Thing", "external_ids:k8s.ovn.org/name=x"],
+        vec![
+            "ls-add",
+            "foreign-ls",
+            "--",
+            "set",
+            "logical_switch",
+            "foreign-ls",
+            "external_ids:k8s.ovn.org/owner-controller=someone-else",
+            "external_ids:k8s.ovn.org/owner-type=Thing",
+            "external_ids:k8s.ovn.org/name=x",
+        ],
         vec!["lsp-add", "foreign-ls", "foreign-port"],
         vec!["lr-add", "foreign-lr"],
         vec!["lr-route-add", "foreign-lr", "0.0.0.0/0", "192.0.2.1"],
@@ -513,9 +619,13 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
     let world = udn::world(&yaml, &netconnect::state::State::default(), None);
     udn::apply(&r, &world).await;
     // A pod port added to netconnect's switch by someone else stays through reconciles.
-    sb.nbctl(&["lsp-add", "cluster_udn_blue_n1", "pod-x"]).unwrap();
+    sb.nbctl(&["lsp-add", "cluster_udn_blue_n1", "pod-x"])
+        .unwrap();
     udn::apply(&r, &world).await;
-    assert!(sb.nbctl(&["lsp-list", "cluster_udn_blue_n1"]).unwrap().contains("pod-x"));
+    assert!(sb
+        .nbctl(&["lsp-list", "cluster_udn_blue_n1"])
+        .unwrap()
+        .contains("pod-x"));
     let after = dump(&sb.nb.unix_remote()).await;
     for (table, rows) in &before {
         for (uuid, row) in rows {
@@ -525,7 +635,11 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
     // A foreign switch holding a name netconnect wants is a conflict: nothing written.
     let (r2, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     sb.nbctl(&["ls-add", "cluster_udn_green_n1"]).unwrap();
-    let world = udn::world(&(yaml + &l3("green", "[{cidr: 10.30.0.0/16}]")), &netconnect::state::State::default(), None);
+    let world = udn::world(
+        &(yaml + &l3("green", "[{cidr: 10.30.0.0/16}]")),
+        &netconnect::state::State::default(),
+        None,
+    );
     let t = r2.transactions();
     let outcomes = netconnect::controller::once(&r2, &world, 1, Default::default()).await;
     let green = outcomes
@@ -533,8 +647,17 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
         .find(|o| o.key == netconnect::world::Key::Network("cluster_udn_green".into()))
         .unwrap();
     let e = green.result.as_ref().unwrap_err().to_string();
-    assert!(e.contains("Logical_Switch cluster_udn_green_n1 already exists and belongs to another party"), "{e}");
-    assert_eq!(r2.transactions(), t, "nothing written for green (the others were unchanged)");
+    assert!(
+        e.contains(
+            "Logical_Switch cluster_udn_green_n1 already exists and belongs to another party"
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        r2.transactions(),
+        t,
+        "nothing written for green (the others were unchanged)"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -542,11 +665,20 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
     use integration_tests::udn;
     use netconnect::controller::{settle, Backoff, Controller};
     let sb = sandbox();
-    let yaml = udn::node("n1", "c1", &[]) + &udn::node("n2", "c2", &[]) + &l3("blue", "[{cidr: 10.10.0.0/16}]");
-    let world = std::sync::Arc::new(udn::world(&yaml, &netconnect::state::State::default(), None));
+    let yaml = udn::node("n1", "c1", &[])
+        + &udn::node("n2", "c2", &[])
+        + &l3("blue", "[{cidr: 10.10.0.0/16}]");
+    let world = std::sync::Arc::new(udn::world(
+        &yaml,
+        &netconnect::state::State::default(),
+        None,
+    ));
     let (r, events) = udn::reconciler(&sb.nb.unix_remote()).await;
     let (_tx, rx) = tokio::sync::watch::channel(world.clone());
-    let backoff = Backoff { min: std::time::Duration::from_millis(50), max: std::time::Duration::from_secs(1) };
+    let backoff = Backoff {
+        min: std::time::Duration::from_millis(50),
+        max: std::time::Duration::from_secs(1),
+    };
     let controller = Controller::new(r.clone(), rx, backoff);
     let queue = controller.queue();
     let reports = controller.reports();
@@ -555,23 +687,39 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
     let limit = std::time::Duration::from_secs(20);
     assert!(settle(&queue, quiet, limit).await);
     let full = dump(&sb.nb.unix_remote()).await;
-    let names = |d: &std::collections::BTreeMap<String, std::collections::BTreeMap<String, serde_json::Value>>| {
+    let names = |d: &std::collections::BTreeMap<
+        String,
+        std::collections::BTreeMap<String, serde_json::Value>,
+    >| {
         let mut v: Vec<String> = d
             .iter()
-            .flat_map(|(t, rows)| rows.values().map(move |r| format!("{t} {}", r["external_ids"])))
+            .flat_map(|(t, rows)| {
+                rows.values()
+                    .map(move |r| format!("{t} {}", r["external_ids"]))
+            })
             .collect();
         v.sort();
         v
     };
     // Someone deletes a port, a route and a whole switch by hand.
     sb.nbctl(&["lsp-del", "cluster_udn_blue_tstor-n2"]).unwrap();
-    sb.nbctl(&["lr-route-del", "cluster_udn_blue_ovn_cluster_router", "100.65.0.2"]).unwrap();
+    sb.nbctl(&[
+        "lr-route-del",
+        "cluster_udn_blue_ovn_cluster_router",
+        "100.65.0.2",
+    ])
+    .unwrap();
     sb.nbctl(&["ls-del", "cluster_udn_blue_n1"]).unwrap();
     assert!(settle(&queue, quiet, limit).await);
     let repaired = dump(&sb.nb.unix_remote()).await;
     assert_eq!(names(&repaired), names(&full), "the deleted rows came back");
-    assert!(sb.nbctl(&["ls-list"]).unwrap().contains("cluster_udn_blue_n1"));
-    let report = reports.lock().unwrap()[&netconnect::world::Key::Network("cluster_udn_blue".into())].clone();
+    assert!(sb
+        .nbctl(&["ls-list"])
+        .unwrap()
+        .contains("cluster_udn_blue_n1"));
+    let report = reports.lock().unwrap()
+        [&netconnect::world::Key::Network("cluster_udn_blue".into())]
+        .clone();
     assert!(report.result.is_ok(), "{report:?}");
     running.abort();
 

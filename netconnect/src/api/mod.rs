@@ -394,3 +394,102 @@ fn network_info(
         refused,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn problems(yaml: &str) -> Vec<String> {
+        let inv = Inventory::build(
+            &[load::parse_file(Path::new("in.yaml"), yaml)],
+            &Context::default(),
+        );
+        inv.problems.iter().map(ToString::to_string).collect()
+    }
+
+    fn udn(spec: &str) -> String {
+        format!("apiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {{name: net1, namespace: red}}\nspec: {spec}\n")
+    }
+
+    /// Every rule, with the message it gives: each object on its own is refused with
+    /// a message naming file, document, object and field.
+    #[test]
+    fn every_rule_refuses_with_its_message() {
+        let l3 = |s: &str| {
+            udn(&format!(
+                "{{topology: Layer3, layer3: {{role: Primary, subnets: {s}}}}}"
+            ))
+        };
+        let l2 = |rest: &str| {
+            udn(&format!(
+                "{{topology: Layer2, layer2: {{role: Primary, {rest}}}}}"
+            ))
+        };
+        let cases: Vec<(String, &str)> = vec![
+            (l3("[{cidr: 10.1.0.0/17}, {cidr: 10.1.0.0/16}]"), "in.yaml doc 1: UserDefinedNetwork red/net1: spec.layer3.subnets[1]: Subnets must not overlap or contain each other: 10.1.0.0/16 overlaps 10.1.0.0/17"),
+            (l3("[{cidr: 10.1.0.0/16}, {cidr: 10.1.0.0/16}]"), "spec.layer3.subnets[1]: Subnets with same CIDR are not allowed"),
+            (l3("[{cidr: 10.1.0.0/16, hostSubnet: 24}, {cidr: 10.2.0.0/16, hostSubnet: 26}]"), "spec.layer3.subnets[1].hostSubnet: Subnets from the same IP family must use the same hostSubnet value"),
+            (l3("[{cidr: 10.1.0.0/16, hostSubnet: 8}]"), "spec.layer3.subnets[0].hostSubnet: HostSubnet must be smaller than CIDR subnet"),
+            (l3("[{cidr: 10.1.0.0/16, hostSubnet: 32}]"), "spec.layer3.subnets[0].hostSubnet: HostSubnet must < 32 for ipv4 CIDR"),
+            (l3("[{cidr: 10.1.0.0/16, hostSubnet: 200}]"), "spec.layer3.subnets[0].hostSubnet: 200 is not between 1 and 127"),
+            (l3("[{cidr: 10.1.0/16}]"), "spec.layer3.subnets[0].cidr: \"10.1.0/16\" is not a CIDR"),
+            (l3("[]"), "spec.layer3.subnets: at least one subnet is required"),
+            (l3("[{cidr: 10.96.0.0/12}]"), "spec.layer3.subnets[0].cidr: 10.96.0.0/12 overlaps the service CIDR 10.96.0.0/16"),
+            (l3("[{cidr: 169.254.0.0/20}]"), "overlaps the masquerade subnet 169.254.0.0/17"),
+            (l3("[{cidr: 100.65.0.0/20}]"), "overlaps the join subnet 100.65.0.0/16"),
+            (l3("[{cidr: 10.1.0.0/24}]"), "the default host subnet /24 is not smaller than 10.1.0.0/24; set hostSubnet"),
+            (udn("{topology: Layer3, layer3: {role: Secondary, subnets: [{cidr: 10.1.0.0/16}, {cidr: 10.2.0.0/16}]}}"), "When 2 CIDRs are set for Secondary networks, they must be from different IP families"),
+            (udn("{topology: Layer3, layer3: {role: Primary, mtu: 100, subnets: [{cidr: 10.1.0.0/16}]}}"), "spec.layer3.mtu: 100 is not between 576 and 65536"),
+            (udn("{topology: Layer3, layer3: {role: Primary, mtu: 1000, subnets: [{cidr: \"fd00::/48\"}]}}"), "MTU should be greater than or equal to 1280 when IPv6 subnet is used"),
+            (udn("{topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 10.1.0.0/16}], joinSubnets: [100.70.0.0/16, 100.71.0.0/16]}}"), "spec.layer3.joinSubnets: When 2 CIDRs are set, they must be from different IP families"),
+            (udn("{topology: Layer3, layer2: {role: Primary, subnets: [10.1.0.0/16]}}"), "spec.layer3: spec.layer3 is required when topology is Layer3 and forbidden otherwise"),
+            (udn("{topology: Layer3}"), "spec.layer3: spec.layer3 is required"),
+            (udn("{topology: Localnet, localnet: {}}"), "spec.topology: Localnet is only available to ClusterUserDefinedNetworks"),
+            (udn("{topology: Layer5}"), "spec.topology: unknown variant `Layer5`"),
+            (l2("subnets: [10.1.0.0/16, 10.2.0.0/16]"), "spec.layer2.subnets: When 2 CIDRs are set, they must be from different IP families"),
+            (l2("subnets: []"), "spec.layer2.subnets: Subnets is required with ipam.mode is Enabled or unset"),
+            (l2("subnets: [10.1.0.0/16], defaultGatewayIPs: [10.2.0.1]"), "spec.layer2.defaultGatewayIPs[0]: defaultGatewayIPs must belong to one of the subnets"),
+            (l2("subnets: [10.1.0.0/16, \"fd00::/64\"], defaultGatewayIPs: [10.1.0.1]"), "defaultGatewayIPs must be specified for all IP families"),
+            (l2("subnets: [10.1.0.0/16], reservedSubnets: [10.2.0.0/24]"), "spec.layer2.reservedSubnets[0]: reservedSubnets must be subnetworks of the networks specified in the subnets field"),
+            (l2("subnets: [10.1.0.0/16], reservedSubnets: [10.1.0.1/24]"), "spec.layer2.reservedSubnets[0]: 10.1.0.1/24 is not a network address"),
+            (l2("subnets: [10.1.0.0/16], reservedSubnets: [10.1.0.0/24], infrastructureSubnets: [10.1.0.0/25]"), "infrastructureSubnets and reservedSubnets must not overlap"),
+            (l2("subnets: [10.1.0.0/16], infrastructureSubnets: [10.1.1.0/24], defaultGatewayIPs: [10.1.0.1]"), "defaultGatewayIPs have to belong to infrastructureSubnets"),
+            (udn("{topology: Layer2, layer2: {role: Secondary, subnets: [10.1.0.0/16], defaultGatewayIPs: [10.1.0.1]}}"), "defaultGatewayIPs is only supported for Primary network"),
+            (udn("{topology: Layer2, layer2: {role: Primary, ipam: {mode: Disabled}}}"), "spec.layer2.ipam.mode: Disabled ipam.mode is only supported for Secondary network"),
+            (udn("{topology: Layer2, layer2: {role: Secondary, ipam: {mode: Disabled}, subnets: [10.0.0.0/16]}}"), "Subnets must be unset when ipam.mode is Disabled"),
+            ("apiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: c}\nspec: {namespaceSelector: {matchExpressions: [{key: a, operator: In}]}, network: {topology: Layer2, layer2: {role: Primary, subnets: [10.0.0.0/16]}}}\n".to_string(), "spec.namespaceSelector.matchExpressions[0].values: must be non-empty for operator In"),
+            ("apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {k8s.ovn.org/node-id: '1'}}\n".to_string(), "in.yaml doc 1: Node n: metadata.annotations[k8s.ovn.org/node-id]: \"1\": node ids start at 2"),
+            ("apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {k8s.ovn.org/node-subnets: 'nope'}}\n".to_string(), "Node n: metadata.annotations[k8s.ovn.org/node-subnets]"),
+            ("apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {k8s.ovn.org/l3-gateway-config: '{\"default\":{\"mode\":\"shared\",\"mac-address\":\"zz\"}}'}}\n".to_string(), "mac-address \"zz\" is not a MAC address"),
+            (udn("{topology: Layer2, layer2: {role: Primary, subnets: [10.0.0.0/16]}}").replace("name: net1,", "name: net1, annotations: {k8s.ovn.org/network-id: '0'},"), "network id 0 is the default network's"),
+        ];
+        for (yaml, want) in cases {
+            let p = problems(&yaml);
+            assert_eq!(p.len(), 1, "{yaml}: {p:?}");
+            assert!(p[0].contains(want), "{yaml}\nwant: {want}\ngot:  {}", p[0]);
+        }
+    }
+
+    #[test]
+    fn duplicates_and_colliding_prefixes_are_refused_where_they_appear_second() {
+        let a = udn("{topology: Layer2, layer2: {role: Primary, subnets: [10.0.0.0/16]}}");
+        let p = problems(&format!("{a}---\n{a}"));
+        assert_eq!(p.len(), 1);
+        assert!(
+            p[0].starts_with("in.yaml doc 2: UserDefinedNetwork red/net1: defined more than once"),
+            "{}",
+            p[0]
+        );
+        // red/a-b and red/a.b would both be named red_a.b_ in the NB.
+        let dash = a.replace("name: net1", "name: a-b");
+        let dot = a.replace("name: net1", "name: a.b");
+        let p = problems(&format!("{dash}---\n{dot}"));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].contains("would share the OVN name prefix red_a.b_ with network red_a-b"),
+            "{}",
+            p[0]
+        );
+    }
+}

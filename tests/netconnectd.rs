@@ -1,0 +1,168 @@
+//! The `netconnectd` command: `--once` and `--plan` against a real NB, with good and
+//! bad manifests.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use integration_tests::sandbox;
+
+/// The binary, built by `cargo test --workspace`.
+fn netconnectd() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
+    let path = dir.join("netconnectd");
+    assert!(
+        path.exists(),
+        "{} is missing: run the suite with `cargo test --workspace`, which builds it",
+        path.display()
+    );
+    path
+}
+
+fn run(nb: &str, manifests: &Path, status: &Path, extra: &[&str]) -> Output {
+    Command::new(netconnectd())
+        .args(["--nb", nb, "--manifests"])
+        .arg(manifests)
+        .arg("--status-dir")
+        .arg(status)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const GOOD: &str = r#"apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: blue}
+spec:
+  namespaceSelector: {}
+  network:
+    topology: Layer3
+    layer3: {role: Primary, subnets: [{cidr: 10.10.0.0/16}]}
+"#;
+
+const BAD: &str = r#"apiVersion: v1
+kind: Namespace
+metadata: {name: red}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net1, namespace: red}
+spec:
+  topology: Layer3
+  layer3: {role: Primary, subnets: [{cidr: 10.1.0.0/17}, {cidr: 10.1.0.0/16}]}
+"#;
+
+const NODES: &str = r#"apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: n1, annotations: {k8s.ovn.org/node-chassis-id: c1}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2, annotations: {k8s.ovn.org/node-chassis-id: c2}}}
+"#;
+
+#[test]
+fn once_applies_the_good_objects_reports_the_bad_and_converges() {
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
+    std::fs::write(m.path().join("udn.yaml"), BAD).unwrap();
+    std::fs::write(m.path().join("nodes.yml"), NODES).unwrap();
+    std::fs::write(m.path().join("README.txt"), "not a manifest").unwrap();
+
+    let out = run(&nb, m.path(), s.path(), &["--once"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a bad object makes --once fail:\n{stdout}{stderr}"
+    );
+    assert!(
+        stderr.contains("udn.yaml doc 2: UserDefinedNetwork red/net1: spec.layer3.subnets[1]: Subnets must not overlap or contain each other: 10.1.0.0/16 overlaps 10.1.0.0/17"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("cluster: +12 ~0 -0"), "{stdout}");
+    assert!(stdout.contains("network cluster_udn_blue: +"), "{stdout}");
+    assert!(sb
+        .nbctl(&["ls-list"])
+        .unwrap()
+        .contains("cluster_udn_blue_n2"));
+    assert!(s.path().join("Node/n1.yaml").exists());
+    let blue =
+        std::fs::read_to_string(s.path().join("ClusterUserDefinedNetwork/blue.yaml")).unwrap();
+    assert!(blue.contains("k8s.ovn.org/network-id: '1'"), "{blue}");
+
+    // Fixed: exit 0, and what was written before is unchanged.
+    std::fs::write(
+        m.path().join("udn.yaml"),
+        BAD.replace("10.1.0.0/17", "10.2.0.0/16"),
+    )
+    .unwrap();
+    let out = run(&nb, m.path(), s.path(), &["--once"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("network cluster_udn_blue: unchanged"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("network red_net1: +"), "{stdout}");
+
+    // --plan shows what removing a network would do, and writes nothing.
+    std::fs::remove_file(m.path().join("blue.yaml")).unwrap();
+    let before = sb.nbctl(&["show"]).unwrap();
+    let out = run(&nb, m.path(), s.path(), &["--plan"]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(
+            "gone cluster_udn_blue-network-controller:ClusterUserDefinedNetwork:blue: +0 ~0 -"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("  delete Logical_Router cluster_udn_blue_ovn_cluster_router"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("network red_net1: unchanged"), "{stdout}");
+    assert_eq!(
+        sb.nbctl(&["show"]).unwrap(),
+        before,
+        "--plan wrote something"
+    );
+    assert!(
+        s.path()
+            .join("ClusterUserDefinedNetwork/blue.yaml")
+            .exists(),
+        "--plan leaves the status dir alone"
+    );
+
+    // --once removes it.
+    let out = run(&nb, m.path(), s.path(), &["--once"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    assert!(!sb.nbctl(&["ls-list"]).unwrap().contains("cluster_udn_blue"));
+    assert!(!s
+        .path()
+        .join("ClusterUserDefinedNetwork/blue.yaml")
+        .exists());
+}
+
+#[test]
+fn an_unreachable_nb_is_a_clear_error() {
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    let out = run(
+        "tcp:127.0.0.1:1",
+        m.path(),
+        s.path(),
+        &["--once", "--timeout", "1"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("no usable Northbound server at tcp:127.0.0.1:1"),
+        "{}",
+        text(&out.stderr)
+    );
+}
