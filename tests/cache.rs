@@ -345,11 +345,10 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
     w.transact(NB, &ops).await.unwrap();
 
     let mut cfg = config(&server.unix_remote());
-    cfg.typed(
-        TypedTable::<LogicalSwitchPort>::new()
-            .index("namespace", |p| p.external_ids.get("namespace").cloned())
-            .index("name", |p| Some(LogicalSwitchPortByName::of(p))),
-    );
+    let mut ports = TypedTable::<LogicalSwitchPort>::new();
+    let by_namespace = ports.index("namespace", |p| p.external_ids.get("namespace").cloned());
+    let by_name = ports.index("name", |p| Some(LogicalSwitchPortByName::of(p)));
+    cfg.typed(ports);
     let (cache, mut events_typed) = Cache::start(cfg);
     cache.wait_until_ready().await;
     // The events of a modelled table decode into the model.
@@ -368,12 +367,13 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
     assert_eq!(decoded, ["p1", "p2", "p3"]);
     let snap = cache.snapshot();
     assert_eq!(snap.rows::<LogicalSwitchPort>().unwrap().len(), 3);
-    let blue = snap.lookup::<LogicalSwitchPort, String>("namespace", &"blue".to_string());
+    let blue = snap.lookup(&by_namespace, "blue").unwrap();
     let mut names: Vec<&str> = blue.iter().map(|p| p.name.as_str()).collect();
     names.sort();
     assert_eq!(names, ["p1", "p2"]);
-    let p3 =
-        snap.lookup::<LogicalSwitchPort, _>("name", &LogicalSwitchPortByName { name: "p3".into() });
+    let p3 = snap
+        .lookup(&by_name, &LogicalSwitchPortByName { name: "p3".into() })
+        .unwrap();
     assert_eq!(p3.len(), 1);
     assert_eq!(
         snap.get_typed::<LogicalSwitchPort>(&p3[0].uuid)
@@ -381,6 +381,18 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
             .name,
         "p3"
     );
+    // The schema's unique index, typed: the key type names the table.
+    let p3 = snap
+        .get_by(&LogicalSwitchPortByName { name: "p3".into() })
+        .unwrap();
+    assert_eq!(p3.external_ids["namespace"], "green");
+    assert!(snap
+        .get_by(&LogicalSwitchPortByName { name: "p9".into() })
+        .is_none());
+    // A handle of another table configuration is an error, not an empty answer.
+    let mut elsewhere = TypedTable::<LogicalSwitchPort>::new();
+    let foreign = elsewhere.index("namespace", |p| p.external_ids.get("namespace").cloned());
+    assert!(snap.lookup(&foreign, "blue").is_err());
     // The schema's own index on name works on the untyped rows too.
     let found = snap
         .find("Logical_Switch_Port", &[("name", Datum::scalar("p3"))])
@@ -411,10 +423,7 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
     )
     .await
     .unwrap();
-    let green = |s: &ovsdb_proto::cache::Snapshot| {
-        s.lookup::<LogicalSwitchPort, String>("namespace", &"green".to_string())
-            .len()
-    };
+    let green = |s: &ovsdb_proto::cache::Snapshot| s.lookup(&by_namespace, "green").unwrap().len();
     assert!(
         cache
             .wait_for(Duration::from_secs(10), |s| green(s) == 2)
@@ -448,7 +457,8 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
     assert_eq!(
         cache
             .snapshot()
-            .lookup::<LogicalSwitchPort, String>("namespace", &"blue".to_string())
+            .lookup(&by_namespace, "blue")
+            .unwrap()
             .len(),
         1
     );
@@ -464,7 +474,8 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
     );
     assert!(cache
         .snapshot()
-        .lookup::<LogicalSwitchPort, String>("namespace", &"green".to_string())
+        .lookup(&by_namespace, "green")
+        .unwrap()
         .is_empty());
 }
 

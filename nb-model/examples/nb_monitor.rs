@@ -22,10 +22,9 @@ async fn main() -> Result<(), ovsdb_proto::Error> {
 
     let mut config = CacheConfig::new(Remote::parse_list(&remotes)?, "OVN_Northbound", &[]);
     config.leader_only = true;
-    config.typed(
-        TypedTable::<LogicalSwitchPort>::new()
-            .index("namespace", |p| p.external_ids.get("namespace").cloned()),
-    );
+    let mut table = TypedTable::<LogicalSwitchPort>::new();
+    let by_namespace = table.index("namespace", |p| p.external_ids.get("namespace").cloned());
+    config.typed(table);
     // The port table's own stream of changes, decoded into the model.
     let mut ports = config.subscribe::<LogicalSwitchPort>();
     // The stream of every table's changes is not needed here: dropped, it is not fed.
@@ -48,9 +47,7 @@ async fn main() -> Result<(), ovsdb_proto::Error> {
     };
     let _ = tokio::time::timeout(Duration::from_secs(seconds), follow).await;
 
-    let blue = cache
-        .snapshot()
-        .lookup::<LogicalSwitchPort, String>("namespace", &"blue".to_string());
+    let blue = cache.snapshot().lookup(&by_namespace, "blue")?;
     println!("namespace blue: {} ports", blue.len());
     Ok(())
 }

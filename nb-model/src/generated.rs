@@ -968,6 +968,15 @@ impl AddressSetByName {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for AddressSetByName {
+    type Table = AddressSet;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
+        ])
+    }
+}
+
 /// A Bidirectional Forwarding Detection session from a logical router port to a peer
 /// address, with its timers; ovn-controller reports the session's state in `status`. Used
 /// to decide whether routes through that peer stay usable.
@@ -1025,6 +1034,19 @@ impl BfdByLogicalPortDstIp {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for BfdByLogicalPortDstIp {
+    type Table = Bfd;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            (
+                "logical_port",
+                ::ovsdb_proto::model::ColumnValue::to_datum(&self.logical_port),
+            ),
+            ("dst_ip", ::ovsdb_proto::model::ColumnValue::to_datum(&self.dst_ip)),
+        ])
+    }
+}
+
 /// Per-chassis values for template variables (`^name` in matches and load balancer VIPs),
 /// so one logical flow can take a different value on each chassis.
 ///
@@ -1063,6 +1085,15 @@ impl ChassisTemplateVarByChassis {
             <ChassisTemplateVar as ::ovsdb_proto::model::Table>::COLUMNS
                 .chassis
                 .eq(self.chassis.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for ChassisTemplateVarByChassis {
+    type Table = ChassisTemplateVar;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("chassis", ::ovsdb_proto::model::ColumnValue::to_datum(&self.chassis)),
         ])
     }
 }
@@ -1117,6 +1148,15 @@ impl ConnectionByTarget {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for ConnectionByTarget {
+    type Table = Connection;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("target", ::ovsdb_proto::model::ColumnValue::to_datum(&self.target)),
+        ])
+    }
+}
+
 /// Control plane protection: a named set of meters, one per kind of packet punted to
 /// ovn-controller (ARP, ICMP errors, BFD, …), attached to switches and routers to limit
 /// how fast such packets reach the control plane.
@@ -1154,6 +1194,15 @@ impl CoppByName {
     pub fn conditions(&self) -> ::std::vec::Vec<Cond<Copp>> {
         ::std::vec::Vec::from([
             <Copp as ::ovsdb_proto::model::Table>::COLUMNS.name.eq(self.name.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for CoppByName {
+    type Table = Copp;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
         ])
     }
 }
@@ -1285,6 +1334,15 @@ impl GatewayChassisByName {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for GatewayChassisByName {
+    type Table = GatewayChassis;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
+        ])
+    }
+}
+
 /// One member chassis of an HA_Chassis_Group, with its priority.
 ///
 /// Not a root table: a row is removed when nothing refers to it any longer.
@@ -1340,6 +1398,15 @@ impl HaChassisGroupByName {
             <HaChassisGroup as ::ovsdb_proto::model::Table>::COLUMNS
                 .name
                 .eq(self.name.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for HaChassisGroupByName {
+    type Table = HaChassisGroup;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
         ])
     }
 }
@@ -1409,6 +1476,15 @@ impl LoadBalancerGroupByName {
             <LoadBalancerGroup as ::ovsdb_proto::model::Table>::COLUMNS
                 .name
                 .eq(self.name.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for LoadBalancerGroupByName {
+    type Table = LoadBalancerGroup;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
         ])
     }
 }
@@ -1566,6 +1642,15 @@ impl LogicalRouterPortByName {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for LogicalRouterPortByName {
+    type Table = LogicalRouterPort;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
+        ])
+    }
+}
+
 /// A static route of a logical router: a prefix, a next hop, an optional output port,
 /// and a policy (destination-based or source-based) with options such as ECMP
 /// symmetric replies and BFD.
@@ -1706,6 +1791,15 @@ impl LogicalSwitchPortByName {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for LogicalSwitchPortByName {
+    type Table = LogicalSwitchPort;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
+        ])
+    }
+}
+
 /// A health check run against the address behind a logical switch port (TCP, UDP or ICMP
 /// probes); the result is kept in `status`.
 ///
@@ -1770,6 +1864,15 @@ impl MeterByName {
     pub fn conditions(&self) -> ::std::vec::Vec<Cond<Meter>> {
         ::std::vec::Vec::from([
             <Meter as ::ovsdb_proto::model::Table>::COLUMNS.name.eq(self.name.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for MeterByName {
+    type Table = Meter;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
         ])
     }
 }
@@ -1839,6 +1942,15 @@ impl MirrorByName {
     pub fn conditions(&self) -> ::std::vec::Vec<Cond<Mirror>> {
         ::std::vec::Vec::from([
             <Mirror as ::ovsdb_proto::model::Table>::COLUMNS.name.eq(self.name.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for MirrorByName {
+    type Table = Mirror;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
         ])
     }
 }
@@ -1987,6 +2099,15 @@ impl NetworkFunctionByName {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for NetworkFunctionByName {
+    type Table = NetworkFunction;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
+        ])
+    }
+}
+
 /// The schema's unique index of `Network_Function` on `id`: at most one row has these values.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NetworkFunctionById {
@@ -2003,6 +2124,15 @@ impl NetworkFunctionById {
     pub fn conditions(&self) -> ::std::vec::Vec<Cond<NetworkFunction>> {
         ::std::vec::Vec::from([
             <NetworkFunction as ::ovsdb_proto::model::Table>::COLUMNS.id.eq(self.id),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for NetworkFunctionById {
+    type Table = NetworkFunction;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("id", ::ovsdb_proto::model::ColumnValue::to_datum(&self.id)),
         ])
     }
 }
@@ -2057,6 +2187,15 @@ impl NetworkFunctionGroupByName {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for NetworkFunctionGroupByName {
+    type Table = NetworkFunctionGroup;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
+        ])
+    }
+}
+
 /// The schema's unique index of `Network_Function_Group` on `id`: at most one row has these values.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NetworkFunctionGroupById {
@@ -2075,6 +2214,15 @@ impl NetworkFunctionGroupById {
     pub fn conditions(&self) -> ::std::vec::Vec<Cond<NetworkFunctionGroup>> {
         ::std::vec::Vec::from([
             <NetworkFunctionGroup as ::ovsdb_proto::model::Table>::COLUMNS.id.eq(self.id),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for NetworkFunctionGroupById {
+    type Table = NetworkFunctionGroup;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("id", ::ovsdb_proto::model::ColumnValue::to_datum(&self.id)),
         ])
     }
 }
@@ -2120,6 +2268,15 @@ impl NetworkFunctionHealthCheckByName {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for NetworkFunctionHealthCheckByName {
+    type Table = NetworkFunctionHealthCheck;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
+        ])
+    }
+}
+
 /// A named group of logical switch ports, possibly on different switches; ACLs listed here
 /// apply to every member, and matches can refer to the group as `@name`.
 ///
@@ -2160,6 +2317,15 @@ impl PortGroupByName {
             <PortGroup as ::ovsdb_proto::model::Table>::COLUMNS
                 .name
                 .eq(self.name.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for PortGroupByName {
+    type Table = PortGroup;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("name", ::ovsdb_proto::model::ColumnValue::to_datum(&self.name)),
         ])
     }
 }
@@ -2255,6 +2421,15 @@ impl SampleByMetadata {
     }
 }
 
+impl ::ovsdb_proto::model::IndexKey for SampleByMetadata {
+    type Table = Sample;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("metadata", ::ovsdb_proto::model::ColumnValue::to_datum(&self.metadata)),
+        ])
+    }
+}
+
 /// A destination for sampled packets: a collector set id and the sampling probability.
 ///
 /// Root table: rows live without being referenced.
@@ -2292,6 +2467,15 @@ impl SampleCollectorById {
     pub fn conditions(&self) -> ::std::vec::Vec<Cond<SampleCollector>> {
         ::std::vec::Vec::from([
             <SampleCollector as ::ovsdb_proto::model::Table>::COLUMNS.id.eq(self.id),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for SampleCollectorById {
+    type Table = SampleCollector;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("id", ::ovsdb_proto::model::ColumnValue::to_datum(&self.id)),
         ])
     }
 }
@@ -2335,6 +2519,15 @@ impl SamplingAppByType {
             <SamplingApp as ::ovsdb_proto::model::Table>::COLUMNS
                 .type_
                 .eq(self.type_.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for SamplingAppByType {
+    type Table = SamplingApp;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            ("type", ::ovsdb_proto::model::ColumnValue::to_datum(&self.type_)),
         ])
     }
 }
@@ -2385,6 +2578,19 @@ impl StaticMacBindingByLogicalPortIp {
             <StaticMacBinding as ::ovsdb_proto::model::Table>::COLUMNS
                 .ip
                 .eq(self.ip.clone()),
+        ])
+    }
+}
+
+impl ::ovsdb_proto::model::IndexKey for StaticMacBindingByLogicalPortIp {
+    type Table = StaticMacBinding;
+    fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+        ::std::vec::Vec::from([
+            (
+                "logical_port",
+                ::ovsdb_proto::model::ColumnValue::to_datum(&self.logical_port),
+            ),
+            ("ip", ::ovsdb_proto::model::ColumnValue::to_datum(&self.ip)),
         ])
     }
 }

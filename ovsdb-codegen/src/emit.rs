@@ -403,6 +403,7 @@ fn index_key(
             quote! { <#s as ::ovsdb_proto::model::Table>::COLUMNS.#f.eq(#v) }
         })
         .collect();
+    let col_names: Vec<&str> = cols.iter().map(String::as_str).collect();
     let inits: Vec<TokenStream> = idents
         .iter()
         .zip(&copies)
@@ -427,6 +428,13 @@ fn index_key(
             /// Conditions that select the row with this key.
             pub fn conditions(&self) -> ::std::vec::Vec<Cond<#s>> {
                 ::std::vec::Vec::from([ #(#conds,)* ])
+            }
+        }
+
+        impl ::ovsdb_proto::model::IndexKey for #k {
+            type Table = #s;
+            fn values(&self) -> ::std::vec::Vec<(&'static str, ::ovsdb_proto::Datum)> {
+                ::std::vec::Vec::from([ #( (#col_names, ::ovsdb_proto::model::ColumnValue::to_datum(&self.#idents)), )* ])
             }
         }
     })

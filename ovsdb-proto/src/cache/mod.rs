@@ -38,7 +38,7 @@ pub use diff::{apply_column, apply_row};
 pub use index::RowIndex;
 pub use row::CachedRow;
 pub use store::{Change, Event, Snapshot, TableRows, TypedChange};
-pub use typed::{TypedEvent, TypedEvents, TypedTable};
+pub use typed::{TypedEvent, TypedEvents, TypedIndex, TypedTable};
 
 /// What to cache and where from.
 #[derive(Clone)]

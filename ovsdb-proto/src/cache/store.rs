@@ -52,6 +52,14 @@ impl Snapshot {
     /// (column, value pairs, in any order): a hash lookup. `None` when there is no such
     /// row, or no index on exactly those columns among the cached ones.
     pub fn find(&self, table: &str, key: &[(&str, crate::Datum)]) -> Option<Arc<CachedRow>> {
+        self.find_with_uuid(table, key).map(|(_, r)| r)
+    }
+
+    fn find_with_uuid(
+        &self,
+        table: &str,
+        key: &[(&str, crate::Datum)],
+    ) -> Option<(Uuid, Arc<CachedRow>)> {
         let mut wanted: Vec<(&str, &crate::Datum)> = key.iter().map(|(c, d)| (*c, d)).collect();
         wanted.sort_by(|a, b| a.0.cmp(b.0));
         let (_, index) = self.indexes.get(table)?.iter().find(|(names, _)| {
@@ -62,7 +70,7 @@ impl Snapshot {
         })?;
         let values: Vec<crate::Datum> = wanted.into_iter().map(|(_, d)| d.clone()).collect();
         let uuid = index.get(&values)?;
-        self.get(table, uuid)
+        Some((*uuid, self.get(table, uuid)?))
     }
 
     /// The decoded rows of `T`, if the cache was configured to keep them
@@ -76,32 +84,57 @@ impl Snapshot {
         self.typed_state::<T>()?.rows.get(uuid).cloned()
     }
 
-    /// The rows of `T` whose key in index `index` is `key` (hash lookups, whatever the
-    /// table's size).
-    pub fn lookup<T: Table, K: Hash + Eq + Clone + Send + Sync + 'static>(
+    /// The rows of `T` under `key` in a typed index (hash lookups, whatever the
+    /// table's size); `key` may be any borrowed form of the index's key (`&str` for a
+    /// `String` key). A handle this snapshot does not know (another cache's, or its
+    /// table not configured as typed) is an error.
+    pub fn lookup<T, K, Q>(
         &self,
-        index: &str,
-        key: &K,
-    ) -> Vec<Arc<T>> {
-        let Some(state) = self.typed_state::<T>() else {
-            return Vec::new();
+        index: &super::TypedIndex<T, K>,
+        key: &Q,
+    ) -> Result<Vec<Arc<T>>, crate::Error>
+    where
+        T: Table,
+        K: Hash + Eq + std::borrow::Borrow<Q> + Clone + Send + Sync + 'static,
+        Q: Hash + Eq + ?Sized,
+    {
+        let unknown = || {
+            crate::Error::config(format!(
+                "index {} of table {} is not one of this cache's",
+                index.name(),
+                T::NAME
+            ))
         };
-        let Some(map) = state
+        let state = self.typed_state::<T>().ok_or_else(unknown)?;
+        let map = state
             .indexes
-            .get(index)
+            .get(&index.id)
             .and_then(|i| i.downcast_ref::<IndexMap<K>>())
-        else {
-            return Vec::new();
-        };
-        map.get(key)
+            .ok_or_else(unknown)?;
+        Ok(map
+            .get(key)
             .map(|uuids| {
                 uuids
                     .iter()
                     .filter_map(|u| state.rows.get(u).cloned())
                     .collect()
             })
-            .unwrap_or_default()
+            .unwrap_or_default())
     }
+
+    /// The row of a schema index key such as `LogicalSwitchPortByName`, decoded (from
+    /// the typed rows when the table is kept typed, else from the cached row).
+    pub fn get_by<K: crate::model::IndexKey>(&self, key: &K) -> Option<Arc<K::Table>> {
+        let values = key.values();
+        let (uuid, row) = self.find_with_uuid(<K::Table as Table>::NAME, &values)?;
+        if let Some(t) = self.get_typed::<K::Table>(&uuid) {
+            return Some(t);
+        }
+        <K::Table as Table>::from_row(uuid, &*row)
+            .ok()
+            .map(Arc::new)
+    }
+
     /// The rows under `key` in a row index ([`CacheConfig::index`](super::CacheConfig::index)),
     /// in uuid order. An index of another cache is an error.
     pub fn lookup_rows<K, Q>(

@@ -20,7 +20,8 @@ pub(crate) type AnyState = Arc<dyn Any + Send + Sync>;
 /// The decoded rows of a table and its indexes.
 pub(crate) struct TypedState<T> {
     pub(crate) rows: imbl::HashMap<Uuid, Arc<T>>,
-    pub(crate) indexes: BTreeMap<String, AnyState>,
+    /// By the id of the index's handle.
+    pub(crate) indexes: BTreeMap<u64, AnyState>,
 }
 
 impl<T> Clone for TypedState<T> {
@@ -44,7 +45,7 @@ pub(crate) trait TypedSpec: Send + Sync {
 
 /// Maintains one index of a `T`.
 pub(crate) trait IndexFn<T>: Send + Sync {
-    fn name(&self) -> &str;
+    fn id(&self) -> u64;
     fn update(
         &self,
         state: Option<&AnyState>,
@@ -53,14 +54,20 @@ pub(crate) trait IndexFn<T>: Send + Sync {
     ) -> AnyState;
 }
 
-pub(crate) struct Index<T, K> {
-    pub(crate) name: String,
-    pub(crate) key: fn(&T) -> Option<K>,
+pub(crate) struct Index<T, K, F> {
+    pub(crate) id: u64,
+    pub(crate) key: F,
+    pub(crate) _t: PhantomData<fn(&T) -> K>,
 }
 
-impl<T: Table, K: Hash + Eq + Clone + Send + Sync + 'static> IndexFn<T> for Index<T, K> {
-    fn name(&self) -> &str {
-        &self.name
+impl<T, K, F> IndexFn<T> for Index<T, K, F>
+where
+    T: Table,
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+    F: Fn(&T) -> Option<K> + Send + Sync,
+{
+    fn id(&self) -> u64 {
+        self.id
     }
 
     fn update(
@@ -92,10 +99,51 @@ impl<T: Table, K: Hash + Eq + Clone + Send + Sync + 'static> IndexFn<T> for Inde
     }
 }
 
-/// A table the cache keeps decoded into `T`, with indexes over the decoded rows: for
-/// instance `TypedTable::<LogicalSwitchPort>::new().index("namespace", |p|
-/// p.external_ids.get("namespace").cloned())`, given to
-/// [`CacheConfig::typed`](super::CacheConfig::typed).
+/// Gives every index handle its own id, so that a handle of one cache is not mistaken
+/// for an index of another.
+static NEXT_INDEX: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A handle to an index of a typed table, returned by [`TypedTable::index`] and given
+/// to [`Snapshot::lookup`](super::Snapshot::lookup): the key type is checked at
+/// compile time, and a handle the snapshot does not know is an error.
+pub struct TypedIndex<T, K> {
+    pub(crate) id: u64,
+    name: Arc<str>,
+    _t: PhantomData<fn(&T) -> K>,
+}
+
+impl<T, K> Clone for TypedIndex<T, K> {
+    fn clone(&self) -> Self {
+        TypedIndex {
+            id: self.id,
+            name: self.name.clone(),
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T, K> std::fmt::Debug for TypedIndex<T, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TypedIndex({})", self.name)
+    }
+}
+
+impl<T, K> TypedIndex<T, K> {
+    /// The index's name (for messages).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A table the cache keeps decoded into `T`, with indexes over the decoded rows:
+///
+/// ```ignore
+/// let mut ports = TypedTable::<LogicalSwitchPort>::new();
+/// let by_namespace = ports.index("namespace", |p| p.external_ids.get("namespace").cloned());
+/// config.typed(ports);
+/// // later
+/// let blue = cache.snapshot().lookup(&by_namespace, "blue")?;
+/// ```
 pub struct TypedTable<T> {
     pub(crate) indexes: Vec<Box<dyn IndexFn<T>>>,
     pub(crate) _t: PhantomData<fn() -> T>,
@@ -116,18 +164,24 @@ impl<T: Table> TypedTable<T> {
         }
     }
 
-    /// An index named `name`: `key` gives a row's key (or none); many rows may share
-    /// one. Look rows up with [`Snapshot::lookup`](super::Snapshot::lookup).
-    pub fn index<K: Hash + Eq + Clone + Send + Sync + 'static>(
-        mut self,
-        name: &str,
-        key: fn(&T) -> Option<K>,
-    ) -> Self {
+    /// Adds an index named `name`: `key` gives a row's key (or none); many rows may
+    /// share one. Returns the handle to look rows up with.
+    pub fn index<K, F>(&mut self, name: &str, key: F) -> TypedIndex<T, K>
+    where
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+        F: Fn(&T) -> Option<K> + Send + Sync + 'static,
+    {
+        let id = NEXT_INDEX.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.indexes.push(Box::new(Index {
-            name: name.to_owned(),
+            id,
             key,
+            _t: PhantomData,
         }));
-        self
+        TypedIndex {
+            id,
+            name: name.into(),
+            _t: PhantomData,
+        }
     }
 }
 
@@ -161,8 +215,8 @@ impl<T: Table> TypedSpec for TypedTable<T> {
             }
         }
         for index in &self.indexes {
-            let new = index.update(state.indexes.get(index.name()), &removed, &added);
-            state.indexes.insert(index.name().to_owned(), new);
+            let new = index.update(state.indexes.get(&index.id()), &removed, &added);
+            state.indexes.insert(index.id(), new);
         }
         Ok(Arc::new(state))
     }

@@ -119,36 +119,36 @@ macro_rules! numeric {
     ($t:ty) => {
         impl<T> Column<T, $t> {
             /// `column < value`.
-            pub fn lt(&self, value: $t) -> Cond<T> {
-                self.cond(Function::Lt, Datum::scalar(value))
+            pub fn lt(&self, value: impl Into<$t>) -> Cond<T> {
+                self.cond(Function::Lt, Datum::scalar(value.into()))
             }
             /// `column <= value`.
-            pub fn le(&self, value: $t) -> Cond<T> {
-                self.cond(Function::Le, Datum::scalar(value))
+            pub fn le(&self, value: impl Into<$t>) -> Cond<T> {
+                self.cond(Function::Le, Datum::scalar(value.into()))
             }
             /// `column > value`.
-            pub fn gt(&self, value: $t) -> Cond<T> {
-                self.cond(Function::Gt, Datum::scalar(value))
+            pub fn gt(&self, value: impl Into<$t>) -> Cond<T> {
+                self.cond(Function::Gt, Datum::scalar(value.into()))
             }
             /// `column >= value`.
-            pub fn ge(&self, value: $t) -> Cond<T> {
-                self.cond(Function::Ge, Datum::scalar(value))
+            pub fn ge(&self, value: impl Into<$t>) -> Cond<T> {
+                self.cond(Function::Ge, Datum::scalar(value.into()))
             }
             /// `column += value`.
-            pub fn add(&self, value: $t) -> Mut<T> {
-                self.mutation(Mutator::Add, Datum::scalar(value))
+            pub fn add(&self, value: impl Into<$t>) -> Mut<T> {
+                self.mutation(Mutator::Add, Datum::scalar(value.into()))
             }
             /// `column -= value`.
-            pub fn sub(&self, value: $t) -> Mut<T> {
-                self.mutation(Mutator::Sub, Datum::scalar(value))
+            pub fn sub(&self, value: impl Into<$t>) -> Mut<T> {
+                self.mutation(Mutator::Sub, Datum::scalar(value.into()))
             }
             /// `column *= value`.
-            pub fn mul(&self, value: $t) -> Mut<T> {
-                self.mutation(Mutator::Mul, Datum::scalar(value))
+            pub fn mul(&self, value: impl Into<$t>) -> Mut<T> {
+                self.mutation(Mutator::Mul, Datum::scalar(value.into()))
             }
             /// `column /= value`.
-            pub fn div(&self, value: $t) -> Mut<T> {
-                self.mutation(Mutator::Div, Datum::scalar(value))
+            pub fn div(&self, value: impl Into<$t>) -> Mut<T> {
+                self.mutation(Mutator::Div, Datum::scalar(value.into()))
             }
         }
     };
@@ -159,69 +159,84 @@ numeric!(f64);
 
 impl<T> Column<T, i64> {
     /// `column %= value`.
-    pub fn rem(&self, value: i64) -> Mut<T> {
-        self.mutation(Mutator::Mod, Datum::scalar(value))
+    pub fn rem(&self, value: impl Into<i64>) -> Mut<T> {
+        self.mutation(Mutator::Mod, Datum::scalar(value.into()))
     }
 }
 
-fn set_of<E: AtomValue>(elements: impl IntoIterator<Item = E>) -> Datum {
-    Datum::set(elements.into_iter().map(|e| e.to_atom()))
+fn set_of<E: AtomValue>(elements: impl IntoIterator<Item = impl Into<E>>) -> Datum {
+    Datum::set(elements.into_iter().map(|e| e.into().to_atom()))
 }
 
-fn map_of<K: AtomValue, V: AtomValue>(pairs: impl IntoIterator<Item = (K, V)>) -> Datum {
-    Datum::map(pairs.into_iter().map(|(k, v)| (k.to_atom(), v.to_atom())))
+fn map_of<K: AtomValue, V: AtomValue>(
+    pairs: impl IntoIterator<Item = (impl Into<K>, impl Into<V>)>,
+) -> Datum {
+    Datum::map(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k.into().to_atom(), v.into().to_atom())),
+    )
 }
 
 impl<T, E: AtomValue + Ord> Column<T, BTreeSet<E>> {
     /// The column holds every one of `elements`.
-    pub fn includes(&self, elements: impl IntoIterator<Item = E>) -> Cond<T> {
+    pub fn includes(&self, elements: impl IntoIterator<Item = impl Into<E>>) -> Cond<T> {
         self.cond(Function::Includes, set_of(elements))
     }
     /// The column holds none of `elements`.
-    pub fn excludes(&self, elements: impl IntoIterator<Item = E>) -> Cond<T> {
+    pub fn excludes(&self, elements: impl IntoIterator<Item = impl Into<E>>) -> Cond<T> {
         self.cond(Function::Excludes, set_of(elements))
     }
     /// Adds `elements` to the set.
-    pub fn insert(&self, elements: impl IntoIterator<Item = E>) -> Mut<T> {
+    pub fn insert(&self, elements: impl IntoIterator<Item = impl Into<E>>) -> Mut<T> {
         self.mutation(Mutator::Insert, set_of(elements))
     }
     /// Removes `elements` from the set.
-    pub fn delete(&self, elements: impl IntoIterator<Item = E>) -> Mut<T> {
+    pub fn delete(&self, elements: impl IntoIterator<Item = impl Into<E>>) -> Mut<T> {
         self.mutation(Mutator::Delete, set_of(elements))
     }
 }
 
 impl<T, E: AtomValue + PartialEq> Column<T, Option<E>> {
     /// The column holds `value`.
-    pub fn includes(&self, value: E) -> Cond<T> {
-        self.cond(Function::Includes, set_of([value]))
+    pub fn includes(&self, value: impl Into<E>) -> Cond<T> {
+        self.cond(Function::Includes, set_of::<E>([value.into()]))
     }
     /// The column does not hold `value`.
-    pub fn excludes(&self, value: E) -> Cond<T> {
-        self.cond(Function::Excludes, set_of([value]))
+    pub fn excludes(&self, value: impl Into<E>) -> Cond<T> {
+        self.cond(Function::Excludes, set_of::<E>([value.into()]))
     }
 }
 
 impl<T, K: AtomValue + Ord, V: AtomValue + PartialEq> Column<T, BTreeMap<K, V>> {
     /// The map holds every one of `pairs`.
-    pub fn includes(&self, pairs: impl IntoIterator<Item = (K, V)>) -> Cond<T> {
+    pub fn includes(
+        &self,
+        pairs: impl IntoIterator<Item = (impl Into<K>, impl Into<V>)>,
+    ) -> Cond<T> {
         self.cond(Function::Includes, map_of(pairs))
     }
     /// The map holds none of `pairs`.
-    pub fn excludes(&self, pairs: impl IntoIterator<Item = (K, V)>) -> Cond<T> {
+    pub fn excludes(
+        &self,
+        pairs: impl IntoIterator<Item = (impl Into<K>, impl Into<V>)>,
+    ) -> Cond<T> {
         self.cond(Function::Excludes, map_of(pairs))
     }
     /// Adds `pairs` whose keys are not in the map yet (a key already present keeps its
     /// value: delete it first to change it).
-    pub fn insert(&self, pairs: impl IntoIterator<Item = (K, V)>) -> Mut<T> {
+    pub fn insert(&self, pairs: impl IntoIterator<Item = (impl Into<K>, impl Into<V>)>) -> Mut<T> {
         self.mutation(Mutator::Insert, map_of(pairs))
     }
     /// Removes these keys, whatever their values.
-    pub fn delete_keys(&self, keys: impl IntoIterator<Item = K>) -> Mut<T> {
+    pub fn delete_keys(&self, keys: impl IntoIterator<Item = impl Into<K>>) -> Mut<T> {
         self.mutation(Mutator::Delete, set_of(keys))
     }
     /// Removes these pairs where the key still has that value.
-    pub fn delete_pairs(&self, pairs: impl IntoIterator<Item = (K, V)>) -> Mut<T> {
+    pub fn delete_pairs(
+        &self,
+        pairs: impl IntoIterator<Item = (impl Into<K>, impl Into<V>)>,
+    ) -> Mut<T> {
         self.mutation(Mutator::Delete, map_of(pairs))
     }
 }
@@ -243,10 +258,9 @@ mod tests {
         let c = [
             name.eq("a").into_condition(),
             prio.ge(100).into_condition(),
-            ids.includes([("k".to_string(), "v".to_string())])
-                .into_condition(),
+            ids.includes([("k", "v")]).into_condition(),
             tags.excludes([3]).into_condition(),
-            peer.includes("p".to_string()).into_condition(),
+            peer.includes("p").into_condition(),
         ];
         assert_eq!(
             serde_json::to_value(c).unwrap(),
@@ -259,7 +273,7 @@ mod tests {
             ])
         );
         let m = [
-            ids.delete_keys(["k".to_string()]).into_mutation(),
+            ids.delete_keys(["k"]).into_mutation(),
             tags.insert([1, 2]).into_mutation(),
             prio.add(1).into_mutation(),
         ];

@@ -80,6 +80,16 @@ pub trait Table: Sized + Clone + PartialEq + Default + Send + Sync + 'static {
     fn to_row(&self) -> Row;
 }
 
+/// The key of one of a table's unique indexes (generated as `<Table>By<Columns>`, for
+/// instance `LogicalSwitchPortByName`): look a row up with
+/// [`Snapshot::get_by`](crate::cache::Snapshot::get_by).
+pub trait IndexKey {
+    /// The indexed table.
+    type Table: Table;
+    /// The index's columns with this key's values.
+    fn values(&self) -> Vec<(&'static str, Datum)>;
+}
+
 /// A database's model: its name, the schema version it was generated from, and its
 /// tables. Implemented by generated code.
 pub trait Database: Send + Sync + 'static {
