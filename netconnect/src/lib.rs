@@ -27,6 +27,7 @@ pub mod controller;
 pub mod reconcile;
 pub mod state;
 pub mod topology;
+pub mod vl;
 pub mod world;
 
 #[cfg(test)]

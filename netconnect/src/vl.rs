@@ -1,0 +1,509 @@
+//! The networking-plugin seed's virtual networks: `CreateVL`, `DeleteVL`, `QueryVL`
+//! and `UpdateVL` on an OVN cluster whose distributed router (and, for north-south,
+//! gateway router) already exist.
+//!
+//! A virtual network `NAME` with subnet `S` and gateway `G` (e.g. `172.16.24.1/24`) is:
+//! the logical switch `NAME` with `other_config:subnet=S` and
+//! `external_ids:gateway_ip=G`; the router port `rtos-NAME` on the distributed router
+//! with address `G` and a MAC derived from it; the switch's `stor-NAME` port of type
+//! `router` facing it; and, with a gateway router, the route `S` via the join
+//! network's next hop and the SNAT of `S` to the external address. Each call is one
+//! transaction over the cache's connection; a create of an existing name fails in that
+//! transaction (an OVSDB `wait`), so two creators cannot both succeed. Rows carry
+//! owner keys (`k8s.ovn.org/owner-controller=networking-plugin`,
+//! `owner-type=VirtualNetwork`, `name=NAME`): only they are changed or deleted.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use ipnet::IpNet;
+use nb_model::{
+    LogicalRouter, LogicalRouterPort, LogicalRouterStaticRoute, LogicalSwitch, LogicalSwitchPort,
+    Nat, NatType, OvnNorthbound,
+};
+use ovsdb_proto::cache::{Cache, Snapshot};
+use ovsdb_proto::model::{Ref, Table};
+use ovsdb_proto::{Condition, Operation, WaitUntil};
+
+use crate::topology::desired::{OWNER_CONTROLLER, OWNER_NAME, OWNER_TYPE};
+use crate::topology::mac;
+
+/// The owner controller of virtual network rows.
+pub const CONTROLLER: &str = "networking-plugin";
+/// Their owner type.
+pub const KIND: &str = "VirtualNetwork";
+
+/// Where virtual networks attach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plugin {
+    /// The distributed router every virtual network's switch connects to.
+    pub router: String,
+    /// The gateway router for north-south traffic, if any.
+    pub gateway_router: Option<String>,
+    /// The next hop, on the join network, of the gateway router's route back to the
+    /// switch (the seed's `100.64.1.1`).
+    pub join_next_hop: Option<IpAddr>,
+    /// The external address the switch's traffic is SNATed to.
+    pub external_ip: Option<IpAddr>,
+    /// How long to wait for the cache to show a transaction.
+    pub wait: Duration,
+}
+
+/// A virtual network as it is in the NB.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VirtualNetwork {
+    /// Its name.
+    pub name: String,
+    /// Its subnet.
+    pub subnet: IpNet,
+    /// Its gateway address with the subnet's prefix length.
+    pub gateway: IpNet,
+    /// The switch.
+    pub switch: LogicalSwitch,
+    /// The distributed router's port.
+    pub router_port: LogicalRouterPort,
+    /// The switch's port facing the router.
+    pub switch_port: LogicalSwitchPort,
+    /// The gateway router's route to the subnet.
+    pub route: Option<LogicalRouterStaticRoute>,
+    /// The gateway router's SNAT of the subnet.
+    pub snat: Option<Nat>,
+}
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum VlError {
+    /// The name is taken.
+    #[error("virtual network {0} already exists")]
+    Exists(String),
+    /// No such network.
+    #[error("virtual network {0} does not exist")]
+    NotFound(String),
+    /// A router the plugin attaches to is missing.
+    #[error("logical router {0} does not exist")]
+    NoRouter(String),
+    /// Bad subnet or gateway.
+    #[error("{0}")]
+    Invalid(String),
+    /// The NB refused or could not be reached.
+    #[error(transparent)]
+    Nb(#[from] ovsdb_proto::Error),
+}
+
+fn owner_ids(name: &str) -> BTreeMap<String, String> {
+    [
+        (OWNER_CONTROLLER, CONTROLLER),
+        (OWNER_TYPE, KIND),
+        (OWNER_NAME, name),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}
+
+fn owned_by(ids: &BTreeMap<String, String>, name: &str) -> bool {
+    ids.get(OWNER_CONTROLLER).map(String::as_str) == Some(CONTROLLER)
+        && ids.get(OWNER_TYPE).map(String::as_str) == Some(KIND)
+        && ids.get(OWNER_NAME).map(String::as_str) == Some(name)
+}
+
+/// Checks a subnet and a gateway inside it; returns them normalized.
+pub fn check(subnet: &str, gateway: &str) -> Result<(IpNet, IpNet), VlError> {
+    let s: IpNet = subnet
+        .parse()
+        .map_err(|_| VlError::Invalid(format!("subnet {subnet:?} is not a CIDR")))?;
+    if s.trunc() != s {
+        return Err(VlError::Invalid(format!(
+            "subnet {s} is not a network address (did you mean {}?)",
+            s.trunc()
+        )));
+    }
+    let g: IpNet = match gateway.parse::<IpNet>() {
+        Ok(g) => g,
+        Err(_) => {
+            let ip: IpAddr = gateway
+                .parse()
+                .map_err(|_| VlError::Invalid(format!("gateway {gateway:?} is not an address")))?;
+            crate::topology::addr::with_len(ip, s.prefix_len())
+        }
+    };
+    if !s.contains(&g.addr()) || g.prefix_len() != s.prefix_len() || g.addr() == s.network() {
+        return Err(VlError::Invalid(format!(
+            "gateway {g} is not a host address of subnet {s}"
+        )));
+    }
+    Ok((s, g))
+}
+
+fn rows(plugin: &Plugin, name: &str, subnet: IpNet, gateway: IpNet) -> VirtualNetwork {
+    let mac = mac::from_ip(gateway.addr());
+    let mut switch = LogicalSwitch::named(name);
+    switch
+        .other_config
+        .insert("subnet".into(), subnet.to_string());
+    switch.external_ids = owner_ids(name);
+    switch
+        .external_ids
+        .insert("gateway_ip".into(), gateway.to_string());
+    let mut router_port = LogicalRouterPort {
+        name: format!("rtos-{name}"),
+        mac: mac.clone(),
+        networks: [gateway.to_string()].into(),
+        ..Default::default()
+    };
+    router_port.external_ids = owner_ids(name);
+    let mut switch_port =
+        LogicalSwitchPort::to_router(format!("stor-{name}"), format!("rtos-{name}"));
+    switch_port.addresses = [mac].into();
+    switch_port.external_ids = owner_ids(name);
+    let north_south = plugin.gateway_router.is_some();
+    let route = (north_south)
+        .then_some(plugin.join_next_hop)
+        .flatten()
+        .map(|hop| LogicalRouterStaticRoute {
+            ip_prefix: subnet.to_string(),
+            nexthop: hop.to_string(),
+            external_ids: owner_ids(name),
+            ..Default::default()
+        });
+    let snat = (north_south)
+        .then_some(plugin.external_ip)
+        .flatten()
+        .map(|ip| Nat {
+            type_: NatType::Snat,
+            external_ip: ip.to_string(),
+            logical_ip: subnet.to_string(),
+            external_ids: owner_ids(name),
+            ..Default::default()
+        });
+    VirtualNetwork {
+        name: name.to_owned(),
+        subnet,
+        gateway,
+        switch,
+        router_port,
+        switch_port,
+        route,
+        snat,
+    }
+}
+
+fn router(snap: &Snapshot, name: &str) -> Result<LogicalRouter, VlError> {
+    snap.table(LogicalRouter::NAME)
+        .iter()
+        .find(|(_, r)| {
+            r.get("name")
+                .and_then(|d| d.as_scalar())
+                .and_then(|a| a.as_str())
+                == Some(name)
+        })
+        .and_then(|(u, r)| LogicalRouter::from_row(*u, &**r).ok())
+        .ok_or_else(|| VlError::NoRouter(name.to_owned()))
+}
+
+/// `CreateVL`: makes virtual network `name`; fails if the name is taken.
+pub async fn create(
+    cache: &Cache,
+    plugin: &Plugin,
+    name: &str,
+    subnet: &str,
+    gateway: &str,
+) -> Result<VirtualNetwork, VlError> {
+    let (subnet, gateway) = check(subnet, gateway)?;
+    let snap = cache.snapshot();
+    if query(&snap, plugin, name)?.is_some()
+        || snap.table(LogicalSwitch::NAME).values().any(|r| {
+            r.get("name")
+                .and_then(|d| d.as_scalar())
+                .and_then(|a| a.as_str())
+                == Some(name)
+        })
+    {
+        return Err(VlError::Exists(name.to_owned()));
+    }
+    let dr = router(&snap, &plugin.router)?;
+    let gr = match &plugin.gateway_router {
+        Some(g) => Some(router(&snap, g)?),
+        None => None,
+    };
+    let vn = rows(plugin, name, subnet, gateway);
+    let db = cache.db::<OvnNorthbound>()?;
+    let mut txn = db.transaction();
+    // Fails the whole transaction if a switch of that name appeared meanwhile.
+    txn.raw(Operation::Wait {
+        table: LogicalSwitch::NAME.into(),
+        timeout: Some(0),
+        conditions: vec![Condition::eq("name", name)],
+        columns: vec!["name".into()],
+        until: WaitUntil::Equal,
+        rows: vec![],
+    });
+    let lsp = txn.insert(&vn.switch_port);
+    let mut switch = vn.switch.clone();
+    switch.ports.insert(lsp);
+    txn.insert(&switch);
+    let lrp = txn.insert(&vn.router_port);
+    txn.mutate(
+        [LogicalRouter::COLUMNS.uuid.eq(dr.uuid)],
+        [LogicalRouter::COLUMNS.ports.insert([lrp])],
+    );
+    if let Some(gr) = &gr {
+        let mut muts = Vec::new();
+        if let Some(route) = &vn.route {
+            let r: Ref<LogicalRouterStaticRoute> = txn.insert(route);
+            muts.push(LogicalRouter::COLUMNS.static_routes.insert([r]));
+        }
+        if let Some(snat) = &vn.snat {
+            let n: Ref<Nat> = txn.insert(snat);
+            muts.push(LogicalRouter::COLUMNS.nat.insert([n]));
+        }
+        if !muts.is_empty() {
+            txn.mutate([LogicalRouter::COLUMNS.uuid.eq(gr.uuid)], muts);
+        }
+    }
+    match txn.commit_and_wait(cache, plugin.wait).await {
+        Ok(_) => {}
+        Err(e)
+            if e.as_transaction_error()
+                .is_some_and(|t| t.error.error == "timed out") =>
+        {
+            return Err(VlError::Exists(name.to_owned()))
+        }
+        Err(e) => return Err(e.into()),
+    }
+    query(&cache.snapshot(), plugin, name)?.ok_or_else(|| VlError::NotFound(name.to_owned()))
+}
+
+/// `QueryVL`: virtual network `name` as the snapshot has it.
+pub fn query(
+    snap: &Snapshot,
+    plugin: &Plugin,
+    name: &str,
+) -> Result<Option<VirtualNetwork>, VlError> {
+    let owned = |ids: &BTreeMap<String, String>| owned_by(ids, name);
+    let Some(switch) = snap
+        .table(LogicalSwitch::NAME)
+        .iter()
+        .filter_map(|(u, r)| LogicalSwitch::from_row(*u, &**r).ok())
+        .find(|s| s.name == name && owned(&s.external_ids))
+    else {
+        return Ok(None);
+    };
+    let decode = |e: ovsdb_proto::model::DecodeError| VlError::Invalid(e.to_string());
+    let find_lrp = snap
+        .table(LogicalRouterPort::NAME)
+        .iter()
+        .map(|(u, r)| LogicalRouterPort::from_row(*u, &**r))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(decode)?
+        .into_iter()
+        .find(|p| p.name == format!("rtos-{name}") && owned(&p.external_ids));
+    let find_lsp = switch
+        .ports
+        .iter()
+        .filter_map(|r| r.uuid())
+        .filter_map(|u| snap.get(LogicalSwitchPort::NAME, &u).map(|r| (u, r)))
+        .filter_map(|(u, r)| LogicalSwitchPort::from_row(u, &*r).ok())
+        .find(|p| p.name == format!("stor-{name}"));
+    let (Some(router_port), Some(switch_port)) = (find_lrp, find_lsp) else {
+        return Err(VlError::Invalid(format!(
+            "virtual network {name} is incomplete in the NB (router or switch port missing)"
+        )));
+    };
+    let subnet: IpNet = switch
+        .other_config
+        .get("subnet")
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| VlError::Invalid(format!("switch {name} has no other_config:subnet")))?;
+    let gateway: IpNet = switch
+        .external_ids
+        .get("gateway_ip")
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| VlError::Invalid(format!("switch {name} has no external_ids:gateway_ip")))?;
+    let mut route = None;
+    let mut snat = None;
+    if let Some(g) = &plugin.gateway_router {
+        if let Ok(gr) = router(snap, g) {
+            route = gr
+                .static_routes
+                .iter()
+                .filter_map(|r| r.uuid())
+                .filter_map(|u| snap.get(LogicalRouterStaticRoute::NAME, &u).map(|r| (u, r)))
+                .filter_map(|(u, r)| LogicalRouterStaticRoute::from_row(u, &*r).ok())
+                .find(|r| owned(&r.external_ids));
+            snat = gr
+                .nat
+                .iter()
+                .filter_map(|r| r.uuid())
+                .filter_map(|u| snap.get(Nat::NAME, &u).map(|r| (u, r)))
+                .filter_map(|(u, r)| Nat::from_row(u, &*r).ok())
+                .find(|n| owned(&n.external_ids));
+        }
+    }
+    Ok(Some(VirtualNetwork {
+        name: name.to_owned(),
+        subnet,
+        gateway,
+        switch,
+        router_port,
+        switch_port,
+        route,
+        snat,
+    }))
+}
+
+/// Every virtual network of the snapshot, by name.
+pub fn list(snap: &Snapshot, plugin: &Plugin) -> Result<Vec<VirtualNetwork>, VlError> {
+    let mut names: Vec<String> = snap
+        .table(LogicalSwitch::NAME)
+        .iter()
+        .filter_map(|(u, r)| LogicalSwitch::from_row(*u, &**r).ok())
+        .filter(|s| {
+            s.external_ids.get(OWNER_CONTROLLER).map(String::as_str) == Some(CONTROLLER)
+                && s.external_ids.get(OWNER_TYPE).map(String::as_str) == Some(KIND)
+        })
+        .map(|s| s.name)
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|n| query(snap, plugin, &n).transpose())
+        .collect()
+}
+
+/// `UpdateVL`: gives virtual network `name` a new subnet and gateway, in one
+/// transaction (its switch, router port, route and SNAT change together).
+pub async fn update(
+    cache: &Cache,
+    plugin: &Plugin,
+    name: &str,
+    subnet: &str,
+    gateway: &str,
+) -> Result<VirtualNetwork, VlError> {
+    let (subnet, gateway) = check(subnet, gateway)?;
+    let snap = cache.snapshot();
+    let old = query(&snap, plugin, name)?.ok_or_else(|| VlError::NotFound(name.to_owned()))?;
+    let want = rows(plugin, name, subnet, gateway);
+    let db = cache.db::<OvnNorthbound>()?;
+    let mut txn = db.transaction();
+    let mut switch = want.switch.clone();
+    switch.uuid = old.switch.uuid;
+    switch.ports = old.switch.ports.clone();
+    txn.update(&old.switch, &switch);
+    let mut lrp = want.router_port.clone();
+    lrp.uuid = old.router_port.uuid;
+    txn.update(&old.router_port, &lrp);
+    let mut lsp = want.switch_port.clone();
+    lsp.uuid = old.switch_port.uuid;
+    txn.update(&old.switch_port, &lsp);
+    if let (Some(o), Some(w)) = (&old.route, &want.route) {
+        let mut r = w.clone();
+        r.uuid = o.uuid;
+        txn.update(o, &r);
+    }
+    if let (Some(o), Some(w)) = (&old.snat, &want.snat) {
+        let mut n = w.clone();
+        n.uuid = o.uuid;
+        txn.update(o, &n);
+    }
+    txn.commit_and_wait(cache, plugin.wait).await?;
+    query(&cache.snapshot(), plugin, name)?.ok_or_else(|| VlError::NotFound(name.to_owned()))
+}
+
+/// `DeleteVL`: removes virtual network `name` (its switch, its router port, and its
+/// gateway route and SNAT), in one transaction.
+pub async fn delete(cache: &Cache, plugin: &Plugin, name: &str) -> Result<(), VlError> {
+    let snap = cache.snapshot();
+    let old = query(&snap, plugin, name)?.ok_or_else(|| VlError::NotFound(name.to_owned()))?;
+    let dr = router(&snap, &plugin.router)?;
+    let db = cache.db::<OvnNorthbound>()?;
+    let mut txn = db.transaction();
+    txn.delete([LogicalSwitch::COLUMNS.uuid.eq(old.switch.uuid)]);
+    txn.mutate(
+        [LogicalRouter::COLUMNS.uuid.eq(dr.uuid)],
+        [LogicalRouter::COLUMNS
+            .ports
+            .delete([Ref::new(old.router_port.uuid)])],
+    );
+    if let Some(g) = &plugin.gateway_router {
+        let gr = router(&snap, g)?;
+        let mut muts = Vec::new();
+        if let Some(r) = &old.route {
+            muts.push(
+                LogicalRouter::COLUMNS
+                    .static_routes
+                    .delete([Ref::new(r.uuid)]),
+            );
+        }
+        if let Some(n) = &old.snat {
+            muts.push(LogicalRouter::COLUMNS.nat.delete([Ref::new(n.uuid)]));
+        }
+        if !muts.is_empty() {
+            txn.mutate([LogicalRouter::COLUMNS.uuid.eq(gr.uuid)], muts);
+        }
+    }
+    txn.commit_and_wait(cache, plugin.wait).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subnets_and_gateways_are_checked() {
+        let (s, g) = check("172.16.24.0/24", "172.16.24.1").unwrap();
+        assert_eq!(
+            (s.to_string(), g.to_string()),
+            ("172.16.24.0/24".into(), "172.16.24.1/24".into())
+        );
+        let (_, g) = check("172.16.24.0/24", "172.16.24.1/24").unwrap();
+        assert_eq!(g.to_string(), "172.16.24.1/24");
+        assert!(check("172.16.24.1/24", "172.16.24.1")
+            .unwrap_err()
+            .to_string()
+            .contains("not a network address"));
+        assert!(check("172.16.24.0/24", "172.16.25.1")
+            .unwrap_err()
+            .to_string()
+            .contains("not a host address"));
+        assert!(check("172.16.24.0/24", "172.16.24.0").is_err());
+        assert!(check("nope", "1.1.1.1")
+            .unwrap_err()
+            .to_string()
+            .contains("not a CIDR"));
+    }
+
+    #[test]
+    fn rows_follow_the_seed() {
+        let plugin = Plugin {
+            router: "k8smaster".into(),
+            gateway_router: Some("GR_k8smaster".into()),
+            join_next_hop: Some("100.64.1.1".parse().unwrap()),
+            external_ip: Some("192.168.121.19".parse().unwrap()),
+            wait: Duration::from_secs(1),
+        };
+        let (s, g) = check("172.16.24.0/24", "172.16.24.1/24").unwrap();
+        let vn = rows(&plugin, "ovn-ls-24", s, g);
+        assert_eq!(vn.switch.other_config["subnet"], "172.16.24.0/24");
+        assert_eq!(vn.switch.external_ids["gateway_ip"], "172.16.24.1/24");
+        assert_eq!(vn.router_port.name, "rtos-ovn-ls-24");
+        assert_eq!(vn.router_port.mac, "0a:58:ac:10:18:01");
+        assert_eq!(vn.switch_port.options["router-port"], "rtos-ovn-ls-24");
+        assert_eq!(
+            vn.switch_port.addresses.iter().collect::<Vec<_>>(),
+            ["0a:58:ac:10:18:01"]
+        );
+        let r = vn.route.unwrap();
+        assert_eq!(
+            (r.ip_prefix.as_str(), r.nexthop.as_str()),
+            ("172.16.24.0/24", "100.64.1.1")
+        );
+        let n = vn.snat.unwrap();
+        assert_eq!(
+            (n.external_ip.as_str(), n.logical_ip.as_str()),
+            ("192.168.121.19", "172.16.24.0/24")
+        );
+    }
+}

@@ -1,0 +1,274 @@
+//! The networking-plugin seed's CreateVL / QueryVL / UpdateVL / DeleteVL against a real
+//! NB: the rows the seed describes, one transaction per call, a duplicate refused, other
+//! rows untouched; and the example CLI.
+
+use std::process::Command;
+use std::time::Duration;
+
+use integration_tests::sandbox;
+use netconnect::vl::{self, Plugin, VlError};
+use ovsdb_proto::cache::{Cache, CacheConfig};
+
+fn plugin() -> Plugin {
+    Plugin {
+        router: "k8smaster".into(),
+        gateway_router: Some("GR_k8smaster".into()),
+        join_next_hop: Some("100.64.1.1".parse().unwrap()),
+        external_ip: Some("192.168.121.19".parse().unwrap()),
+        wait: Duration::from_secs(10),
+    }
+}
+
+async fn cache(remote: &str) -> Cache {
+    let (cache, _) = Cache::start(CacheConfig::new(
+        vec![remote.parse().unwrap()],
+        "OVN_Northbound",
+        &[
+            "Logical_Switch",
+            "Logical_Switch_Port",
+            "Logical_Router",
+            "Logical_Router_Port",
+            "Logical_Router_Static_Route",
+            "NAT",
+        ],
+    ));
+    tokio::time::timeout(Duration::from_secs(10), cache.wait_until_ready())
+        .await
+        .unwrap();
+    cache
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_query_update_delete_follow_the_seed() {
+    let sb = sandbox();
+    // The site made the distributed and gateway routers (the seed assumes them).
+    sb.nbctl(&["lr-add", "k8smaster"]).unwrap();
+    sb.nbctl(&["lr-add", "GR_k8smaster"]).unwrap();
+    sb.nbctl(&["lr-route-add", "GR_k8smaster", "0.0.0.0/0", "192.168.121.1"])
+        .unwrap();
+    let cache = cache(&sb.nb.unix_remote()).await;
+    let p = plugin();
+
+    let vn = vl::create(&cache, &p, "ovn-ls-24", "172.16.24.0/24", "172.16.24.1/24")
+        .await
+        .unwrap();
+    assert_eq!(vn.subnet.to_string(), "172.16.24.0/24");
+    assert_eq!(
+        sb.nbctl(&["get", "logical_switch", "ovn-ls-24", "other_config:subnet"])
+            .unwrap()
+            .trim(),
+        "\"172.16.24.0/24\""
+    );
+    assert_eq!(
+        sb.nbctl(&[
+            "get",
+            "logical_switch",
+            "ovn-ls-24",
+            "external_ids:gateway_ip"
+        ])
+        .unwrap()
+        .trim(),
+        "\"172.16.24.1/24\""
+    );
+    let lrp = sb.nbctl(&["lrp-list", "k8smaster"]).unwrap();
+    assert!(lrp.contains("rtos-ovn-ls-24"), "{lrp}");
+    assert_eq!(
+        sb.nbctl(&["get", "logical_router_port", "rtos-ovn-ls-24", "networks"])
+            .unwrap()
+            .trim(),
+        "[\"172.16.24.1/24\"]"
+    );
+    assert_eq!(
+        sb.nbctl(&["get", "logical_switch_port", "stor-ovn-ls-24", "type"])
+            .unwrap()
+            .trim(),
+        "router"
+    );
+    assert_eq!(
+        sb.nbctl(&[
+            "get",
+            "logical_switch_port",
+            "stor-ovn-ls-24",
+            "options:router-port"
+        ])
+        .unwrap()
+        .trim(),
+        "rtos-ovn-ls-24"
+    );
+    let routes = sb.nbctl(&["lr-route-list", "GR_k8smaster"]).unwrap();
+    assert!(
+        routes.contains("172.16.24.0/24") && routes.contains("100.64.1.1"),
+        "{routes}"
+    );
+    assert!(
+        routes.contains("192.168.121.1"),
+        "the site's own route is kept"
+    );
+    let nats = sb.nbctl(&["lr-nat-list", "GR_k8smaster"]).unwrap();
+    assert!(
+        nats.contains("192.168.121.19") && nats.contains("172.16.24.0/24"),
+        "{nats}"
+    );
+    sb.sync().unwrap();
+
+    // Create of an existing name is an error, and writes nothing.
+    let before = sb.nbctl(&["show"]).unwrap();
+    let e = vl::create(&cache, &p, "ovn-ls-24", "172.16.25.0/24", "172.16.25.1")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, VlError::Exists(_)), "{e}");
+    assert_eq!(sb.nbctl(&["show"]).unwrap(), before);
+    sb.nbctl(&["ls-add", "late"]).unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                == 2)
+            .await
+    );
+
+    // Query returns the typed rows.
+    let q = vl::query(&cache.snapshot(), &p, "ovn-ls-24")
+        .unwrap()
+        .unwrap();
+    assert_eq!(q.router_port.mac, "0a:58:ac:10:18:01");
+    assert_eq!(q.route.as_ref().unwrap().nexthop, "100.64.1.1");
+    assert!(
+        vl::query(&cache.snapshot(), &p, "late").unwrap().is_none(),
+        "not ours"
+    );
+
+    // Update moves everything to the new subnet in one transaction.
+    let u = vl::update(&cache, &p, "ovn-ls-24", "172.16.124.0/24", "172.16.124.1")
+        .await
+        .unwrap();
+    assert_eq!(u.switch.uuid, vn.switch.uuid, "the same rows, updated");
+    assert_eq!(
+        u.router_port.networks.iter().collect::<Vec<_>>(),
+        ["172.16.124.1/24"]
+    );
+    assert_eq!(u.snat.as_ref().unwrap().logical_ip, "172.16.124.0/24");
+    assert_eq!(u.route.as_ref().unwrap().ip_prefix, "172.16.124.0/24");
+
+    vl::create(&cache, &p, "ovn-ls-25", "172.16.25.0/24", "172.16.25.1")
+        .await
+        .unwrap();
+    let all: Vec<String> = vl::list(&cache.snapshot(), &p)
+        .unwrap()
+        .into_iter()
+        .map(|v| v.name)
+        .collect();
+    assert_eq!(all, ["ovn-ls-24", "ovn-ls-25"]);
+
+    // Delete removes its rows only.
+    vl::delete(&cache, &p, "ovn-ls-24").await.unwrap();
+    assert!(!sb.nbctl(&["ls-list"]).unwrap().contains("ovn-ls-24"));
+    assert!(!sb
+        .nbctl(&["lrp-list", "k8smaster"])
+        .unwrap()
+        .contains("rtos-ovn-ls-24"));
+    let routes = sb.nbctl(&["lr-route-list", "GR_k8smaster"]).unwrap();
+    assert!(
+        !routes.contains("172.16.124.0/24")
+            && routes.contains("172.16.25.0/24")
+            && routes.contains("192.168.121.1"),
+        "{routes}"
+    );
+    assert!(sb.nbctl(&["ls-list"]).unwrap().contains("late"));
+    let e = vl::delete(&cache, &p, "ovn-ls-24").await.unwrap_err();
+    assert!(matches!(e, VlError::NotFound(_)), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_taken_after_the_cache_read_fails_in_the_transaction() {
+    let sb = sandbox();
+    sb.nbctl(&["lr-add", "k8smaster"]).unwrap();
+    let mut config = CacheConfig::new(
+        vec![sb.nb.unix_remote().parse().unwrap()],
+        "OVN_Northbound",
+        &[
+            "Logical_Switch",
+            "Logical_Switch_Port",
+            "Logical_Router",
+            "Logical_Router_Port",
+        ],
+    );
+    config.event_capacity = 1;
+    // The event stream is kept and never read: once it is full the cache stops
+    // applying updates, so it cannot see the switch made below.
+    let (cache, _events) = Cache::start(config);
+    cache.wait_until_ready().await;
+    for n in ["x1", "x2", "x3"] {
+        sb.nbctl(&["ls-add", n]).unwrap();
+    }
+    sb.nbctl(&["ls-add", "late"]).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let snap = cache.snapshot();
+    assert!(
+        !snap
+            .table("Logical_Switch")
+            .values()
+            .any(|r| r["name"] == ovsdb_proto::Datum::scalar("late")),
+        "the cache should be stale for this test"
+    );
+    let p = Plugin {
+        gateway_router: None,
+        ..plugin()
+    };
+    let e = vl::create(&cache, &p, "late", "172.16.26.0/24", "172.16.26.1")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, VlError::Exists(_)), "{e}");
+    assert!(
+        !sb.nbctl(&["lrp-list", "k8smaster"])
+            .unwrap()
+            .contains("rtos-late"),
+        "nothing written"
+    );
+}
+
+#[test]
+fn the_example_cli_runs_each_verb() {
+    let sb = sandbox();
+    sb.nbctl(&["lr-add", "k8smaster"]).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .unwrap()
+        .join("examples/vl");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo test --workspace`",
+        bin.display()
+    );
+    let run = |args: &[&str]| {
+        Command::new(&bin)
+            .arg(sb.nb.unix_remote())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["create", "blue", "10.9.0.0/24", "10.9.0.1"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(&["query", "blue"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("blue subnet=10.9.0.0/24 gateway=10.9.0.1/24 mac=0a:58:0a:09:00:01"),
+        "{text}"
+    );
+    let out = run(&["create", "blue", "10.9.0.0/24", "10.9.0.1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("virtual network blue already exists"));
+    let out = run(&["update", "blue", "10.8.0.0/24", "10.8.0.254"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("gateway=10.8.0.254/24"));
+    let out = run(&["list"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+    assert!(run(&["delete", "blue"]).status.success());
+    let out = run(&["query", "blue"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("virtual network blue does not exist"));
+}
