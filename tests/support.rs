@@ -253,7 +253,7 @@ pub mod udn {
             min: Duration::from_millis(50),
             max: Duration::from_millis(500),
         };
-        let out = controller::once(r, world, 5, backoff).await;
+        let out = controller::once(r, world, 5, backoff, 4).await;
         for o in &out {
             if let Err(e) = &o.result {
                 panic!("{}: {e}", o.key);

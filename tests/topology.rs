@@ -674,7 +674,7 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
         None,
     );
     let t = r2.transactions();
-    let outcomes = netconnect::controller::once(&r2, &world, 1, Default::default()).await;
+    let outcomes = netconnect::controller::once(&r2, &world, 1, Default::default(), 4).await;
     let green = outcomes
         .iter()
         .find(|o| o.key == netconnect::world::Key::Network("cluster_udn_green".into()))

@@ -193,7 +193,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     }
 
     if args.once {
-        let outcomes = controller::once(&reconciler, &world, 5, Backoff::default()).await;
+        let outcomes = controller::once(&reconciler, &world, 5, Backoff::default(), 4).await;
         let mut failed = false;
         for o in outcomes {
             match o.result {

@@ -196,19 +196,22 @@ pub struct Outcome {
 }
 
 /// Reconciles every key of `world` (and the keys of owners it no longer defines) once,
-/// in order, retrying a transient failure (`attempts` at most, with `backoff`).
+/// retrying a transient failure (`attempts` at most, with `backoff`). The cluster rows
+/// go first; then up to `parallel` keys are in flight at once (each is still one
+/// transaction, and no key is reconciled twice at once). Outcomes come in key order.
 pub async fn once(
     reconciler: &Reconciler,
     world: &World,
     attempts: u32,
     backoff: Backoff,
+    parallel: usize,
 ) -> Vec<Outcome> {
+    use futures_util::stream::{self, StreamExt};
     let snap = reconciler.cache().snapshot();
     let owners = reconciler.indexes().owners(&snap);
     let mut keys = world.keys();
     keys.extend(world.gone(owners.keys()));
-    let mut out = Vec::new();
-    for key in keys {
+    let one = |key: Key| async move {
         let mut n = 0;
         let result = loop {
             n += 1;
@@ -220,12 +223,24 @@ pub async fn once(
                 _ => break r,
             }
         };
-        out.push(Outcome {
+        Outcome {
             key,
             result,
             attempts: n,
-        });
+        }
+    };
+    let mut out = Vec::with_capacity(keys.len());
+    let mut rest = keys.into_iter();
+    if let Some(first) = rest.next() {
+        out.push(one(first).await);
     }
+    let mut others: Vec<Outcome> = stream::iter(rest)
+        .map(one)
+        .buffer_unordered(parallel.max(1))
+        .collect()
+        .await;
+    others.sort_by(|a, b| a.key.cmp(&b.key));
+    out.extend(others);
     out
 }
 

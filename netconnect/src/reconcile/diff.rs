@@ -15,17 +15,17 @@
 //! - A row no longer wanted is deleted: a root row explicitly, any other by removing the
 //!   references to it (the server then collects it).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ovsdb_proto::cache::{CachedRow, Snapshot};
-use ovsdb_proto::schema::{DatabaseSchema, Max};
+use ovsdb_proto::schema::{DatabaseSchema, Max, TableSchema};
 use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation, Row, Uuid};
 
 use super::nb::{NbIndexes, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
 use crate::topology::desired::{
-    parse_placeholder, placeholder, Desired, DesiredRow, Owner, OWNER_ID,
+    foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
 };
 
 /// Columns OVN's own daemons write; never compared or written.
@@ -68,15 +68,46 @@ struct Existing {
     row: Arc<CachedRow>,
 }
 
-/// True for a column holding a set (not a scalar or optional) of references.
-fn is_ref_set(schema: &DatabaseSchema, table: &str, column: &str) -> bool {
+/// What the planner needs to know of one table, worked out once per schema.
+struct TableInfo {
+    schema: TableSchema,
+    /// Columns holding sets of references (changed by mutation).
+    ref_sets: HashSet<String>,
+    /// Columns holding any references.
+    refs: Vec<String>,
+}
+
+fn table_info(schema: &DatabaseSchema) -> HashMap<String, TableInfo> {
     schema
-        .table(table)
-        .and_then(|t| t.column(column))
-        .is_some_and(|c| {
-            let t = &c.column_type;
-            t.value.is_none() && t.key.ref_table.is_some() && !matches!(t.max, Max::Limited(0 | 1))
+        .tables
+        .iter()
+        .map(|(name, t)| {
+            let mut ref_sets = HashSet::new();
+            let mut refs = Vec::new();
+            for (c, cs) in &t.columns {
+                let ty = &cs.column_type;
+                if ty.key.ref_table.is_some()
+                    || ty.value.as_ref().is_some_and(|v| v.ref_table.is_some())
+                {
+                    refs.push(c.clone());
+                }
+                if ty.value.is_none()
+                    && ty.key.ref_table.is_some()
+                    && !matches!(ty.max, Max::Limited(0 | 1))
+                {
+                    ref_sets.insert(c.clone());
+                }
+            }
+            (
+                name.clone(),
+                TableInfo {
+                    schema: t.clone(),
+                    ref_sets,
+                    refs,
+                },
+            )
         })
+        .collect()
 }
 
 /// The (table, column) pairs that refer to rows of `table`.
@@ -92,25 +123,19 @@ fn referrers<'a>(
     })
 }
 
-/// The placeholders a datum holds.
-fn placeholders(d: &Datum) -> impl Iterator<Item = &str> {
-    let atoms: Box<dyn Iterator<Item = &Atom>> = match d {
+fn atoms(d: &Datum) -> Box<dyn Iterator<Item = &Atom> + '_> {
+    match d {
         Datum::Set(s) => Box::new(s.iter()),
         Datum::Map(m) => Box::new(m.iter().flat_map(|(k, v)| [k, v])),
-    };
-    atoms.filter_map(|a| match a {
+    }
+}
+
+/// The placeholders a datum holds.
+fn placeholders(d: &Datum) -> impl Iterator<Item = &str> {
+    atoms(d).filter_map(|a| match a {
         Atom::NamedUuid(p) => Some(p.as_str()),
         _ => None,
     })
-}
-
-/// The uuids a datum refers to.
-fn uuids(d: &Datum) -> impl Iterator<Item = Uuid> + '_ {
-    let atoms: Box<dyn Iterator<Item = &Atom>> = match d {
-        Datum::Set(s) => Box::new(s.iter()),
-        Datum::Map(m) => Box::new(m.iter().flat_map(|(k, v)| [k, v])),
-    };
-    atoms.filter_map(Atom::as_uuid)
 }
 
 /// Computes the transaction that makes the NB hold what `desired` wants.
@@ -120,10 +145,49 @@ pub fn plan(
     nb: &NbIndexes,
     schema: &DatabaseSchema,
 ) -> Result<Plan, PlanError> {
+    plan_with(desired, snap, nb, schema, &table_info(schema))
+}
+
+/// What the planner knows of a schema, worked out once and used for every key.
+pub struct Planner {
+    schema: std::sync::Arc<DatabaseSchema>,
+    info: HashMap<String, TableInfo>,
+}
+
+impl Planner {
+    /// A planner for a server whose schema is `schema`.
+    pub fn new(schema: std::sync::Arc<DatabaseSchema>) -> Planner {
+        let info = table_info(&schema);
+        Planner { schema, info }
+    }
+
+    /// The schema planned for.
+    pub fn schema(&self) -> &std::sync::Arc<DatabaseSchema> {
+        &self.schema
+    }
+
+    /// Computes the transaction that makes the NB hold what `desired` wants.
+    pub fn plan(
+        &self,
+        desired: &Desired,
+        snap: &Snapshot,
+        nb: &NbIndexes,
+    ) -> Result<Plan, PlanError> {
+        plan_with(desired, snap, nb, &self.schema, &self.info)
+    }
+}
+
+fn plan_with(
+    desired: &Desired,
+    snap: &Snapshot,
+    nb: &NbIndexes,
+    schema: &DatabaseSchema,
+    info: &HashMap<String, TableInfo>,
+) -> Result<Plan, PlanError> {
     let owner = &desired.owner;
 
-    // The rows the key holds now, by identity.
-    let mut existing: BTreeMap<(String, String), Existing> = BTreeMap::new();
+    // The rows the key holds now, by table and identity.
+    let mut existing: HashMap<&str, HashMap<String, Existing>> = HashMap::new();
     let mut owned: HashSet<Uuid> = HashSet::new();
     for &table in TABLES {
         let prefix = owner.id(table, "");
@@ -137,19 +201,27 @@ pub fn plan(
                 // A row of the key's without a valid id is not wanted: it goes.
                 .unwrap_or_else(|| format!("?{uuid}"));
             owned.insert(uuid);
-            existing.insert((table.to_owned(), identity), Existing { uuid, row });
+            existing
+                .entry(table)
+                .or_default()
+                .insert(identity, Existing { uuid, row });
         }
     }
     for (table, name) in desired.claims() {
         for (uuid, row) in nb.named(snap, table, name) {
             owned.insert(uuid);
-            existing.insert((table.to_owned(), name.to_owned()), Existing { uuid, row });
+            existing
+                .entry(table)
+                .or_default()
+                .insert(name.to_owned(), Existing { uuid, row });
         }
     }
+    let find = |table: &str, identity: &str| existing.get(table).and_then(|m| m.get(identity));
 
     // Shared rows another party created already stand in for ours.
-    let mut resolved: HashMap<String, Atom> = HashMap::new();
+    let mut resolved: HashMap<&str, Atom> = HashMap::new();
     let mut wanted: Vec<&DesiredRow> = Vec::new();
+    let mut substituted = false;
     for r in desired.rows() {
         let foreign = r.shared.then(|| r.name()).flatten().and_then(|name| {
             nb.named(snap, r.table, name)
@@ -158,47 +230,47 @@ pub fn plan(
         });
         match foreign {
             Some((u, _)) => {
-                resolved.insert(placeholder(r.table, &r.identity), Atom::Uuid(u));
+                resolved.insert(r.placeholder.as_str(), Atom::Uuid(u));
+                substituted = true;
             }
             None => wanted.push(r),
         }
     }
     // What no wanted row refers to any more is not created: non-root rows would be
     // collected by the server at once.
-    loop {
+    while substituted {
         let referenced: HashSet<&str> = wanted
             .iter()
             .flat_map(|r| r.row.values().flat_map(placeholders))
             .collect();
         let before = wanted.len();
         wanted.retain(|r| {
-            schema.table(r.table).is_none_or(|t| t.is_root)
-                || referenced.contains(placeholder(r.table, &r.identity).as_str())
+            info.get(r.table).is_none_or(|t| t.schema.is_root)
+                || referenced.contains(r.placeholder.as_str())
         });
-        if wanted.len() == before {
-            break;
-        }
+        substituted = wanted.len() != before;
     }
 
     // Every wanted row resolves to its row in the NB, or to a new row of this
     // transaction.
     let mut fresh = 0usize;
     for r in &wanted {
-        if schema.table(r.table).is_none() {
+        if !info.contains_key(r.table) {
             return Err(PlanError::MissingTable(r.table.to_owned()));
         }
-        let atom = match existing.get(&(r.table.to_owned(), r.identity.clone())) {
+        let atom = match find(r.table, &r.identity) {
             Some(e) => Atom::Uuid(e.uuid),
             None => {
                 fresh += 1;
                 Atom::NamedUuid(format!("row{fresh}"))
             }
         };
-        resolved.insert(placeholder(r.table, &r.identity), atom);
+        resolved.insert(r.placeholder.as_str(), atom);
     }
+    let mut foreign_names = Vec::new();
     for (table, name) in desired.foreign() {
-        let p = placeholder(table, name);
-        if resolved.contains_key(&p) {
+        let p = foreign_placeholder(table, name);
+        if resolved.contains_key(p.as_str()) {
             continue;
         }
         let found = nb.named(snap, table, name);
@@ -208,24 +280,30 @@ pub fn plan(
                 name: name.to_owned(),
             });
         };
-        resolved.insert(p, Atom::Uuid(*u));
+        foreign_names.push((p, *u));
     }
-    let resolve = |d: &Datum| -> Result<Datum, PlanError> {
-        let fix = |a: &Atom| match a {
-            Atom::NamedUuid(p) => resolved.get(p).cloned().ok_or_else(|| {
-                let (table, name) = parse_placeholder(p).unwrap_or(("?", p));
+    for (p, u) in &foreign_names {
+        resolved.insert(p.as_str(), Atom::Uuid(*u));
+    }
+    let resolve_atom = |a: &Atom| -> Result<Atom, PlanError> {
+        match a {
+            Atom::NamedUuid(p) => resolved.get(p.as_str()).cloned().ok_or_else(|| {
+                let (table, name) = parse_foreign(p).unwrap_or(("?", p));
                 PlanError::MissingDependency {
                     table: table.into(),
                     name: name.into(),
                 }
             }),
             other => Ok(other.clone()),
-        };
+        }
+    };
+    let has_placeholder = |d: &Datum| atoms(d).any(|a| matches!(a, Atom::NamedUuid(_)));
+    let resolve = |d: &Datum| -> Result<Datum, PlanError> {
         Ok(match d {
-            Datum::Set(s) => Datum::set(s.iter().map(fix).collect::<Result<Vec<_>, _>>()?),
+            Datum::Set(s) => Datum::set(s.iter().map(resolve_atom).collect::<Result<Vec<_>, _>>()?),
             Datum::Map(m) => Datum::map(
                 m.iter()
-                    .map(|(k, v)| Ok((fix(k)?, fix(v)?)))
+                    .map(|(k, v)| Ok((resolve_atom(k)?, resolve_atom(v)?)))
                     .collect::<Result<Vec<_>, PlanError>>()?,
             ),
         })
@@ -240,7 +318,7 @@ pub fn plan(
     let mut new_rows: Vec<&DesiredRow> = wanted
         .iter()
         .copied()
-        .filter(|r| !existing.contains_key(&(r.table.to_owned(), r.identity.clone())))
+        .filter(|r| find(r.table, &r.identity).is_none())
         .collect();
     for r in &new_rows {
         if let Some(name) = r.name() {
@@ -261,7 +339,7 @@ pub fn plan(
     }
     new_rows = dependency_order(new_rows);
     for r in new_rows {
-        let ts = schema.table(r.table).expect("checked above");
+        let ts = &info[r.table].schema;
         let mut row = Row::new();
         for (column, value) in &r.row {
             let Some(cs) = ts.column(column) else {
@@ -273,12 +351,17 @@ pub fn plan(
                     column: column.clone(),
                 });
             };
-            let value = resolve(value)?;
-            if value != cs.column_type.default_datum() {
-                row.insert(column.clone(), value);
+            if r.defaults.contains(column) && *value == cs.column_type.default_datum() {
+                continue;
             }
+            let value = if has_placeholder(value) {
+                resolve(value)?
+            } else {
+                value.clone()
+            };
+            row.insert(column.clone(), value);
         }
-        let Some(Atom::NamedUuid(name)) = resolved.get(&placeholder(r.table, &r.identity)) else {
+        let Some(Atom::NamedUuid(name)) = resolved.get(r.placeholder.as_str()) else {
             unreachable!("new rows resolve to a named uuid");
         };
         plan.operations
@@ -292,11 +375,11 @@ pub fn plan(
     // Rows the key holds and still wants: only what differs.
     let mut mutations: Vec<Operation> = Vec::new();
     for r in &wanted {
-        let Some(e) = existing.get(&(r.table.to_owned(), r.identity.clone())) else {
+        let Some(e) = find(r.table, &r.identity) else {
             continue;
         };
         plan.compared += 1;
-        let ts = schema.table(r.table).expect("checked above");
+        let ti = &info[r.table];
         let mut update = Row::new();
         let mut muts = Vec::new();
         let mut changed = Vec::new();
@@ -304,26 +387,41 @@ pub fn plan(
             if WRITTEN_BY_OVN.contains(&column.as_str()) {
                 continue;
             }
-            if ts.column(column).is_none() {
-                if r.defaults.contains(column) {
+            let Some(current) = e.row.get(column) else {
+                if ti.schema.column(column).is_none() && !r.defaults.contains(column) {
+                    return Err(PlanError::Unsupported {
+                        table: r.table.into(),
+                        column: column.clone(),
+                    });
+                }
+                continue;
+            };
+            if ti.ref_sets.contains(column.as_str()) {
+                let mut want: Vec<Atom> = value
+                    .as_set()
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(resolve_atom)
+                    .collect::<Result<_, _>>()?;
+                want.sort_unstable();
+                // Both sides sorted: every membership test is a binary search.
+                let have = current.as_set().unwrap_or(&[]);
+                let add: Vec<Atom> = want
+                    .iter()
+                    .filter(|a| have.binary_search(a).is_err())
+                    .cloned()
+                    .collect();
+                let drop: Vec<Atom> = have
+                    .iter()
+                    .filter(|a| {
+                        a.as_uuid().is_some_and(|u| owned.contains(&u))
+                            && want.binary_search(a).is_err()
+                    })
+                    .cloned()
+                    .collect();
+                if drop.is_empty() && add.is_empty() {
                     continue;
                 }
-                return Err(PlanError::Unsupported {
-                    table: r.table.into(),
-                    column: column.clone(),
-                });
-            }
-            let value = resolve(value)?;
-            let current = e.row.get(column).cloned().unwrap_or_else(Datum::empty);
-            if is_ref_set(schema, r.table, column) {
-                let have: BTreeSet<&Atom> = current.as_set().unwrap_or(&[]).iter().collect();
-                let want: BTreeSet<&Atom> = value.as_set().unwrap_or(&[]).iter().collect();
-                let add: Vec<Atom> = want.difference(&have).map(|a| (*a).clone()).collect();
-                let drop: Vec<Atom> = have
-                    .difference(&want)
-                    .filter(|a| a.as_uuid().is_some_and(|u| owned.contains(&u)))
-                    .map(|a| (*a).clone())
-                    .collect();
                 if !drop.is_empty() {
                     muts.push(Mutation::new(
                         column.clone(),
@@ -338,12 +436,16 @@ pub fn plan(
                         Datum::set(add),
                     ));
                 }
-                if muts.iter().any(|m| m.column == *column) {
+                changed.push(column.clone());
+            } else if has_placeholder(value) {
+                let value = resolve(value)?;
+                if *current != value {
                     changed.push(column.clone());
+                    update.insert(column.clone(), value);
                 }
             } else if current != value {
                 changed.push(column.clone());
-                update.insert(column.clone(), value);
+                update.insert(column.clone(), value.clone());
             }
         }
         if !update.is_empty() {
@@ -377,32 +479,41 @@ pub fn plan(
         .iter()
         .map(|r| (r.table, r.identity.as_str()))
         .collect();
-    let stale: Vec<(&(String, String), &Existing)> = existing
+    let mut stale: Vec<(&str, &str, &Existing)> = existing
         .iter()
-        .filter(|((t, i), _)| !kept.contains(&(t.as_str(), i.as_str())))
+        .flat_map(|(t, rows)| rows.iter().map(move |(i, e)| (*t, i.as_str(), e)))
+        .filter(|(t, i, _)| !kept.contains(&(*t, *i)))
         .collect();
+    stale.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     // References held by the key's rows: a stale child referred to by one of them goes
-    // with the reference (removed above, or with its stale parent).
-    let held: HashSet<Uuid> = existing
-        .values()
-        .flat_map(|e| {
-            e.row
-                .iter()
-                .filter(|(c, _)| {
-                    schema
-                        .table(e.row.table())
-                        .and_then(|t| t.column(c))
-                        .is_some_and(|cs| cs.column_type.key.ref_table.is_some())
-                })
-                .flat_map(|(_, d)| uuids(d).collect::<Vec<_>>())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    for ((table, identity), e) in stale {
-        let root = schema.table(table).is_none_or(|t| t.is_root);
+    // with the reference (removed above, or with its stale parent). Worked out only
+    // when a non-root row is stale.
+    let needs_held = stale
+        .iter()
+        .any(|(t, _, _)| info.get(*t).is_some_and(|i| !i.schema.is_root));
+    let held: HashSet<Uuid> = if needs_held {
+        existing
+            .values()
+            .flat_map(|rows| rows.values())
+            .flat_map(|e| {
+                let refs = info
+                    .get(e.row.table())
+                    .map(|i| i.refs.as_slice())
+                    .unwrap_or(&[]);
+                refs.iter()
+                    .filter_map(|c| e.row.get(c.as_str()))
+                    .flat_map(|d| atoms(d).filter_map(Atom::as_uuid).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    } else {
+        HashSet::new()
+    };
+    for (table, identity, e) in stale {
+        let root = info.get(table).is_none_or(|t| t.schema.is_root);
         if root {
             plan.operations.push(Operation::Delete {
-                table: table.clone(),
+                table: table.to_owned(),
                 conditions: vec![Condition::uuid(e.uuid)],
             });
         } else if !held.contains(&e.uuid) {
@@ -426,8 +537,8 @@ pub fn plan(
             }
         }
         plan.deleted.push(RowName {
-            table: table.clone(),
-            identity: identity.clone(),
+            table: table.to_owned(),
+            identity: identity.to_owned(),
         });
     }
     Ok(plan)
@@ -435,10 +546,10 @@ pub fn plan(
 
 /// New rows ordered so that a row comes after the new rows it refers to.
 fn dependency_order(rows: Vec<&DesiredRow>) -> Vec<&DesiredRow> {
-    let by_placeholder: HashMap<String, usize> = rows
+    let by_placeholder: HashMap<&str, usize> = rows
         .iter()
         .enumerate()
-        .map(|(i, r)| (placeholder(r.table, &r.identity), i))
+        .map(|(i, r)| (r.placeholder.as_str(), i))
         .collect();
     // 0: not seen, 1: being visited, 2: placed.
     let mut state = vec![0u8; rows.len()];

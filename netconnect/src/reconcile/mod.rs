@@ -58,6 +58,8 @@ pub struct Reconciler {
     pub wait: Duration,
     transactions: AtomicU64,
     rows_written: AtomicU64,
+    /// The planner for the schema last seen.
+    planner: std::sync::Mutex<Option<Arc<diff::Planner>>>,
 }
 
 impl Reconciler {
@@ -69,6 +71,7 @@ impl Reconciler {
             wait: Duration::from_secs(30),
             transactions: AtomicU64::new(0),
             rows_written: AtomicU64::new(0),
+            planner: std::sync::Mutex::new(None),
         }
     }
 
@@ -85,8 +88,21 @@ impl Reconciler {
     /// What reconciling `desired` would write now.
     pub fn plan(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
         let schema = self.cache.schema().ok_or(ReconcileError::NotConnected)?;
+        let planner = {
+            let mut p = self.planner.lock().unwrap_or_else(|e| e.into_inner());
+            match &*p {
+                Some(pl) if Arc::ptr_eq(pl.schema(), &schema) || **pl.schema() == *schema => {
+                    pl.clone()
+                }
+                _ => {
+                    let pl = Arc::new(diff::Planner::new(schema));
+                    *p = Some(pl.clone());
+                    pl
+                }
+            }
+        };
         let snap = self.cache.snapshot();
-        Ok(diff::plan(desired, &snap, &self.nb, &schema)?)
+        Ok(planner.plan(desired, &snap, &self.nb)?)
     }
 
     /// Writes what `desired` needs, in one transaction (none when nothing differs), and

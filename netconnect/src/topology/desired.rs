@@ -16,7 +16,7 @@
 //! row of the same key (inserted in the same transaction or already in the NB) or to a
 //! row another party owns, found by name ([`Desired::refer`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use ovsdb_proto::model::{Ref, RefTarget, Table};
 use ovsdb_proto::{Atom, Datum, Row};
@@ -69,14 +69,16 @@ impl Owner {
     }
 }
 
-/// The placeholder a reference to row `identity` of `table` holds until resolved.
-pub fn placeholder(table: &str, identity: &str) -> String {
-    format!("{table}:{identity}")
+/// The placeholder a reference to the row of `table` named `name` that the key does
+/// not own holds until resolved. (A reference to one of the key's own rows holds
+/// `#<n>`, the row's position: short, so that sets of references sort fast.)
+pub fn foreign_placeholder(table: &str, name: &str) -> String {
+    format!("@{table}:{name}")
 }
 
-/// The table and identity a placeholder stands for.
-pub fn parse_placeholder(p: &str) -> Option<(&str, &str)> {
-    p.split_once(':')
+/// The table and name a foreign placeholder stands for.
+pub fn parse_foreign(p: &str) -> Option<(&str, &str)> {
+    p.strip_prefix('@')?.split_once(':')
 }
 
 /// One desired row.
@@ -98,6 +100,8 @@ pub struct DesiredRow {
     /// The columns left at the model's default (so that a server whose schema lacks
     /// them can be written to).
     pub defaults: BTreeSet<String>,
+    /// The placeholder other rows refer to this one by.
+    pub placeholder: String,
 }
 
 impl DesiredRow {
@@ -112,7 +116,10 @@ impl DesiredRow {
 pub struct Desired {
     /// The owner stamped on every row.
     pub owner: Owner,
-    rows: BTreeMap<(&'static str, String), DesiredRow>,
+    /// In the order added.
+    rows: Vec<DesiredRow>,
+    /// Table and identity to position in `rows`.
+    index: HashMap<(&'static str, String), usize>,
     /// Rows referred to by name that this key does not own.
     foreign: BTreeSet<(&'static str, String)>,
     /// Names of rows of tables without `external_ids` that belong to this key whether
@@ -127,7 +134,8 @@ impl Desired {
     pub fn new(owner: Owner) -> Desired {
         Desired {
             owner,
-            rows: BTreeMap::new(),
+            rows: Vec::new(),
+            index: HashMap::new(),
             foreign: BTreeSet::new(),
             claims: BTreeSet::new(),
             default_rows: BTreeMap::new(),
@@ -146,16 +154,14 @@ impl Desired {
     }
 
     fn insert<T: Table>(&mut self, identity: String, row: T, shared: bool) -> Ref<T> {
-        let reference = Ref::named(placeholder(T::NAME, &identity));
         let key = (T::NAME, identity.clone());
-        debug_assert!(
-            !self.rows.contains_key(&key),
-            "{} {identity} added twice",
-            T::NAME
-        );
-        if self.rows.contains_key(&key) {
-            return reference;
+        if let Some(&at) = self.index.get(&key) {
+            debug_assert!(false, "{} {identity} added twice", T::NAME);
+            return Ref::named(self.rows[at].placeholder.clone());
         }
+        let key_text = format!("#{}", self.rows.len());
+        let reference = Ref::named(key_text.clone());
+        self.index.insert(key, self.rows.len());
         let mut values = row.to_row();
         let default_row = self
             .default_rows
@@ -169,17 +175,15 @@ impl Desired {
         let stamped = T::columns().iter().any(|c| c.name == "external_ids");
         if !stamped {
             self.claims.insert((T::NAME, identity.clone()));
-            self.rows.insert(
-                key,
-                DesiredRow {
-                    table: T::NAME,
-                    identity,
-                    row: values,
-                    shared,
-                    stamped,
-                    defaults,
-                },
-            );
+            self.rows.push(DesiredRow {
+                table: T::NAME,
+                identity,
+                row: values,
+                shared,
+                stamped,
+                defaults,
+                placeholder: key_text,
+            });
             return reference;
         }
         let id = self.owner.id(T::NAME, &identity);
@@ -196,17 +200,15 @@ impl Desired {
             ids.insert(Atom::String(k.into()), Atom::String(v.into()));
         }
         values.insert("external_ids".into(), Datum::map(ids));
-        self.rows.insert(
-            key,
-            DesiredRow {
-                table: T::NAME,
-                identity,
-                row: values,
-                shared,
-                stamped,
-                defaults,
-            },
-        );
+        self.rows.push(DesiredRow {
+            table: T::NAME,
+            identity,
+            row: values,
+            shared,
+            stamped,
+            defaults,
+            placeholder: key_text,
+        });
         reference
     }
 
@@ -225,19 +227,40 @@ impl Desired {
     /// (another key's, or another party's), found by name when the key is reconciled.
     pub fn refer<T: Table>(&mut self, name: &str) -> Ref<T> {
         self.foreign.insert((T::NAME, name.to_owned()));
-        Ref::named(placeholder(T::NAME, name))
+        Ref::named(foreign_placeholder(T::NAME, name))
     }
 
-    /// The row `identity` of `T`'s table, decoded (placeholders stay named references).
+    /// The row `identity` of `T`'s table, decoded (references stay placeholders: read
+    /// them with [`Desired::identity_of`]).
     pub fn get<T: Table>(&self, identity: &str) -> Option<T> {
-        let r = self.rows.get(&(T::NAME, identity.to_owned()))?;
-        T::from_row(ovsdb_proto::Uuid::nil(), &r.row).ok()
+        let at = *self.index.get(&(T::NAME, identity.to_owned()))?;
+        T::from_row(ovsdb_proto::Uuid::nil(), &self.rows[at].row).ok()
+    }
+
+    /// The identity (or, for a row the key does not own, the name) a reference of one
+    /// of this key's rows points at.
+    pub fn identity_of<'a, T>(&'a self, r: &'a Ref<T>) -> Option<&'a str> {
+        match r.target() {
+            RefTarget::Named(n) => match n.strip_prefix('#') {
+                Some(at) => self
+                    .rows
+                    .get(at.parse::<usize>().ok()?)
+                    .map(|r| r.identity.as_str()),
+                None => parse_foreign(n).map(|(_, name)| name),
+            },
+            RefTarget::Uuid(_) => None,
+        }
+    }
+
+    /// The row a placeholder of this key stands for.
+    pub fn by_placeholder(&self, p: &str) -> Option<&DesiredRow> {
+        self.rows.get(p.strip_prefix('#')?.parse::<usize>().ok()?)
     }
 
     /// Every row of `T`'s table, decoded, by identity.
     pub fn all<T: Table>(&self) -> BTreeMap<String, T> {
         self.rows
-            .values()
+            .iter()
             .filter(|r| r.table == T::NAME)
             .filter_map(|r| {
                 T::from_row(ovsdb_proto::Uuid::nil(), &r.row)
@@ -247,22 +270,21 @@ impl Desired {
             .collect()
     }
 
-    /// Every desired row, by table then identity.
+    /// Every desired row, in the order added.
     pub fn rows(&self) -> impl Iterator<Item = &DesiredRow> {
-        self.rows.values()
+        self.rows.iter()
     }
 
     /// The desired row `identity` of `table`.
     pub fn row(&self, table: &str, identity: &str) -> Option<&DesiredRow> {
         self.rows
             .iter()
-            .find(|((t, i), _)| *t == table && i == identity)
-            .map(|(_, r)| r)
+            .find(|r| r.table == table && r.identity == identity)
     }
 
     /// True when the key owns row `identity` of `table`.
     pub fn owns(&self, table: &'static str, identity: &str) -> bool {
-        self.rows.contains_key(&(table, identity.to_owned()))
+        self.index.contains_key(&(table, identity.to_owned()))
     }
 
     /// The named rows this key refers to without owning them.
@@ -278,14 +300,6 @@ impl Desired {
     /// True when the key wants no row.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
-    }
-}
-
-/// The identity a reference placeholder names, for tests and messages.
-pub fn reference_identity<T>(r: &Ref<T>) -> Option<&str> {
-    match r.target() {
-        RefTarget::Named(n) => parse_placeholder(n).map(|(_, i)| i),
-        RefTarget::Uuid(_) => None,
     }
 }
 
@@ -322,7 +336,7 @@ mod tests {
         );
         let router = d.get::<LogicalRouter>("blue_ovn_cluster_router").unwrap();
         let target = router.ports.iter().next().unwrap();
-        assert_eq!(reference_identity(target), Some("rtos-x"));
+        assert_eq!(d.identity_of(target), Some("rtos-x"));
         let ids = &d
             .row("Logical_Router", "blue_ovn_cluster_router")
             .unwrap()
@@ -334,7 +348,7 @@ mod tests {
     fn foreign_references_are_recorded() {
         let mut d = Desired::new(owner());
         let copp = d.refer::<nb_model::Copp>("ovnkube-default");
-        assert_eq!(reference_identity(&copp), Some("ovnkube-default"));
+        assert_eq!(d.identity_of(&copp), Some("ovnkube-default"));
         assert_eq!(
             d.foreign().collect::<Vec<_>>(),
             [("Copp", "ovnkube-default")]

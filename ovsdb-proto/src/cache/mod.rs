@@ -353,7 +353,7 @@ impl Cache {
     }
 
     /// Waits until the cache shows what `operations` did, given their `results`.
-    pub(crate) async fn wait_shown(
+    pub async fn wait_shown(
         &self,
         operations: &[Operation],
         results: &[OperationResult],

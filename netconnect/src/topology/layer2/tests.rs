@@ -9,7 +9,6 @@ use nb_model::{
 };
 
 use crate::testing::{cluster, node};
-use crate::topology::desired::reference_identity;
 use crate::topology::{network, Inputs, TopologyConfig};
 
 const P: &str = "cluster_udn_isolatednet_";
@@ -83,7 +82,7 @@ fn the_transit_router_and_its_switch_port_match_the_reference() {
         trtos
             .gateway_chassis
             .iter()
-            .filter_map(reference_identity)
+            .filter_map(|r| d.identity_of(r))
             .collect::<Vec<_>>(),
         [format!("trtos-{P}ovn_layer2_switch-chassis-4")]
     );

@@ -8,7 +8,6 @@ use nb_model::{
 };
 
 use crate::testing::{cluster, node};
-use crate::topology::desired::reference_identity;
 use crate::topology::{network, Inputs, TopologyConfig};
 
 const CHASSIS: &str = "cb9ec8fa-b409-4ef3-9f42-d9283c47aac6";
@@ -64,9 +63,12 @@ fn build(yaml: &str, zone: Option<&str>) -> crate::topology::Desired {
     network(&inputs, NET).unwrap()
 }
 
-fn ids<T>(refs: &std::collections::BTreeSet<ovsdb_proto::model::Ref<T>>) -> Vec<String> {
+fn ids<T>(
+    d: &crate::topology::Desired,
+    refs: &std::collections::BTreeSet<ovsdb_proto::model::Ref<T>>,
+) -> Vec<String> {
     refs.iter()
-        .map(|r| reference_identity(r).unwrap().to_owned())
+        .map(|r| d.identity_of(r).unwrap().to_owned())
         .collect()
 }
 
@@ -85,10 +87,10 @@ fn the_cluster_router_and_its_ports_match_the_reference() {
     assert_eq!(cr.external_ids["k8s.ovn.org/network"], NET);
     assert_eq!(cr.external_ids["k8s.ovn.org/topology"], "layer3");
     assert_eq!(
-        reference_identity(cr.copp.as_ref().unwrap()),
+        d.identity_of(cr.copp.as_ref().unwrap()),
         Some("ovnkube-default")
     );
-    let mut ports = ids(&cr.ports);
+    let mut ports = ids(&d, &cr.ports);
     ports.sort();
     assert_eq!(
         ports,
@@ -106,7 +108,10 @@ fn the_cluster_router_and_its_ports_match_the_reference() {
     assert_eq!(rtos.mac, "0a:58:c0:a8:01:01");
     assert_eq!(rtos.options["gateway_mtu"], "1400");
     let gc_name = format!("rtos-{P}test-node-{CHASSIS}");
-    assert_eq!(ids(&rtos.gateway_chassis), std::slice::from_ref(&gc_name));
+    assert_eq!(
+        ids(&d, &rtos.gateway_chassis),
+        std::slice::from_ref(&gc_name)
+    );
     let gc = d.get::<GatewayChassis>(&gc_name).unwrap();
     assert_eq!((gc.chassis_name.as_str(), gc.priority), (CHASSIS, 1));
 
@@ -134,7 +139,7 @@ fn switches_carry_their_subnets_and_ports() {
     assert_eq!(ls.other_config["subnet"], "192.168.1.0/24");
     assert_eq!(ls.other_config["exclude_ips"], "192.168.1.2");
     assert_eq!(ls.external_ids["k8s.ovn.org/role"], "primary");
-    let mut lbgs = ids(&ls.load_balancer_group);
+    let mut lbgs = ids(&d, &ls.load_balancer_group);
     lbgs.sort();
     assert_eq!(
         lbgs,

@@ -1,0 +1,403 @@
+//! netconnect at scale: N primary Layer3 networks × M nodes, the zone of one node (as
+//! OVN-Kubernetes' interconnect runs: one node per zone, the others remote).
+//!
+//! Each phase runs in its own process so that its peak memory (VmHWM) is its own:
+//!
+//! - `desired`: validating and allocating the inputs, and computing every key's rows;
+//! - `ours`: programming an empty ovsdb-server through the cache and the reconciler (one
+//!   transaction per network), then a second pass that must write nothing (rows compared
+//!   per second), then one node added (the rows written, one transaction per network);
+//! - `floor`: the same operations sent over a raw socket to a second, empty server, in
+//!   the same transactions, reading only the replies; then the node-added operations.
+//!
+//! `cargo bench -p integration-tests --bench netconnect [-- NETWORKS NODES]` (default
+//! 500 × 500).
+
+use std::io::{BufRead, BufReader, Read, Write};
+
+// The allocator netconnectd uses.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use netconnect::api::load::parse_file;
+use netconnect::reconcile::{NbIndexes, Reconciler};
+use netconnect::state::State;
+use netconnect::world::{Settings, World};
+use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
+use ovsdb_proto::cache::{Cache, CacheConfig};
+use ovsdb_proto::{Atom, Condition, Operation};
+
+fn manifests(networks: usize, nodes: usize) -> String {
+    let mut s = String::new();
+    for i in 0..networks {
+        s.push_str(&format!(
+            "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: net{i:04}}}\n\
+             spec:\n  namespaceSelector: {{}}\n  network:\n    topology: Layer3\n    layer3: {{role: Primary, subnets: [{{cidr: 10.128.0.0/14, hostSubnet: 23}}]}}\n"
+        ));
+    }
+    for n in 0..nodes {
+        s.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: node-{n:04}\n  annotations: {{k8s.ovn.org/node-chassis-id: chassis-{n:04}}}\n"
+        ));
+    }
+    s
+}
+
+fn world(networks: usize, nodes: usize) -> World {
+    let settings = Settings {
+        zone: Some("node-0000".into()),
+        ..Default::default()
+    };
+    let w = World::build(
+        &[parse_file(
+            Path::new("bench.yaml"),
+            &manifests(networks, nodes),
+        )],
+        &State::default(),
+        settings,
+    );
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    w
+}
+
+fn peak_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+/// `desired N M`: time to build the world and every key's rows.
+fn desired(networks: usize, nodes: usize) {
+    let start = Instant::now();
+    let w = world(networks, nodes);
+    let built = start.elapsed();
+    let mut rows = 0usize;
+    let t = Instant::now();
+    for k in w.keys() {
+        rows += w.desired(&k).unwrap().len();
+    }
+    let computed = t.elapsed();
+    println!(
+        "desired: inputs validated and allocated in {built:.2?}; {rows} rows for {} keys in {computed:.2?} ({:.0} rows/s); peak {:.0} MiB",
+        w.keys().len(),
+        rows as f64 / computed.as_secs_f64(),
+        peak_mib()
+    );
+}
+
+/// Writes each transaction's operations as one JSON line.
+fn record(path: &str, transactions: &[Vec<Operation>]) {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for ops in transactions {
+        serde_json::to_writer(&mut file, ops).unwrap();
+        file.write_all(b"\n").unwrap();
+    }
+}
+
+/// `ours REMOTE N M OPS NODE_OPS`: program through the reconciler; record the
+/// operations of each transaction for the floor (with conditions on `_uuid` turned into
+/// conditions on names, which the floor's server also has).
+fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_file: &str) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
+        let nb = NbIndexes::register(&mut cc);
+        let (cache, _) = Cache::start(cc);
+        let cache = std::sync::Arc::new(cache);
+        cache.wait_until_ready().await;
+        let mut r = Reconciler::new(cache.clone(), nb);
+        r.wait = Duration::from_secs(600);
+        let w = world(networks, nodes);
+        let mut sent = Vec::new();
+        let start = Instant::now();
+        let mut rows = 0;
+        for k in w.keys() {
+            let d = w.desired(&k).unwrap();
+            let plan = r.apply(&d).await.unwrap();
+            rows += plan.inserted.len();
+            sent.push(plan.operations);
+        }
+        let programmed = start.elapsed();
+        record(ops_file, &sent);
+        println!(
+            "ours, one key at a time: {rows} rows in {} transactions in {programmed:.2?} ({:.0} rows/s), cache at {} rows; peak {:.0} MiB",
+            r.transactions(),
+            rows as f64 / programmed.as_secs_f64(),
+            cache.snapshot().len(),
+            peak_mib()
+        );
+        // The same from empty again, as netconnectd --once runs it: four keys in
+        // flight (the cache and reconciler are fresh, on a fresh database).
+        drop(r);
+        let (r, programmed, rows) = {
+            let remote2 = std::env::var("NETCONNECT_BENCH_SECOND").unwrap();
+            let mut cc = CacheConfig::new(vec![remote2.parse().unwrap()], "OVN_Northbound", &[]);
+            let nb = NbIndexes::register(&mut cc);
+            let (cache2, _) = Cache::start(cc);
+            let cache2 = std::sync::Arc::new(cache2);
+            cache2.wait_until_ready().await;
+            let mut r2 = Reconciler::new(cache2.clone(), nb);
+            r2.wait = Duration::from_secs(600);
+            let start = Instant::now();
+            let out = netconnect::controller::once(&r2, &w, 1, Default::default(), 4).await;
+            let programmed = start.elapsed();
+            let rows: usize = out.iter().map(|o| o.result.as_ref().unwrap().inserted.len()).sum();
+            (r2, programmed, rows)
+        };
+        let cache = r.cache().clone();
+        println!(
+            "ours, four keys in flight: {rows} rows in {} transactions in {programmed:.2?} ({:.0} rows/s), cache at {} rows",
+            r.transactions(),
+            rows as f64 / programmed.as_secs_f64(),
+            cache.snapshot().len(),
+        );
+
+        // A second pass over unchanged inputs: every row compared, nothing written.
+        let t = Instant::now();
+        let mut compared = 0;
+        for k in w.keys() {
+            let plan = r.plan(&w.desired(&k).unwrap()).unwrap();
+            assert!(plan.is_empty(), "{k}: {plan}");
+            compared += plan.compared;
+        }
+        let d = t.elapsed();
+        println!(
+            "ours: second pass compared {compared} rows in {d:.2?} ({:.0} rows/s), wrote nothing",
+            compared as f64 / d.as_secs_f64()
+        );
+
+        // One node more.
+        let w2 = world(networks, nodes + 1);
+        let snap = cache.snapshot();
+        let mut sent = Vec::new();
+        let t0 = r.transactions();
+        let w0 = r.rows_written();
+        let t = Instant::now();
+        for k in w2.keys() {
+            let d = w2.desired(&k).unwrap();
+            let plan = r.apply(&d).await.unwrap();
+            if !plan.is_empty() {
+                sent.push(plan.operations);
+            }
+        }
+        let d = t.elapsed();
+        let renamed: Vec<Vec<Operation>> = sent.iter().map(|ops| by_name(ops, &snap)).collect();
+        record(node_ops_file, &renamed);
+        println!(
+            "ours: a node added: {} rows written in {} transactions in {d:.2?}",
+            r.rows_written() - w0,
+            r.transactions() - t0
+        );
+    });
+}
+
+/// The operations with each `_uuid == U` condition replaced by `name == <U's name>`.
+fn by_name(ops: &[Operation], snap: &ovsdb_proto::cache::Snapshot) -> Vec<Operation> {
+    let fix = |table: &str, conditions: &[Condition]| -> Vec<Condition> {
+        conditions
+            .iter()
+            .map(|c| {
+                let uuid = (c.column == "_uuid")
+                    .then(|| c.value.as_scalar().and_then(Atom::as_uuid))
+                    .flatten();
+                match uuid.and_then(|u| snap.get(table, &u)) {
+                    Some(row) => Condition::new("name", c.function, row["name"].clone()),
+                    None => c.clone(),
+                }
+            })
+            .collect()
+    };
+    ops.iter()
+        .map(|op| match op {
+            Operation::Update {
+                table,
+                conditions,
+                row,
+            } => Operation::Update {
+                table: table.clone(),
+                conditions: fix(table, conditions),
+                row: row.clone(),
+            },
+            Operation::Mutate {
+                table,
+                conditions,
+                mutations,
+            } => Operation::Mutate {
+                table: table.clone(),
+                conditions: fix(table, conditions),
+                mutations: mutations.clone(),
+            },
+            other => other.clone(),
+        })
+        .collect()
+}
+
+/// Sends each line of `file` as one transaction and reads its reply (one at a time,
+/// as the reconciler does); returns the time.
+fn send_all(stream: &mut UnixStream, file: &str) -> (Duration, usize) {
+    let lines: Vec<String> = BufReader::new(std::fs::File::open(file).unwrap())
+        .lines()
+        .map(Result::unwrap)
+        .collect();
+    let requests: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, ops)| {
+            let ops: Vec<serde_json::Value> = serde_json::from_str(ops).unwrap();
+            let mut params = vec![serde_json::Value::from("OVN_Northbound")];
+            params.extend(ops);
+            serde_json::json!({"id": i, "method": "transact", "params": params}).to_string()
+        })
+        .collect();
+    let mut buf = bytes::BytesMut::new();
+    let mut codec = ovsdb_proto::codec::JsonRpcCodec::default();
+    let mut chunk = vec![0u8; 1 << 20];
+    let start = Instant::now();
+    for r in &requests {
+        stream.write_all(r.as_bytes()).unwrap();
+        loop {
+            use tokio_util::codec::Decoder;
+            if let Some(m) = codec.decode(&mut buf).unwrap() {
+                let text = String::from_utf8_lossy(m.as_bytes());
+                assert!(
+                    !text.contains("\"error\":\""),
+                    "the floor's transaction failed: {text}"
+                );
+                break;
+            }
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(n > 0);
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+    (start.elapsed(), requests.len())
+}
+
+/// A client that monitors every table netconnect caches and reads the updates into
+/// the void, so that the server does the same monitor work as for the cache.
+fn raw_monitor(path: &str) {
+    let mut m = UnixStream::connect(path).unwrap();
+    let tables: serde_json::Map<String, serde_json::Value> = netconnect::reconcile::nb::TABLES
+        .iter()
+        .map(|t| (t.to_string(), serde_json::json!([{}])))
+        .collect();
+    let req = serde_json::json!({"id": "m", "method": "monitor_cond_since", "params": [
+        "OVN_Northbound", "m", tables, "00000000-0000-0000-0000-000000000000"]});
+    m.write_all(req.to_string().as_bytes()).unwrap();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 20];
+        while m.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
+    });
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+/// `floor PATH OPS NODE_OPS [monitored]`.
+fn floor(path: &str, ops_file: &str, node_ops_file: &str, monitored: bool) {
+    if monitored {
+        raw_monitor(path);
+    }
+    let mut s = UnixStream::connect(path).unwrap();
+    let (d, n) = send_all(&mut s, ops_file);
+    let label = if monitored {
+        "floor with a monitor reading the updates"
+    } else {
+        "floor"
+    };
+    println!(
+        "{label}: {n} transactions in {d:.2?}; peak {:.0} MiB",
+        peak_mib()
+    );
+    let (d, n) = send_all(&mut s, node_ops_file);
+    println!("{label}: a node added: {n} transactions in {d:.2?}");
+}
+
+fn run_child(args: &[&str]) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--child")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    print!("{text}");
+    text
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        let a = &args[i + 1..];
+        let n = |k: usize| a[k].parse::<usize>().unwrap();
+        return match a[0].as_str() {
+            "desired" => desired(n(1), n(2)),
+            "ours" => ours(&a[1], n(2), n(3), &a[4], &a[5]),
+            "floor" => floor(
+                &a[1],
+                &a[2],
+                &a[3],
+                a.get(4).is_some_and(|m| m == "monitored"),
+            ),
+            other => panic!("unknown child {other}"),
+        };
+    }
+    let counts: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let networks = counts.first().copied().unwrap_or(500);
+    let nodes = counts.get(1).copied().unwrap_or(500);
+    println!("{networks} Layer3 networks × {nodes} nodes, the zone of one node");
+    run_child(&["desired", &networks.to_string(), &nodes.to_string()]);
+
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let ops = dir.path().join("ops.jsonl");
+    let node_ops = dir.path().join("node-ops.jsonl");
+    let a = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let a2 = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    std::env::set_var("NETCONNECT_BENCH_SECOND", a2.unix_remote());
+    run_child(&[
+        "ours",
+        &a.unix_remote(),
+        &networks.to_string(),
+        &nodes.to_string(),
+        ops.to_str().unwrap(),
+        node_ops.to_str().unwrap(),
+    ]);
+    drop(a);
+    drop(a2);
+    let b = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let path = b.unix_remote().trim_start_matches("unix:").to_owned();
+    run_child(&[
+        "floor",
+        &path,
+        ops.to_str().unwrap(),
+        node_ops.to_str().unwrap(),
+    ]);
+    drop(b);
+    // The same with a client monitoring the tables, as the cache does: the server's
+    // share of the cost of keeping a cache.
+    let c = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let path = c.unix_remote().trim_start_matches("unix:").to_owned();
+    run_child(&[
+        "floor",
+        &path,
+        ops.to_str().unwrap(),
+        node_ops.to_str().unwrap(),
+        "monitored",
+    ]);
+}
