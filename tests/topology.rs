@@ -105,7 +105,57 @@ async fn layer3_and_layer2_networks_are_accepted_by_northd_and_idempotent() {
         .filter(|l| l.contains("|WARN|") || l.contains("|ERR|"))
         .collect();
     assert!(bad.is_empty(), "northd complained:\n{}", bad.join("\n"));
-    println!("{}", sb.nbctl(&["show"]).unwrap());
+    // The SB has the datapaths and port bindings with the keys the NB asked for.
+    let dp_key = |name: &str| {
+        sb.sbctl(&[
+            "--bare",
+            "--columns=tunnel_key",
+            "find",
+            "Datapath_Binding",
+            &format!("external_ids:name={name}"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
+    };
+    let pb_key = |port: &str| {
+        sb.sbctl(&[
+            "--bare",
+            "--columns=tunnel_key",
+            "find",
+            "Port_Binding",
+            &format!("logical_port={port}"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
+    };
+    let blue_id = alloc.network_ids["cluster_udn_blue"];
+    assert_eq!(
+        dp_key("cluster_udn_blue_transit_switch"),
+        (16711683 + blue_id).to_string()
+    );
+    for (n, id) in &alloc.node_ids {
+        assert_eq!(
+            pb_key(&format!("cluster_udn_blue_tstor-{n}")),
+            id.to_string()
+        );
+        assert_eq!(
+            pb_key(&format!("trtor-GR_yellow_net_{n}")),
+            (10 + id).to_string()
+        );
+    }
+    let keys = &alloc.tunnel_keys["yellow_net"];
+    assert_eq!(dp_key("yellow_net_ovn_layer2_switch"), keys[0].to_string());
+    assert_eq!(dp_key("yellow_net_transit_router"), keys[1].to_string());
+    assert_eq!(pb_key("trtos-yellow_net_ovn_layer2_switch"), "1");
+    // Every port the NB has is bound in the SB.
+    let lsps = sb
+        .nbctl(&["--bare", "--columns=name", "list", "Logical_Switch_Port"])
+        .unwrap();
+    for name in lsps.split_whitespace() {
+        assert!(!pb_key(name).is_empty(), "no port binding for {name}");
+    }
 }
 
 /// The MAC OVN-Kubernetes gives a pod whose first address is `ip` (IPv4).

@@ -71,8 +71,8 @@ struct Existing {
 /// What the planner needs to know of one table, worked out once per schema.
 struct TableInfo {
     schema: TableSchema,
-    /// Columns holding sets of references (changed by mutation).
-    ref_sets: HashSet<String>,
+    /// Columns holding sets of references (changed by mutation), sorted.
+    ref_sets: Vec<String>,
     /// Columns holding any references.
     refs: Vec<String>,
 }
@@ -82,7 +82,7 @@ fn table_info(schema: &DatabaseSchema) -> HashMap<String, TableInfo> {
         .tables
         .iter()
         .map(|(name, t)| {
-            let mut ref_sets = HashSet::new();
+            let mut ref_sets = Vec::new();
             let mut refs = Vec::new();
             for (c, cs) in &t.columns {
                 let ty = &cs.column_type;
@@ -95,7 +95,7 @@ fn table_info(schema: &DatabaseSchema) -> HashMap<String, TableInfo> {
                     && ty.key.ref_table.is_some()
                     && !matches!(ty.max, Max::Limited(0 | 1))
                 {
-                    ref_sets.insert(c.clone());
+                    ref_sets.push(c.clone());
                 }
             }
             (
@@ -383,11 +383,26 @@ fn plan_with(
         let mut update = Row::new();
         let mut muts = Vec::new();
         let mut changed = Vec::new();
+        // Both rows list their columns in name order: walk them side by side.
+        let mut cached = e.row.iter().peekable();
         for (column, value) in &r.row {
+            let current = loop {
+                match cached.peek() {
+                    Some((c, _)) if *c < column.as_str() => {
+                        cached.next();
+                    }
+                    Some((c, d)) if *c == column.as_str() => {
+                        let d = *d;
+                        cached.next();
+                        break Some(d);
+                    }
+                    _ => break None,
+                }
+            };
             if WRITTEN_BY_OVN.contains(&column.as_str()) {
                 continue;
             }
-            let Some(current) = e.row.get(column) else {
+            let Some(current) = current else {
                 if ti.schema.column(column).is_none() && !r.defaults.contains(column) {
                     return Err(PlanError::Unsupported {
                         table: r.table.into(),
@@ -396,7 +411,11 @@ fn plan_with(
                 }
                 continue;
             };
-            if ti.ref_sets.contains(column.as_str()) {
+            if ti
+                .ref_sets
+                .binary_search_by(|c| c.as_str().cmp(column))
+                .is_ok()
+            {
                 let mut want: Vec<Atom> = value
                     .as_set()
                     .unwrap_or(&[])
