@@ -4,19 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use integration_tests::sandbox;
+use ovn_sandbox::Sandbox;
 
-/// The binary, built by `cargo test --workspace`.
+/// The binary, which cargo builds for this package's integration tests.
 fn netconnectd() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
-    let path = dir.join("netconnectd");
-    assert!(
-        path.exists(),
-        "{} is missing: run the suite with `cargo test --workspace`, which builds it",
-        path.display()
-    );
-    path
+    PathBuf::from(env!("CARGO_BIN_EXE_netconnectd"))
+}
+
+fn sandbox() -> Sandbox {
+    Sandbox::start().unwrap_or_else(|e| panic!("cannot start the OVN sandbox: {e}"))
 }
 
 fn run(nb: &str, manifests: &Path, status: &Path, extra: &[&str]) -> Output {
