@@ -158,50 +158,7 @@ async fn layer3_and_layer2_networks_are_accepted_by_northd_and_idempotent() {
     }
 }
 
-/// The MAC OVN-Kubernetes gives a pod whose first address is `ip` (IPv4).
-fn pod_mac(ip: std::net::Ipv4Addr) -> String {
-    let o = ip.octets();
-    format!("0a:58:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3])
-}
-
-/// Adds a pod's logical port to `switch` (as OVN-Kubernetes' pod controller would) and
-/// the pod itself to the chassis.
-fn add_pod(
-    sb: &integration_tests::Sandbox,
-    chassis: &mut ovn_sandbox::Chassis,
-    switch: &str,
-    name: &str,
-    ips: &[&str],
-    gateways: &[&str],
-) -> ovn_sandbox::Pod {
-    let nets: Vec<ipnet::IpNet> = ips.iter().map(|s| s.parse().unwrap()).collect();
-    let v4 = match nets[0].addr() {
-        std::net::IpAddr::V4(v4) => v4,
-        _ => panic!("IPv4 first"),
-    };
-    let mac = pod_mac(v4);
-    let mut addresses = mac.clone();
-    for n in &nets {
-        addresses.push(' ');
-        addresses.push_str(&n.addr().to_string());
-    }
-    sb.nbctl(&[
-        "lsp-add",
-        switch,
-        name,
-        "--",
-        "lsp-set-addresses",
-        name,
-        &addresses,
-        "--",
-        "lsp-set-port-security",
-        name,
-        &addresses,
-    ])
-    .unwrap();
-    let gws: Vec<std::net::IpAddr> = gateways.iter().map(|g| g.parse().unwrap()).collect();
-    chassis.add_pod(name, &mac, &nets, &gws).unwrap()
-}
+use integration_tests::udn::add_pod;
 
 fn ip(s: &str) -> std::net::IpAddr {
     s.parse().unwrap()

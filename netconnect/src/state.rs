@@ -101,8 +101,14 @@ impl State {
     /// definitions and the remembered annotations.
     pub fn context(&self, reserved: Reserved) -> Context {
         let mut accepted = BTreeMap::new();
+        let mut accepted_connects = BTreeMap::new();
         let mut remembered = BTreeMap::new();
         for (k, o) in &self.objects {
+            if let Object::ClusterNetworkConnect(c) = o {
+                if let Ok(spec) = crate::api::validate::connect_spec(c) {
+                    accepted_connects.insert(c.metadata.name.clone(), spec);
+                }
+            }
             let network: Option<Network> = match o {
                 Object::UserDefinedNetwork(u) => udn_network(u).ok(),
                 Object::ClusterUserDefinedNetwork(c) => cudn_network(c).ok(),
@@ -130,6 +136,7 @@ impl State {
         }
         Context {
             accepted,
+            accepted_connects,
             reserved,
             remembered,
         }

@@ -3,13 +3,17 @@
 
 use std::collections::BTreeSet;
 
+use crate::alloc::admission::admit;
 use crate::alloc::{allocate, Allocations, ClusterConfig};
 use crate::api::load::{FileObjects, Problem};
 use crate::api::validate::Reserved;
 use crate::api::Inventory;
+use crate::reconcile::NbIndexes;
 use crate::state::State;
-use crate::topology::desired::Owner;
+use crate::topology::desired::{IdForm, Owner};
 use crate::topology::{self, BuildError, Desired, Inputs, TopologyConfig};
+use crate::topology::{connect, services};
+use ovsdb_proto::cache::Snapshot;
 
 /// Settings that are not in the manifests.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +35,8 @@ pub enum Key {
     Cluster,
     /// A network's topology, by network name.
     Network(String),
+    /// A ClusterNetworkConnect's rows in the zone, by its name.
+    Connect(String),
     /// Rows whose owner no longer exists: they are removed.
     Gone(Owner),
 }
@@ -40,6 +46,7 @@ impl std::fmt::Display for Key {
         match self {
             Key::Cluster => f.write_str("cluster"),
             Key::Network(n) => write!(f, "network {n}"),
+            Key::Connect(c) => write!(f, "connect {c}"),
             Key::Gone(o) => write!(f, "gone {o}"),
         }
     }
@@ -64,9 +71,17 @@ impl World {
     pub fn build(files: &[FileObjects], state: &State, settings: Settings) -> World {
         let context = state.context(settings.reserved.clone());
         let inventory = Inventory::build(files, &context);
-        let (allocations, mut problems) = allocate(&inventory, &settings.cluster);
+        let (mut allocations, mut problems) = allocate(&inventory, &settings.cluster);
+        let (connects, mut refused) = admit(
+            &inventory,
+            &allocations,
+            &settings.reserved,
+            &settings.cluster,
+        );
+        allocations.connects = connects;
         let mut all = inventory.problems.clone();
         all.append(&mut problems);
+        all.append(&mut refused);
         World {
             inventory,
             allocations,
@@ -90,11 +105,23 @@ impl World {
         State::next(&self.inventory, &self.allocations, previous)
     }
 
-    /// The keys the inputs define: the cluster rows, then each network in name order.
+    /// The keys the inputs define: the cluster rows, then each network in name order,
+    /// then each ClusterNetworkConnect (whose rows go on the networks').
     pub fn keys(&self) -> Vec<Key> {
         let mut keys = vec![Key::Cluster];
         keys.extend(self.inventory.networks.keys().cloned().map(Key::Network));
+        keys.extend(self.inventory.connects.keys().cloned().map(Key::Connect));
         keys
+    }
+
+    /// The ClusterNetworkConnects that connect network `net` now.
+    pub fn connects_of(&self, net: &str) -> Vec<Key> {
+        self.allocations
+            .connects
+            .iter()
+            .filter(|(_, c)| c.networks.values().any(|n| n == net))
+            .map(|(name, _)| Key::Connect(name.clone()))
+            .collect()
     }
 
     /// The key whose rows carry `owner`: one of [`World::keys`], or [`Key::Gone`] when
@@ -102,6 +129,11 @@ impl World {
     pub fn key_of(&self, owner: &Owner) -> Key {
         if *owner == topology::cluster::owner() {
             return Key::Cluster;
+        }
+        if *owner == connect::owner(&owner.name)
+            && self.inventory.connects.contains_key(&owner.name)
+        {
+            return Key::Connect(owner.name.clone());
         }
         if let Some(net) = owner.controller.strip_suffix("-network-controller") {
             if let Some(info) = self.inventory.networks.get(net) {
@@ -124,11 +156,34 @@ impl World {
             .collect()
     }
 
+    /// The keys with rows in the NB of `snap` that the inputs no longer define: owners
+    /// found by their stamps, and ClusterNetworkConnects whose load balancer group
+    /// (a table without owner stamps) is left.
+    pub fn gone_in(&self, snap: &Snapshot, nb: &NbIndexes) -> BTreeSet<Key> {
+        let mut owners: Vec<Owner> = nb.owners(snap).into_keys().collect();
+        for (_, row) in snap.table("Load_Balancer_Group").iter() {
+            let name = row
+                .get("name")
+                .and_then(|d| d.as_scalar())
+                .and_then(|a| a.as_str());
+            if let Some(cnc) = name.and_then(|n| n.strip_prefix("cnc_svc_")) {
+                owners.push(connect::owner(cnc));
+            }
+        }
+        self.gone(owners.iter())
+    }
+
     /// What `key` wants in the NB.
     pub fn desired(&self, key: &Key) -> Result<Desired, BuildError> {
         match key {
             Key::Cluster => Ok(topology::cluster::build()),
             Key::Network(name) => topology::network(&self.inputs(), name),
+            Key::Connect(name) => connect::build(&self.inputs(), name),
+            Key::Gone(owner) if *owner == connect::owner(&owner.name) => {
+                let mut d = Desired::with_id_form(owner.clone(), IdForm::ObjectIds);
+                d.claim::<nb_model::LoadBalancerGroup>(&services::lb_group_name(&owner.name));
+                Ok(d)
+            }
             Key::Gone(owner) => {
                 let mut d = Desired::new(owner.clone());
                 if let Some(net) = owner.controller.strip_suffix("-network-controller") {
@@ -140,10 +195,11 @@ impl World {
     }
 }
 
-/// True for owners netconnect writes (and so may remove): the cluster rows and the
-/// networks' rows.
+/// True for owners netconnect writes (and so may remove): the cluster rows, the
+/// networks' rows and the ClusterNetworkConnects' rows.
 pub fn is_ours(owner: &Owner) -> bool {
     *owner == topology::cluster::owner()
+        || *owner == connect::owner(&owner.name)
         || (owner.controller.ends_with("-network-controller")
             && matches!(
                 owner.kind.as_str(),

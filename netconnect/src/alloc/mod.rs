@@ -8,6 +8,8 @@
 //! restarted daemon and to a second zone; an allocation, once made, does not change
 //! while its object exists.
 
+pub mod admission;
+pub mod connect;
 pub mod ids;
 pub mod subnets;
 pub mod transit;
@@ -69,6 +71,9 @@ pub struct Allocations {
     pub tunnel_keys: BTreeMap<String, Vec<u32>>,
     /// Primary Layer2 networks' transit subnets (IPv4 first).
     pub transit_subnets: BTreeMap<String, Vec<IpNet>>,
+    /// ClusterNetworkConnects' acceptance, tunnel keys and connect subnets, by name
+    /// ([`admission::admit`]).
+    pub connects: BTreeMap<String, admission::ConnectAllocation>,
 }
 
 fn problem_for(
@@ -207,16 +212,9 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
         }
     }
     for cnc in inv.connects.values() {
-        if let Some(k) = cnc
-            .object
-            .metadata
-            .annotations
-            .get(CONNECT_ROUTER_TUNNEL_KEY)
-        {
-            if let Ok(k) = parse_id(CONNECT_ROUTER_TUNNEL_KEY, k) {
-                // A clash is the connect's problem, reported when it is reconciled.
-                let _ = keys.reserve(k);
-            }
+        if let Some(k) = cnc.tunnel_key {
+            // A clash is the connect's problem, reported when it is admitted.
+            let _ = keys.reserve(k);
         }
     }
     for name in need_key {

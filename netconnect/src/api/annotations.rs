@@ -174,6 +174,57 @@ pub fn format_tunnel_keys(keys: &[u32]) -> String {
     serde_json::to_string(keys).expect("integers serialize")
 }
 
+/// Reads [`NETWORK_CONNECT_SUBNET`]: each connected network's connect subnets (IPv4
+/// first) by owner key (`layer3_<id>`, `layer2_<id>`).
+pub fn parse_connect_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, BadAnnotation> {
+    let key = NETWORK_CONNECT_SUBNET;
+    let raw: BTreeMap<String, PrimaryIfAddr> = serde_json::from_str(value).map_err(|e| {
+        bad(
+            key,
+            value,
+            format!("not {{\"layer3_<id>\": {{\"ipv4\": …, \"ipv6\": …}}}} ({e})"),
+        )
+    })?;
+    let mut out = BTreeMap::new();
+    for (owner, addrs) in raw {
+        let mut subnets = Vec::new();
+        for (family, s) in [("ipv4", &addrs.ipv4), ("ipv6", &addrs.ipv6)] {
+            let Some(s) = s else { continue };
+            let n: IpNet = s
+                .parse()
+                .map_err(|_| bad(key, value, format!("{owner}: {family} {s:?} is not a CIDR")))?;
+            if (family == "ipv4") != n.addr().is_ipv4() || n.trunc() != n {
+                return Err(bad(key, value, format!("{owner}: {family} holds {s}")));
+            }
+            subnets.push(n);
+        }
+        if subnets.is_empty() {
+            return Err(bad(key, value, format!("{owner}: no subnet")));
+        }
+        out.insert(owner, subnets);
+    }
+    Ok(out)
+}
+
+/// Writes [`NETWORK_CONNECT_SUBNET`].
+pub fn format_connect_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
+    let raw: BTreeMap<&String, PrimaryIfAddr> = subnets
+        .iter()
+        .map(|(owner, nets)| {
+            let mut v = PrimaryIfAddr::default();
+            for n in nets {
+                if n.addr().is_ipv4() {
+                    v.ipv4 = Some(n.to_string());
+                } else {
+                    v.ipv6 = Some(n.to_string());
+                }
+            }
+            (owner, v)
+        })
+        .collect();
+    serde_json::to_string(&raw).expect("strings serialize")
+}
+
 /// The node's gateway, from [`L3_GATEWAY_CONFIG`] (its `default` entry).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct L3GatewayConfig {

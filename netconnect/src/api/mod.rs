@@ -76,15 +76,20 @@ pub struct NetworkInfo {
     pub tunnel_keys: Option<Vec<u32>>,
 }
 
-/// A ClusterNetworkConnect with its CRD rules checked.
+/// A ClusterNetworkConnect with its CRD rules checked and its annotations read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConnectInfo {
     /// Where it was read.
     pub origin: Origin,
     /// The object as read.
     pub object: ClusterNetworkConnect,
-    /// The checked spec, or why it fails the CRD's rules.
-    pub spec: Result<validate::ConnectSpec, validate::FieldError>,
+    /// The spec in force: the object's, with the connect subnets accepted first (they
+    /// are immutable).
+    pub spec: validate::ConnectSpec,
+    /// `k8s.ovn.org/connect-router-tunnel-key`, if annotated.
+    pub tunnel_key: Option<u32>,
+    /// `k8s.ovn.org/network-connect-subnet`, if annotated.
+    pub subnets: Option<BTreeMap<String, Vec<IpNet>>>,
 }
 
 /// Every object read, validated and indexed by name; with the problems of those that
@@ -109,6 +114,8 @@ pub struct Inventory {
 pub struct Context {
     /// Each network's last accepted definition, by network name.
     pub accepted: BTreeMap<String, Network>,
+    /// Each ClusterNetworkConnect's last accepted spec, by name.
+    pub accepted_connects: BTreeMap<String, validate::ConnectSpec>,
     /// Reserved ranges.
     pub reserved: validate::Reserved,
     /// Annotations remembered from an earlier run (the allocations persisted), by
@@ -236,14 +243,15 @@ impl Inventory {
                         }
                     }
                     Object::ClusterNetworkConnect(cnc) => {
-                        inv.connects.insert(
-                            cnc.metadata.name.clone(),
-                            ConnectInfo {
-                                origin: origin.clone(),
-                                object: cnc.clone(),
-                                spec: validate::connect_spec(cnc),
-                            },
-                        );
+                        match connect_info(origin, cnc, context) {
+                            Ok((info, refused)) => {
+                                if let Some(e) = refused {
+                                    inv.problems.push(problem(Some(e.field), e.message));
+                                }
+                                inv.connects.insert(cnc.metadata.name.clone(), info);
+                            }
+                            Err(p) => inv.problems.push(problem(p.0, p.1)),
+                        }
                     }
                 }
             }
@@ -255,6 +263,57 @@ impl Inventory {
     /// whole cluster).
     pub fn is_local(&self, node: &NodeInfo, zone: Option<&str>) -> bool {
         zone.is_none_or(|z| node.zone == z)
+    }
+
+    /// The primary network of namespace `ns`: its primary UserDefinedNetwork, else a
+    /// primary ClusterUserDefinedNetwork that selects it (first by name).
+    pub fn primary_network_of(&self, ns: &str) -> Option<&str> {
+        let labels = &self.namespaces.get(ns)?.metadata.labels;
+        let primary = |n: &&NetworkInfo| n.network.role == Role::Primary;
+        self.networks
+            .values()
+            .filter(primary)
+            .find(|n| {
+                matches!(&n.network.owner, NetworkOwner::UserDefinedNetwork { namespace, .. } if namespace == ns)
+            })
+            .or_else(|| {
+                self.networks.values().filter(primary).find(|n| {
+                    n.namespace_selector
+                        .as_ref()
+                        .is_some_and(|sel| sel.matches(labels))
+                })
+            })
+            .map(|n| n.network.owner.network_name())
+            .and_then(|name| self.networks.get_key_value(&name).map(|(k, _)| k.as_str()))
+    }
+
+    /// The networks a ClusterNetworkConnect's selectors select, by name, each once:
+    /// ClusterUserDefinedNetworks by their labels (whatever their role and topology, so
+    /// that an unsupported one can be refused), and the primary network of each
+    /// namespace a namespace selector selects.
+    pub fn selected_networks(&self, cnc: &ClusterNetworkConnect) -> Vec<&str> {
+        let mut out = BTreeSet::new();
+        for sel in &cnc.spec.network_selectors {
+            if let Some(c) = &sel.cluster_user_defined_network_selector {
+                for (name, n) in &self.networks {
+                    if matches!(
+                        n.network.owner,
+                        NetworkOwner::ClusterUserDefinedNetwork { .. }
+                    ) && c.network_selector.matches(&n.labels)
+                    {
+                        out.insert(name.as_str());
+                    }
+                }
+            }
+            if let Some(p) = &sel.primary_user_defined_network_selector {
+                for ns in self.selected_namespaces(&p.namespace_selector) {
+                    if let Some(net) = self.primary_network_of(ns) {
+                        out.insert(net);
+                    }
+                }
+            }
+        }
+        out.into_iter().collect()
     }
 
     /// The namespaces a CUDN selects.
@@ -312,6 +371,65 @@ fn node_info(origin: &Origin, node: &Node, context: &Context) -> Result<NodeInfo
 }
 
 type FieldProblem = (Option<String>, String);
+
+/// A ClusterNetworkConnect's spec and annotations. A spec the CRD's rules refuse leaves
+/// the one accepted before in force (returned second); so do changed connect subnets.
+fn connect_info(
+    origin: &Origin,
+    cnc: &ClusterNetworkConnect,
+    context: &Context,
+) -> Result<(ConnectInfo, Option<validate::FieldError>), FieldProblem> {
+    let accepted = context.accepted_connects.get(&cnc.metadata.name);
+    let (spec, refused) = match (validate::connect_spec(cnc), accepted) {
+        (Ok(spec), Some(old)) if spec.connect_subnets != old.connect_subnets => (
+            validate::ConnectSpec {
+                connect_subnets: old.connect_subnets.clone(),
+                ..spec
+            },
+            Some(validate::FieldError {
+                field: "spec.connectSubnets".into(),
+                message: "connectSubnets is immutable; the accepted ones stay in force".into(),
+            }),
+        ),
+        (Ok(spec), _) => (spec, None),
+        (Err(e), Some(old)) => (
+            old.clone(),
+            Some(validate::FieldError {
+                message: format!("{}; the accepted spec stays in force", e.message),
+                ..e
+            }),
+        ),
+        (Err(e), None) => return Err((Some(e.field), e.message)),
+    };
+    use annotations::*;
+    let a = &context.annotations("ClusterNetworkConnect", &cnc.metadata);
+    let bad = |e: BadAnnotation| {
+        (
+            Some(format!("metadata.annotations[{}]", e.key)),
+            format!("{:?}: {}", e.value, e.reason),
+        )
+    };
+    let tunnel_key = a
+        .get(CONNECT_ROUTER_TUNNEL_KEY)
+        .map(|v| parse_id(CONNECT_ROUTER_TUNNEL_KEY, v))
+        .transpose()
+        .map_err(bad)?;
+    let subnets = a
+        .get(NETWORK_CONNECT_SUBNET)
+        .map(|v| parse_connect_subnets(v))
+        .transpose()
+        .map_err(bad)?;
+    Ok((
+        ConnectInfo {
+            origin: origin.clone(),
+            object: cnc.clone(),
+            spec,
+            tunnel_key,
+            subnets,
+        },
+        refused,
+    ))
+}
 
 /// The network of a UDN or CUDN. A definition that breaks the update rules against the
 /// accepted one is refused (returned second) and the accepted one kept in force.

@@ -105,6 +105,7 @@ fn settings(args: &Args) -> Settings {
     };
     if !args.service_cidrs.is_empty() {
         s.reserved.service_cidrs = args.service_cidrs.clone();
+        s.topology.service_cidrs = args.service_cidrs.clone();
     }
     s
 }
@@ -155,9 +156,8 @@ async fn run(args: Args) -> Result<ExitCode, String> {
 
     if args.plan {
         let snap = cache.snapshot();
-        let owners = reconciler.indexes().owners(&snap);
         let mut keys = world.keys();
-        keys.extend(world.gone(owners.keys()));
+        keys.extend(world.gone_in(&snap, reconciler.indexes()));
         let mut failed = false;
         for key in keys {
             let plan = world

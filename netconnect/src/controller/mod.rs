@@ -147,7 +147,33 @@ impl Controller {
                 };
                 let w = world.borrow().clone();
                 match row.get("external_ids").and_then(Owner::of) {
-                    Some(owner) if is_ours(&owner) => queue.add(w.key_of(&owner)),
+                    Some(owner) if is_ours(&owner) => {
+                        let key = w.key_of(&owner);
+                        // Connects put rows on networks' routers and switches: when
+                        // one changes (or is made again), they look again.
+                        if let Key::Network(net) = &key {
+                            if matches!(e.table.as_str(), "Logical_Router" | "Logical_Switch") {
+                                for k in w.connects_of(net) {
+                                    queue.add(k);
+                                }
+                            }
+                        }
+                        queue.add(key);
+                    }
+                    _ if e.table == "Load_Balancer" => {
+                        // A service's load balancer: the connects of its network.
+                        let net = row
+                            .get("external_ids")
+                            .and_then(|d| {
+                                d.get(&ovsdb_proto::Atom::String("k8s.ovn.org/network".into()))
+                            })
+                            .and_then(ovsdb_proto::Atom::as_str);
+                        if let Some(net) = net {
+                            for k in w.connects_of(net) {
+                                queue.add(k);
+                            }
+                        }
+                    }
                     _ => {
                         // Another party's row: keys that refer to rows by name
                         // (the default COPP) look again.
@@ -178,8 +204,7 @@ fn enqueue_all(queue: &Queue<Key>, world: &World, reconciler: &Reconciler) {
         queue.add(k);
     }
     let snap = reconciler.cache().snapshot();
-    let owners = reconciler.indexes().owners(&snap);
-    for k in world.gone(owners.keys()) {
+    for k in world.gone_in(&snap, reconciler.indexes()) {
         queue.add(k);
     }
 }
@@ -197,8 +222,9 @@ pub struct Outcome {
 
 /// Reconciles every key of `world` (and the keys of owners it no longer defines) once,
 /// retrying a transient failure (`attempts` at most, with `backoff`). The cluster rows
-/// go first; then up to `parallel` keys are in flight at once (each is still one
-/// transaction, and no key is reconciled twice at once). Outcomes come in key order.
+/// go first, then the networks, then the ClusterNetworkConnects; within each, up to
+/// `parallel` keys are in flight at once (each is still one transaction, and no key is
+/// reconciled twice at once). Outcomes come in that order.
 pub async fn once(
     reconciler: &Reconciler,
     world: &World,
@@ -208,9 +234,8 @@ pub async fn once(
 ) -> Vec<Outcome> {
     use futures_util::stream::{self, StreamExt};
     let snap = reconciler.cache().snapshot();
-    let owners = reconciler.indexes().owners(&snap);
     let mut keys = world.keys();
-    keys.extend(world.gone(owners.keys()));
+    keys.extend(world.gone_in(&snap, reconciler.indexes()));
     let one = |key: Key| async move {
         let mut n = 0;
         let result = loop {
@@ -229,18 +254,24 @@ pub async fn once(
             attempts: n,
         }
     };
+    // The cluster rows first, then the networks (and what is gone), then the
+    // connects, whose rows go on the networks' routers and switches.
+    let phase = |k: &Key| match k {
+        Key::Cluster => 0,
+        Key::Network(_) | Key::Gone(_) => 1,
+        Key::Connect(_) => 2,
+    };
     let mut out = Vec::with_capacity(keys.len());
-    let mut rest = keys.into_iter();
-    if let Some(first) = rest.next() {
-        out.push(one(first).await);
+    for p in 0..3 {
+        let these: Vec<Key> = keys.iter().filter(|k| phase(k) == p).cloned().collect();
+        let mut done: Vec<Outcome> = stream::iter(these)
+            .map(one)
+            .buffer_unordered(parallel.max(1))
+            .collect()
+            .await;
+        done.sort_by(|a, b| a.key.cmp(&b.key));
+        out.extend(done);
     }
-    let mut others: Vec<Outcome> = stream::iter(rest)
-        .map(one)
-        .buffer_unordered(parallel.max(1))
-        .collect()
-        .await;
-    others.sort_by(|a, b| a.key.cmp(&b.key));
-    out.extend(others);
     out
 }
 

@@ -22,7 +22,7 @@ use ovsdb_proto::cache::{CachedRow, Snapshot};
 use ovsdb_proto::schema::{DatabaseSchema, Max, TableSchema};
 use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation, Row, Uuid};
 
-use super::nb::{NbIndexes, TABLES};
+use super::nb::{NbIndexes, ATTACHABLE, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
 use crate::topology::desired::{
     foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
@@ -75,6 +75,8 @@ struct TableInfo {
     ref_sets: Vec<String>,
     /// Columns holding any references.
     refs: Vec<String>,
+    /// The [`ATTACHABLE`] tables and columns that can hold this table's rows.
+    held_in: Vec<(&'static str, Vec<&'static str>)>,
 }
 
 fn table_info(schema: &DatabaseSchema) -> HashMap<String, TableInfo> {
@@ -98,12 +100,29 @@ fn table_info(schema: &DatabaseSchema) -> HashMap<String, TableInfo> {
                     ref_sets.push(c.clone());
                 }
             }
+            let held_in = ATTACHABLE
+                .iter()
+                .filter_map(|&(parent, columns)| {
+                    let ps = schema.tables.get(parent)?;
+                    let cols: Vec<&'static str> = columns
+                        .iter()
+                        .copied()
+                        .filter(|c| {
+                            ps.columns.get(*c).is_some_and(|cs| {
+                                cs.column_type.key.ref_table.as_deref() == Some(name.as_str())
+                            })
+                        })
+                        .collect();
+                    (!cols.is_empty()).then_some((parent, cols))
+                })
+                .collect();
             (
                 name.clone(),
                 TableInfo {
                     schema: t.clone(),
                     ref_sets,
                     refs,
+                    held_in,
                 },
             )
         })
@@ -190,30 +209,42 @@ fn plan_with(
     let mut existing: HashMap<&str, HashMap<String, Existing>> = HashMap::new();
     let mut owned: HashSet<Uuid> = HashSet::new();
     for &table in TABLES {
-        let prefix = owner.id(table, "");
+        let prefix = desired.id_prefix(table);
         for (uuid, row) in nb.owned(snap, table, owner) {
-            let identity = row
+            let identity = match row
                 .get("external_ids")
                 .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
                 .and_then(Atom::as_str)
-                .and_then(|id| id.strip_prefix(prefix.as_str()))
-                .map(str::to_owned)
-                // A row of the key's without a valid id is not wanted: it goes.
-                .unwrap_or_else(|| format!("?{uuid}"));
+            {
+                Some(id) => id.strip_prefix(prefix.as_str()).map(str::to_owned),
+                // Without an id, a row is the key's unidentified row of its name.
+                None => row
+                    .get("name")
+                    .and_then(Datum::as_scalar)
+                    .and_then(Atom::as_str)
+                    .filter(|n| desired.get_row(table, n).is_some_and(|r| r.unidentified))
+                    .map(str::to_owned),
+            };
             owned.insert(uuid);
-            existing
-                .entry(table)
-                .or_default()
-                .insert(identity, Existing { uuid, row });
+            let rows = existing.entry(table).or_default();
+            // A row of the key's without a valid id, or a second row under one
+            // identity, is not wanted: it goes.
+            let identity = identity
+                .filter(|i| !rows.contains_key(i))
+                .unwrap_or_else(|| format!("?{uuid}"));
+            rows.insert(identity, Existing { uuid, row });
         }
     }
     for (table, name) in desired.claims() {
         for (uuid, row) in nb.named(snap, table, name) {
             owned.insert(uuid);
-            existing
-                .entry(table)
-                .or_default()
-                .insert(name.to_owned(), Existing { uuid, row });
+            let rows = existing.entry(table).or_default();
+            let identity = if rows.contains_key(name) {
+                format!("?{uuid}")
+            } else {
+                name.to_owned()
+            };
+            rows.insert(identity, Existing { uuid, row });
         }
     }
     let find = |table: &str, identity: &str| existing.get(table).and_then(|m| m.get(identity));
@@ -285,6 +316,25 @@ fn plan_with(
     for (p, u) in &foreign_names {
         resolved.insert(p.as_str(), Atom::Uuid(*u));
     }
+    // Every selection, resolved to the rows it matches now (sorted).
+    let mut selected: HashMap<&str, Vec<Atom>> = HashMap::new();
+    for r in &wanted {
+        for p in r.row.values().flat_map(placeholders) {
+            if selected.contains_key(p) {
+                continue;
+            }
+            if let Some(sel) = desired.selection(p) {
+                let mut rows: Vec<Atom> = snap
+                    .table(sel.table)
+                    .iter()
+                    .filter(|(_, row)| sel.matches(row))
+                    .map(|(u, _)| Atom::Uuid(*u))
+                    .collect();
+                rows.sort_unstable();
+                selected.insert(p, rows);
+            }
+        }
+    }
     let resolve_atom = |a: &Atom| -> Result<Atom, PlanError> {
         match a {
             Atom::NamedUuid(p) => resolved.get(p.as_str()).cloned().ok_or_else(|| {
@@ -298,9 +348,22 @@ fn plan_with(
         }
     };
     let has_placeholder = |d: &Datum| atoms(d).any(|a| matches!(a, Atom::NamedUuid(_)));
+    // The elements of a set, placeholders resolved and selections expanded.
+    let resolve_set = |elements: &[Atom]| -> Result<Vec<Atom>, PlanError> {
+        let mut out = Vec::with_capacity(elements.len());
+        for a in elements {
+            match a {
+                Atom::NamedUuid(p) if p.starts_with('$') => {
+                    out.extend(selected.get(p.as_str()).into_iter().flatten().cloned())
+                }
+                a => out.push(resolve_atom(a)?),
+            }
+        }
+        Ok(out)
+    };
     let resolve = |d: &Datum| -> Result<Datum, PlanError> {
         Ok(match d {
-            Datum::Set(s) => Datum::set(s.iter().map(resolve_atom).collect::<Result<Vec<_>, _>>()?),
+            Datum::Set(s) => Datum::set(resolve_set(s)?),
             Datum::Map(m) => Datum::map(
                 m.iter()
                     .map(|(k, v)| Ok((resolve_atom(k)?, resolve_atom(v)?)))
@@ -416,13 +479,9 @@ fn plan_with(
                 .binary_search_by(|c| c.as_str().cmp(column))
                 .is_ok()
             {
-                let mut want: Vec<Atom> = value
-                    .as_set()
-                    .unwrap_or(&[])
-                    .iter()
-                    .map(resolve_atom)
-                    .collect::<Result<_, _>>()?;
+                let mut want: Vec<Atom> = resolve_set(value.as_set().unwrap_or(&[]))?;
                 want.sort_unstable();
+                want.dedup();
                 // Both sides sorted: every membership test is a binary search.
                 let have = current.as_set().unwrap_or(&[]);
                 let add: Vec<Atom> = want
@@ -433,7 +492,7 @@ fn plan_with(
                 let drop: Vec<Atom> = have
                     .iter()
                     .filter(|a| {
-                        a.as_uuid().is_some_and(|u| owned.contains(&u))
+                        (r.exclusive || a.as_uuid().is_some_and(|u| owned.contains(&u)))
                             && want.binary_search(a).is_err()
                     })
                     .cloned()
@@ -493,6 +552,72 @@ fn plan_with(
     }
     plan.operations.append(&mut mutations);
 
+    // The key's rows in sets of rows it does not own: added where wanted...
+    let mut attached: HashSet<(Uuid, &str, Atom)> = HashSet::new();
+    for (att, children) in desired.attachments() {
+        let Some((parent, row)) = nb.named(snap, att.table, &att.parent).into_iter().next() else {
+            return Err(PlanError::MissingDependency {
+                table: att.table.to_owned(),
+                name: att.parent.clone(),
+            });
+        };
+        let have = row.get(att.column).and_then(Datum::as_set).unwrap_or(&[]);
+        let mut add = Vec::new();
+        for p in children {
+            // A row not wanted after all (a shared row another party holds) is not
+            // attached.
+            let Some(child) = resolved.get(p.as_str()) else {
+                continue;
+            };
+            attached.insert((parent, att.column, child.clone()));
+            if !have.contains(child) {
+                add.push(child.clone());
+            }
+        }
+        if !add.is_empty() {
+            plan.foreign.push(ForeignMutation {
+                row: RowName {
+                    table: att.table.into(),
+                    identity: att.parent.clone(),
+                },
+                column: att.column.into(),
+                inserted: add.len(),
+                deleted: 0,
+            });
+            plan.operations.push(Operation::Mutate {
+                table: att.table.into(),
+                conditions: vec![Condition::uuid(parent)],
+                mutations: vec![Mutation::new(att.column, Mutator::Insert, Datum::set(add))],
+            });
+        }
+    }
+    // ...and taken out of the rows that should no longer hold them (the key's rows
+    // still wanted; those no longer wanted go below).
+    for r in &wanted {
+        let Some(e) = find(r.table, &r.identity) else {
+            continue;
+        };
+        for (parent_table, parent, column) in holders(nb, snap, info.get(r.table), e.uuid) {
+            if owned.contains(&parent) || attached.contains(&(parent, column, Atom::Uuid(e.uuid))) {
+                continue;
+            }
+            plan.foreign.push(ForeignMutation {
+                row: RowName {
+                    table: parent_table.into(),
+                    identity: format!("{parent}"),
+                },
+                column: column.into(),
+                inserted: 0,
+                deleted: 1,
+            });
+            plan.operations.push(Operation::Mutate {
+                table: parent_table.into(),
+                conditions: vec![Condition::uuid(parent)],
+                mutations: vec![Mutation::new(column, Mutator::Delete, Datum::uuid(e.uuid))],
+            });
+        }
+    }
+
     // Rows the key holds and no longer wants.
     let kept: HashSet<(&str, &str)> = wanted
         .iter()
@@ -531,6 +656,27 @@ fn plan_with(
     for (table, identity, e) in stale {
         let root = info.get(table).is_none_or(|t| t.schema.is_root);
         if root {
+            // Rows of other parties that refer to it (a switch holding a connect's
+            // load balancer group) let go of it first.
+            for (parent_table, parent, column) in holders(nb, snap, info.get(table), e.uuid) {
+                if owned.contains(&parent) {
+                    continue;
+                }
+                plan.foreign.push(ForeignMutation {
+                    row: RowName {
+                        table: parent_table.into(),
+                        identity: format!("{parent}"),
+                    },
+                    column: column.into(),
+                    inserted: 0,
+                    deleted: 1,
+                });
+                plan.operations.push(Operation::Mutate {
+                    table: parent_table.into(),
+                    conditions: vec![Condition::uuid(parent)],
+                    mutations: vec![Mutation::new(column, Mutator::Delete, Datum::uuid(e.uuid))],
+                });
+            }
             plan.operations.push(Operation::Delete {
                 table: table.to_owned(),
                 conditions: vec![Condition::uuid(e.uuid)],
@@ -561,6 +707,31 @@ fn plan_with(
         });
     }
     Ok(plan)
+}
+
+/// The rows of the [`ATTACHABLE`] tables holding row `child` (of the table `info`
+/// describes), with the column holding it.
+fn holders(
+    nb: &NbIndexes,
+    snap: &Snapshot,
+    info: Option<&TableInfo>,
+    child: Uuid,
+) -> Vec<(&'static str, Uuid, &'static str)> {
+    let mut out = Vec::new();
+    for (parent_table, columns) in info.map(|i| i.held_in.as_slice()).unwrap_or(&[]) {
+        for (uuid, row) in nb.holders(snap, parent_table, &child) {
+            for &c in columns {
+                let holds = row
+                    .get(c)
+                    .and_then(Datum::as_set)
+                    .is_some_and(|s| s.contains(&Atom::Uuid(child)));
+                if holds {
+                    out.push((*parent_table, uuid, c));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// New rows ordered so that a row comes after the new rows it refers to.

@@ -41,11 +41,17 @@ const NAMELESS: &[&str] = &[
 /// Tables without `external_ids`: their rows have no owner stamp.
 const UNSTAMPED: &[&str] = &["Load_Balancer_Group"];
 
+/// The sets of references keys put their rows into on rows they do not own, and
+/// whose current holders the reconciler must find (to take a row out of a parent that
+/// should no longer hold it): a switch's ACLs and load balancer groups.
+pub const ATTACHABLE: &[(&str, &[&str])] = &[("Logical_Switch", &["acls", "load_balancer_group"])];
+
 /// The indexes the reconciler reads, declared on a cache.
 #[derive(Clone, Debug)]
 pub struct NbIndexes {
     owner: BTreeMap<&'static str, RowIndex<Owner>>,
     name: BTreeMap<&'static str, RowIndex<String>>,
+    holders: BTreeMap<&'static str, RowIndex<Uuid>>,
 }
 
 fn owner_of(row: &CachedRow) -> Vec<Owner> {
@@ -76,7 +82,35 @@ impl NbIndexes {
                 name.insert(table, config.index(table, "name", name_of));
             }
         }
-        NbIndexes { owner, name }
+        let mut holders = BTreeMap::new();
+        for &(table, columns) in ATTACHABLE {
+            let index = config.index(table, "holds", move |row: &CachedRow| {
+                columns
+                    .iter()
+                    .filter_map(|c| row.get(c))
+                    .flat_map(|d| d.as_set().unwrap_or(&[]).iter().filter_map(Atom::as_uuid))
+                    .collect()
+            });
+            holders.insert(table, index);
+        }
+        NbIndexes {
+            owner,
+            name,
+            holders,
+        }
+    }
+
+    /// The rows of `table` (one of [`ATTACHABLE`]) whose attachable columns hold `child`.
+    pub fn holders(
+        &self,
+        snap: &Snapshot,
+        table: &str,
+        child: &Uuid,
+    ) -> Vec<(Uuid, Arc<CachedRow>)> {
+        self.holders
+            .get(table)
+            .and_then(|i| snap.lookup_rows(i, child).ok())
+            .unwrap_or_default()
     }
 
     /// The rows of `table` owned by `owner`.

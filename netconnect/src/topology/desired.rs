@@ -12,9 +12,15 @@
 //! - `k8s.ovn.org/name`: that object's name;
 //! - `k8s.ovn.org/id`: `<controller>:<owner-type>:<name>:<table>:<identity>`, unique.
 //!
+//! (A key may use OVN-Kubernetes' own id form instead, [`IdForm::ObjectIds`], so that it
+//! writes the rows OVN-Kubernetes writes, ids included.)
+//!
 //! References between rows are placeholders until the reconciler resolves them: to a
-//! row of the same key (inserted in the same transaction or already in the NB) or to a
-//! row another party owns, found by name ([`Desired::refer`]).
+//! row of the same key (inserted in the same transaction or already in the NB), to a
+//! row another party owns, found by name ([`Desired::refer`]), or to every row of a
+//! table that matches a [`Selection`] ([`Desired::select`]). A key can also put its
+//! rows into a set of references of a row it does not own ([`Desired::attach`]): a
+//! ClusterNetworkConnect's port on a network's router, its ACLs on a network's switch.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -69,6 +75,67 @@ impl Owner {
     }
 }
 
+/// How a key's rows' `k8s.ovn.org/id` is formed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IdForm {
+    /// `<controller>:<owner-type>:<name>:<table>:<identity>`: the form of the rows of
+    /// netconnect's network keys.
+    #[default]
+    WithTable,
+    /// `<controller>:<owner-type>:<name>:<identity>`: OVN-Kubernetes' `DbObjectIDs`
+    /// form, the identity being the row's other id values joined by `:` (reference
+    /// §1.4); unique per table.
+    ObjectIds,
+}
+
+/// Rows of a table the key refers to without naming them: every row whose
+/// `external_ids` hold all of `external_ids` and whose name ends with `name_suffix`
+/// (OVN-Kubernetes' ClusterIP load balancers of a network, reference §5.7).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Selection {
+    /// The table.
+    pub table: &'static str,
+    /// Keys and values every selected row's `external_ids` hold.
+    pub external_ids: Vec<(String, String)>,
+    /// What every selected row's name ends with.
+    pub name_suffix: String,
+}
+
+impl Selection {
+    /// True when `row` (of [`Selection::table`]) is selected.
+    pub fn matches(&self, row: &ovsdb_proto::cache::CachedRow) -> bool {
+        let name_ok = row
+            .get("name")
+            .and_then(Datum::as_scalar)
+            .and_then(Atom::as_str)
+            .is_some_and(|n| n.ends_with(&self.name_suffix));
+        name_ok
+            && self.external_ids.iter().all(|(k, v)| {
+                row.get("external_ids")
+                    .and_then(|d| d.get(&Atom::String(k.clone())))
+                    .and_then(Atom::as_str)
+                    == Some(v.as_str())
+            })
+    }
+}
+
+/// The placeholder of selection `n` of a key: it stands for every row the selection
+/// matches, in a set of references.
+pub fn selection_placeholder(n: usize) -> String {
+    format!("${n}")
+}
+
+/// One set of references of a row the key does not own that the key puts its rows into.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Attachment {
+    /// The parent's table.
+    pub table: &'static str,
+    /// The parent's name.
+    pub parent: String,
+    /// The set column.
+    pub column: &'static str,
+}
+
 /// The placeholder a reference to the row of `table` named `name` that the key does
 /// not own holds until resolved. (A reference to one of the key's own rows holds
 /// `#<n>`, the row's position: short, so that sets of references sort fast.)
@@ -102,6 +169,13 @@ pub struct DesiredRow {
     pub defaults: BTreeSet<String>,
     /// The placeholder other rows refer to this one by.
     pub placeholder: String,
+    /// True when the key owns every element of the row's sets of references (a
+    /// ClusterNetworkConnect's load balancer group): elements it does not want are
+    /// removed whoever added them.
+    pub exclusive: bool,
+    /// True for a row stamped without `k8s.ovn.org/id` (OVN-Kubernetes writes its
+    /// connect routers so): it is the key's by its owner keys and its name.
+    pub unidentified: bool,
 }
 
 impl DesiredRow {
@@ -127,11 +201,33 @@ pub struct Desired {
     claims: BTreeSet<(&'static str, String)>,
     /// The model's default row of each table added to, computed once.
     default_rows: BTreeMap<&'static str, Row>,
+    /// How the rows' ids are formed.
+    id_form: IdForm,
+    /// Selections, by position (their placeholder is `$<position>`).
+    selections: Vec<Selection>,
+    /// Placeholders of the key's rows wanted in each attachment.
+    attachments: BTreeMap<Attachment, Vec<String>>,
+    /// What the key could not build (its other rows are still wanted): a node
+    /// without a chassis, a pair outside its block. Reported in the key's status.
+    pub incomplete: Vec<String>,
+}
+
+/// How a row is added.
+#[derive(Clone, Copy, Default)]
+struct Kind {
+    shared: bool,
+    exclusive: bool,
+    unidentified: bool,
 }
 
 impl Desired {
     /// No row yet, for `owner`.
     pub fn new(owner: Owner) -> Desired {
+        Desired::with_id_form(owner, IdForm::WithTable)
+    }
+
+    /// No row yet, for `owner`, whose rows' ids have the form `id_form`.
+    pub fn with_id_form(owner: Owner, id_form: IdForm) -> Desired {
         Desired {
             owner,
             rows: Vec::new(),
@@ -139,21 +235,110 @@ impl Desired {
             foreign: BTreeSet::new(),
             claims: BTreeSet::new(),
             default_rows: BTreeMap::new(),
+            id_form,
+            selections: Vec::new(),
+            attachments: BTreeMap::new(),
+            incomplete: Vec::new(),
         }
+    }
+
+    /// The `k8s.ovn.org/id` of the key's row `identity` of `table`.
+    pub fn id(&self, table: &str, identity: &str) -> String {
+        match self.id_form {
+            IdForm::WithTable => self.owner.id(table, identity),
+            IdForm::ObjectIds => format!("{}:{identity}", self.owner),
+        }
+    }
+
+    /// What every id of the key's rows of `table` starts with (the identity follows).
+    pub fn id_prefix(&self, table: &str) -> String {
+        self.id(table, "")
     }
 
     /// Adds `row` under `identity` and returns a reference to it for other rows. A row
     /// added twice under one identity is a builder bug: the first one is kept.
     pub fn add<T: Table>(&mut self, identity: impl Into<String>, row: T) -> Ref<T> {
-        self.insert(identity.into(), row, false)
+        self.insert(identity.into(), row, Kind::default())
     }
 
     /// Adds a row several parties may create under one name ([`DesiredRow::shared`]).
     pub fn add_shared<T: Table>(&mut self, identity: impl Into<String>, row: T) -> Ref<T> {
-        self.insert(identity.into(), row, true)
+        let kind = Kind {
+            shared: true,
+            ..Kind::default()
+        };
+        self.insert(identity.into(), row, kind)
     }
 
-    fn insert<T: Table>(&mut self, identity: String, row: T, shared: bool) -> Ref<T> {
+    /// Adds a row whose sets of references the key owns whole
+    /// ([`DesiredRow::exclusive`]).
+    pub fn add_exclusive<T: Table>(&mut self, identity: impl Into<String>, row: T) -> Ref<T> {
+        let kind = Kind {
+            exclusive: true,
+            ..Kind::default()
+        };
+        self.insert(identity.into(), row, kind)
+    }
+
+    /// Adds a named row stamped with its owner but without `k8s.ovn.org/id`
+    /// ([`DesiredRow::unidentified`]); its identity is its name.
+    pub fn add_unidentified<T: Table>(&mut self, name: impl Into<String>, row: T) -> Ref<T> {
+        let kind = Kind {
+            unidentified: true,
+            ..Kind::default()
+        };
+        self.insert(name.into(), row, kind)
+    }
+
+    /// A reference standing for every row `selection` matches when the key is
+    /// reconciled; only meaningful in a set of references.
+    pub fn select<T: Table>(&mut self, selection: Selection) -> Ref<T> {
+        debug_assert_eq!(selection.table, T::NAME);
+        let at = match self.selections.iter().position(|s| *s == selection) {
+            Some(at) => at,
+            None => {
+                self.selections.push(selection);
+                self.selections.len() - 1
+            }
+        };
+        Ref::named(selection_placeholder(at))
+    }
+
+    /// The selection a placeholder stands for.
+    pub fn selection(&self, placeholder: &str) -> Option<&Selection> {
+        self.selections
+            .get(placeholder.strip_prefix('$')?.parse::<usize>().ok()?)
+    }
+
+    /// Puts the key's row `child` into `column` (a set of references) of the row named
+    /// `parent` of `P`'s table, which the key does not own. The reconciler adds it and,
+    /// when the key no longer attaches it there, takes it out again.
+    pub fn attach<P: Table, C>(&mut self, parent: &str, column: &'static str, child: &Ref<C>) {
+        let RefTarget::Named(p) = child.target() else {
+            debug_assert!(false, "only the key's own rows are attached");
+            return;
+        };
+        self.foreign.insert((P::NAME, parent.to_owned()));
+        let list = self
+            .attachments
+            .entry(Attachment {
+                table: P::NAME,
+                parent: parent.to_owned(),
+                column,
+            })
+            .or_default();
+        if !list.contains(p) {
+            list.push(p.clone());
+        }
+    }
+
+    /// The attachments, each with the placeholders of the rows put there.
+    pub fn attachments(&self) -> impl Iterator<Item = (&Attachment, &[String])> {
+        self.attachments.iter().map(|(a, l)| (a, l.as_slice()))
+    }
+
+    fn insert<T: Table>(&mut self, identity: String, row: T, kind: Kind) -> Ref<T> {
+        let shared = kind.shared;
         let key = (T::NAME, identity.clone());
         if let Some(&at) = self.index.get(&key) {
             debug_assert!(false, "{} {identity} added twice", T::NAME);
@@ -183,10 +368,12 @@ impl Desired {
                 stamped,
                 defaults,
                 placeholder: key_text,
+                exclusive: kind.exclusive,
+                unidentified: false,
             });
             return reference;
         }
-        let id = self.owner.id(T::NAME, &identity);
+        let id = self.id(T::NAME, &identity);
         let mut ids: BTreeMap<Atom, Atom> = values
             .remove("external_ids")
             .and_then(|d| d.as_map().map(|m| m.iter().cloned().collect()))
@@ -197,6 +384,9 @@ impl Desired {
             (OWNER_NAME, self.owner.name.as_str()),
             (OWNER_ID, id.as_str()),
         ] {
+            if k == OWNER_ID && kind.unidentified {
+                continue;
+            }
             ids.insert(Atom::String(k.into()), Atom::String(v.into()));
         }
         values.insert("external_ids".into(), Datum::map(ids));
@@ -208,6 +398,8 @@ impl Desired {
             stamped,
             defaults,
             placeholder: key_text,
+            exclusive: kind.exclusive,
+            unidentified: kind.unidentified,
         });
         reference
     }
@@ -280,6 +472,12 @@ impl Desired {
         self.rows
             .iter()
             .find(|r| r.table == table && r.identity == identity)
+    }
+
+    /// The desired row `identity` of `table` (a table name the key writes), by index.
+    pub fn get_row(&self, table: &'static str, identity: &str) -> Option<&DesiredRow> {
+        let at = *self.index.get(&(table, identity.to_owned()))?;
+        self.rows.get(at)
     }
 
     /// True when the key owns row `identity` of `table`.

@@ -5,18 +5,23 @@
 //! - [`layer2`]: a primary Layer2 network with its transit router (reference §3,
 //!   OKEP-5094);
 //! - [`gateway`]: the gateway router of a local node and its external side;
-//! - [`cluster`]: rows shared by every network (the default COPP and its meters).
+//! - [`cluster`]: rows shared by every network (the default COPP and its meters);
+//! - [`connect`]: a ClusterNetworkConnect (OKEP-5224), with its [`services`] and its
+//!   service-only [`acl`]s.
 //!
 //! Every builder fills a [`Desired`] for one reconcile key.
 
+pub mod acl;
 pub mod addr;
 pub mod cluster;
+pub mod connect;
 pub mod desired;
 pub mod gateway;
 pub mod layer2;
 pub mod layer3;
 pub mod mac;
 pub mod names;
+pub mod services;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -52,6 +57,9 @@ pub struct TopologyConfig {
     pub physical_network: String,
     /// Whether the EgressIP no-reroute policies (priority 102) are written.
     pub egress_ip: bool,
+    /// The cluster's service CIDRs (service-only ClusterNetworkConnects let traffic
+    /// to them pass).
+    pub service_cidrs: Vec<IpNet>,
 }
 
 impl Default for TopologyConfig {
@@ -65,6 +73,7 @@ impl Default for TopologyConfig {
             ],
             physical_network: "physnet".into(),
             egress_ip: true,
+            service_cidrs: vec!["10.96.0.0/16".parse().expect("constant")],
         }
     }
 }

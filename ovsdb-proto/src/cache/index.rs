@@ -101,16 +101,20 @@ where
             if old_keys == new_keys {
                 continue;
             }
-            for k in old_keys {
-                if let Some(set) = map.get_mut(&k) {
+            // Only the keys that differ are touched: a row with many keys (a router
+            // holding thousands of ports) that gains one costs one insertion.
+            let before: std::collections::HashSet<&K> = old_keys.iter().collect();
+            let after: std::collections::HashSet<&K> = new_keys.iter().collect();
+            for k in old_keys.iter().filter(|k| !after.contains(k)) {
+                if let Some(set) = map.get_mut(k) {
                     set.remove(&e.uuid);
                     if set.is_empty() {
-                        map.remove(&k);
+                        map.remove(k);
                     }
                 }
             }
-            for k in new_keys {
-                map.entry(k).or_default().insert(e.uuid);
+            for k in new_keys.iter().filter(|k| !before.contains(k)) {
+                map.entry(k.clone()).or_default().insert(e.uuid);
             }
         }
         Arc::new(map)
