@@ -26,6 +26,7 @@ pub mod api;
 pub mod controller;
 pub mod reconcile;
 pub mod state;
+pub mod status;
 pub mod topology;
 pub mod vl;
 pub mod world;

@@ -6,7 +6,14 @@
 //! DIR/Node/<name>.yaml
 //! DIR/UserDefinedNetwork/<namespace>/<name>.yaml
 //! DIR/ClusterUserDefinedNetwork/<name>.yaml
+//! DIR/ClusterNetworkConnect/<name>.yaml
 //! ```
+//!
+//! A ClusterNetworkConnect's file also holds its status ([`crate::status`]): the
+//! `Accepted` condition written with the allocations, and each zone's
+//! `Ready-In-Zone-<zone>` condition written by that zone's reconciler
+//! ([`record_ready`]); writers serialize on `DIR/.lock`, so daemons of several zones
+//! may share a directory.
 //!
 //! Each file is the object read from the manifests with the allocation annotations
 //! added (`k8s.ovn.org/node-id`, `node-subnets`, `node-transit-switch-port-ifaddr`,
@@ -142,10 +149,65 @@ impl State {
         }
     }
 
-    /// The state after allocating: every node and network of `inv` with its
-    /// allocations written as annotations, networks with the definition in force.
-    pub fn next(inv: &Inventory, alloc: &Allocations, previous: &State) -> State {
+    /// The state after allocating: every node, network and ClusterNetworkConnect of
+    /// `inv` with its allocations written as annotations, networks and connects with the
+    /// definition in force, connects with their `Accepted` condition as of `now`.
+    pub fn next(inv: &Inventory, alloc: &Allocations, previous: &State, now: &str) -> State {
         let mut out = State::default();
+        for (name, info) in &inv.connects {
+            let mut object = info.object.clone();
+            let prev = match previous
+                .objects
+                .get(&key(&Object::ClusterNetworkConnect(object.clone())))
+            {
+                Some(Object::ClusterNetworkConnect(p)) => Some(p),
+                _ => None,
+            };
+            if let Some(p) = prev {
+                // The connect subnets in force are those accepted first.
+                let accepted_now = crate::api::validate::connect_spec(&object)
+                    .map(|s| s.connect_subnets == info.spec.connect_subnets)
+                    .unwrap_or(false);
+                if !accepted_now {
+                    object.spec = p.spec.clone();
+                }
+                // The zones' conditions are on disk, newer than any kept in memory:
+                // saving merges them back.
+                object.status = p.status.clone();
+                object
+                    .status
+                    .conditions
+                    .retain(|c| c.type_ == crate::status::ACCEPTED);
+            } else {
+                object.status = Default::default();
+            }
+            let a = &mut object.metadata.annotations;
+            if let Some(c) = alloc.connects.get(name) {
+                match c.tunnel_key {
+                    Some(k) => {
+                        a.insert(CONNECT_ROUTER_TUNNEL_KEY.into(), k.to_string());
+                    }
+                    None => {
+                        a.remove(CONNECT_ROUTER_TUNNEL_KEY);
+                    }
+                }
+                if c.subnets.is_empty() {
+                    a.remove(NETWORK_CONNECT_SUBNET);
+                } else {
+                    a.insert(
+                        NETWORK_CONNECT_SUBNET.into(),
+                        annotations::format_connect_subnets(&c.subnets),
+                    );
+                }
+                crate::status::set(
+                    &mut object.status,
+                    crate::status::accepted(&c.accepted),
+                    now,
+                );
+            }
+            let o = Object::ClusterNetworkConnect(object);
+            out.objects.insert(key(&o), o);
+        }
         for (name, node) in &inv.nodes {
             let mut object = node.object.clone();
             let a = &mut object.metadata.annotations;
@@ -217,14 +279,28 @@ impl State {
     }
 
     /// Writes the state to `dir`: each object's file replaced atomically, the files of
-    /// objects not in this state removed.
+    /// objects not in this state removed. A connect's zone conditions already in its
+    /// file and not in this state (another zone's, or this zone's since) are kept.
     pub fn save(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let _lock = lock(dir)?;
         let mut stale = Vec::new();
         yaml_files(dir, &mut stale)?;
         let mut written = std::collections::BTreeSet::new();
         for o in self.objects.values() {
             let path = path_of(dir, o);
-            let text = to_yaml(o)?;
+            let mut o = o.clone();
+            if let Object::ClusterNetworkConnect(c) = &mut o {
+                if let Some(on_disk) = read_connect(&path) {
+                    for cond in on_disk.status.conditions {
+                        if !c.status.conditions.iter().any(|k| k.type_ == cond.type_) {
+                            c.status.conditions.push(cond);
+                        }
+                    }
+                    crate::status::summarize(&mut c.status);
+                }
+            }
+            let text = to_yaml(&o)?;
             if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
                 write_atomically(&path, text.as_bytes())?;
             }
@@ -237,6 +313,50 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// Holds `DIR/.lock` exclusively until dropped.
+fn lock(dir: &Path) -> io::Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(".lock"))?;
+    f.lock()?;
+    Ok(f)
+}
+
+fn read_connect(path: &Path) -> Option<crate::api::ClusterNetworkConnect> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_yaml_ng::from_str(&text).ok()
+}
+
+/// Records zone `zone`'s outcome of reconciling ClusterNetworkConnect `cnc` as its
+/// `Ready-In-Zone-<zone>` condition in `dir` (nothing when the connect has no file, or
+/// nothing changes). True when the file changed.
+pub fn record_ready(
+    dir: &Path,
+    cnc: &str,
+    zone: &str,
+    outcome: &Result<Vec<String>, String>,
+    now: &str,
+) -> io::Result<bool> {
+    if !dir.exists() {
+        return Ok(false);
+    }
+    let _lock = lock(dir)?;
+    let path = dir
+        .join("ClusterNetworkConnect")
+        .join(format!("{cnc}.yaml"));
+    let Some(mut object) = read_connect(&path) else {
+        return Ok(false);
+    };
+    if !crate::status::set(&mut object.status, crate::status::ready(zone, outcome), now) {
+        return Ok(false);
+    }
+    let text = to_yaml(&Object::ClusterNetworkConnect(object))?;
+    write_atomically(&path, text.as_bytes())?;
+    Ok(true)
 }
 
 /// The annotations that hold allocations.
@@ -295,7 +415,7 @@ mod tests {
         let ctx = state.context(Reserved::default());
         let inv = Inventory::build(&[parse_file(Path::new("m.yaml"), yaml)], &ctx);
         let (alloc, _) = allocate(&inv, &ClusterConfig::default());
-        State::next(&inv, &alloc, &state).save(dir).unwrap();
+        State::next(&inv, &alloc, &state, "t").save(dir).unwrap();
         (inv, alloc)
     }
 
@@ -345,7 +465,9 @@ mod tests {
                 &ctx,
             );
             let (alloc, _) = allocate(&inv, &ClusterConfig::default());
-            State::next(&inv, &alloc, &state).save(dir.path()).unwrap();
+            State::next(&inv, &alloc, &state, "t")
+                .save(dir.path())
+                .unwrap();
             (inv, alloc)
         };
         assert_eq!(inv.problems.len(), 1);

@@ -102,7 +102,12 @@ impl World {
 
     /// The state to persist after this world.
     pub fn state(&self, previous: &State) -> State {
-        State::next(&self.inventory, &self.allocations, previous)
+        State::next(
+            &self.inventory,
+            &self.allocations,
+            previous,
+            &crate::status::now(),
+        )
     }
 
     /// The keys the inputs define: the cluster rows, then each network in name order,
@@ -171,6 +176,36 @@ impl World {
             }
         }
         self.gone(owners.iter())
+    }
+
+    /// The zone's name in `Ready-In-Zone-<zone>` conditions.
+    pub fn zone_name(&self) -> &str {
+        self.settings
+            .zone
+            .as_deref()
+            .unwrap_or(crate::status::GLOBAL_ZONE)
+    }
+
+    /// For a ClusterNetworkConnect key whose CNC has a connect router to set up, its
+    /// name and the outcome its `Ready-In-Zone-<zone>` condition reports: what could
+    /// not be built (nothing when complete), or why the reconcile failed.
+    pub fn ready_outcome<'a>(
+        &self,
+        key: &'a Key,
+        result: &Result<crate::reconcile::Plan, crate::reconcile::ReconcileError>,
+    ) -> Option<(&'a str, Result<Vec<String>, String>)> {
+        let Key::Connect(name) = key else {
+            return None;
+        };
+        self.allocations.connects.get(name)?.tunnel_key?;
+        let outcome = match result {
+            Ok(plan) => Ok(plan.incomplete.clone()),
+            Err(e) => Err(format!(
+                "Failed to set up {}: {e}",
+                connect::router_name(name)
+            )),
+        };
+        Some((name.as_str(), outcome))
     }
 
     /// What `key` wants in the NB.

@@ -207,20 +207,20 @@ fn check(
         selected.iter().map(|n| &inv.networks[n].network).collect();
     for n in &nets {
         let name = n.name();
+        if n.topology == Topology::Localnet {
+            return refuse(
+                UnsupportedNetworkType,
+                format!(
+                    "Network '{name}' has type 'localnet'. Localnet networks are not supported"
+                ),
+            );
+        }
         if n.role != Role::Primary {
             return refuse(
                 UnsupportedNetworkType,
                 format!(
                     "Network '{name}' has role '{}'. Only 'Primary' role networks are supported",
                     n.role
-                ),
-            );
-        }
-        if n.topology == Topology::Localnet {
-            return refuse(
-                UnsupportedNetworkType,
-                format!(
-                    "Network '{name}' has type 'localnet'. Localnet networks are not supported"
                 ),
             );
         }
@@ -432,3 +432,6 @@ fn check_pairs_and_keys(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -53,7 +53,7 @@ impl SubnetRange {
         let host_bits = bits - host_len as u32;
         let subnet_bits = host_len as u32 - network.prefix_len() as u32;
         let left_shift = if bits == 32
-            && host_bits % 8 != 0
+            && !host_bits.is_multiple_of(8)
             && (host_bits - 1) / 8 != (host_bits + subnet_bits - 1) / 8
         {
             8 - host_bits % 8

@@ -17,7 +17,8 @@ use clap::Parser;
 use netconnect::api::load::read_dir;
 use netconnect::controller::{self, Backoff, Controller};
 use netconnect::reconcile::{NbIndexes, Reconciler};
-use netconnect::state::State;
+use netconnect::state::{record_ready, State};
+use netconnect::status;
 use netconnect::world::{Settings, World};
 use ovsdb_proto::cache::{Cache, CacheConfig};
 use ovsdb_proto::{Remote, TlsConfig};
@@ -195,6 +196,16 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     if args.once {
         let outcomes = controller::once(&reconciler, &world, 5, Backoff::default(), 4).await;
         let mut failed = false;
+        if let Some(dir) = &args.status_dir {
+            for o in &outcomes {
+                if let Some((cnc, outcome)) = world.ready_outcome(&o.key, &o.result) {
+                    let zone = world.zone_name();
+                    if let Err(e) = record_ready(dir, cnc, zone, &outcome, &status::now()) {
+                        eprintln!("netconnectd: cannot write the status of {cnc}: {e}");
+                    }
+                }
+            }
+        }
         for o in outcomes {
             match o.result {
                 Ok(p) if p.is_empty() => println!("{}: unchanged", o.key),
@@ -214,7 +225,17 @@ async fn run(args: Args) -> Result<ExitCode, String> {
 
     // The daemon: reconcile continuously; re-read the manifests when they change.
     let (tx, rx) = tokio::sync::watch::channel(Arc::new(world));
-    let controller = Controller::new(reconciler, rx, Backoff::default());
+    let mut controller = Controller::new(reconciler, rx, Backoff::default());
+    if let Some(dir) = args.status_dir.clone() {
+        controller = controller.with_hook(Arc::new(move |world, key, result| {
+            if let Some((cnc, outcome)) = world.ready_outcome(key, result) {
+                let zone = world.zone_name();
+                if let Err(e) = record_ready(&dir, cnc, zone, &outcome, &status::now()) {
+                    tracing::error!(%cnc, error = %e, "cannot write the connect's status");
+                }
+            }
+        }));
+    }
     let run = tokio::spawn(controller.run(events, 2));
     let mut last = fingerprint(&args.manifests);
     let mut state = state;

@@ -44,12 +44,18 @@ pub async fn reconcile_key(
     reconciler.apply(&desired).await
 }
 
+/// Called after every reconcile with the world used, the key and the outcome (the
+/// daemon records ClusterNetworkConnects' zone conditions with it).
+pub type OutcomeHook =
+    Arc<dyn Fn(&World, &Key, &Result<crate::reconcile::Plan, ReconcileError>) + Send + Sync>;
+
 /// The running controller.
 pub struct Controller {
     reconciler: Arc<Reconciler>,
     world: watch::Receiver<Arc<World>>,
     queue: Arc<Queue<Key>>,
     reports: Reports,
+    hook: Option<OutcomeHook>,
 }
 
 impl Controller {
@@ -64,7 +70,14 @@ impl Controller {
             world,
             queue: Arc::new(Queue::new(backoff)),
             reports: Arc::default(),
+            hook: None,
         }
+    }
+
+    /// Calls `hook` after every reconcile.
+    pub fn with_hook(mut self, hook: OutcomeHook) -> Controller {
+        self.hook = Some(hook);
+        self
     }
 
     /// The reports, shared with the running controller.
@@ -93,12 +106,16 @@ impl Controller {
             let world = self.world.clone();
             let reconciler = self.reconciler.clone();
             let reports = self.reports.clone();
+            let hook = self.hook.clone();
             tasks.spawn(async move {
                 loop {
                     let key = queue.next().await;
                     let w = world.borrow().clone();
                     let before = reconciler.transactions();
                     let result = reconcile_key(&reconciler, &w, &key).await;
+                    if let Some(h) = &hook {
+                        h(&w, &key, &result);
+                    }
                     let sent = reconciler.transactions() - before;
                     let ok = result.is_ok();
                     queue.done(&key, ok);

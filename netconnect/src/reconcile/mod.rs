@@ -102,7 +102,9 @@ impl Reconciler {
             }
         };
         let snap = self.cache.snapshot();
-        Ok(planner.plan(desired, &snap, &self.nb)?)
+        let mut plan = planner.plan(desired, &snap, &self.nb)?;
+        plan.incomplete = desired.incomplete.clone();
+        Ok(plan)
     }
 
     /// Writes what `desired` needs, in one transaction (none when nothing differs), and

@@ -52,6 +52,8 @@ pub struct Plan {
     pub foreign: Vec<ForeignMutation>,
     /// How many desired rows were compared with the NB.
     pub compared: usize,
+    /// What the key's rows lack ([`crate::topology::Desired::incomplete`]).
+    pub incomplete: Vec<String>,
 }
 
 impl Plan {

@@ -138,7 +138,7 @@ impl Task {
             }
             let remote = order[next % order.len()].clone();
             next += 1;
-            if next % order.len() == 0 {
+            if next.is_multiple_of(order.len()) {
                 order = shuffled(&self.config.remotes);
             }
             let end = self.session(&remote).await.unwrap_or_else(End::Failed);

@@ -1,0 +1,172 @@
+//! A ClusterNetworkConnect's status as OKEP-5224 describes it (and OVN-Kubernetes only
+//! half writes): an `Accepted` condition from the cluster manager's checks, a
+//! `Ready-In-Zone-<zone>` condition from each zone's reconcile, and `status.status`,
+//! `Success` when every condition is `True`, `Failure` otherwise.
+//!
+//! A condition's `lastTransitionTime` changes only when its `status` flips.
+
+use crate::alloc::admission::Refusal;
+use crate::api::objects::ClusterNetworkConnectStatus;
+use crate::api::Condition;
+
+/// The cluster manager's condition.
+pub const ACCEPTED: &str = "Accepted";
+/// `Accepted`'s reason when every check passed.
+pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
+/// `Ready-In-Zone-<zone>`'s reason when the zone holds every row.
+pub const OVN_SETUP_SUCCEEDED: &str = "OVNSetupSucceeded";
+/// `Ready-In-Zone-<zone>`'s reason when it does not.
+pub const OVN_SETUP_FAILED: &str = "OVNSetupFailed";
+/// The zone name used when one NB serves the whole cluster (OVN-Kubernetes' default).
+pub const GLOBAL_ZONE: &str = "global";
+
+/// The condition type of zone `zone`.
+pub fn ready_type(zone: &str) -> String {
+    format!("Ready-In-Zone-{zone}")
+}
+
+/// The current time as Kubernetes writes it (RFC 3339, seconds, UTC).
+pub fn now() -> String {
+    let t = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or_else(|_| time::OffsetDateTime::now_utc());
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// The `Accepted` condition for the cluster manager's decision.
+pub fn accepted(decision: &Result<(), Refusal>) -> Condition {
+    match decision {
+        Ok(()) => Condition {
+            type_: ACCEPTED.into(),
+            status: "True".into(),
+            reason: VALIDATION_SUCCEEDED.into(),
+            message: "All validation checks passed successfully".into(),
+            last_transition_time: String::new(),
+        },
+        Err(r) => Condition {
+            type_: ACCEPTED.into(),
+            status: "False".into(),
+            reason: r.reason.to_string(),
+            message: r.message.clone(),
+            last_transition_time: String::new(),
+        },
+    }
+}
+
+/// The `Ready-In-Zone-<zone>` condition for the outcome of reconciling the CNC in the
+/// zone: `Ok` with what could not be built (nothing, when complete), or the error.
+pub fn ready(zone: &str, outcome: &Result<Vec<String>, String>) -> Condition {
+    let (status, reason, message) = match outcome {
+        Ok(missing) if missing.is_empty() => (
+            "True",
+            OVN_SETUP_SUCCEEDED,
+            "Connect router and all ports created successfully".to_owned(),
+        ),
+        Ok(missing) => (
+            "False",
+            OVN_SETUP_FAILED,
+            format!("Incomplete: {}", missing.join("; ")),
+        ),
+        Err(e) => ("False", OVN_SETUP_FAILED, e.clone()),
+    };
+    Condition {
+        type_: ready_type(zone),
+        status: status.into(),
+        reason: reason.into(),
+        message,
+        last_transition_time: String::new(),
+    }
+}
+
+/// Puts `condition` into `status`, replacing the one of its type; its
+/// `lastTransitionTime` is `now` if its status flipped (or it is new), else the
+/// previous one. `status.status` is recomputed. True when anything changed.
+pub fn set(status: &mut ClusterNetworkConnectStatus, mut condition: Condition, now: &str) -> bool {
+    let before = status.clone();
+    match status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == condition.type_)
+    {
+        Some(old) => {
+            condition.last_transition_time = if old.status == condition.status {
+                old.last_transition_time.clone()
+            } else {
+                now.to_owned()
+            };
+            *old = condition;
+        }
+        None => {
+            condition.last_transition_time = now.to_owned();
+            status.conditions.push(condition);
+        }
+    }
+    summarize(status);
+    *status != before
+}
+
+/// Orders the conditions (`Accepted` first, then the zones by name) and sets
+/// `status.status` from them.
+pub fn summarize(status: &mut ClusterNetworkConnectStatus) {
+    status
+        .conditions
+        .sort_by(|a, b| (a.type_ != ACCEPTED, &a.type_).cmp(&(b.type_ != ACCEPTED, &b.type_)));
+    let ok = !status.conditions.is_empty() && status.conditions.iter().all(|c| c.status == "True");
+    status.status = Some(if ok { "Success" } else { "Failure" }.into());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::alloc::admission::Reason;
+
+    #[test]
+    fn transition_times_change_only_on_a_flip_and_status_follows_every_condition() {
+        let mut s = ClusterNetworkConnectStatus::default();
+        assert!(set(&mut s, accepted(&Ok(())), "t1"));
+        assert_eq!(s.status.as_deref(), Some("Success"));
+        assert!(set(&mut s, ready("node-b", &Ok(vec![])), "t1"));
+        assert!(set(
+            &mut s,
+            ready("node-a", &Err("waiting for Logical_Router x".into())),
+            "t2"
+        ));
+        assert_eq!(s.status.as_deref(), Some("Failure"));
+        let types: Vec<&str> = s.conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(
+            types,
+            ["Accepted", "Ready-In-Zone-node-a", "Ready-In-Zone-node-b"]
+        );
+        // The same status again: no change, times kept.
+        assert!(!set(&mut s, accepted(&Ok(())), "t3"));
+        assert_eq!(s.conditions[0].last_transition_time, "t1");
+        // A flip moves the time.
+        assert!(set(&mut s, ready("node-a", &Ok(vec![])), "t4"));
+        assert_eq!(s.conditions[1].last_transition_time, "t4");
+        assert_eq!(s.conditions[1].reason, OVN_SETUP_SUCCEEDED);
+        assert_eq!(s.status.as_deref(), Some("Success"));
+        let refused = Refusal {
+            reason: Reason::InsufficientNetworks,
+            message: "Only 1 network".into(),
+        };
+        assert!(set(&mut s, accepted(&Err(refused)), "t5"));
+        assert_eq!(s.conditions[0].reason, "InsufficientNetworks");
+        assert_eq!(s.conditions[0].last_transition_time, "t5");
+        assert_eq!(s.status.as_deref(), Some("Failure"));
+        // A message change without a flip keeps the time.
+        let other = Refusal {
+            reason: Reason::ConnectSubnetOverlap,
+            message: "other".into(),
+        };
+        assert!(set(&mut s, accepted(&Err(other)), "t6"));
+        assert_eq!(s.conditions[0].last_transition_time, "t5");
+    }
+
+    #[test]
+    fn now_is_rfc3339_in_seconds() {
+        let t = now();
+        assert_eq!(t.len(), "2026-11-22T21:00:00Z".len(), "{t}");
+        assert!(t.ends_with('Z'), "{t}");
+    }
+}
