@@ -30,8 +30,10 @@ if ! command -v debootstrap >/dev/null 2>&1; then
 fi
 
 # The chassis tests make network namespaces and veths (ip), ping across them, and
-# start the datapath daemons in private mount namespaces (unshare).
-for tool in ip:iproute2 ping:iputils-ping unshare:util-linux; do
+# start the datapath daemons in private mount namespaces (unshare); python3 serves
+# and requests TCP in pods, whose checksum offload ethtool turns off (the userspace
+# datapath does not complete checksums).
+for tool in ip:iproute2 ping:iputils-ping unshare:util-linux python3:python3 ethtool:ethtool; do
     if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
         echo "setup-ovn.sh: installing ${tool#*:}"
         apt_install "${tool#*:}"

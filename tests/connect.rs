@@ -251,3 +251,434 @@ async fn okep_layer3_example_rows_follow_the_reference_and_pods_ping_only_where_
         "red cannot reach green"
     );
 }
+
+/// A primary Layer2 ClusterUserDefinedNetwork for namespace `ns`.
+fn cudn_l2(name: &str, ns: &str, subnets: &str, labels: &str) -> String {
+    format!(
+        "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: {name}, labels: {{{labels}}}}}\n\
+         spec:\n  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {ns}}}}}\n  network:\n    topology: Layer2\n    layer2: {{role: Primary, subnets: {subnets}}}\n"
+    )
+}
+
+/// A CNC selecting the CUDNs labelled `<label>: "yes"`.
+fn cnc(name: &str, label: &str, subnets: &str, connectivity: &str) -> String {
+    format!(
+        "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {{name: {name}}}\n\
+         spec:\n  networkSelectors:\n  - networkSelectionType: ClusterUserDefinedNetworks\n    clusterUserDefinedNetworkSelector: {{networkSelector: {{matchLabels: {{{label}: \"yes\"}}}}}}\n\
+         \x20 connectSubnets: {subnets}\n  connectivity: {connectivity}\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layer2_and_layer3_dual_stack_connect_and_two_connects_stay_non_transitive() {
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let mut yaml = String::new();
+    for ns in ["blue", "green", "yellow"] {
+        yaml += &namespace(ns);
+    }
+    yaml += &cudn_l3(
+        "blue",
+        "blue",
+        "[{cidr: 103.103.0.0/16, hostSubnet: 24}, {cidr: \"fd03::/48\"}]",
+        "bg: \"yes\"",
+    );
+    yaml += &cudn_l2(
+        "green",
+        "green",
+        "[104.104.0.0/16, \"fd04::/64\"]",
+        "bg: \"yes\", gy: \"yes\"",
+    );
+    yaml += &cudn_l3(
+        "yellow",
+        "yellow",
+        "[{cidr: 105.105.0.0/16, hostSubnet: 24}]",
+        "gy: \"yes\"",
+    );
+    yaml += &cnc(
+        "bg",
+        "bg",
+        "[{cidr: 192.168.0.0/16, networkPrefix: 24}, {cidr: \"fd01::/112\", networkPrefix: 120}]",
+        "[PodNetwork]",
+    );
+    yaml += &cnc(
+        "gy",
+        "gy",
+        "[{cidr: 192.169.0.0/16, networkPrefix: 24}, {cidr: \"fd01:1::/112\", networkPrefix: 120}]",
+        "[PodNetwork]",
+    );
+    for n in ["node-a", "node-b"] {
+        yaml += &udn::node(n, "chassis-1", &[]);
+    }
+    let world = udn::world(&yaml, &State::default(), None);
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    udn::apply(&r, &world).await;
+
+    // Layer2: one pair on green's transit router, from the Layer2 block; key from the
+    // pair's position (ids: blue 1, green 2, yellow 3).
+    let bg = &world.allocations.connects["bg"];
+    let green = &bg.subnets["layer2_2"];
+    assert_eq!(
+        green.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["192.168.1.0/31", "fd01::100/127"]
+    );
+    let crtor = "crtor-bg_cluster_udn_green";
+    assert_eq!(
+        nbctl_get(
+            &sb,
+            &["get", "Logical_Router_Port", crtor, "networks", "options"]
+        ),
+        "[\"192.168.1.0/31\", \"fd01::100/127\"]\n{requested-tnl-key=\"257\"}"
+    );
+    let tr = nbctl_get(&sb, &["lrp-list", "cluster_udn_green_transit_router"]);
+    assert!(
+        tr.contains("rtocr-cluster_udn_green_bg") && tr.contains("rtocr-cluster_udn_green_gy"),
+        "{tr}"
+    );
+    let policies = nbctl_get(&sb, &["lr-policy-list", "cluster_udn_green_transit_router"]);
+    assert!(
+        policies.contains(
+            "inport == \"trtos-cluster_udn_green_ovn_layer2_switch\" && ip6.dst == fd03::/48"
+        ),
+        "{policies}"
+    );
+    let routes = nbctl_get(&sb, &["lr-route-list", "connect_router_bg"]);
+    assert!(
+        routes.contains("104.104.0.0/16") && routes.contains("192.168.1.1"),
+        "{routes}"
+    );
+    assert!(
+        routes.contains("fd04::/64") && routes.contains("fd01::101"),
+        "{routes}"
+    );
+
+    let l3_pod = |net: &str, node: &str, v6: bool, chassis: &mut ovn_sandbox::Chassis| {
+        let s = &world.allocations.host_subnets[net][node];
+        let mut ips = vec![];
+        let mut gws = vec![];
+        for (i, sub) in s.iter().enumerate() {
+            if i > 0 && !v6 {
+                break;
+            }
+            ips.push(format!(
+                "{}/{}",
+                netconnect::topology::addr::nth(sub, 5).unwrap(),
+                sub.prefix_len()
+            ));
+            gws.push(netconnect::topology::addr::nth(sub, 1).unwrap().to_string());
+        }
+        let ips_ref: Vec<&str> = ips.iter().map(String::as_str).collect();
+        let gws_ref: Vec<&str> = gws.iter().map(String::as_str).collect();
+        let p = add_pod(
+            &sb,
+            chassis,
+            &format!("cluster_udn_{net_short}_{node}", net_short = &net[12..]),
+            &format!("{net}-pod-{node}"),
+            &ips_ref,
+            &gws_ref,
+        );
+        let addrs: Vec<std::net::IpAddr> = ips
+            .iter()
+            .map(|i| i.parse::<ipnet::IpNet>().unwrap().addr())
+            .collect();
+        (p, addrs)
+    };
+    let (blue, blue_ips) = l3_pod("cluster_udn_blue", "node-a", true, &mut chassis);
+    let (yellow, yellow_ips) = l3_pod("cluster_udn_yellow", "node-b", false, &mut chassis);
+    let green_pod = add_pod(
+        &sb,
+        &mut chassis,
+        "cluster_udn_green_ovn_layer2_switch",
+        "cluster_udn_green-pod",
+        &["104.104.0.10/16", "fd04::10/64"],
+        &["104.104.0.1", "fd04::1"],
+    );
+    sb.sync_hv().unwrap();
+    let g4: std::net::IpAddr = "104.104.0.10".parse().unwrap();
+    let g6: std::net::IpAddr = "fd04::10".parse().unwrap();
+    assert!(
+        chassis.ping(&blue, g4, 3).unwrap(),
+        "blue (Layer3) to green (Layer2), IPv4"
+    );
+    assert!(chassis.ping(&blue, g6, 3).unwrap(), "blue to green, IPv6");
+    assert!(
+        chassis.ping(&green_pod, blue_ips[1], 3).unwrap(),
+        "green to blue, IPv6"
+    );
+    assert!(
+        chassis.ping(&yellow, g4, 3).unwrap(),
+        "yellow to green through the second connect"
+    );
+    assert!(
+        !chassis.ping(&blue, yellow_ips[0], 2).unwrap(),
+        "blue cannot reach yellow: connects are not transitive"
+    );
+    assert!(
+        !chassis.ping(&yellow, blue_ips[0], 2).unwrap(),
+        "nor yellow blue"
+    );
+}
+
+/// Creates a ClusterIP load balancer of network `net` as OVN-Kubernetes' services
+/// controller does (name `<prefix>Service_<ns>/<svc>_TCP_cluster`, kind and network in
+/// `external_ids`).
+fn add_cluster_ip_service(
+    sb: &integration_tests::Sandbox,
+    net: &str,
+    svc: &str,
+    vip: &str,
+    backend: &str,
+) -> String {
+    let prefix = netconnect::topology::names::prefix(net);
+    let name = format!("{prefix}Service_{svc}_TCP_cluster");
+    sb.nbctl(&["lb-add", &name, vip, backend, "tcp"]).unwrap();
+    sb.nbctl(&[
+        "set",
+        "Load_Balancer",
+        &name,
+        "external_ids:k8s.ovn.org/kind=Service",
+        &format!("external_ids:k8s.ovn.org/network={net}"),
+        &format!("external_ids:k8s.ovn.org/owner={svc}"),
+    ])
+    .unwrap();
+    name
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn services_answer_across_connected_networks_and_service_only_isolates_pods() {
+    use std::time::Duration;
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let manifests = |connectivity: &str| {
+        let mut y = String::new();
+        for ns in ["blue", "green"] {
+            y += &namespace(ns);
+        }
+        y += &cudn_l3(
+            "blue",
+            "blue",
+            "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
+            "svc: \"yes\"",
+        );
+        y += &cudn_l3(
+            "green",
+            "green",
+            "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
+            "svc: \"yes\"",
+        );
+        y += &cnc(
+            "svc",
+            "svc",
+            "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+            connectivity,
+        );
+        for n in ["node-a", "node-b"] {
+            y += &udn::node(n, "chassis-1", &[]);
+        }
+        y
+    };
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    // The networks alone first: the NB as it is before any connect.
+    let no_cnc = manifests("[PodNetwork]")
+        .split("kind: ClusterNetworkConnect")
+        .next()
+        .unwrap()
+        .rsplit_once("---")
+        .unwrap()
+        .0
+        .to_string()
+        + &udn::node("node-a", "chassis-1", &[])
+        + &udn::node("node-b", "chassis-1", &[]);
+    let plain = udn::world(&no_cnc, &State::default(), None);
+    udn::apply(&r, &plain).await;
+    let before = udn::dump(&sb.nb.unix_remote()).await;
+
+    let both = udn::world(
+        &manifests("[PodNetwork, ServiceNetwork]"),
+        &State::default(),
+        None,
+    );
+    udn::apply(&r, &both).await;
+    let pod = |net: &str, node: &str, chassis: &mut ovn_sandbox::Chassis| {
+        let s = &both.allocations.host_subnets[net][node][0];
+        let ip = netconnect::topology::addr::nth(s, 5).unwrap();
+        let gw = netconnect::topology::addr::nth(s, 1).unwrap().to_string();
+        let p = add_pod(
+            &sb,
+            chassis,
+            &format!("{net}_{node}"),
+            &format!("{net}-{node}"),
+            &[&format!("{ip}/24")],
+            &[&gw],
+        );
+        (p, ip)
+    };
+    let (blue_a, blue_a_ip) = pod("cluster_udn_blue", "node-a", &mut chassis);
+    let (blue_b, blue_b_ip) = pod("cluster_udn_blue", "node-b", &mut chassis);
+    let (green_b, green_b_ip) = pod("cluster_udn_green", "node-b", &mut chassis);
+    chassis.serve_tcp(&blue_b, 8080, "blue-web").unwrap();
+    chassis.serve_tcp(&green_b, 8080, "green-web").unwrap();
+    chassis.serve_tcp(&blue_a, 8080, "blue-a").unwrap();
+    // Green's service appears after the connect: the connect's group takes it in.
+    let lb = add_cluster_ip_service(
+        &sb,
+        "cluster_udn_green",
+        "green/web",
+        "10.96.0.10:80",
+        &format!("{green_b_ip}:8080"),
+    );
+    udn::apply(&r, &both).await;
+    let members = nbctl_get(
+        &sb,
+        &[
+            "--bare",
+            "--columns=load_balancer",
+            "find",
+            "Load_Balancer_Group",
+            "name=cnc_svc_svc",
+        ],
+    );
+    let lb_uuid = nbctl_get(
+        &sb,
+        &[
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            "Load_Balancer",
+            &format!("name=\"{lb}\""),
+        ],
+    );
+    assert_eq!(
+        members, lb_uuid,
+        "the group holds green's ClusterIP load balancer"
+    );
+    for sw in ["cluster_udn_blue_node-a", "cluster_udn_green_node-b"] {
+        let groups = nbctl_get(&sb, &["get", "Logical_Switch", sw, "load_balancer_group"]);
+        let group = nbctl_get(
+            &sb,
+            &[
+                "--bare",
+                "--columns=_uuid",
+                "find",
+                "Load_Balancer_Group",
+                "name=cnc_svc_svc",
+            ],
+        );
+        assert!(groups.contains(&group), "{sw}: {groups}");
+    }
+    sb.sync_hv().unwrap();
+    let t = Duration::from_secs(2);
+    let vip: std::net::IpAddr = "10.96.0.10".parse().unwrap();
+    assert_eq!(
+        chassis.tcp_request(&blue_a, vip, 80, t).unwrap().as_deref(),
+        Some("green-web"),
+        "blue reaches green's VIP"
+    );
+    assert_eq!(
+        chassis
+            .tcp_request(&blue_a, green_b_ip, 8080, t)
+            .unwrap()
+            .as_deref(),
+        Some("green-web"),
+        "and green's pod directly"
+    );
+
+    // Service only: the VIP still answers; pods of the other network do not, either way;
+    // inside one network nothing changes.
+    let svc_only = udn::world(&manifests("[ServiceNetwork]"), &State::default(), None);
+    udn::apply(&r, &svc_only).await;
+    let acls = nbctl_get(&sb, &["acl-list", "cluster_udn_blue_node-a"]);
+    let as4 = netconnect::topology::acl::address_set_name("svc", true);
+    assert!(
+        acls.contains("from-lport   500 ((ip4.dst == 10.96.0.0/16)) pass"),
+        "{acls}"
+    );
+    assert!(
+        acls.contains("from-lport   475 (ip4.dst == 103.103.0.0/16) pass"),
+        "{acls}"
+    );
+    assert!(
+        acls.contains(&format!(
+            "from-lport   450 (ip4.dst == ${as4} && ct.new) drop"
+        )),
+        "{acls}"
+    );
+    assert_eq!(
+        nbctl_get(&sb, &["get", "Address_Set", &as4, "addresses"]),
+        "[\"103.103.0.0/16\", \"104.104.0.0/16\"]"
+    );
+    sb.sync_hv().unwrap();
+    assert_eq!(
+        chassis.tcp_request(&blue_a, vip, 80, t).unwrap().as_deref(),
+        Some("green-web"),
+        "service only: the VIP answers"
+    );
+    assert_eq!(
+        chassis.tcp_request(&blue_a, green_b_ip, 8080, t).unwrap(),
+        None,
+        "service only: green's pod does not"
+    );
+    assert_eq!(
+        chassis.tcp_request(&green_b, blue_a_ip, 8080, t).unwrap(),
+        None,
+        "nor blue's pod from green"
+    );
+    assert_eq!(
+        chassis
+            .tcp_request(&blue_a, blue_b_ip, 8080, t)
+            .unwrap()
+            .as_deref(),
+        Some("blue-web"),
+        "inside blue nothing changes"
+    );
+
+    // Pods only: the ACLs, address set and group go; pods reach each other again.
+    let pods_only = udn::world(&manifests("[PodNetwork]"), &State::default(), None);
+    udn::apply(&r, &pods_only).await;
+    assert_eq!(nbctl_get(&sb, &["acl-list", "cluster_udn_blue_node-a"]), "");
+    assert_eq!(
+        nbctl_get(
+            &sb,
+            &[
+                "--bare",
+                "--columns=name",
+                "find",
+                "Load_Balancer_Group",
+                "name=cnc_svc_svc"
+            ]
+        ),
+        ""
+    );
+    assert_eq!(
+        nbctl_get(&sb, &["--bare", "--columns=name", "list", "Address_Set"]),
+        ""
+    );
+    sb.sync_hv().unwrap();
+    assert_eq!(
+        chassis
+            .tcp_request(&blue_a, green_b_ip, 8080, t)
+            .unwrap()
+            .as_deref(),
+        Some("green-web")
+    );
+
+    // The connect deleted: everything it wrote goes, and nothing else (green's load
+    // balancer, which is the services controller's, stays).
+    udn::apply(&r, &plain).await;
+    let mut after = udn::dump(&sb.nb.unix_remote()).await;
+    after
+        .get_mut("Load_Balancer")
+        .unwrap()
+        .retain(|_, row| !row.to_string().contains("green/web"));
+    // The pods' ports were added since.
+    let mut before = before;
+    for d in [&mut before, &mut after] {
+        d.get_mut("Logical_Switch_Port")
+            .unwrap()
+            .retain(|_, row| !row.to_string().contains("-node-"));
+        for (_, row) in d.get_mut("Logical_Switch").unwrap().iter_mut() {
+            row.as_object_mut().unwrap().remove("ports");
+        }
+    }
+    udn::assert_same_rows(&before, &after);
+}

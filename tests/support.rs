@@ -317,4 +317,70 @@ pub mod udn {
         let gws: Vec<std::net::IpAddr> = gateways.iter().map(|g| g.parse().unwrap()).collect();
         chassis.add_pod(name, &mac, &nets, &gws).unwrap()
     }
+
+    /// Every row of the tables netconnect touches, by table then uuid, without the columns
+    /// OVN's daemons write.
+    pub async fn dump(
+        remote: &str,
+    ) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, serde_json::Value>>
+    {
+        let (c, _) = super::client(remote).await;
+        let tables = netconnect::reconcile::nb::TABLES;
+        let ops: Vec<ovsdb_proto::Operation> = tables
+            .iter()
+            .map(|t| ovsdb_proto::Operation::select(*t, vec![]))
+            .collect();
+        let results = c.transact("OVN_Northbound", &ops).await.unwrap();
+        tables
+            .iter()
+            .zip(results)
+            .map(|(t, r)| {
+                let rows = r
+                    .rows()
+                    .unwrap()
+                    .iter()
+                    .map(|row| {
+                        let mut row = row.clone();
+                        let uuid = row.remove("_uuid").unwrap().to_string();
+                        row.remove("_version");
+                        // Columns OVN's own daemons write (northd sets `up`) are not ours
+                        // to compare.
+                        for c in netconnect::reconcile::diff::WRITTEN_BY_OVN {
+                            row.remove(*c);
+                        }
+                        (uuid, serde_json::to_value(&row).unwrap())
+                    })
+                    .collect();
+                (t.to_string(), rows)
+            })
+            .collect()
+    }
+
+    /// Rows by table then uuid, as JSON.
+    pub type Dump =
+        std::collections::BTreeMap<String, std::collections::BTreeMap<String, serde_json::Value>>;
+
+    /// Fails with the rows that differ between two dumps.
+    pub fn assert_same_rows(before: &Dump, after: &Dump) {
+        let mut diffs = Vec::new();
+        for (table, rows) in before {
+            for (uuid, row) in rows {
+                match after.get(table).and_then(|r| r.get(uuid)) {
+                    None => diffs.push(format!("{table} {uuid} is gone: {row}")),
+                    Some(a) if a != row => {
+                        diffs.push(format!("{table} {uuid} changed:\n  was {row}\n  now {a}"))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (table, rows) in after {
+            for (uuid, row) in rows {
+                if !before.get(table).is_some_and(|r| r.contains_key(uuid)) {
+                    diffs.push(format!("{table} {uuid} is new: {row}"));
+                }
+            }
+        }
+        assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+    }
 }

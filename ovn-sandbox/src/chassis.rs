@@ -1,13 +1,16 @@
 //! A real chassis: an Open_vSwitch ovsdb-server, ovs-vswitchd with the userspace
-//! datapath (`--disable-system`, `datapath_type=netdev` on `br-int`) and ovn-controller
-//! bound to a sandbox's Southbound database; and "pods", network namespaces each with a
-//! veth whose other end is a port of `br-int` named by `external_ids:iface-id`.
+//! datapath (`--disable-system`, `datapath_type=netdev` on the integration bridge) and
+//! ovn-controller bound to a sandbox's Southbound database; and "pods", network
+//! namespaces each with a veth whose other end is a port of the integration bridge
+//! named by `external_ids:iface-id`.
 //!
 //! The daemons run in the installation's root filesystem under `chroot`, each in its
 //! own mount namespace (`unshare --mount`) where `/dev`, `/sys` and `/proc` are mounted
 //! into the root (ovs-vswitchd needs `/dev/net/tun` for its internal ports): the mounts
-//! vanish with the process. Everything is undone on drop, panics included: daemons
-//! killed, namespaces and veths deleted. Needs root.
+//! vanish with the process. ovs-vswitchd runs in the chassis' own network namespace,
+//! which holds its tap devices and the pods' host-side veths, so that chassis of tests
+//! running side by side do not meet. Everything is undone on drop, panics included:
+//! daemons killed, namespaces and veths deleted. Needs root.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -25,19 +28,40 @@ pub const NETNS_PREFIX: &str = "ovsrs";
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
-/// A pod: a network namespace with one interface on `br-int`.
+/// A pod: a network namespace with one interface on the integration bridge.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pod {
     /// The network namespace.
     pub netns: String,
     /// The logical switch port it is bound to (`external_ids:iface-id`).
     pub iface_id: String,
-    /// The veth end on the host (a port of `br-int`).
+    /// The veth end in the chassis' network namespace (a port of the integration
+    /// bridge).
     pub host_veth: String,
     /// The MAC.
     pub mac: String,
     /// The addresses.
     pub ips: Vec<IpNet>,
+}
+
+/// A network namespace deleted on drop.
+#[derive(Debug)]
+struct Netns(String);
+
+impl Netns {
+    fn add(name: String) -> Result<Netns> {
+        ip(&["netns", "add", &name])?;
+        let ns = Netns(name);
+        ip(&["-n", &ns.0, "link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        // Its veths and the datapath's tap devices go with it.
+        let _ = ip(&["netns", "delete", &self.0]);
+    }
 }
 
 /// One running chassis.
@@ -51,7 +75,12 @@ pub struct Chassis {
     db_inner: PathBuf,
     run_inner: PathBuf,
     pods: Vec<Pod>,
+    servers: Vec<std::process::Child>,
     tag: String,
+    bridge: String,
+    /// The node's network namespace, where ovs-vswitchd and the pods' host veths live
+    /// (the userspace datapath's tap devices are named alike in every chassis).
+    node: Netns,
     // Last, so the directory goes after the daemons.
     dir: WorkDir,
 }
@@ -94,6 +123,7 @@ impl Chassis {
         let dir = install.workdir()?;
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let tag = format!("{}{:x}{}", NETNS_PREFIX, std::process::id() % 0xfff, n);
+        let node = Netns::add(format!("{tag}n"))?;
         std::fs::create_dir_all(root.join("run/openvswitch"))
             .map_err(|e| SandboxError(format!("cannot create run/openvswitch: {e}")))?;
         let db = dir.inner("conf.db");
@@ -111,14 +141,25 @@ impl Chassis {
         let root_s = path_str(&root)?.to_owned();
         // Each daemon gets a private mount namespace with /dev, /sys and /proc inside the
         // root filesystem, and its own OVS run directory.
-        let spawn = |name: &str, program: &str, args: Vec<String>| -> Result<Daemon> {
+        let spawn = |name: &str,
+                     program: &str,
+                     args: Vec<String>,
+                     netns: Option<&str>|
+         -> Result<Daemon> {
             let script = format!(
                 "set -e; mount --bind /dev {root_s}/dev; mount --bind /sys {root_s}/sys; \
                  mount -t proc proc {root_s}/proc; \
                  export OVS_RUNDIR={rundir_s} OVS_DBDIR={rundir_s} OVS_LOGDIR={rundir_s} OVN_RUNDIR={rundir_s}; \
                  exec chroot {root_s} {program} \"$@\""
             );
-            let mut cmd = Command::new("unshare");
+            let mut cmd = match netns {
+                Some(ns) => {
+                    let mut c = Command::new("ip");
+                    c.args(["netns", "exec", ns, "unshare"]);
+                    c
+                }
+                None => Command::new("unshare"),
+            };
             cmd.args([
                 "--mount",
                 "--propagation",
@@ -141,6 +182,7 @@ impl Chassis {
                 format!("--log-file={}", dir.inner("ovsdb.log").display()),
                 "-vconsole:off".into(),
             ],
+            None,
         )?;
         let host_sock = dir.host("db.sock");
         let log = dir.host("ovsdb.log");
@@ -167,6 +209,7 @@ impl Chassis {
                 format!("--log-file={}", dir.inner("vswitchd.log").display()),
                 "-vconsole:off".into(),
             ],
+            Some(&node.0),
         )?;
         let vlog = dir.host("vswitchd.log");
         wait_until("ovs-vswitchd", || {
@@ -174,13 +217,17 @@ impl Chassis {
             let text = std::fs::read_to_string(&vlog).unwrap_or_default();
             Ok(text.contains("ovs-vswitchd (Open vSwitch)").then_some(()))
         })?;
+        // The integration bridge is named after the chassis: with the userspace datapath
+        // its internal port is a tap device of the host, so two chassis (tests running
+        // side by side) cannot both call it br-int.
+        let bridge = format!("{tag}b");
         vsctl(&[
             "add-br",
-            "br-int",
+            &bridge,
             "--",
             "set",
             "bridge",
-            "br-int",
+            &bridge,
             "datapath_type=netdev",
             "fail-mode=secure",
             "other_config:disable-in-band=true",
@@ -194,6 +241,7 @@ impl Chassis {
             "external_ids:ovn-encap-type=geneve",
             "external_ids:ovn-encap-ip=127.0.0.1",
             "external_ids:ovn-bridge-datapath-type=netdev",
+            &format!("external_ids:ovn-bridge={bridge}"),
             &format!("external_ids:hostname={system_id}"),
         ])?;
         let mut controller = spawn(
@@ -205,6 +253,7 @@ impl Chassis {
                 format!("--log-file={}", dir.inner("ovn-controller.log").display()),
                 "-vconsole:off".into(),
             ],
+            None,
         )?;
         let clog = dir.host("ovn-controller.log");
         wait_until("ovn-controller to register its chassis", || {
@@ -230,7 +279,10 @@ impl Chassis {
             db_inner: sock,
             run_inner: rundir,
             pods: Vec::new(),
+            servers: Vec::new(),
             tag,
+            bridge,
+            node,
             dir,
         })
     }
@@ -258,7 +310,7 @@ impl Chassis {
 
     /// Creates a pod bound to logical switch port `iface_id`: a namespace with an
     /// interface `eth0` of MAC `mac` and addresses `ips`, default routes via
-    /// `gateways`, and the veth's other end on `br-int`.
+    /// `gateways`, and the veth's other end on the integration bridge.
     pub fn add_pod(
         &mut self,
         iface_id: &str,
@@ -281,6 +333,7 @@ impl Chassis {
         // Recorded before anything else can fail, so that drop cleans it up.
         self.pods.push(pod.clone());
         ip(&["link", "add", &host, "type", "veth", "peer", "name", &peer])?;
+        ip(&["link", "set", &host, "netns", &self.node.0])?;
         ip(&["link", "set", &peer, "netns", &netns])?;
         ip(&["-n", &netns, "link", "set", &peer, "name", "eth0"])?;
         ip(&["-n", &netns, "link", "set", "eth0", "address", mac])?;
@@ -299,6 +352,27 @@ impl Chassis {
         for a in ips {
             ip(&["-n", &netns, "addr", "add", &a.to_string(), "dev", "eth0"])?;
         }
+        // The userspace datapath does not complete checksums a veth left to offload:
+        // TCP would fail where ping works.
+        run(
+            Command::new("ip").args([
+                "netns", "exec", &netns, "ethtool", "-K", "eth0", "tx", "off",
+            ]),
+            "ethtool -K eth0 tx off",
+        )?;
+        run(
+            Command::new("ip").args([
+                "netns",
+                "exec",
+                &self.node.0,
+                "ethtool",
+                "-K",
+                &host,
+                "tx",
+                "off",
+            ]),
+            "ethtool -K tx off",
+        )?;
         ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
         ip(&["-n", &netns, "link", "set", "lo", "up"])?;
         for g in gateways {
@@ -314,10 +388,10 @@ impl Chassis {
                 &g.to_string(),
             ])?;
         }
-        ip(&["link", "set", &host, "up"])?;
+        ip(&["-n", &self.node.0, "link", "set", &host, "up"])?;
         self.vsctl(&[
             "add-port",
-            "br-int",
+            &self.bridge,
             &host,
             "--",
             "set",
@@ -357,15 +431,92 @@ impl Chassis {
     }
 }
 
+/// A TCP server: accepts every connection, sends its reply, closes (argv: address,
+/// port, reply). Binds `::` with IPv4 mapped, so one server answers both families.
+const TCP_SERVER: &str = concat!(
+    "import socket,sys\n",
+    "s=socket.socket(socket.AF_INET6)\n",
+    "s.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_V6ONLY,0)\n",
+    "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n",
+    "s.bind(('::',int(sys.argv[1])))\n",
+    "s.listen(64)\n",
+    "while True:\n",
+    "    c,_=s.accept()\n",
+    "    c.sendall(sys.argv[2].encode())\n",
+    "    c.close()\n",
+);
+
+/// A TCP client: connects, prints what it reads (argv: address, port, timeout).
+const TCP_CLIENT: &str = concat!(
+    "import socket,sys\n",
+    "c=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=float(sys.argv[3]))\n",
+    "c.settimeout(float(sys.argv[3]))\n",
+    "sys.stdout.write(c.recv(1000).decode())\n",
+);
+
+impl Chassis {
+    /// Starts a TCP server in `pod` listening on `port` (both families) that answers
+    /// every connection with `reply`; it runs until the chassis is dropped.
+    pub fn serve_tcp(&mut self, pod: &Pod, port: u16, reply: &str) -> Result<()> {
+        let child = Command::new("ip")
+            .args(["netns", "exec", &pod.netns, "python3", "-c", TCP_SERVER])
+            .arg(port.to_string())
+            .arg(reply)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| {
+                SandboxError(format!("cannot start a TCP server in {}: {e}", pod.netns))
+            })?;
+        self.servers.push(child);
+        let local: IpAddr = "127.0.0.1".parse().expect("constant");
+        wait_until(&format!("the TCP server in {}", pod.netns), || {
+            self.tcp_request(pod, local, port, std::time::Duration::from_millis(200))
+                .map(|r| r.map(|_| ()))
+        })
+    }
+
+    /// Connects from `pod` to `to`:`port` and reads the reply: `Some(reply)` when a
+    /// connection was made and answered within `timeout`, `None` otherwise.
+    pub fn tcp_request(
+        &self,
+        pod: &Pod,
+        to: IpAddr,
+        port: u16,
+        timeout: std::time::Duration,
+    ) -> Result<Option<String>> {
+        let out = self.exec(
+            pod,
+            &[
+                "python3",
+                "-c",
+                TCP_CLIENT,
+                &to.to_string(),
+                &port.to_string(),
+                &format!("{:.3}", timeout.as_secs_f64()),
+            ],
+        )?;
+        Ok(out
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
+    }
+}
+
 impl Drop for Chassis {
     fn drop(&mut self) {
+        for s in &mut self.servers {
+            let _ = s.kill();
+            let _ = s.wait();
+        }
         self.controller.kill();
         self.vswitchd.kill();
         self.ovsdb.kill();
         for p in &self.pods {
             let _ = ip(&["netns", "delete", &p.netns]);
-            let _ = ip(&["link", "delete", &p.host_veth]);
         }
+        // The node's namespace (with the pods' host veths) goes with its field.
         let _ = &self.dir;
     }
 }

@@ -322,6 +322,9 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
         }
     }
 
+    // The group is the CNC's whether or not it wants it now, so that it goes when
+    // ServiceNetwork does.
+    d.claim::<nb_model::LoadBalancerGroup>(&services::lb_group_name(cnc));
     if info.spec.service_network {
         services::build(&mut d, cnc, &nets);
     }
