@@ -682,3 +682,539 @@ async fn services_answer_across_connected_networks_and_service_only_isolates_pod
     }
     udn::assert_same_rows(&before, &after);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_zones_agree_on_connect_ports_and_keys_and_traffic_leaves_through_the_remote_port() {
+    let mut yaml = String::new();
+    yaml += &cudn_l3(
+        "blue",
+        "blue",
+        "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
+        "z: \"yes\"",
+    );
+    yaml += &cudn_l3(
+        "green",
+        "green",
+        "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
+        "z: \"yes\"",
+    );
+    yaml += &cudn_l2("yellow", "yellow", "[105.105.0.0/16]", "z: \"yes\"");
+    yaml += &cnc(
+        "c",
+        "z",
+        "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+        "[PodNetwork]",
+    );
+    yaml += &udn::node(
+        "node-a",
+        "chassis-a",
+        &[("k8s.ovn.org/zone-name", "zone-a")],
+    );
+    yaml += &udn::node(
+        "node-b",
+        "chassis-b",
+        &[("k8s.ovn.org/zone-name", "zone-b")],
+    );
+    let mut zones = Vec::new();
+    for (zone, local, remote) in [
+        ("zone-a", "chassis-a", "chassis-b"),
+        ("zone-b", "chassis-b", "chassis-a"),
+    ] {
+        let sb = sandbox();
+        sb.sbctl(&["chassis-add", local, "geneve", "127.0.0.1"])
+            .unwrap();
+        sb.register_remote_chassis(remote, "127.0.0.2").unwrap();
+        let world = udn::world(&yaml, &State::default(), Some(zone));
+        let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+        udn::apply(&r, &world).await;
+        sb.sync().unwrap();
+        zones.push((sb, world));
+    }
+    let (a, world_a) = &zones[0];
+    let (b, world_b) = &zones[1];
+    assert_eq!(
+        world_a.allocations, world_b.allocations,
+        "both zones allocate the same"
+    );
+    let pb = |sb: &integration_tests::Sandbox, port: &str, col: &str| {
+        sb.sbctl(&[
+            "--bare",
+            &format!("--columns={col}"),
+            "find",
+            "Port_Binding",
+            &format!("logical_port={port}"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
+    };
+    let dp_key = |sb: &integration_tests::Sandbox, name: &str| {
+        sb.sbctl(&[
+            "--bare",
+            "--columns=tunnel_key",
+            "find",
+            "Datapath_Binding",
+            &format!("external_ids:name={name}"),
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
+    };
+    assert_eq!(
+        dp_key(a, "connect_router_c"),
+        "16715780",
+        "after yellow's transit router key"
+    );
+    assert_eq!(dp_key(b, "connect_router_c"), dp_key(a, "connect_router_c"));
+
+    // node-b's blue port: remote (bound to chassis-b) in zone A, a peer pair in zone B,
+    // one key in both.
+    let blue_b = "crtor-c_cluster_udn_blue_node-b";
+    assert_eq!(pb(a, blue_b, "type"), "remote");
+    assert_eq!(
+        nbctl_get(
+            a,
+            &[
+                "get",
+                "Logical_Router_Port",
+                blue_b,
+                "options:requested-chassis"
+            ]
+        ),
+        "chassis-b"
+    );
+    assert_eq!(
+        nbctl_get(b, &["get", "Logical_Router_Port", blue_b, "peer"]),
+        "rtocr-cluster_udn_blue_node-b_c"
+    );
+    let key = pb(a, blue_b, "tunnel_key");
+    assert_eq!(pb(b, blue_b, "tunnel_key"), key);
+    // Blue is network 1 in block 0: 0·256 + node id + 1.
+    assert_eq!(
+        key,
+        (world_a.allocations.node_ids["node-b"] + 1).to_string()
+    );
+    assert!(
+        !nbctl_get(a, &["lrp-list", "cluster_udn_blue_ovn_cluster_router"]).contains("node-b_c"),
+        "zone A has no network-side port for node-b"
+    );
+    // Yellow (Layer2) is local in both zones, with one key.
+    assert_eq!(
+        pb(a, "crtor-c_cluster_udn_yellow", "tunnel_key"),
+        pb(b, "crtor-c_cluster_udn_yellow", "tunnel_key")
+    );
+    assert_eq!(pb(a, "crtor-c_cluster_udn_yellow", "type"), "patch");
+
+    // A blue pod on node-a to a green pod on node-b: zone A sends it out of the
+    // connect router's remote port for green on node-b.
+    let sa = &world_a.allocations.host_subnets["cluster_udn_blue"]["node-a"][0];
+    let sg = &world_a.allocations.host_subnets["cluster_udn_green"]["node-b"][0];
+    let src = netconnect::topology::addr::nth(sa, 5).unwrap();
+    let dst = netconnect::topology::addr::nth(sg, 5).unwrap();
+    let gw_mac =
+        netconnect::topology::mac::from_ip(netconnect::topology::addr::nth(sa, 1).unwrap());
+    let src_mac = netconnect::topology::mac::from_ip(src);
+    a.nbctl(&[
+        "lsp-add",
+        "cluster_udn_blue_node-a",
+        "pod-a",
+        "--",
+        "lsp-set-addresses",
+        "pod-a",
+        &format!("{src_mac} {src}"),
+    ])
+    .unwrap();
+    a.sync().unwrap();
+    let flow = format!(
+        "inport == \"pod-a\" && eth.src == {src_mac} && eth.dst == {gw_mac} && ip4.src == {src} && ip4.dst == {dst} && ip.ttl == 64 && icmp4"
+    );
+    let trace = a
+        .trace(&["--minimal", "cluster_udn_blue_node-a", &flow])
+        .unwrap();
+    assert!(
+        trace.contains("output(\"crtor-c_cluster_udn_green_node-b\");"),
+        "the packet does not leave through the remote connect port:\n{trace}"
+    );
+    let _ = world_b;
+}
+
+/// Runs `yaml` the way netconnectd does: state read, world built, state saved, every
+/// key reconciled; then checks that a second pass writes nothing.
+async fn step(
+    r: &netconnect::reconcile::Reconciler,
+    dir: &std::path::Path,
+    yaml: &str,
+) -> netconnect::world::World {
+    let (state, problems) = State::load(dir).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    let world = udn::world(yaml, &state, None);
+    world.state(&state).save(dir).unwrap();
+    udn::apply(r, &world).await;
+    let t = r.transactions();
+    udn::apply(r, &world).await;
+    assert_eq!(r.transactions(), t, "a second pass writes nothing");
+    world
+}
+
+/// The names of the rows of `table` whose external ids name connect `cnc`.
+fn connect_rows(sb: &integration_tests::Sandbox, table: &str, cnc: &str) -> Vec<String> {
+    let out = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            table,
+            &format!("external_ids:k8s.ovn.org/name={cnc}"),
+            "external_ids:k8s.ovn.org/owner-type=ClusterNetworkConnect",
+        ])
+        .unwrap();
+    out.split_whitespace().map(str::to_owned).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn day_two_selection_nodes_networks_and_deletion_are_reconciled() {
+    let sb = sandbox();
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let ns = |name: &str, join: bool| {
+        format!(
+            "---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}, labels: {{join: \"{}\"}}}}\n",
+            if join { "yes" } else { "no" }
+        )
+    };
+    let c = "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {name: c}\n\
+             spec:\n  networkSelectors:\n  - networkSelectionType: ClusterUserDefinedNetworks\n    clusterUserDefinedNetworkSelector: {networkSelector: {matchLabels: {c: \"yes\"}}}\n\
+             \x20 - networkSelectionType: PrimaryUserDefinedNetworks\n    primaryUserDefinedNetworkSelector: {namespaceSelector: {matchLabels: {join: \"yes\"}}}\n\
+             \x20 connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\n  connectivity: [PodNetwork]\n";
+    let blue = cudn_l3(
+        "blue",
+        "blue",
+        "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
+        "c: \"yes\"",
+    );
+    let green = |selected: bool| {
+        cudn_l3(
+            "green",
+            "green",
+            "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
+            if selected { "c: \"yes\"" } else { "c: \"no\"" },
+        )
+    };
+    let red = udn_l3("net", "red", "[{cidr: 106.106.0.0/16, hostSubnet: 24}]");
+    let yellow = cudn_l2("yellow", "yellow", "[105.105.0.0/16]", "c: \"yes\"");
+    let nodes = |n: usize| {
+        (1..=n)
+            .map(|i| udn::node(&format!("n{i}"), &format!("ch{i}"), &[]))
+            .collect::<String>()
+    };
+    let base = |red_joins: bool, green_selected: bool| {
+        ns("red", red_joins) + &blue + &green(green_selected) + &red
+    };
+
+    // Before any connect: the NB as the networks alone make it.
+    step(&r, dir.path(), &(base(false, true) + &nodes(2))).await;
+    let before = udn::dump(&sb.nb.unix_remote()).await;
+
+    let w = step(&r, dir.path(), &(base(false, true) + &nodes(2) + c)).await;
+    let connected = |w: &netconnect::world::World| {
+        w.allocations.connects["c"]
+            .networks
+            .values()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(connected(&w), ["cluster_udn_blue", "cluster_udn_green"]);
+    assert_eq!(
+        nbctl_get(&sb, &["lrp-list", "connect_router_c"])
+            .lines()
+            .count(),
+        4,
+        "2 networks × 2 nodes"
+    );
+
+    // The namespace red is labelled: its primary network joins.
+    let w = step(&r, dir.path(), &(base(true, true) + &nodes(2) + c)).await;
+    assert_eq!(
+        connected(&w),
+        ["cluster_udn_blue", "cluster_udn_green", "red_net"]
+    );
+    let policies = nbctl_get(
+        &sb,
+        &["lr-policy-list", "cluster_udn_blue_ovn_cluster_router"],
+    );
+    assert!(policies.contains("ip4.dst == 106.106.0.0/16"), "{policies}");
+    assert!(
+        nbctl_get(&sb, &["lrp-list", "red_net_ovn_cluster_router"]).contains("rtocr-red_net_n1_c")
+    );
+
+    // Green's label changes: green is let go, its block freed.
+    let w = step(&r, dir.path(), &(base(true, false) + &nodes(2) + c)).await;
+    assert_eq!(connected(&w), ["cluster_udn_blue", "red_net"]);
+    assert!(
+        !nbctl_get(&sb, &["lrp-list", "cluster_udn_green_ovn_cluster_router"]).contains("rtocr")
+    );
+    assert!(!nbctl_get(
+        &sb,
+        &["lr-policy-list", "cluster_udn_green_ovn_cluster_router"]
+    )
+    .contains("9001"));
+    assert!(!nbctl_get(
+        &sb,
+        &["lr-policy-list", "cluster_udn_blue_ovn_cluster_router"]
+    )
+    .contains("104.104"));
+    assert!(!nbctl_get(&sb, &["lr-route-list", "connect_router_c"]).contains("104.104"));
+    let annotation =
+        std::fs::read_to_string(dir.path().join("ClusterNetworkConnect/c.yaml")).unwrap();
+    assert!(
+        !annotation.contains("layer3_2"),
+        "green's connect subnet is released:\n{annotation}"
+    );
+
+    // A new network selected at once; then deleted.
+    let w = step(
+        &r,
+        dir.path(),
+        &(base(true, false) + &yellow + &nodes(2) + c),
+    )
+    .await;
+    assert!(connected(&w).contains(&"cluster_udn_yellow".to_string()));
+    assert!(
+        nbctl_get(&sb, &["lrp-list", "cluster_udn_yellow_transit_router"])
+            .contains("rtocr-cluster_udn_yellow_c")
+    );
+    let w = step(&r, dir.path(), &(base(true, false) + &nodes(2) + c)).await;
+    assert_eq!(connected(&w), ["cluster_udn_blue", "red_net"]);
+    assert!(!nbctl_get(&sb, &["lrp-list", "connect_router_c"]).contains("yellow"));
+
+    // A node added: one port and one route per network, in one transaction for the
+    // connect; then removed again.
+    let t = r.transactions();
+    step(&r, dir.path(), &(base(true, false) + &nodes(3) + c)).await;
+    assert_eq!(
+        nbctl_get(&sb, &["lrp-list", "connect_router_c"])
+            .lines()
+            .count(),
+        6,
+        "2 networks × 3 nodes"
+    );
+    assert_eq!(
+        r.transactions() - t,
+        4,
+        "the three networks' and the connect's"
+    );
+    step(&r, dir.path(), &(base(true, false) + &nodes(2) + c)).await;
+    assert_eq!(
+        nbctl_get(&sb, &["lrp-list", "connect_router_c"])
+            .lines()
+            .count(),
+        4
+    );
+
+    // The connect deleted: every row it wrote goes, the networks' rows are as before.
+    step(&r, dir.path(), &(base(true, false) + &nodes(2))).await;
+    for table in [
+        "Logical_Router",
+        "Logical_Router_Port",
+        "Logical_Router_Policy",
+        "Logical_Router_Static_Route",
+    ] {
+        assert_eq!(
+            connect_rows(&sb, table, "c"),
+            Vec::<String>::new(),
+            "{table}"
+        );
+    }
+    let after = udn::dump(&sb.nb.unix_remote()).await;
+    // Green's label and red's namespace changed since `before`; neither is in any row.
+    udn::assert_same_rows(&before, &after);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_deleted_while_the_reconciler_was_down_is_removed_at_start() {
+    let sb = sandbox();
+    let nets = cudn_l3(
+        "blue",
+        "blue",
+        "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
+        "c: \"yes\"",
+    ) + &cudn_l3(
+        "green",
+        "green",
+        "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
+        "c: \"yes\"",
+    ) + &udn::node("n1", "ch1", &[]);
+    {
+        let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+        let with = udn::world(
+            &(nets.clone()
+                + &cnc(
+                    "gone",
+                    "c",
+                    "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+                    "[ServiceNetwork]",
+                )),
+            &State::default(),
+            None,
+        );
+        udn::apply(&r, &with).await;
+        assert!(!connect_rows(&sb, "Logical_Router", "gone").is_empty());
+        assert!(!connect_rows(&sb, "ACL", "gone").is_empty());
+        assert_eq!(
+            nbctl_get(
+                &sb,
+                &["--bare", "--columns=name", "list", "Load_Balancer_Group"]
+            )
+            .lines()
+            .filter(|l| *l == "cnc_svc_gone")
+            .count(),
+            1
+        );
+    }
+    // A new reconciler (a restart) whose inputs no longer have the connect.
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let without = udn::world(&nets, &State::default(), None);
+    let outcomes = udn::apply(&r, &without).await;
+    assert!(
+        outcomes.iter().any(|o| o
+            .key
+            .to_string()
+            .starts_with("gone ovnkube-network-connect-controller")),
+        "{:?}",
+        outcomes
+            .iter()
+            .map(|o| o.key.to_string())
+            .collect::<Vec<_>>()
+    );
+    for table in [
+        "Logical_Router",
+        "Logical_Router_Port",
+        "Logical_Router_Policy",
+        "Logical_Router_Static_Route",
+        "ACL",
+        "Address_Set",
+    ] {
+        assert_eq!(
+            connect_rows(&sb, table, "gone"),
+            Vec::<String>::new(),
+            "{table}"
+        );
+    }
+    assert!(!nbctl_get(
+        &sb,
+        &["--bare", "--columns=name", "list", "Load_Balancer_Group"]
+    )
+    .contains("cnc_svc_gone"));
+    for sw in ["cluster_udn_blue_n1", "cluster_udn_green_n1"] {
+        assert_eq!(
+            nbctl_get(&sb, &["acl-list", sw]),
+            "",
+            "{sw} holds no connect ACL"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipv6_only_networks_with_64_bit_blocks_get_distinct_keys_and_ping() {
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let mut yaml = String::new();
+    yaml += &cudn_l3("blue", "blue", "[{cidr: \"fd03::/48\"}]", "v6: \"yes\"");
+    yaml += &cudn_l3("green", "green", "[{cidr: \"fd04::/48\"}]", "v6: \"yes\"");
+    // /64 blocks: OVN-Kubernetes computes maxNodes = 1 << 64 = 0 here, and every port
+    // of every network the same key.
+    yaml += &cnc(
+        "six",
+        "v6",
+        "[{cidr: \"fd01::/48\", networkPrefix: 64}]",
+        "[PodNetwork]",
+    );
+    for n in ["node-a", "node-b"] {
+        yaml += &udn::node(n, "chassis-1", &[]);
+    }
+    let world = udn::world(&yaml, &State::default(), None);
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    udn::apply(&r, &world).await;
+    let c = &world.allocations.connects["six"];
+    // Index 0 of a /48 in /64s is skipped (OVN-Kubernetes' allocator does so).
+    assert_eq!(c.subnets["layer3_1"][0].to_string(), "fd01:0:0:1::/64");
+    assert_eq!(c.subnets["layer3_2"][0].to_string(), "fd01:0:0:2::/64");
+    let mut keys = std::collections::BTreeMap::new();
+    for net in ["blue", "green"] {
+        for node in ["node-a", "node-b"] {
+            let port = format!("crtor-six_cluster_udn_{net}_{node}");
+            let k = nbctl_get(
+                &sb,
+                &[
+                    "get",
+                    "Logical_Router_Port",
+                    &port,
+                    "options:requested-tnl-key",
+                ],
+            );
+            keys.insert(port, k.trim_matches('"').parse::<u32>().unwrap());
+        }
+    }
+    let id_a = world.allocations.node_ids["node-a"];
+    assert_eq!(
+        keys["crtor-six_cluster_udn_blue_node-a"],
+        5000 + id_a + 1,
+        "block 1, maxNodes capped at 5000"
+    );
+    assert_eq!(
+        keys["crtor-six_cluster_udn_green_node-a"],
+        2 * 5000 + id_a + 1
+    );
+    let distinct: std::collections::BTreeSet<_> = keys.values().collect();
+    assert_eq!(distinct.len(), 4, "{keys:?}");
+    assert_eq!(
+        nbctl_get(
+            &sb,
+            &[
+                "get",
+                "Logical_Router_Port",
+                "crtor-six_cluster_udn_blue_node-a",
+                "networks"
+            ]
+        ),
+        format!("[\"fd01:0:0:1::{:x}/127\"]", 2 * id_a)
+    );
+
+    let pod = |net: &str, node: &str, chassis: &mut ovn_sandbox::Chassis| {
+        let s = &world.allocations.host_subnets[net][node][0];
+        let ip = netconnect::topology::addr::nth(s, 5).unwrap();
+        let gw = netconnect::topology::addr::nth(s, 1).unwrap().to_string();
+        // Pods are IPv4-first elsewhere; an IPv6-only pod gets a MAC of its own.
+        let mac = format!(
+            "0a:58:00:00:{:02x}:{:02x}",
+            net.len(),
+            node.len() + usize::from(net.contains("green"))
+        );
+        sb.nbctl(&[
+            "lsp-add",
+            &format!("{net}_{node}"),
+            &format!("{net}-{node}"),
+            "--",
+            "lsp-set-addresses",
+            &format!("{net}-{node}"),
+            &format!("{mac} {ip}"),
+        ])
+        .unwrap();
+        let p = chassis
+            .add_pod(
+                &format!("{net}-{node}"),
+                &mac,
+                &[format!("{ip}/64").parse().unwrap()],
+                &[gw.parse().unwrap()],
+            )
+            .unwrap();
+        (p, ip)
+    };
+    let (blue, _) = pod("cluster_udn_blue", "node-a", &mut chassis);
+    let (_, green_ip) = pod("cluster_udn_green", "node-b", &mut chassis);
+    sb.sync_hv().unwrap();
+    assert!(
+        chassis.ping(&blue, green_ip, 3).unwrap(),
+        "blue to green over IPv6"
+    );
+}

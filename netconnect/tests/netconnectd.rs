@@ -162,3 +162,155 @@ fn an_unreachable_nb_is_a_clear_error() {
         text(&out.stderr)
     );
 }
+
+const CONNECTED: &str = r#"apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: blue, labels: {c: "yes"}}
+spec:
+  namespaceSelector: {}
+  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 103.103.0.0/16}]}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: green, labels: {c: "yes"}}
+spec:
+  namespaceSelector: {}
+  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 104.104.0.0/16}]}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: ClusterNetworkConnect
+metadata: {name: ok}
+spec:
+  networkSelectors: [{networkSelectionType: ClusterUserDefinedNetworks, clusterUserDefinedNetworkSelector: {networkSelector: {matchLabels: {c: "yes"}}}}]
+  connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]
+  connectivity: [PodNetwork]
+---
+apiVersion: k8s.ovn.org/v1
+kind: ClusterNetworkConnect
+metadata: {name: lonely}
+spec:
+  networkSelectors: [{networkSelectionType: ClusterUserDefinedNetworks, clusterUserDefinedNetworkSelector: {networkSelector: {matchLabels: {c: "nobody"}}}}]
+  connectSubnets: [{cidr: 192.169.0.0/16, networkPrefix: 24}]
+  connectivity: [PodNetwork]
+"#;
+
+/// The status document of connect `name` in the status dir.
+fn connect_status(dir: &Path, name: &str) -> serde_json::Value {
+    let text =
+        std::fs::read_to_string(dir.join(format!("ClusterNetworkConnect/{name}.yaml"))).unwrap();
+    let v: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
+    v["status"].clone()
+}
+
+#[test]
+fn connect_status_reports_acceptance_and_each_zone_as_the_okep_shows_it() {
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    std::fs::write(m.path().join("nets.yaml"), CONNECTED).unwrap();
+    // node-b, a remote node, has no chassis id: zone node-a cannot bind its ports.
+    std::fs::write(
+        m.path().join("nodes.yaml"),
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - {apiVersion: v1, kind: Node, metadata: {name: node-a, annotations: {k8s.ovn.org/node-chassis-id: ca}}}\n\
+         - {apiVersion: v1, kind: Node, metadata: {name: node-b}}\n",
+    )
+    .unwrap();
+    let out = run(&nb, m.path(), s.path(), &["--once", "--zone", "node-a"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a refused connect makes --once fail"
+    );
+    assert!(
+        stderr.contains("nets.yaml doc 4: ClusterNetworkConnect lonely: spec: not accepted: InsufficientNetworks: No network selected"),
+        "{stderr}"
+    );
+
+    let ok = connect_status(s.path(), "ok");
+    assert_eq!(ok["status"], "Failure", "{ok:#}");
+    let conds = ok["conditions"].as_array().unwrap();
+    assert_eq!(conds.len(), 2, "{ok:#}");
+    assert_eq!(conds[0]["type"], "Accepted");
+    assert_eq!(conds[0]["status"], "True");
+    assert_eq!(conds[0]["reason"], "ValidationSucceeded");
+    assert_eq!(
+        conds[0]["message"],
+        "All validation checks passed successfully"
+    );
+    assert_eq!(conds[1]["type"], "Ready-In-Zone-node-a");
+    assert_eq!(conds[1]["status"], "False");
+    assert_eq!(conds[1]["reason"], "OVNSetupFailed");
+    assert!(
+        conds[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains("node node-b has no k8s.ovn.org/node-chassis-id"),
+        "{ok:#}"
+    );
+    let accepted_at = conds[0]["lastTransitionTime"].as_str().unwrap().to_owned();
+    assert_eq!(
+        accepted_at.len(),
+        "2026-11-22T21:00:00Z".len(),
+        "{accepted_at}"
+    );
+
+    // A refused connect writes nothing in the NB.
+    let routers = sb
+        .nbctl(&["--bare", "--columns=name", "list", "Logical_Router"])
+        .unwrap();
+    assert!(
+        routers.contains("connect_router_ok") && !routers.contains("lonely"),
+        "{routers}"
+    );
+    let lonely = connect_status(s.path(), "lonely");
+    assert_eq!(lonely["status"], "Failure");
+    let conds = lonely["conditions"].as_array().unwrap();
+    assert_eq!(
+        conds.len(),
+        1,
+        "a connect never accepted has no zone condition: {lonely:#}"
+    );
+    assert_eq!(conds[0]["reason"], "InsufficientNetworks");
+    let text = std::fs::read_to_string(s.path().join("ClusterNetworkConnect/lonely.yaml")).unwrap();
+    assert!(
+        !text.contains("k8s.ovn.org/connect-router-tunnel-key"),
+        "{text}"
+    );
+    let ok_text = std::fs::read_to_string(s.path().join("ClusterNetworkConnect/ok.yaml")).unwrap();
+    assert!(
+        ok_text.contains("k8s.ovn.org/connect-router-tunnel-key: '16715779'"),
+        "{ok_text}"
+    );
+    assert!(ok_text.contains(r#"k8s.ovn.org/network-connect-subnet: '{"layer3_1":{"ipv4":"192.168.0.0/24"},"layer3_2":{"ipv4":"192.168.1.0/24"}}'"#), "{ok_text}");
+
+    // node-b gets its chassis id: the zone becomes ready, the connect a Success; the
+    // Accepted condition keeps its time (no flip).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    std::fs::write(
+        m.path().join("nodes.yaml"),
+        "apiVersion: v1\nkind: List\nitems:\n\
+         - {apiVersion: v1, kind: Node, metadata: {name: node-a, annotations: {k8s.ovn.org/node-chassis-id: ca}}}\n\
+         - {apiVersion: v1, kind: Node, metadata: {name: node-b, annotations: {k8s.ovn.org/node-chassis-id: cb}}}\n",
+    )
+    .unwrap();
+    run(&nb, m.path(), s.path(), &["--once", "--zone", "node-a"]);
+    let ok = connect_status(s.path(), "ok");
+    assert_eq!(ok["status"], "Success", "{ok:#}");
+    assert_eq!(
+        ok["conditions"][0]["lastTransitionTime"],
+        accepted_at.as_str()
+    );
+    assert_eq!(ok["conditions"][1]["reason"], "OVNSetupSucceeded");
+    assert_eq!(
+        ok["conditions"][1]["message"],
+        "Connect router and all ports created successfully"
+    );
+    assert_ne!(
+        ok["conditions"][1]["lastTransitionTime"],
+        accepted_at.as_str(),
+        "the zone flipped later"
+    );
+}

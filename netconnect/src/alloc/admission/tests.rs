@@ -259,3 +259,28 @@ fn a_refusal_connects_nothing_new_but_lets_deselected_networks_go() {
         ["layer3_1", "layer3_2"]
     );
 }
+
+#[test]
+fn annotations_given_on_the_object_are_used_as_given() {
+    // As OVN-Kubernetes' cluster manager annotated it: a key and a block of its choice.
+    let annotation = r#"k8s.ovn.org/connect-router-tunnel-key: '20000', k8s.ovn.org/network-connect-subnet: '{"layer3_1":{"ipv4":"192.168.7.0/24"},"layer3_2":{"ipv4":"192.168.3.0/24"}}'"#;
+    let yaml = node("n1", &[])
+        + &l3("a", "x", "[{cidr: 10.1.0.0/16}]")
+        + &l3("b", "x", "[{cidr: 10.2.0.0/16}]")
+        + &cnc("c", "x", V4, annotation);
+    let out = admit_yaml(&yaml);
+    let c = &out["c"];
+    assert_eq!(c.accepted, Ok(()));
+    assert_eq!(c.tunnel_key, Some(20000));
+    assert_eq!(c.subnets["layer3_1"][0].to_string(), "192.168.7.0/24");
+    assert_eq!(c.subnets["layer3_2"][0].to_string(), "192.168.3.0/24");
+    assert_eq!(
+        connect::port_tunnel_key(
+            &[("192.168.0.0/16".parse().unwrap(), 24)],
+            Topology::Layer3,
+            &c.subnets["layer3_1"],
+            2
+        ),
+        Some(7 * 256 + 3)
+    );
+}
