@@ -77,6 +77,7 @@ impl World {
             &allocations,
             &settings.reserved,
             &settings.cluster,
+            settings.topology.max_port_tunnel_key,
         );
         allocations.connects = connects;
         let mut all = inventory.problems.clone();

@@ -13,7 +13,6 @@
 //! `cargo bench -p integration-tests --bench netconnect [-- NETWORKS NODES]` (default
 //! 500 × 500).
 
-use std::io::{BufRead, BufReader, Read, Write};
 
 // The allocator netconnectd uses.
 #[global_allocator]
@@ -29,7 +28,10 @@ use netconnect::state::State;
 use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
 use ovsdb_proto::cache::{Cache, CacheConfig};
-use ovsdb_proto::{Atom, Condition, Operation};
+use ovsdb_proto::Operation;
+
+mod common;
+use common::{by_name, peak_mib, raw_monitor, record, run_child, send_all};
 
 fn manifests(networks: usize, nodes: usize) -> String {
     let mut s = String::new();
@@ -64,17 +66,6 @@ fn world(networks: usize, nodes: usize) -> World {
     w
 }
 
-fn peak_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
-}
-
 /// `desired N M`: time to build the world and every key's rows.
 fn desired(networks: usize, nodes: usize) {
     let start = Instant::now();
@@ -92,15 +83,6 @@ fn desired(networks: usize, nodes: usize) {
         rows as f64 / computed.as_secs_f64(),
         peak_mib()
     );
-}
-
-/// Writes each transaction's operations as one JSON line.
-fn record(path: &str, transactions: &[Vec<Operation>]) {
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    for ops in transactions {
-        serde_json::to_writer(&mut file, ops).unwrap();
-        file.write_all(b"\n").unwrap();
-    }
 }
 
 /// `ours REMOTE N M OPS NODE_OPS`: program through the reconciler; record the
@@ -203,106 +185,6 @@ fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_fi
     });
 }
 
-/// The operations with each `_uuid == U` condition replaced by `name == <U's name>`.
-fn by_name(ops: &[Operation], snap: &ovsdb_proto::cache::Snapshot) -> Vec<Operation> {
-    let fix = |table: &str, conditions: &[Condition]| -> Vec<Condition> {
-        conditions
-            .iter()
-            .map(|c| {
-                let uuid = (c.column == "_uuid")
-                    .then(|| c.value.as_scalar().and_then(Atom::as_uuid))
-                    .flatten();
-                match uuid.and_then(|u| snap.get(table, &u)) {
-                    Some(row) => Condition::new("name", c.function, row["name"].clone()),
-                    None => c.clone(),
-                }
-            })
-            .collect()
-    };
-    ops.iter()
-        .map(|op| match op {
-            Operation::Update {
-                table,
-                conditions,
-                row,
-            } => Operation::Update {
-                table: table.clone(),
-                conditions: fix(table, conditions),
-                row: row.clone(),
-            },
-            Operation::Mutate {
-                table,
-                conditions,
-                mutations,
-            } => Operation::Mutate {
-                table: table.clone(),
-                conditions: fix(table, conditions),
-                mutations: mutations.clone(),
-            },
-            other => other.clone(),
-        })
-        .collect()
-}
-
-/// Sends each line of `file` as one transaction and reads its reply (one at a time,
-/// as the reconciler does); returns the time.
-fn send_all(stream: &mut UnixStream, file: &str) -> (Duration, usize) {
-    let lines: Vec<String> = BufReader::new(std::fs::File::open(file).unwrap())
-        .lines()
-        .map(Result::unwrap)
-        .collect();
-    let requests: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, ops)| {
-            let ops: Vec<serde_json::Value> = serde_json::from_str(ops).unwrap();
-            let mut params = vec![serde_json::Value::from("OVN_Northbound")];
-            params.extend(ops);
-            serde_json::json!({"id": i, "method": "transact", "params": params}).to_string()
-        })
-        .collect();
-    let mut buf = bytes::BytesMut::new();
-    let mut codec = ovsdb_proto::codec::JsonRpcCodec::default();
-    let mut chunk = vec![0u8; 1 << 20];
-    let start = Instant::now();
-    for r in &requests {
-        stream.write_all(r.as_bytes()).unwrap();
-        loop {
-            use tokio_util::codec::Decoder;
-            if let Some(m) = codec.decode(&mut buf).unwrap() {
-                let text = String::from_utf8_lossy(m.as_bytes());
-                assert!(
-                    !text.contains("\"error\":\""),
-                    "the floor's transaction failed: {text}"
-                );
-                break;
-            }
-            let n = stream.read(&mut chunk).unwrap();
-            assert!(n > 0);
-            buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-    (start.elapsed(), requests.len())
-}
-
-/// A client that monitors every table netconnect caches and reads the updates into
-/// the void, so that the server does the same monitor work as for the cache.
-fn raw_monitor(path: &str) {
-    let mut m = UnixStream::connect(path).unwrap();
-    let tables: serde_json::Map<String, serde_json::Value> = netconnect::reconcile::nb::TABLES
-        .iter()
-        .map(|t| (t.to_string(), serde_json::json!([{}])))
-        .collect();
-    let req = serde_json::json!({"id": "m", "method": "monitor_cond_since", "params": [
-        "OVN_Northbound", "m", tables, "00000000-0000-0000-0000-000000000000"]});
-    m.write_all(req.to_string().as_bytes()).unwrap();
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 1 << 20];
-        while m.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
-    });
-    std::thread::sleep(Duration::from_millis(200));
-}
-
 /// `floor PATH OPS NODE_OPS [monitored]`.
 fn floor(path: &str, ops_file: &str, node_ops_file: &str, monitored: bool) {
     if monitored {
@@ -321,23 +203,6 @@ fn floor(path: &str, ops_file: &str, node_ops_file: &str, monitored: bool) {
     );
     let (d, n) = send_all(&mut s, node_ops_file);
     println!("{label}: a node added: {n} transactions in {d:.2?}");
-}
-
-fn run_child(args: &[&str]) -> String {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .arg("--child")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprint!("{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    print!("{text}");
-    text
 }
 
 fn main() {

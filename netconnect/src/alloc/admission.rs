@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ipnet::IpNet;
 
-use super::connect::{self, owner_key, parse_owner_key, ConnectAllocator, MAX_PORT_TUNNEL_KEY};
+use super::connect::{self, owner_key, parse_owner_key, ConnectAllocator};
 use super::ids::IdAllocator;
 use super::{Allocations, ClusterConfig, FIRST_ALLOCATED_TUNNEL_KEY, MAX_DATAPATH_TUNNEL_KEY};
 use crate::api::validate::Reserved;
@@ -90,6 +90,7 @@ pub fn admit(
     alloc: &Allocations,
     reserved: &Reserved,
     config: &ClusterConfig,
+    max_port_tunnel_key: u32,
 ) -> (BTreeMap<String, ConnectAllocation>, Vec<Problem>) {
     // Tunnel keys in use: Layer2 transit routers' and every annotated connect router's.
     let mut keys = IdAllocator::new(FIRST_ALLOCATED_TUNNEL_KEY, MAX_DATAPATH_TUNNEL_KEY);
@@ -128,7 +129,7 @@ pub fn admit(
                     })?,
                 };
                 let subnets = allocate(inv, alloc, cnc, &selected, &previous, &by_owner)?;
-                check_pairs_and_keys(alloc, cnc, &subnets, &by_owner)?;
+                check_pairs_and_keys(alloc, cnc, &subnets, &by_owner, max_port_tunnel_key)?;
                 Ok((tunnel_key, subnets))
             });
         let (accepted, tunnel_key, subnets) = match result {
@@ -397,6 +398,7 @@ fn check_pairs_and_keys(
     cnc: &ConnectInfo,
     subnets: &BTreeMap<String, Vec<IpNet>>,
     by_owner: &BTreeMap<String, String>,
+    max_port_tunnel_key: u32,
 ) -> Result<(), Refusal> {
     let exhausted = |message: String| refuse(Reason::ConnectSubnetExhausted, message);
     let mut used: BTreeMap<u64, String> = BTreeMap::new();
@@ -421,9 +423,9 @@ fn check_pairs_and_keys(
                 return exhausted(format!("Insufficient IP addresses in connect subnet: no point-to-point pair for {what} in {}", block.join(", ")));
             }
             let key = connect::port_tunnel_key(&cnc.spec.connect_subnets, topology, nets, id)
-                .filter(|k| *k <= MAX_PORT_TUNNEL_KEY as u64);
+                .filter(|k| *k <= u64::from(max_port_tunnel_key));
             let Some(key) = key else {
-                return exhausted(format!("the connect router's port for {what} would need a tunnel key above OVN's limit of {MAX_PORT_TUNNEL_KEY}: fewer networks per connect subnet, or a longer networkPrefix, are needed"));
+                return exhausted(format!("the connect router's port for {what} would need a tunnel key above OVN's limit of {max_port_tunnel_key}: fewer networks per connect subnet, or a longer networkPrefix, are needed"));
             };
             if let Some(other) = used.insert(key, what.clone()) {
                 return exhausted(format!("the connect router's ports for {other} and {what} would share tunnel key {key}"));

@@ -20,7 +20,8 @@ use super::subnets::{SubnetAllocator, SubnetError};
 use crate::api::Topology;
 use crate::topology::addr::{p2p_pair, to_u128, with_len};
 
-/// OVN's highest tunnel key for a logical port (15 bits with Geneve).
+/// OVN's highest tunnel key for a logical port with Geneve (15 bits); the default of
+/// [`crate::topology::TopologyConfig::max_port_tunnel_key`].
 pub const MAX_PORT_TUNNEL_KEY: u32 = 32767;
 
 /// The highest number of nodes a block is sized for in the port key formula

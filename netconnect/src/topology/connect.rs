@@ -34,7 +34,7 @@ use super::desired::{Desired, IdForm, Owner};
 use super::layer3::router_port;
 use super::names::Names;
 use super::{acl, cluster, ip_match_family, map, services, BuildError, Inputs};
-use crate::alloc::connect::{pair, port_tunnel_key, MAX_PORT_TUNNEL_KEY};
+use crate::alloc::connect::{pair, port_tunnel_key};
 use crate::api::{Network, Topology};
 
 /// The controller that owns a ClusterNetworkConnect's rows.
@@ -203,10 +203,11 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
             let firsts: Vec<IpNet> = pairs.iter().map(|p| p.0).collect();
             let seconds: Vec<IpNet> = pairs.iter().map(|p| p.1).collect();
             let port_key = port_tunnel_key(connect_subnets, c.net.topology, c.subnets, node_id)
-                .filter(|k| *k <= MAX_PORT_TUNNEL_KEY as u64);
+                .filter(|k| *k <= u64::from(inputs.config.max_port_tunnel_key));
             let Some(port_key) = port_key else {
                 d.incomplete.push(format!(
-                    "the connect router's port for {what} has no tunnel key within {MAX_PORT_TUNNEL_KEY}"
+                    "the connect router's port for {what} has no tunnel key within {}",
+                    inputs.config.max_port_tunnel_key
                 ));
                 continue;
             };

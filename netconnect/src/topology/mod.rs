@@ -60,6 +60,9 @@ pub struct TopologyConfig {
     /// The cluster's service CIDRs (service-only ClusterNetworkConnects let traffic
     /// to them pass).
     pub service_cidrs: Vec<IpNet>,
+    /// The highest tunnel key OVN gives a logical port: 32767 with Geneve (the
+    /// default), 2047 with VXLAN. Connect-router ports beyond it are refused.
+    pub max_port_tunnel_key: u32,
 }
 
 impl Default for TopologyConfig {
@@ -74,6 +77,7 @@ impl Default for TopologyConfig {
             physical_network: "physnet".into(),
             egress_ip: true,
             service_cidrs: vec!["10.96.0.0/16".parse().expect("constant")],
+            max_port_tunnel_key: crate::alloc::connect::MAX_PORT_TUNNEL_KEY,
         }
     }
 }

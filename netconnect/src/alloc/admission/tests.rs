@@ -57,6 +57,7 @@ fn admit_yaml(yaml: &str) -> BTreeMap<String, ConnectAllocation> {
         &alloc,
         &Reserved::default(),
         &ClusterConfig::default(),
+        connect::MAX_PORT_TUNNEL_KEY,
     );
     // Every refusal is also reported as a problem of the object.
     let refused = out.values().filter(|c| c.accepted.is_err()).count();

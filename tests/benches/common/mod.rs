@@ -1,0 +1,150 @@
+//! What the netconnect benches share: peak memory, recording a reconciler's
+//! transactions and replaying them over a raw socket (the floor), a raw monitoring
+//! client, and running each phase in a child process.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+use ovsdb_proto::{Atom, Condition, Operation};
+
+/// The process's peak resident memory (VmHWM), in MiB.
+pub fn peak_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+/// Writes each transaction's operations as one JSON line.
+pub fn record(path: &str, transactions: &[Vec<Operation>]) {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    for ops in transactions {
+        serde_json::to_writer(&mut file, ops).unwrap();
+        file.write_all(b"\n").unwrap();
+    }
+}
+
+/// The operations with each `_uuid == U` condition replaced by `name == <U's name>`.
+pub fn by_name(ops: &[Operation], snap: &ovsdb_proto::cache::Snapshot) -> Vec<Operation> {
+    let fix = |table: &str, conditions: &[Condition]| -> Vec<Condition> {
+        conditions
+            .iter()
+            .map(|c| {
+                let uuid = (c.column == "_uuid")
+                    .then(|| c.value.as_scalar().and_then(Atom::as_uuid))
+                    .flatten();
+                match uuid.and_then(|u| snap.get(table, &u)) {
+                    Some(row) => Condition::new("name", c.function, row["name"].clone()),
+                    None => c.clone(),
+                }
+            })
+            .collect()
+    };
+    ops.iter()
+        .map(|op| match op {
+            Operation::Update {
+                table,
+                conditions,
+                row,
+            } => Operation::Update {
+                table: table.clone(),
+                conditions: fix(table, conditions),
+                row: row.clone(),
+            },
+            Operation::Mutate {
+                table,
+                conditions,
+                mutations,
+            } => Operation::Mutate {
+                table: table.clone(),
+                conditions: fix(table, conditions),
+                mutations: mutations.clone(),
+            },
+            other => other.clone(),
+        })
+        .collect()
+}
+
+/// Sends each line of `file` as one transaction and reads its reply (one at a time,
+/// as the reconciler does); returns the time.
+pub fn send_all(stream: &mut UnixStream, file: &str) -> (Duration, usize) {
+    let lines: Vec<String> = BufReader::new(std::fs::File::open(file).unwrap())
+        .lines()
+        .map(Result::unwrap)
+        .collect();
+    let requests: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, ops)| {
+            let ops: Vec<serde_json::Value> = serde_json::from_str(ops).unwrap();
+            let mut params = vec![serde_json::Value::from("OVN_Northbound")];
+            params.extend(ops);
+            serde_json::json!({"id": i, "method": "transact", "params": params}).to_string()
+        })
+        .collect();
+    let mut buf = bytes::BytesMut::new();
+    let mut codec = ovsdb_proto::codec::JsonRpcCodec::default();
+    let mut chunk = vec![0u8; 1 << 20];
+    let start = Instant::now();
+    for r in &requests {
+        stream.write_all(r.as_bytes()).unwrap();
+        loop {
+            use tokio_util::codec::Decoder;
+            if let Some(m) = codec.decode(&mut buf).unwrap() {
+                let text = String::from_utf8_lossy(m.as_bytes());
+                assert!(
+                    !text.contains("\"error\":\""),
+                    "the floor's transaction failed: {text}"
+                );
+                break;
+            }
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(n > 0);
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+    (start.elapsed(), requests.len())
+}
+
+/// A client that monitors every table netconnect caches and reads the updates into
+/// the void, so that the server does the same monitor work as for the cache.
+pub fn raw_monitor(path: &str) {
+    let mut m = UnixStream::connect(path).unwrap();
+    let tables: serde_json::Map<String, serde_json::Value> = netconnect::reconcile::nb::TABLES
+        .iter()
+        .map(|t| (t.to_string(), serde_json::json!([{}])))
+        .collect();
+    let req = serde_json::json!({"id": "m", "method": "monitor_cond_since", "params": [
+        "OVN_Northbound", "m", tables, "00000000-0000-0000-0000-000000000000"]});
+    m.write_all(req.to_string().as_bytes()).unwrap();
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 20];
+        while m.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
+    });
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+/// Runs this bench binary as a child doing `args`, echoing and returning its output.
+pub fn run_child(args: &[&str]) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--child")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprint!("{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    print!("{text}");
+    text
+}

@@ -1,0 +1,247 @@
+//! OKEP-5224's scale case: N primary Layer3 networks × M nodes connected by one
+//! ClusterNetworkConnect, in the zone of one node (default 500 × 500: 250k ports and
+//! 250k static routes on the connect router, 249,500 policies on the networks' routers).
+//!
+//! OVN gives a logical port at most a 15-bit tunnel key (32767), so no connect router
+//! can have 250k ports: netconnect refuses such a CNC (`ConnectSubnetExhausted`), as it
+//! should. To measure the NB side of the OKEP's case anyway, the bench lifts that limit
+//! (`TopologyConfig::max_port_tunnel_key`); ovn-northd would not bind those ports.
+//!
+//! Phases, each in its own process (peak memory is its own):
+//!
+//! - `desired`: the inputs validated and allocated, the connect's rows computed;
+//! - `ours`: the networks programmed first (not timed here: the netconnect bench times
+//!   them), then the connect from empty through the cache and the reconciler (one
+//!   transaction), a second pass that must write nothing, one node added and one
+//!   network added (the connect's rows written and the time);
+//! - `floor`: the same connect transactions sent over a raw socket to a server holding
+//!   the same networks, reading only the replies.
+//!
+//! `cargo bench -p integration-tests --bench connect [-- NETWORKS NODES]`.
+
+// The allocator netconnectd uses.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use netconnect::api::load::parse_file;
+use netconnect::reconcile::{NbIndexes, Reconciler};
+use netconnect::state::State;
+use netconnect::world::{Key, Settings, World};
+use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
+use ovsdb_proto::cache::{Cache, CacheConfig};
+use ovsdb_proto::Operation;
+
+mod common;
+use common::{by_name, peak_mib, record, run_child, send_all};
+
+/// Network `i`'s cluster subnet: the `i`-th /17 of 16.0.0.0/8 (hosts /26: 512 nodes).
+fn subnet(i: usize) -> String {
+    format!("16.{}.{}.0/17", i / 2, (i % 2) * 128)
+}
+
+fn manifests(networks: usize, nodes: usize) -> String {
+    let mut s = String::new();
+    for i in 0..networks {
+        s.push_str(&format!(
+            "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: net{i:04}, labels: {{connect: \"yes\"}}}}\n\
+             spec:\n  namespaceSelector: {{}}\n  network:\n    topology: Layer3\n    layer3: {{role: Primary, subnets: [{{cidr: {}, hostSubnet: 26}}]}}\n",
+            subnet(i)
+        ));
+    }
+    for n in 0..nodes {
+        s.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: node-{n:04}\n  annotations: {{k8s.ovn.org/node-chassis-id: chassis-{n:04}}}\n"
+        ));
+    }
+    // /22 blocks hold pairs for node ids up to 511.
+    s.push_str(
+        "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {name: scale}\n\
+         spec:\n  networkSelectors: [{networkSelectionType: ClusterUserDefinedNetworks, clusterUserDefinedNetworkSelector: {networkSelector: {matchLabels: {connect: \"yes\"}}}}]\n\
+         \x20 connectSubnets: [{cidr: 172.16.0.0/12, networkPrefix: 22}]\n  connectivity: [PodNetwork]\n",
+    );
+    s
+}
+
+fn world(networks: usize, nodes: usize) -> World {
+    let mut settings = Settings {
+        zone: Some("node-0000".into()),
+        ..Default::default()
+    };
+    // Lifted to measure the OKEP's case (see the module's comment).
+    settings.topology.max_port_tunnel_key = u32::MAX;
+    let w = World::build(
+        &[parse_file(
+            Path::new("bench.yaml"),
+            &manifests(networks, nodes),
+        )],
+        &State::default(),
+        settings,
+    );
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    w
+}
+
+const CNC: &str = "scale";
+
+/// `desired N M`.
+fn desired(networks: usize, nodes: usize) {
+    let start = Instant::now();
+    let w = world(networks, nodes);
+    let built = start.elapsed();
+    let t = Instant::now();
+    let d = w.desired(&Key::Connect(CNC.into())).unwrap();
+    let computed = t.elapsed();
+    assert!(d.incomplete.is_empty(), "{:?}", d.incomplete);
+    println!(
+        "desired: inputs validated, allocated and the connect admitted in {built:.2?}; the connect's {} rows in {computed:.2?} ({:.0} rows/s); peak {:.0} MiB",
+        d.len(),
+        d.len() as f64 / computed.as_secs_f64(),
+        peak_mib()
+    );
+}
+
+/// Reconciles every key of `w` but the connect; returns the operations sent, their
+/// `_uuid` conditions turned into names for the floor.
+async fn networks_of(r: &Reconciler, w: &World) -> Vec<Vec<Operation>> {
+    let snap = r.cache().snapshot();
+    let mut sent = Vec::new();
+    for k in w.keys().into_iter().filter(|k| !matches!(k, Key::Connect(_))) {
+        let plan = r.apply(&w.desired(&k).unwrap()).await.unwrap();
+        if !plan.is_empty() {
+            sent.push(by_name(&plan.operations, &snap));
+        }
+    }
+    sent
+}
+
+/// Reconciles the connect; returns (operations by name, rows written, time).
+async fn connect_of(r: &Reconciler, w: &World) -> (Vec<Operation>, u64, Duration) {
+    let snap = r.cache().snapshot();
+    let w0 = r.rows_written();
+    let t = Instant::now();
+    let plan = r
+        .apply(&w.desired(&Key::Connect(CNC.into())).unwrap())
+        .await
+        .unwrap();
+    let d = t.elapsed();
+    (by_name(&plan.operations, &snap), r.rows_written() - w0, d)
+}
+
+/// `ours REMOTE N M DIR`.
+fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let file = |name: &str| format!("{dir}/{name}.jsonl");
+    rt.block_on(async {
+        let mut cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
+        let nb = NbIndexes::register(&mut cc);
+        let (cache, _) = Cache::start(cc);
+        let cache = std::sync::Arc::new(cache);
+        cache.wait_until_ready().await;
+        let mut r = Reconciler::new(cache.clone(), nb);
+        r.wait = Duration::from_secs(1200);
+        let w = world(networks, nodes);
+        let t = Instant::now();
+        record(&file("nets"), &networks_of(&r, &w).await);
+        println!(
+            "ours: the networks programmed first ({} rows in the cache) in {:.2?}",
+            cache.snapshot().len(),
+            t.elapsed()
+        );
+
+        let (ops, rows, d) = connect_of(&r, &w).await;
+        record(&file("cnc"), &[ops]);
+        println!(
+            "ours: the connect from empty: {rows} rows in one transaction in {d:.2?} ({:.0} rows/s), cache at {} rows; peak {:.0} MiB",
+            rows as f64 / d.as_secs_f64(),
+            cache.snapshot().len(),
+            peak_mib()
+        );
+
+        let t = Instant::now();
+        let plan = r
+            .plan(&w.desired(&Key::Connect(CNC.into())).unwrap())
+            .unwrap();
+        let d = t.elapsed();
+        assert!(plan.is_empty(), "{plan}");
+        println!(
+            "ours: second pass compared {} rows in {d:.2?} ({:.0} rows/s), wrote nothing",
+            plan.compared,
+            plan.compared as f64 / d.as_secs_f64()
+        );
+
+        // One node more: the networks get their rows for it (untimed), then the
+        // connect's rows for it are timed.
+        let w2 = world(networks, nodes + 1);
+        record(&file("node-nets"), &networks_of(&r, &w2).await);
+        let (ops, rows, d) = connect_of(&r, &w2).await;
+        record(&file("node-cnc"), &[ops]);
+        println!("ours: a node added: the connect wrote {rows} rows in {d:.2?}");
+
+        // One network more.
+        let w3 = world(networks + 1, nodes + 1);
+        record(&file("net-nets"), &networks_of(&r, &w3).await);
+        let (ops, rows, d) = connect_of(&r, &w3).await;
+        record(&file("net-cnc"), &[ops]);
+        println!("ours: a network added: the connect wrote {rows} rows in {d:.2?}");
+    });
+}
+
+/// `floor PATH DIR`: the networks preloaded, the connect's transactions timed.
+fn floor(path: &str, dir: &str) {
+    let file = |name: &str| format!("{dir}/{name}.jsonl");
+    let mut s = UnixStream::connect(path).unwrap();
+    send_all(&mut s, &file("nets"));
+    let (d, _) = send_all(&mut s, &file("cnc"));
+    println!(
+        "floor: the connect from empty in one transaction in {d:.2?}; peak {:.0} MiB",
+        peak_mib()
+    );
+    send_all(&mut s, &file("node-nets"));
+    let (d, _) = send_all(&mut s, &file("node-cnc"));
+    println!("floor: a node added: the connect's transaction in {d:.2?}");
+    send_all(&mut s, &file("net-nets"));
+    let (d, _) = send_all(&mut s, &file("net-cnc"));
+    println!("floor: a network added: the connect's transaction in {d:.2?}");
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        let a = &args[i + 1..];
+        let n = |k: usize| a[k].parse::<usize>().unwrap();
+        return match a[0].as_str() {
+            "desired" => desired(n(1), n(2)),
+            "ours" => ours(&a[1], n(2), n(3), &a[4]),
+            "floor" => floor(&a[1], &a[2]),
+            other => panic!("unknown child {other}"),
+        };
+    }
+    let counts: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let networks = counts.first().copied().unwrap_or(500);
+    let nodes = counts.get(1).copied().unwrap_or(500);
+    println!("{networks} Layer3 networks × {nodes} nodes, one ClusterNetworkConnect, the zone of one node");
+    run_child(&["desired", &networks.to_string(), &nodes.to_string()]);
+
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let a = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    run_child(&[
+        "ours",
+        &a.unix_remote(),
+        &networks.to_string(),
+        &nodes.to_string(),
+        d,
+    ]);
+    drop(a);
+    let b = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let path = b.unix_remote().trim_start_matches("unix:").to_owned();
+    run_child(&["floor", &path, d]);
+}
