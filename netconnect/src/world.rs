@@ -35,8 +35,11 @@ pub enum Key {
     Cluster,
     /// A network's topology, by network name.
     Network(String),
-    /// A ClusterNetworkConnect's rows in the zone, by its name.
+    /// A ClusterNetworkConnect's own rows in the zone (its router, services, ACLs), by
+    /// its name.
     Connect(String),
+    /// A ClusterNetworkConnect's rows for one connected network: (CNC, network).
+    ConnectNetwork(String, String),
     /// Rows whose owner no longer exists: they are removed.
     Gone(Owner),
 }
@@ -47,6 +50,7 @@ impl std::fmt::Display for Key {
             Key::Cluster => f.write_str("cluster"),
             Key::Network(n) => write!(f, "network {n}"),
             Key::Connect(c) => write!(f, "connect {c}"),
+            Key::ConnectNetwork(c, n) => write!(f, "connect {c} network {n}"),
             Key::Gone(o) => write!(f, "gone {o}"),
         }
     }
@@ -112,22 +116,51 @@ impl World {
     }
 
     /// The keys the inputs define: the cluster rows, then each network in name order,
-    /// then each ClusterNetworkConnect (whose rows go on the networks').
+    /// then each ClusterNetworkConnect (whose rows go on the networks'), then each
+    /// connected network of each.
     pub fn keys(&self) -> Vec<Key> {
         let mut keys = vec![Key::Cluster];
         keys.extend(self.inventory.networks.keys().cloned().map(Key::Network));
         keys.extend(self.inventory.connects.keys().cloned().map(Key::Connect));
+        for (cnc, c) in &self.allocations.connects {
+            if c.tunnel_key.is_some() && self.inventory.connects.contains_key(cnc) {
+                for net in c.networks.values() {
+                    keys.push(Key::ConnectNetwork(cnc.clone(), net.clone()));
+                }
+            }
+        }
         keys
     }
 
-    /// The ClusterNetworkConnects that connect network `net` now.
+    /// The keys of the ClusterNetworkConnects that connect network `net` now: each
+    /// one's own and the one for `net`.
     pub fn connects_of(&self, net: &str) -> Vec<Key> {
-        self.allocations
-            .connects
-            .iter()
-            .filter(|(_, c)| c.networks.values().any(|n| n == net))
-            .map(|(name, _)| Key::Connect(name.clone()))
-            .collect()
+        let mut out = Vec::new();
+        for (name, c) in &self.allocations.connects {
+            if c.networks.values().any(|n| n == net) {
+                out.push(Key::Connect(name.clone()));
+                out.push(Key::ConnectNetwork(name.clone(), net.to_owned()));
+            }
+        }
+        out
+    }
+
+    /// The key of a row of `owner` whose `external_ids` are `ids`: [`World::key_of`],
+    /// except that a ClusterNetworkConnect's row for a network it connects now is that
+    /// network's key's.
+    pub fn key_of_row(&self, owner: &Owner, ids: &ovsdb_proto::Datum) -> Key {
+        let key = self.key_of(owner);
+        if let (Key::Connect(cnc), Some(part)) = (&key, crate::reconcile::nb::partition_of(ids)) {
+            let net = self.allocations.connects.get(cnc).and_then(|c| {
+                c.networks.values().find(|n| {
+                    self.allocations.network_ids.get(*n).map(u32::to_string) == Some(part.clone())
+                })
+            });
+            if let Some(net) = net {
+                return Key::ConnectNetwork(cnc.clone(), net.clone());
+            }
+        }
+        key
     }
 
     /// The key whose rows carry `owner`: one of [`World::keys`], or [`Key::Gone`] when
@@ -195,7 +228,7 @@ impl World {
         key: &'a Key,
         result: &Result<crate::reconcile::Plan, crate::reconcile::ReconcileError>,
     ) -> Option<(&'a str, Result<Vec<String>, String>)> {
-        let Key::Connect(name) = key else {
+        let (Key::Connect(name) | Key::ConnectNetwork(name, _)) = key else {
             return None;
         };
         self.allocations.connects.get(name)?.tunnel_key?;
@@ -215,6 +248,7 @@ impl World {
             Key::Cluster => Ok(topology::cluster::build()),
             Key::Network(name) => topology::network(&self.inputs(), name),
             Key::Connect(name) => connect::build(&self.inputs(), name),
+            Key::ConnectNetwork(name, net) => connect::build_network(&self.inputs(), name, net),
             Key::Gone(owner) if *owner == connect::owner(&owner.name) => {
                 let mut d = Desired::with_id_form(owner.clone(), IdForm::ObjectIds);
                 d.claim::<nb_model::LoadBalancerGroup>(&services::lb_group_name(&owner.name));

@@ -13,7 +13,6 @@
 //! `cargo bench -p integration-tests --bench netconnect [-- NETWORKS NODES]` (default
 //! 500 × 500).
 
-
 // The allocator netconnectd uses.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

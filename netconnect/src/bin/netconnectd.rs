@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use netconnect::api::load::read_dir;
-use netconnect::controller::{self, Backoff, Controller};
+use netconnect::controller::{self, Backoff, Controller, ReadyTracker};
 use netconnect::reconcile::{NbIndexes, Reconciler};
 use netconnect::state::{record_ready, State};
 use netconnect::status;
@@ -197,12 +197,17 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         let outcomes = controller::once(&reconciler, &world, 5, Backoff::default(), 4).await;
         let mut failed = false;
         if let Some(dir) = &args.status_dir {
+            let tracker = ReadyTracker::default();
+            let mut ready = std::collections::BTreeMap::new();
             for o in &outcomes {
-                if let Some((cnc, outcome)) = world.ready_outcome(&o.key, &o.result) {
-                    let zone = world.zone_name();
-                    if let Err(e) = record_ready(dir, cnc, zone, &outcome, &status::now()) {
-                        eprintln!("netconnectd: cannot write the status of {cnc}: {e}");
-                    }
+                if let Some((cnc, outcome)) = tracker.record(&world, &o.key, &o.result) {
+                    ready.insert(cnc, outcome);
+                }
+            }
+            for (cnc, outcome) in ready {
+                let zone = world.zone_name();
+                if let Err(e) = record_ready(dir, &cnc, zone, &outcome, &status::now()) {
+                    eprintln!("netconnectd: cannot write the status of {cnc}: {e}");
                 }
             }
         }
@@ -227,10 +232,11 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     let (tx, rx) = tokio::sync::watch::channel(Arc::new(world));
     let mut controller = Controller::new(reconciler, rx, Backoff::default());
     if let Some(dir) = args.status_dir.clone() {
+        let tracker = ReadyTracker::default();
         controller = controller.with_hook(Arc::new(move |world, key, result| {
-            if let Some((cnc, outcome)) = world.ready_outcome(key, result) {
+            if let Some((cnc, outcome)) = tracker.record(world, key, result) {
                 let zone = world.zone_name();
-                if let Err(e) = record_ready(&dir, cnc, zone, &outcome, &status::now()) {
+                if let Err(e) = record_ready(&dir, &cnc, zone, &outcome, &status::now()) {
                     tracing::error!(%cnc, error = %e, "cannot write the connect's status");
                 }
             }

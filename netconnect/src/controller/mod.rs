@@ -49,6 +49,45 @@ pub async fn reconcile_key(
 pub type OutcomeHook =
     Arc<dyn Fn(&World, &Key, &Result<crate::reconcile::Plan, ReconcileError>) + Send + Sync>;
 
+/// The zone conditions of ClusterNetworkConnects, from the outcomes of their keys: a
+/// connect is ready in the zone once its own key and the key of each network it
+/// connects reconciled completely; the first failure is reported as it comes.
+#[derive(Debug, Default)]
+pub struct ReadyTracker {
+    outcomes: Mutex<BTreeMap<Key, Result<Vec<String>, String>>>,
+}
+
+impl ReadyTracker {
+    /// Records the outcome of reconciling `key` against `world`; returns the connect
+    /// and its zone outcome when that can be told (a failure, or every key of the
+    /// connect reconciled).
+    pub fn record(
+        &self,
+        world: &World,
+        key: &Key,
+        result: &Result<crate::reconcile::Plan, ReconcileError>,
+    ) -> Option<(String, Result<Vec<String>, String>)> {
+        let (cnc, outcome) = world.ready_outcome(key, result)?;
+        let cnc = cnc.to_owned();
+        let mut m = self.outcomes.lock().unwrap_or_else(|p| p.into_inner());
+        m.insert(key.clone(), outcome);
+        let mut missing = Vec::new();
+        let mut complete = true;
+        for k in world.keys() {
+            let mine = matches!(&k, Key::Connect(c) | Key::ConnectNetwork(c, _) if *c == cnc);
+            if !mine {
+                continue;
+            }
+            match m.get(&k) {
+                Some(Err(e)) => return Some((cnc, Err(e.clone()))),
+                Some(Ok(v)) => missing.extend(v.iter().cloned()),
+                None => complete = false,
+            }
+        }
+        complete.then_some((cnc, Ok(missing)))
+    }
+}
+
 /// The running controller.
 pub struct Controller {
     reconciler: Arc<Reconciler>,
@@ -165,7 +204,10 @@ impl Controller {
                 let w = world.borrow().clone();
                 match row.get("external_ids").and_then(Owner::of) {
                     Some(owner) if is_ours(&owner) => {
-                        let key = w.key_of(&owner);
+                        let key = row
+                            .get("external_ids")
+                            .map(|ids| w.key_of_row(&owner, ids))
+                            .unwrap_or_else(|| w.key_of(&owner));
                         // Connects put rows on networks' routers and switches: when
                         // one changes (or is made again), they look again.
                         if let Key::Network(net) = &key {
@@ -239,7 +281,8 @@ pub struct Outcome {
 
 /// Reconciles every key of `world` (and the keys of owners it no longer defines) once,
 /// retrying a transient failure (`attempts` at most, with `backoff`). The cluster rows
-/// go first, then the networks, then the ClusterNetworkConnects; within each, up to
+/// go first, then the networks, then the ClusterNetworkConnects' own rows, then their
+/// rows for each connected network; within each, up to
 /// `parallel` keys are in flight at once (each is still one transaction, and no key is
 /// reconciled twice at once). Outcomes come in that order.
 pub async fn once(
@@ -277,9 +320,10 @@ pub async fn once(
         Key::Cluster => 0,
         Key::Network(_) | Key::Gone(_) => 1,
         Key::Connect(_) => 2,
+        Key::ConnectNetwork(..) => 3,
     };
     let mut out = Vec::with_capacity(keys.len());
-    for p in 0..3 {
+    for p in 0..4 {
         let these: Vec<Key> = keys.iter().filter(|k| phase(k) == p).cloned().collect();
         let mut done: Vec<Outcome> = stream::iter(these)
             .map(one)

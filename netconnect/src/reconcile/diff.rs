@@ -22,10 +22,10 @@ use ovsdb_proto::cache::{CachedRow, Snapshot};
 use ovsdb_proto::schema::{DatabaseSchema, Max, TableSchema};
 use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation, Row, Uuid};
 
-use super::nb::{NbIndexes, ATTACHABLE, TABLES};
+use super::nb::{NbIndexes, ATTACHABLE, PARTITIONED, PARTITIONS, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
 use crate::topology::desired::{
-    foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
+    foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, Scope, OWNER_ID,
 };
 
 /// Columns OVN's own daemons write; never compared or written.
@@ -210,7 +210,28 @@ fn plan_with(
     let mut owned: HashSet<Uuid> = HashSet::new();
     for &table in TABLES {
         let prefix = desired.id_prefix(table);
-        for (uuid, row) in nb.owned(snap, table, owner) {
+        let mut rows_in_scope = match &desired.scope {
+            Scope::Part(_) => Vec::new(),
+            _ => nb.owned(snap, table, owner),
+        };
+        if PARTITIONED.contains(&table) {
+            match &desired.scope {
+                Scope::Part(p) => rows_in_scope = nb.owned_in(snap, table, owner, p),
+                Scope::All => {
+                    for p in 0..PARTITIONS {
+                        rows_in_scope.extend(nb.owned_in(snap, table, owner, &p.to_string()));
+                    }
+                }
+                Scope::Rest { held } => {
+                    for p in (0..PARTITIONS).map(|p| p.to_string()) {
+                        if !held.contains(&p) {
+                            rows_in_scope.extend(nb.owned_in(snap, table, owner, &p));
+                        }
+                    }
+                }
+            }
+        }
+        for (uuid, row) in rows_in_scope {
             let identity = match row
                 .get("external_ids")
                 .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
@@ -570,7 +591,8 @@ fn plan_with(
                 continue;
             };
             attached.insert((parent, att.column, child.clone()));
-            if !have.contains(child) {
+            // Sets are kept sorted: a binary search.
+            if have.binary_search(child).is_err() {
                 add.push(child.clone());
             }
         }

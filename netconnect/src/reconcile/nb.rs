@@ -1,6 +1,12 @@
 //! The OVN_Northbound tables netconnect reads and writes, and the cache indexes the
 //! reconciler looks rows up by: every row by its owner (the three ownership keys of
-//! `external_ids`), and every named row by name.
+//! `external_ids`) and partition, and every named row by name.
+//!
+//! A *partition* splits one owner's rows between keys: a ClusterNetworkConnect's rows
+//! for one connected network (its ports, routes and policies, which carry the network's
+//! id in `network-id` or `source-network-id`) belong to that network's key, so that
+//! each network is one transaction (as OVN-Kubernetes writes them) and a change for one
+//! network looks at its rows only.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,19 +52,64 @@ const UNSTAMPED: &[&str] = &["Load_Balancer_Group"];
 /// should no longer hold it): a switch's ACLs and load balancer groups.
 pub const ATTACHABLE: &[(&str, &[&str])] = &[("Logical_Switch", &["acls", "load_balancer_group"])];
 
+/// The `external_ids` keys whose value is the partition of a ClusterNetworkConnect's row.
+pub const PARTITION_KEYS: &[&str] = &["network-id", "source-network-id"];
+
+/// The tables whose rows may have a partition.
+pub const PARTITIONED: &[&str] = &[
+    "Logical_Router_Policy",
+    "Logical_Router_Port",
+    "Logical_Router_Static_Route",
+];
+
+/// Partitions are network ids, below this.
+pub const PARTITIONS: u32 = crate::alloc::MAX_NETWORKS;
+
+/// The partition of a row: for a ClusterNetworkConnect's row, the network id it is for.
+pub fn partition_of(external_ids: &ovsdb_proto::Datum) -> Option<String> {
+    let kind = external_ids
+        .get(&Atom::String(crate::topology::desired::OWNER_TYPE.into()))
+        .and_then(Atom::as_str)?;
+    if kind != crate::topology::connect::OWNER_TYPE {
+        return None;
+    }
+    PARTITION_KEYS.iter().find_map(|k| {
+        external_ids
+            .get(&Atom::String((*k).into()))
+            .and_then(Atom::as_str)
+            .map(str::to_owned)
+    })
+}
+
 /// The indexes the reconciler reads, declared on a cache.
 #[derive(Clone, Debug)]
 pub struct NbIndexes {
+    /// Rows without a partition, by owner.
     owner: BTreeMap<&'static str, RowIndex<Owner>>,
+    /// Rows with a partition, by owner and partition.
+    part: BTreeMap<&'static str, RowIndex<(Owner, String)>>,
     name: BTreeMap<&'static str, RowIndex<String>>,
     holders: BTreeMap<&'static str, RowIndex<Uuid>>,
 }
 
 fn owner_of(row: &CachedRow) -> Vec<Owner> {
-    row.get("external_ids")
-        .and_then(Owner::of)
-        .into_iter()
-        .collect()
+    let Some(ids) = row.get("external_ids") else {
+        return Vec::new();
+    };
+    if partition_of(ids).is_some() {
+        return Vec::new();
+    }
+    Owner::of(ids).into_iter().collect()
+}
+
+fn part_of(row: &CachedRow) -> Vec<(Owner, String)> {
+    let Some(ids) = row.get("external_ids") else {
+        return Vec::new();
+    };
+    match (Owner::of(ids), partition_of(ids)) {
+        (Some(o), Some(p)) => vec![(o, p)],
+        _ => Vec::new(),
+    }
 }
 
 fn name_of(row: &CachedRow) -> Vec<String> {
@@ -73,10 +124,12 @@ impl NbIndexes {
     /// Adds [`TABLES`] (every column) and the indexes to `config`.
     pub fn register(config: &mut CacheConfig) -> NbIndexes {
         let mut owner = BTreeMap::new();
+        let mut part = BTreeMap::new();
         let mut name = BTreeMap::new();
         for &table in TABLES {
             if !UNSTAMPED.contains(&table) {
                 owner.insert(table, config.index(table, "owner", owner_of));
+                part.insert(table, config.index(table, "part", part_of));
             }
             if !NAMELESS.contains(&table) {
                 name.insert(table, config.index(table, "name", name_of));
@@ -95,6 +148,7 @@ impl NbIndexes {
         }
         NbIndexes {
             owner,
+            part,
             name,
             holders,
         }
@@ -113,7 +167,22 @@ impl NbIndexes {
             .unwrap_or_default()
     }
 
-    /// The rows of `table` owned by `owner`.
+    /// The rows of `table` owned by `owner` in partition `part`.
+    pub fn owned_in(
+        &self,
+        snap: &Snapshot,
+        table: &str,
+        owner: &Owner,
+        part: &str,
+    ) -> Vec<(Uuid, Arc<CachedRow>)> {
+        let key = (owner.clone(), part.to_owned());
+        self.part
+            .get(table)
+            .and_then(|i| snap.lookup_rows(i, &key).ok())
+            .unwrap_or_default()
+    }
+
+    /// The rows of `table` owned by `owner` outside any partition.
     pub fn owned(
         &self,
         snap: &Snapshot,

@@ -30,7 +30,7 @@ use nb_model::{
     Copp, LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterStaticRoute,
 };
 
-use super::desired::{Desired, IdForm, Owner};
+use super::desired::{Desired, IdForm, Owner, Scope};
 use super::layer3::router_port;
 use super::names::Names;
 use super::{acl, cluster, ip_match_family, map, services, BuildError, Inputs};
@@ -115,29 +115,30 @@ pub(crate) struct Connected<'a> {
     pub entries: Vec<(String, Vec<IpNet>)>,
 }
 
-/// What CNC `cnc` wants in the inputs' zone. A CNC without a tunnel key (not yet
-/// accepted) wants nothing.
-pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
-    let mut d = Desired::with_id_form(owner(cnc), IdForm::ObjectIds);
+/// The connect of CNC `cnc` as the builders see it: its spec, tunnel key and connected
+/// networks (by network id). `None` for a CNC without a tunnel key (not accepted yet),
+/// which wants nothing.
+pub(crate) struct Connect<'a> {
+    pub info: &'a crate::api::ConnectInfo,
+    pub key: u32,
+    pub nets: Vec<Connected<'a>>,
+}
+
+pub(crate) fn connect<'a>(
+    inputs: &Inputs<'a>,
+    cnc: &str,
+) -> Result<Option<Connect<'a>>, BuildError> {
     let info = inputs
         .inventory
         .connects
         .get(cnc)
         .ok_or_else(|| BuildError::Unknown(cnc.to_owned()))?;
     let Some(ca) = inputs.allocations.connects.get(cnc) else {
-        return Ok(d);
+        return Ok(None);
     };
     let Some(key) = ca.tunnel_key else {
-        return Ok(d);
+        return Ok(None);
     };
-    let connect_subnets = &info.spec.connect_subnets;
-    let router = router_name(cnc);
-    let mut connect_router = LogicalRouter::named(&router);
-    connect_router
-        .options
-        .insert("requested-tnl-key".into(), key.to_string());
-    connect_router.copp = Some(d.refer::<Copp>(cluster::DEFAULT_COPP));
-
     let nodes = inputs.nodes();
     let mut nets: Vec<Connected> = Vec::new();
     for (owner_key, name) in &ca.networks {
@@ -173,8 +174,56 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
         });
     }
     nets.sort_by_key(|c| c.id);
+    Ok(Some(Connect { info, key, nets }))
+}
 
-    for c in &mut nets {
+/// The rows of CNC `cnc` that are not any one network's: the connect router, and for
+/// services its load balancer group and ACLs. The rows of networks no longer
+/// connected (their partitions) are this key's too, and go.
+pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
+    let mut d = Desired::with_id_form(owner(cnc), IdForm::ObjectIds);
+    let Some(c) = connect(inputs, cnc)? else {
+        return Ok(d);
+    };
+    d.scope = Scope::Rest {
+        held: c.nets.iter().map(|n| n.id.to_string()).collect(),
+    };
+    let router = router_name(cnc);
+    let mut connect_router = LogicalRouter::named(&router);
+    connect_router
+        .options
+        .insert("requested-tnl-key".into(), c.key.to_string());
+    connect_router.copp = Some(d.refer::<Copp>(cluster::DEFAULT_COPP));
+    // The group is the CNC's whether or not it wants it now, so that it goes when
+    // ServiceNetwork does.
+    d.claim::<nb_model::LoadBalancerGroup>(&services::lb_group_name(cnc));
+    if c.info.spec.service_network {
+        services::build(&mut d, cnc, &c.nets);
+    }
+    if c.info.spec.service_network && !c.info.spec.pod_network {
+        acl::build(&mut d, inputs, cnc, &c.nets);
+    }
+    d.add_unidentified(router, connect_router);
+    Ok(d)
+}
+
+/// The rows of CNC `cnc` for connected network `net` in the inputs' zone (one
+/// partition): the connect router's ports toward it and their peers on its router, the
+/// routes back to it, and its policies toward the other connected networks.
+pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, BuildError> {
+    let mut d = Desired::with_id_form(owner(cnc), IdForm::ObjectIds);
+    let Some(mut conn) = connect(inputs, cnc)? else {
+        return Ok(d);
+    };
+    let Some(at) = conn.nets.iter().position(|n| n.name == net) else {
+        return Err(BuildError::Unknown(net.to_owned()));
+    };
+    d.scope = Scope::Part(conn.nets[at].id.to_string());
+    let connect_subnets = &conn.info.spec.connect_subnets;
+    let router = router_name(cnc);
+    let nodes = inputs.nodes();
+    {
+        let c = &mut conn.nets[at];
         let port_ids = |node_id: u32, router: &str| {
             map([
                 (NETWORK_ID, c.id.to_string().as_str()),
@@ -240,9 +289,8 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
                 port.options
                     .insert("requested-chassis".into(), chassis.to_owned());
             }
-            connect_router
-                .ports
-                .insert(d.add(format!("{}:{node_id}:{router}", c.id), port));
+            let r = d.add(format!("{}:{node_id}:{router}", c.id), port);
+            d.attach::<LogicalRouter, _>(&router, "ports", &r);
 
             // Routes back: the node's host subnets (Layer3) or the network's subnets.
             let prefixes: Vec<IpNet> = match node {
@@ -271,13 +319,16 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
                     ]),
                     ..Default::default()
                 };
-                connect_router.static_routes.insert(d.add(identity, route));
+                let r = d.add(identity, route);
+                d.attach::<LogicalRouter, _>(&router, "static_routes", &r);
             }
         }
     }
 
     // Policies: from each network, for every other connected network and family.
-    for src in &nets {
+    {
+        let nets = &conn.nets;
+        let src = &nets[at];
         let several = src.entries.len() > 1;
         for (inport, next_hops) in &src.entries {
             for dst in nets.iter().filter(|n| n.id != src.id) {
@@ -323,15 +374,5 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
         }
     }
 
-    // The group is the CNC's whether or not it wants it now, so that it goes when
-    // ServiceNetwork does.
-    d.claim::<nb_model::LoadBalancerGroup>(&services::lb_group_name(cnc));
-    if info.spec.service_network {
-        services::build(&mut d, cnc, &nets);
-    }
-    if info.spec.service_network && !info.spec.pod_network {
-        acl::build(&mut d, inputs, cnc, &nets);
-    }
-    d.add_unidentified(router.clone(), connect_router);
     Ok(d)
 }

@@ -125,6 +125,22 @@ pub fn selection_placeholder(n: usize) -> String {
     format!("${n}")
 }
 
+/// Which of its owner's rows a key holds (see [`crate::reconcile::nb`] on partitions).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// All of them, every partition included.
+    #[default]
+    All,
+    /// Those of one partition.
+    Part(String),
+    /// Those outside any partition, and those of the partitions no other key holds
+    /// now (`held`), which go.
+    Rest {
+        /// The partitions other keys hold.
+        held: BTreeSet<String>,
+    },
+}
+
 /// One set of references of a row the key does not own that the key puts its rows into.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Attachment {
@@ -210,6 +226,8 @@ pub struct Desired {
     /// What the key could not build (its other rows are still wanted): a node
     /// without a chassis, a pair outside its block. Reported in the key's status.
     pub incomplete: Vec<String>,
+    /// Which of the owner's rows the key holds.
+    pub scope: Scope,
 }
 
 /// How a row is added.
@@ -239,6 +257,7 @@ impl Desired {
             selections: Vec::new(),
             attachments: BTreeMap::new(),
             incomplete: Vec::new(),
+            scope: Scope::All,
         }
     }
 
@@ -319,17 +338,14 @@ impl Desired {
             return;
         };
         self.foreign.insert((P::NAME, parent.to_owned()));
-        let list = self
-            .attachments
+        self.attachments
             .entry(Attachment {
                 table: P::NAME,
                 parent: parent.to_owned(),
                 column,
             })
-            .or_default();
-        if !list.contains(p) {
-            list.push(p.clone());
-        }
+            .or_default()
+            .push(p.clone());
     }
 
     /// The attachments, each with the placeholders of the rows put there.
