@@ -1218,3 +1218,93 @@ async fn ipv6_only_networks_with_64_bit_blocks_get_distinct_keys_and_ping() {
         "blue to green over IPv6"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_repaired() {
+    let sb = sandbox();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let yaml = |nodes: usize| {
+        let mut y = cudn_l3(
+            "blue",
+            "blue",
+            "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
+            "f: \"yes\"",
+        ) + &cudn_l3(
+            "green",
+            "green",
+            "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
+            "f: \"yes\"",
+        ) + &cnc(
+            "f",
+            "f",
+            "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+            "[PodNetwork]",
+        );
+        for i in 1..=nodes {
+            y += &udn::node(&format!("n{i}"), &format!("ch{i}"), &[]);
+        }
+        y
+    };
+    let key = netconnect::world::Key::ConnectNetwork("f".into(), "cluster_udn_blue".into());
+    let w = udn::world(&yaml(2), &State::default(), None);
+    udn::apply(&r, &w).await;
+    let first = netconnect::controller::reconcile_key(&r, &w, &key)
+        .await
+        .unwrap();
+    assert!(first.is_empty());
+    assert_eq!(
+        first.compared, 0,
+        "nothing changed: no fragment is built again"
+    );
+
+    // A node more: only its fragments are built (its two ports and its route, and, the
+    // node being local, the policy from its switch toward green).
+    let w3 = udn::world(&yaml(3), &State::default(), None);
+    let outcomes = udn::apply(&r, &w3).await;
+    let blue = outcomes.iter().find(|o| o.key == key).unwrap();
+    let plan = blue.result.as_ref().unwrap();
+    assert_eq!(plan.inserted.len(), 4, "{plan}");
+    assert_eq!(
+        plan.compared, 0,
+        "no other row is built and compared: {plan}"
+    );
+
+    // A port changed by hand: the key's rows are not as left, so everything is built,
+    // compared and the port put back.
+    sb.nbctl(&[
+        "set",
+        "Logical_Router_Port",
+        "crtor-f_cluster_udn_blue_n1",
+        "networks=\"10.0.0.1/31\"",
+    ])
+    .unwrap();
+    r.cache()
+        .wait_for(std::time::Duration::from_secs(5), |s| {
+            s.table("Logical_Router_Port").iter().any(|(_, row)| {
+                row.get("networks")
+                    .is_some_and(|d| d.to_string().contains("10.0.0.1/31"))
+            })
+        })
+        .await;
+    let plan = netconnect::controller::reconcile_key(&r, &w3, &key)
+        .await
+        .unwrap();
+    assert!(plan.compared > 4, "every fragment is built again: {plan}");
+    assert_eq!(plan.updated.len(), 1, "{plan}");
+    assert_eq!(
+        nbctl_get(
+            &sb,
+            &[
+                "get",
+                "Logical_Router_Port",
+                "crtor-f_cluster_udn_blue_n1",
+                "networks"
+            ]
+        ),
+        "[\"192.168.0.4/31\"]"
+    );
+    let again = netconnect::controller::reconcile_key(&r, &w3, &key)
+        .await
+        .unwrap();
+    assert_eq!((again.is_empty(), again.compared), (true, 0));
+}

@@ -10,7 +10,7 @@ use crate::api::validate::Reserved;
 use crate::api::Inventory;
 use crate::reconcile::NbIndexes;
 use crate::state::State;
-use crate::topology::desired::{IdForm, Owner};
+use crate::topology::desired::{IdForm, Owner, Scope};
 use crate::topology::{self, BuildError, Desired, Inputs, TopologyConfig};
 use crate::topology::{connect, services};
 use ovsdb_proto::cache::Snapshot;
@@ -242,13 +242,35 @@ impl World {
         Some((name.as_str(), outcome))
     }
 
+    /// The owner and scope of a key whose rows come in fragments (a connect's rows for
+    /// one network), known before its rows are built.
+    pub fn fragment_scope(&self, key: &Key) -> Option<(Owner, Scope)> {
+        let Key::ConnectNetwork(cnc, net) = key else {
+            return None;
+        };
+        let id = self.allocations.network_ids.get(net)?;
+        Some((connect::owner(cnc), Scope::Part(id.to_string())))
+    }
+
     /// What `key` wants in the NB.
     pub fn desired(&self, key: &Key) -> Result<Desired, BuildError> {
+        self.desired_with(key, &crate::topology::desired::NoFragments)
+    }
+
+    /// What `key` wants in the NB, leaving out the fragments `known` says are in the
+    /// NB as built before.
+    pub fn desired_with(
+        &self,
+        key: &Key,
+        known: &dyn crate::topology::desired::Fragments,
+    ) -> Result<Desired, BuildError> {
         match key {
             Key::Cluster => Ok(topology::cluster::build()),
             Key::Network(name) => topology::network(&self.inputs(), name),
             Key::Connect(name) => connect::build(&self.inputs(), name),
-            Key::ConnectNetwork(name, net) => connect::build_network(&self.inputs(), name, net),
+            Key::ConnectNetwork(name, net) => {
+                connect::build_network(&self.inputs(), name, net, known)
+            }
             Key::Gone(owner) if *owner == connect::owner(&owner.name) => {
                 let mut d = Desired::with_id_form(owner.clone(), IdForm::ObjectIds);
                 d.claim::<nb_model::LoadBalancerGroup>(&services::lb_group_name(&owner.name));

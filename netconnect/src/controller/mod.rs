@@ -34,13 +34,18 @@ pub struct KeyReport {
 /// Reports by key.
 pub type Reports = Arc<Mutex<BTreeMap<Key, KeyReport>>>;
 
-/// Reconciles one key against `world` now.
+/// Reconciles one key against `world` now. Of a key whose rows come in fragments,
+/// only the fragments whose inputs changed since the reconciler last applied it (or
+/// whose rows changed in the NB) are built and compared.
 pub async fn reconcile_key(
     reconciler: &Reconciler,
     world: &World,
     key: &Key,
 ) -> Result<crate::reconcile::Plan, ReconcileError> {
-    let desired = world.desired(key)?;
+    let desired = match world.fragment_scope(key) {
+        Some((owner, scope)) => world.desired_with(key, &reconciler.known(&owner, &scope))?,
+        None => world.desired(key)?,
+    };
     reconciler.apply(&desired).await
 }
 

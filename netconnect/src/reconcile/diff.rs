@@ -22,10 +22,10 @@ use ovsdb_proto::cache::{CachedRow, Snapshot};
 use ovsdb_proto::schema::{DatabaseSchema, Max, TableSchema};
 use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation, Row, Uuid};
 
-use super::nb::{NbIndexes, ATTACHABLE, PARTITIONED, PARTITIONS, TABLES};
+use super::nb::{NbIndexes, ATTACHABLE, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
 use crate::topology::desired::{
-    foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, Scope, OWNER_ID,
+    foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
 };
 
 /// Columns OVN's own daemons write; never compared or written.
@@ -164,7 +164,14 @@ pub fn plan(
     nb: &NbIndexes,
     schema: &DatabaseSchema,
 ) -> Result<Plan, PlanError> {
-    plan_with(desired, snap, nb, schema, &table_info(schema))
+    plan_with(
+        desired,
+        snap,
+        nb,
+        schema,
+        &table_info(schema),
+        &HashSet::new(),
+    )
 }
 
 /// What the planner knows of a schema, worked out once and used for every key.
@@ -192,7 +199,19 @@ impl Planner {
         snap: &Snapshot,
         nb: &NbIndexes,
     ) -> Result<Plan, PlanError> {
-        plan_with(desired, snap, nb, &self.schema, &self.info)
+        plan_with(desired, snap, nb, &self.schema, &self.info, &HashSet::new())
+    }
+
+    /// [`Planner::plan`], with the rows `keep` (those of fragments `desired` skipped)
+    /// kept as they are.
+    pub fn plan_keeping(
+        &self,
+        desired: &Desired,
+        snap: &Snapshot,
+        nb: &NbIndexes,
+        keep: &HashSet<Uuid>,
+    ) -> Result<Plan, PlanError> {
+        plan_with(desired, snap, nb, &self.schema, &self.info, keep)
     }
 }
 
@@ -202,6 +221,7 @@ fn plan_with(
     nb: &NbIndexes,
     schema: &DatabaseSchema,
     info: &HashMap<String, TableInfo>,
+    keep: &HashSet<Uuid>,
 ) -> Result<Plan, PlanError> {
     let owner = &desired.owner;
 
@@ -210,27 +230,7 @@ fn plan_with(
     let mut owned: HashSet<Uuid> = HashSet::new();
     for &table in TABLES {
         let prefix = desired.id_prefix(table);
-        let mut rows_in_scope = match &desired.scope {
-            Scope::Part(_) => Vec::new(),
-            _ => nb.owned(snap, table, owner),
-        };
-        if PARTITIONED.contains(&table) {
-            match &desired.scope {
-                Scope::Part(p) => rows_in_scope = nb.owned_in(snap, table, owner, p),
-                Scope::All => {
-                    for p in 0..PARTITIONS {
-                        rows_in_scope.extend(nb.owned_in(snap, table, owner, &p.to_string()));
-                    }
-                }
-                Scope::Rest { held } => {
-                    for p in (0..PARTITIONS).map(|p| p.to_string()) {
-                        if !held.contains(&p) {
-                            rows_in_scope.extend(nb.owned_in(snap, table, owner, &p));
-                        }
-                    }
-                }
-            }
-        }
+        let rows_in_scope = nb.in_scope(snap, table, owner, &desired.scope);
         for (uuid, row) in rows_in_scope {
             let identity = match row
                 .get("external_ids")
@@ -515,6 +515,8 @@ fn plan_with(
                     .filter(|a| {
                         (r.exclusive || a.as_uuid().is_some_and(|u| owned.contains(&u)))
                             && want.binary_search(a).is_err()
+                            // Rows of skipped fragments stay where they are.
+                            && !a.as_uuid().is_some_and(|u| keep.contains(&u))
                     })
                     .cloned()
                     .collect();
@@ -648,7 +650,7 @@ fn plan_with(
     let mut stale: Vec<(&str, &str, &Existing)> = existing
         .iter()
         .flat_map(|(t, rows)| rows.iter().map(move |(i, e)| (*t, i.as_str(), e)))
-        .filter(|(t, i, _)| !kept.contains(&(*t, *i)))
+        .filter(|(t, i, e)| !kept.contains(&(*t, *i)) && !keep.contains(&e.uuid))
         .collect();
     stale.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
     // References held by the key's rows: a stale child referred to by one of them goes

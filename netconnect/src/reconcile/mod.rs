@@ -7,18 +7,58 @@ pub mod diff;
 pub mod nb;
 pub mod plan;
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ovsdb_proto::cache::Cache;
-use ovsdb_proto::Operation;
+use ovsdb_proto::cache::{Cache, Snapshot};
+use ovsdb_proto::{Atom, Operation, Uuid};
 
 pub use diff::PlanError;
 pub use nb::NbIndexes;
 pub use plan::Plan;
 
+use crate::topology::desired::{Fragments, Owner, Scope, OWNER_ID};
 use crate::topology::Desired;
+
+/// What the reconciler remembers of a key with fragments after applying it.
+#[derive(Debug, Default)]
+struct KeyMemo {
+    /// The key's rows then, with the address of each cached row: a row changed or
+    /// deleted since (by anyone) shows as a different list.
+    rows: Vec<(Uuid, usize)>,
+    /// Each fragment's fingerprint and rows.
+    fragments: HashMap<String, (u64, Vec<Uuid>)>,
+}
+
+/// The fragments of a key known to be in the NB as built before (none unless the
+/// key's rows are exactly as the reconciler left them).
+#[derive(Debug, Default)]
+pub struct KnownFragments {
+    fingerprints: HashMap<String, u64>,
+}
+
+impl Fragments for KnownFragments {
+    fn unchanged(&self, label: &str, fingerprint: u64) -> bool {
+        self.fingerprints.get(label) == Some(&fingerprint)
+    }
+}
+
+fn memo_key(owner: &Owner, scope: &Scope) -> String {
+    format!("{owner}|{scope:?}")
+}
+
+/// The rows of a key's scope in every table, with their addresses, in uuid order.
+fn scope_rows(snap: &Snapshot, nb: &NbIndexes, owner: &Owner, scope: &Scope) -> Vec<(Uuid, usize)> {
+    let mut rows: Vec<(Uuid, usize)> = nb::TABLES
+        .iter()
+        .flat_map(|t| nb.in_scope(snap, t, owner, scope))
+        .map(|(u, r)| (u, Arc::as_ptr(&r) as usize))
+        .collect();
+    rows.sort_unstable();
+    rows
+}
 
 /// Why a key was not reconciled.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +100,8 @@ pub struct Reconciler {
     rows_written: AtomicU64,
     /// The planner for the schema last seen.
     planner: std::sync::Mutex<Option<Arc<diff::Planner>>>,
+    /// What was applied of keys with fragments, by owner and scope.
+    memo: Mutex<HashMap<String, KeyMemo>>,
 }
 
 impl Reconciler {
@@ -72,6 +114,7 @@ impl Reconciler {
             transactions: AtomicU64::new(0),
             rows_written: AtomicU64::new(0),
             planner: std::sync::Mutex::new(None),
+            memo: Mutex::new(HashMap::new()),
         }
     }
 
@@ -85,24 +128,67 @@ impl Reconciler {
         &self.nb
     }
 
-    /// What reconciling `desired` would write now.
-    pub fn plan(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
-        let schema = self.cache.schema().ok_or(ReconcileError::NotConnected)?;
-        let planner = {
-            let mut p = self.planner.lock().unwrap_or_else(|e| e.into_inner());
-            match &*p {
-                Some(pl) if Arc::ptr_eq(pl.schema(), &schema) || **pl.schema() == *schema => {
-                    pl.clone()
-                }
-                _ => {
-                    let pl = Arc::new(diff::Planner::new(schema));
-                    *p = Some(pl.clone());
-                    pl
-                }
-            }
+    /// The fragments of the key of `owner` and `scope` that need not be built again:
+    /// those applied before, if none of the key's rows changed since.
+    pub fn known(&self, owner: &Owner, scope: &Scope) -> KnownFragments {
+        let memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(m) = memo.get(&memo_key(owner, scope)) else {
+            return KnownFragments::default();
         };
         let snap = self.cache.snapshot();
-        let mut plan = planner.plan(desired, &snap, &self.nb)?;
+        if scope_rows(&snap, &self.nb, owner, scope) != m.rows {
+            return KnownFragments::default();
+        }
+        KnownFragments {
+            fingerprints: m
+                .fragments
+                .iter()
+                .map(|(l, (fp, _))| (l.clone(), *fp))
+                .collect(),
+        }
+    }
+
+    fn planner(&self) -> Result<Arc<diff::Planner>, ReconcileError> {
+        let schema = self.cache.schema().ok_or(ReconcileError::NotConnected)?;
+        let mut p = self.planner.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(match &*p {
+            Some(pl) if Arc::ptr_eq(pl.schema(), &schema) || **pl.schema() == *schema => pl.clone(),
+            _ => {
+                let pl = Arc::new(diff::Planner::new(schema));
+                *p = Some(pl.clone());
+                pl
+            }
+        })
+    }
+
+    /// The rows of the fragments `desired` skipped (to be kept as they are).
+    fn skipped_rows(&self, desired: &Desired) -> HashSet<Uuid> {
+        let skipped: Vec<&str> = desired
+            .fragments()
+            .iter()
+            .filter(|f| f.skipped)
+            .map(|f| f.label.as_str())
+            .collect();
+        if skipped.is_empty() {
+            return HashSet::new();
+        }
+        let memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(m) = memo.get(&memo_key(&desired.owner, &desired.scope)) else {
+            return HashSet::new();
+        };
+        skipped
+            .iter()
+            .filter_map(|l| m.fragments.get(*l))
+            .flat_map(|(_, rows)| rows.iter().copied())
+            .collect()
+    }
+
+    /// What reconciling `desired` would write now.
+    pub fn plan(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
+        let planner = self.planner()?;
+        let snap = self.cache.snapshot();
+        let keep = self.skipped_rows(desired);
+        let mut plan = planner.plan_keeping(desired, &snap, &self.nb, &keep)?;
         plan.incomplete = desired.incomplete.clone();
         Ok(plan)
     }
@@ -112,6 +198,7 @@ impl Reconciler {
     pub async fn apply(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
         let plan = self.plan(desired)?;
         if plan.is_empty() {
+            self.remember(desired);
             return Ok(plan);
         }
         let mut ops = plan.operations.clone();
@@ -121,8 +208,86 @@ impl Reconciler {
             (plan.inserted.len() + plan.updated.len() + plan.deleted.len()) as u64,
             Ordering::Relaxed,
         );
-        self.cache.transact_and_wait(&ops, self.wait).await?;
-        Ok(plan)
+        match self.cache.transact_and_wait(&ops, self.wait).await {
+            Ok(_) => {
+                self.remember(desired);
+                Ok(plan)
+            }
+            Err(e) => {
+                self.forget(desired);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// After `desired` was applied: its fragments and rows as the cache shows them.
+    fn remember(&self, desired: &Desired) {
+        if desired.fragments().is_empty() {
+            return;
+        }
+        let key = memo_key(&desired.owner, &desired.scope);
+        let snap = self.cache.snapshot();
+        let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
+        let old = memo.remove(&key).unwrap_or_default();
+        // The key's rows by table and identity.
+        let mut by_identity: HashMap<(&str, String), Uuid> = HashMap::new();
+        for &table in nb::TABLES {
+            let prefix = desired.id_prefix(table);
+            for (uuid, row) in self
+                .nb
+                .in_scope(&snap, table, &desired.owner, &desired.scope)
+            {
+                let id = row
+                    .get("external_ids")
+                    .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
+                    .and_then(Atom::as_str)
+                    .and_then(|id| id.strip_prefix(prefix.as_str()));
+                if let Some(identity) = id {
+                    by_identity.insert((table, identity.to_owned()), uuid);
+                }
+            }
+        }
+        let mut fragments: HashMap<String, (u64, Vec<Uuid>)> = HashMap::new();
+        for f in desired.fragments() {
+            if f.skipped {
+                if let Some(e) = old.fragments.get(&f.label) {
+                    fragments.insert(f.label.clone(), e.clone());
+                }
+            } else {
+                fragments.insert(f.label.clone(), (f.fingerprint, Vec::new()));
+            }
+        }
+        for r in desired.rows() {
+            let Some(at) = r.fragment else { continue };
+            let label = &desired.fragments()[at as usize].label;
+            match by_identity.get(&(r.table, r.identity.clone())) {
+                Some(u) => {
+                    if let Some(e) = fragments.get_mut(label) {
+                        e.1.push(*u);
+                    }
+                }
+                // A row the cache does not show: remember nothing of the fragment.
+                None => {
+                    fragments.remove(label);
+                }
+            }
+        }
+        memo.insert(
+            key,
+            KeyMemo {
+                rows: scope_rows(&snap, &self.nb, &desired.owner, &desired.scope),
+                fragments,
+            },
+        );
+    }
+
+    /// After a failure: nothing is known of `desired`'s key.
+    fn forget(&self, desired: &Desired) {
+        let key = memo_key(&desired.owner, &desired.scope);
+        self.memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
     }
 
     /// Transactions sent so far.

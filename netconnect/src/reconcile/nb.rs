@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ovsdb_proto::cache::{CacheConfig, CachedRow, RowIndex, Snapshot};
 use ovsdb_proto::{Atom, Uuid};
 
-use crate::topology::desired::Owner;
+use crate::topology::desired::{Owner, Scope};
 
 /// The tables whose rows netconnect owns or refers to.
 pub const TABLES: &[&str] = &[
@@ -180,6 +180,38 @@ impl NbIndexes {
             .get(table)
             .and_then(|i| snap.lookup_rows(i, &key).ok())
             .unwrap_or_default()
+    }
+
+    /// The rows of `table` of `owner` that a key of scope `scope` holds.
+    pub fn in_scope(
+        &self,
+        snap: &Snapshot,
+        table: &str,
+        owner: &Owner,
+        scope: &Scope,
+    ) -> Vec<(Uuid, Arc<CachedRow>)> {
+        let mut rows = match scope {
+            Scope::Part(_) => Vec::new(),
+            _ => self.owned(snap, table, owner),
+        };
+        if PARTITIONED.contains(&table) {
+            match scope {
+                Scope::Part(p) => rows = self.owned_in(snap, table, owner, p),
+                Scope::All => {
+                    for p in 0..PARTITIONS {
+                        rows.extend(self.owned_in(snap, table, owner, &p.to_string()));
+                    }
+                }
+                Scope::Rest { held } => {
+                    for p in (0..PARTITIONS).map(|p| p.to_string()) {
+                        if !held.contains(&p) {
+                            rows.extend(self.owned_in(snap, table, owner, &p));
+                        }
+                    }
+                }
+            }
+        }
+        rows
     }
 
     /// The rows of `table` owned by `owner` outside any partition.

@@ -30,7 +30,7 @@ use nb_model::{
     Copp, LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterStaticRoute,
 };
 
-use super::desired::{Desired, IdForm, Owner, Scope};
+use super::desired::{Desired, Fragments, IdForm, Owner, Scope};
 use super::layer3::router_port;
 use super::names::Names;
 use super::{acl, cluster, ip_match_family, map, services, BuildError, Inputs};
@@ -87,6 +87,13 @@ pub fn rtocr(net: &str, node: Option<&str>, cnc: &str) -> String {
         Some(n) => format!("rtocr-{net}_{n}_{cnc}"),
         None => format!("rtocr-{net}_{cnc}"),
     }
+}
+
+/// A fingerprint of a fragment's inputs (stable within one process, which is where
+/// reconcilers remember them).
+pub(crate) fn fingerprint(inputs: impl std::hash::Hash) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(inputs)
 }
 
 /// `v4` or `v6`.
@@ -210,7 +217,15 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
 /// The rows of CNC `cnc` for connected network `net` in the inputs' zone (one
 /// partition): the connect router's ports toward it and their peers on its router, the
 /// routes back to it, and its policies toward the other connected networks.
-pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, BuildError> {
+///
+/// Its rows come in fragments (each node's ports and routes, the policies toward each
+/// other network) that `known` may say need not be built again.
+pub fn build_network(
+    inputs: &Inputs,
+    cnc: &str,
+    net: &str,
+    known: &dyn Fragments,
+) -> Result<Desired, BuildError> {
     let mut d = Desired::with_id_form(owner(cnc), IdForm::ObjectIds);
     let Some(mut conn) = connect(inputs, cnc)? else {
         return Ok(d);
@@ -239,13 +254,14 @@ pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, B
                 .collect(),
         };
         for (node, node_id, local, chassis) in targets {
-            let what = match node {
+            let what = || match node {
                 Some(n) => format!("network {} on node {n}", c.name),
                 None => format!("network {}", c.name),
             };
             let Some(pairs) = pair(c.subnets, node_id) else {
                 d.incomplete.push(format!(
-                    "no point-to-point pair for {what} (node id {node_id}) in its connect subnets"
+                    "no point-to-point pair for {} (node id {node_id}) in its connect subnets",
+                    what()
                 ));
                 continue;
             };
@@ -255,11 +271,44 @@ pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, B
                 .filter(|k| *k <= u64::from(inputs.config.max_port_tunnel_key));
             let Some(port_key) = port_key else {
                 d.incomplete.push(format!(
-                    "the connect router's port for {what} has no tunnel key within {}",
+                    "the connect router's port for {} has no tunnel key within {}",
+                    what(),
                     inputs.config.max_port_tunnel_key
                 ));
                 continue;
             };
+            if local {
+                let entry = match node {
+                    Some(n) => c.names.rtos(n),
+                    None => c.names.trtos(),
+                };
+                c.entries.push((entry, firsts.clone()));
+            } else if chassis.is_none() {
+                d.incomplete.push(format!(
+                    "node {} has no k8s.ovn.org/node-chassis-id: the connect router's port for {} is left out",
+                    node.unwrap_or_default(),
+                    what()
+                ));
+                continue;
+            }
+            // The node's rows are one fragment: built again only when what they are
+            // made of changes.
+            let host_subnets: &[IpNet] = match node {
+                Some(n) => inputs.host_subnets(&c.name, n),
+                None => &[],
+            };
+            let fingerprint = fingerprint((
+                (cnc, &c.name, c.id, c.subnets, &c.router),
+                (node, node_id, local, chassis, host_subnets),
+                (port_key, &c.net.subnets),
+            ));
+            let label = match node {
+                Some(_) => format!("node:{node_id}"),
+                None => "layer2".to_owned(),
+            };
+            if !d.fragment(known, label, fingerprint) {
+                continue;
+            }
             let crtor_name = crtor(cnc, &c.name, node);
             let rtocr_name = rtocr(&c.name, node, cnc);
             let mut port = router_port(&crtor_name, &firsts);
@@ -273,19 +322,7 @@ pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, B
                 peer.peer = Some(crtor_name.clone());
                 let r = d.add(format!("{}:{node_id}:{}", c.id, c.router), peer);
                 d.attach::<LogicalRouter, _>(&c.router, "ports", &r);
-                let entry = match node {
-                    Some(n) => c.names.rtos(n),
-                    None => c.names.trtos(),
-                };
-                c.entries.push((entry, firsts.clone()));
-            } else {
-                let Some(chassis) = chassis else {
-                    d.incomplete.push(format!(
-                        "node {} has no k8s.ovn.org/node-chassis-id: the connect router's port for {what} is left out",
-                        node.unwrap_or_default()
-                    ));
-                    continue;
-                };
+            } else if let Some(chassis) = chassis {
                 port.options
                     .insert("requested-chassis".into(), chassis.to_owned());
             }
@@ -294,7 +331,7 @@ pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, B
 
             // Routes back: the node's host subnets (Layer3) or the network's subnets.
             let prefixes: Vec<IpNet> = match node {
-                Some(n) => inputs.host_subnets(&c.name, n).to_vec(),
+                Some(_) => host_subnets.to_vec(),
                 None => c.net.subnets.iter().map(|s| s.cidr).collect(),
             };
             let mut seen = BTreeSet::new();
@@ -322,6 +359,7 @@ pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, B
                 let r = d.add(identity, route);
                 d.attach::<LogicalRouter, _>(&router, "static_routes", &r);
             }
+            d.end_fragment();
         }
     }
 
@@ -332,6 +370,14 @@ pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, B
         let several = src.entries.len() > 1;
         for (inport, next_hops) in &src.entries {
             for dst in nets.iter().filter(|n| n.id != src.id) {
+                let dst_subnets = &dst.net.subnets;
+                let fingerprint = fingerprint((
+                    (cnc, src.id, &src.router, inport, next_hops, several),
+                    (dst.id, dst_subnets),
+                ));
+                if !d.fragment(known, format!("to:{}:{inport}", dst.id), fingerprint) {
+                    continue;
+                }
                 for ipv4 in [true, false] {
                     let Some(next_hop) = next_hops.iter().find(|n| n.addr().is_ipv4() == ipv4)
                     else {
@@ -370,6 +416,7 @@ pub fn build_network(inputs: &Inputs, cnc: &str, net: &str) -> Result<Desired, B
                     let r = d.add(identity, policy);
                     d.attach::<LogicalRouter, _>(&src.router, "policies", &r);
                 }
+                d.end_fragment();
             }
         }
     }

@@ -141,6 +141,36 @@ pub enum Scope {
     },
 }
 
+/// What a reconciler knows of a key's *fragments* (groups of rows built from a few
+/// inputs, e.g. a connect's rows for one node): whether a fragment whose inputs hash to
+/// `fingerprint` is in the NB exactly as built before, so that building it again can be
+/// skipped. The answer must be `false` unless the reconciler verified it.
+pub trait Fragments {
+    /// True when fragment `label` was last applied from inputs with this fingerprint
+    /// and its rows have not changed since.
+    fn unchanged(&self, label: &str, fingerprint: u64) -> bool;
+}
+
+/// No fragment is known: every fragment is built.
+pub struct NoFragments;
+
+impl Fragments for NoFragments {
+    fn unchanged(&self, _: &str, _: u64) -> bool {
+        false
+    }
+}
+
+/// A fragment of a key's rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fragment {
+    /// Its label, unique in the key.
+    pub label: String,
+    /// The fingerprint of its inputs.
+    pub fingerprint: u64,
+    /// True when it was not built (its rows are in the NB as last applied).
+    pub skipped: bool,
+}
+
 /// One set of references of a row the key does not own that the key puts its rows into.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Attachment {
@@ -192,6 +222,8 @@ pub struct DesiredRow {
     /// True for a row stamped without `k8s.ovn.org/id` (OVN-Kubernetes writes its
     /// connect routers so): it is the key's by its owner keys and its name.
     pub unidentified: bool,
+    /// The fragment the row belongs to (its position in [`Desired::fragments`]).
+    pub fragment: Option<u32>,
 }
 
 impl DesiredRow {
@@ -228,6 +260,10 @@ pub struct Desired {
     pub incomplete: Vec<String>,
     /// Which of the owner's rows the key holds.
     pub scope: Scope,
+    /// The key's fragments, built or skipped.
+    fragments: Vec<Fragment>,
+    /// The fragment rows are added to now.
+    open: Option<u32>,
 }
 
 /// How a row is added.
@@ -258,6 +294,8 @@ impl Desired {
             attachments: BTreeMap::new(),
             incomplete: Vec::new(),
             scope: Scope::All,
+            fragments: Vec::new(),
+            open: None,
         }
     }
 
@@ -348,6 +386,36 @@ impl Desired {
             .push(p.clone());
     }
 
+    /// Starts fragment `label` with inputs fingerprint `fingerprint`: true when it must
+    /// be built (the rows added until [`Desired::end_fragment`] are its own), false
+    /// when `known` says it is in the NB as built before (it is recorded as skipped;
+    /// its rows are kept, and references to them from the key's other rows too). The
+    /// rows a fragment attaches to other parties' rows must not be root rows (so that
+    /// losing such a reference deletes them, which the reconciler notices).
+    pub fn fragment(&mut self, known: &dyn Fragments, label: String, fingerprint: u64) -> bool {
+        debug_assert!(self.open.is_none(), "fragments do not nest");
+        let skipped = known.unchanged(&label, fingerprint);
+        self.fragments.push(Fragment {
+            label,
+            fingerprint,
+            skipped,
+        });
+        if !skipped {
+            self.open = Some(self.fragments.len() as u32 - 1);
+        }
+        !skipped
+    }
+
+    /// Ends the fragment begun by [`Desired::fragment`].
+    pub fn end_fragment(&mut self) {
+        self.open = None;
+    }
+
+    /// The key's fragments.
+    pub fn fragments(&self) -> &[Fragment] {
+        &self.fragments
+    }
+
     /// The attachments, each with the placeholders of the rows put there.
     pub fn attachments(&self) -> impl Iterator<Item = (&Attachment, &[String])> {
         self.attachments.iter().map(|(a, l)| (a, l.as_slice()))
@@ -386,6 +454,7 @@ impl Desired {
                 placeholder: key_text,
                 exclusive: kind.exclusive,
                 unidentified: false,
+                fragment: self.open,
             });
             return reference;
         }
@@ -416,6 +485,7 @@ impl Desired {
             placeholder: key_text,
             exclusive: kind.exclusive,
             unidentified: kind.unidentified,
+            fragment: self.open,
         });
         reference
     }
