@@ -277,10 +277,11 @@ async fn layer2_and_layer3_dual_stack_connect_and_two_connects_stay_non_transiti
     for ns in ["blue", "green", "yellow"] {
         yaml += &namespace(ns);
     }
+    // Blue has two IPv4 subnets (OKEP-5377): policies toward it OR them.
     yaml += &cudn_l3(
         "blue",
         "blue",
-        "[{cidr: 103.103.0.0/16, hostSubnet: 24}, {cidr: \"fd03::/48\"}]",
+        "[{cidr: 103.103.0.0/16, hostSubnet: 24}, {cidr: \"fd03::/48\"}, {cidr: 113.113.0.0/16, hostSubnet: 24}]",
         "bg: \"yes\"",
     );
     yaml += &cudn_l2(
@@ -307,7 +308,7 @@ async fn layer2_and_layer3_dual_stack_connect_and_two_connects_stay_non_transiti
         "[{cidr: 192.169.0.0/16, networkPrefix: 24}, {cidr: \"fd01:1::/112\", networkPrefix: 120}]",
         "[PodNetwork]",
     );
-    for n in ["node-a", "node-b"] {
+    for n in ["node-a", "node-b", "node-c"] {
         yaml += &udn::node(n, "chassis-1", &[]);
     }
     let world = udn::world(&yaml, &State::default(), None);
@@ -339,6 +340,12 @@ async fn layer2_and_layer3_dual_stack_connect_and_two_connects_stay_non_transiti
     assert!(
         policies.contains(
             "inport == \"trtos-cluster_udn_green_ovn_layer2_switch\" && ip6.dst == fd03::/48"
+        ),
+        "{policies}"
+    );
+    assert!(
+        policies.contains(
+            "inport == \"trtos-cluster_udn_green_ovn_layer2_switch\" && (ip4.dst == 103.103.0.0/16 || ip4.dst == 113.113.0.0/16)"
         ),
         "{policies}"
     );
@@ -384,7 +391,7 @@ async fn layer2_and_layer3_dual_stack_connect_and_two_connects_stay_non_transiti
         (p, addrs)
     };
     let (blue, blue_ips) = l3_pod("cluster_udn_blue", "node-a", true, &mut chassis);
-    let (yellow, yellow_ips) = l3_pod("cluster_udn_yellow", "node-b", false, &mut chassis);
+    let (yellow, yellow_ips) = l3_pod("cluster_udn_yellow", "node-c", false, &mut chassis);
     let green_pod = add_pod(
         &sb,
         &mut chassis,
@@ -1307,4 +1314,48 @@ async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_re
         .await
         .unwrap();
     assert_eq!((again.is_empty(), again.compared), (true, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn okep_layer2_example_three_layer2_networks_ping_through_their_transit_routers() {
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let mut yaml = String::new();
+    for (net, cidr) in [("blue", "103.103.0.0/16"), ("green", "104.104.0.0/16"), ("yellow", "105.105.0.0/16")] {
+        yaml += &cudn_l2(net, net, &format!("[{cidr}]"), "l2: \"yes\"");
+    }
+    yaml += &cnc("colored", "l2", "[{cidr: 192.168.0.0/16, networkPrefix: 24}]", "[PodNetwork]");
+    for n in ["node-a", "node-b", "node-c"] {
+        yaml += &udn::node(n, "chassis-1", &[]);
+    }
+    let world = udn::world(&yaml, &State::default(), None);
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    udn::apply(&r, &world).await;
+    // One Layer2 block, one pair per network, the pair's position in the key.
+    let c = &world.allocations.connects["colored"];
+    let pairs: Vec<String> = c.subnets.values().map(|s| s[0].to_string()).collect();
+    assert_eq!(pairs, ["192.168.0.0/31", "192.168.0.2/31", "192.168.0.4/31"]);
+    assert_eq!(nbctl_get(&sb, &["lrp-list", "connect_router_colored"]).lines().count(), 3, "one port per Layer2 network");
+    assert_eq!(
+        nbctl_get(&sb, &["get", "Logical_Router_Port", "crtor-colored_cluster_udn_yellow", "options:requested-tnl-key"]),
+        "\"3\""
+    );
+    let mut pods = Vec::new();
+    for (i, net) in ["blue", "green", "yellow"].iter().enumerate() {
+        let o = 103 + i;
+        let ip = format!("{o}.{o}.0.10");
+        let p = add_pod(
+            &sb,
+            &mut chassis,
+            &format!("cluster_udn_{net}_ovn_layer2_switch"),
+            &format!("{net}-pod"),
+            &[&format!("{ip}/16")],
+            &[&format!("{o}.{o}.0.1")],
+        );
+        pods.push((p, ip.parse::<std::net::IpAddr>().unwrap()));
+    }
+    sb.sync_hv().unwrap();
+    assert!(chassis.ping(&pods[0].0, pods[1].1, 3).unwrap(), "blue to green");
+    assert!(chassis.ping(&pods[1].0, pods[2].1, 3).unwrap(), "green to yellow");
+    assert!(chassis.ping(&pods[2].0, pods[0].1, 3).unwrap(), "yellow to blue");
 }

@@ -160,6 +160,17 @@ fn every_reason_is_given_with_a_message_naming_what_is_involved() {
             panic!("{yaml}\nwas accepted: {c:?}");
         };
         assert_eq!(r.reason, reason, "{yaml}\n{}", r.message);
+        // The status document it makes: Accepted False with the reason, Failure.
+        let mut st = crate::api::objects::ClusterNetworkConnectStatus::default();
+        crate::status::set(&mut st, crate::status::accepted(&c.accepted), "t");
+        assert_eq!(st.status.as_deref(), Some("Failure"));
+        assert_eq!(st.conditions.len(), 1);
+        assert_eq!(
+            (st.conditions[0].type_.as_str(), st.conditions[0].status.as_str()),
+            ("Accepted", "False")
+        );
+        assert_eq!(st.conditions[0].reason, reason.to_string());
+        assert_eq!(st.conditions[0].message, r.message);
         assert!(
             r.message.contains(message),
             "{yaml}\nwant: {message}\ngot:  {}",
