@@ -1321,10 +1321,19 @@ async fn okep_layer2_example_three_layer2_networks_ping_through_their_transit_ro
     let sb = sandbox();
     let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
     let mut yaml = String::new();
-    for (net, cidr) in [("blue", "103.103.0.0/16"), ("green", "104.104.0.0/16"), ("yellow", "105.105.0.0/16")] {
+    for (net, cidr) in [
+        ("blue", "103.103.0.0/16"),
+        ("green", "104.104.0.0/16"),
+        ("yellow", "105.105.0.0/16"),
+    ] {
         yaml += &cudn_l2(net, net, &format!("[{cidr}]"), "l2: \"yes\"");
     }
-    yaml += &cnc("colored", "l2", "[{cidr: 192.168.0.0/16, networkPrefix: 24}]", "[PodNetwork]");
+    yaml += &cnc(
+        "colored",
+        "l2",
+        "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+        "[PodNetwork]",
+    );
     for n in ["node-a", "node-b", "node-c"] {
         yaml += &udn::node(n, "chassis-1", &[]);
     }
@@ -1334,10 +1343,27 @@ async fn okep_layer2_example_three_layer2_networks_ping_through_their_transit_ro
     // One Layer2 block, one pair per network, the pair's position in the key.
     let c = &world.allocations.connects["colored"];
     let pairs: Vec<String> = c.subnets.values().map(|s| s[0].to_string()).collect();
-    assert_eq!(pairs, ["192.168.0.0/31", "192.168.0.2/31", "192.168.0.4/31"]);
-    assert_eq!(nbctl_get(&sb, &["lrp-list", "connect_router_colored"]).lines().count(), 3, "one port per Layer2 network");
     assert_eq!(
-        nbctl_get(&sb, &["get", "Logical_Router_Port", "crtor-colored_cluster_udn_yellow", "options:requested-tnl-key"]),
+        pairs,
+        ["192.168.0.0/31", "192.168.0.2/31", "192.168.0.4/31"]
+    );
+    assert_eq!(
+        nbctl_get(&sb, &["lrp-list", "connect_router_colored"])
+            .lines()
+            .count(),
+        3,
+        "one port per Layer2 network"
+    );
+    assert_eq!(
+        nbctl_get(
+            &sb,
+            &[
+                "get",
+                "Logical_Router_Port",
+                "crtor-colored_cluster_udn_yellow",
+                "options:requested-tnl-key"
+            ]
+        ),
         "\"3\""
     );
     let mut pods = Vec::new();
@@ -1355,7 +1381,16 @@ async fn okep_layer2_example_three_layer2_networks_ping_through_their_transit_ro
         pods.push((p, ip.parse::<std::net::IpAddr>().unwrap()));
     }
     sb.sync_hv().unwrap();
-    assert!(chassis.ping(&pods[0].0, pods[1].1, 3).unwrap(), "blue to green");
-    assert!(chassis.ping(&pods[1].0, pods[2].1, 3).unwrap(), "green to yellow");
-    assert!(chassis.ping(&pods[2].0, pods[0].1, 3).unwrap(), "yellow to blue");
+    assert!(
+        chassis.ping(&pods[0].0, pods[1].1, 3).unwrap(),
+        "blue to green"
+    );
+    assert!(
+        chassis.ping(&pods[1].0, pods[2].1, 3).unwrap(),
+        "green to yellow"
+    );
+    assert!(
+        chassis.ping(&pods[2].0, pods[0].1, 3).unwrap(),
+        "yellow to blue"
+    );
 }

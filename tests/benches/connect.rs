@@ -37,7 +37,7 @@ use ovsdb_proto::cache::{Cache, CacheConfig};
 use ovsdb_proto::Operation;
 
 mod common;
-use common::{by_name, peak_mib, record, run_child, send_all};
+use common::{by_name, peak_mib, raw_monitor, record, run_child, send_all};
 
 /// Network `i`'s cluster subnet: the `i`-th /17 of 16.0.0.0/8 (hosts /26: 512 nodes).
 fn subnet(i: usize) -> String {
@@ -215,9 +215,11 @@ fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
         // connect's rows for it are timed.
         let w2 = world(networks, nodes + 1);
         record(&file("node-nets"), &networks_of(&r, &w2).await);
+
         let (ops, rows, n, d) = connect_of(&r, &w2).await;
         record(&file("node-cnc"), &ops);
         println!("ours: a node added: the connect wrote {rows} rows in {n} transactions in {d:.2?}");
+
 
         // One network more.
         let w3 = world(networks + 1, nodes + 1);
@@ -228,22 +230,32 @@ fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
     });
 }
 
-/// `floor PATH DIR`: the networks preloaded, the connect's transactions timed.
-fn floor(path: &str, dir: &str) {
+/// `floor PATH DIR [monitored]`: the networks preloaded, the connect's transactions
+/// timed; `monitored` with a client monitoring the tables as the cache does (the
+/// server's share of keeping a cache).
+fn floor(path: &str, dir: &str, monitored: bool) {
     let file = |name: &str| format!("{dir}/{name}.jsonl");
+    let label = if monitored {
+        "floor with a monitor reading the updates"
+    } else {
+        "floor"
+    };
+    if monitored {
+        raw_monitor(path);
+    }
     let mut s = UnixStream::connect(path).unwrap();
     send_all(&mut s, &file("nets"));
     let (d, n) = send_all(&mut s, &file("cnc"));
     println!(
-        "floor: the connect from empty in {n} transactions in {d:.2?}; peak {:.0} MiB",
+        "{label}: the connect from empty in {n} transactions in {d:.2?}; peak {:.0} MiB",
         peak_mib()
     );
     send_all(&mut s, &file("node-nets"));
     let (d, n) = send_all(&mut s, &file("node-cnc"));
-    println!("floor: a node added: the connect's {n} transactions in {d:.2?}");
+    println!("{label}: a node added: the connect's {n} transactions in {d:.2?}");
     send_all(&mut s, &file("net-nets"));
     let (d, n) = send_all(&mut s, &file("net-cnc"));
-    println!("floor: a network added: the connect's {n} transactions in {d:.2?}");
+    println!("{label}: a network added: the connect's {n} transactions in {d:.2?}");
 }
 
 fn main() {
@@ -254,7 +266,7 @@ fn main() {
         return match a[0].as_str() {
             "desired" => desired(n(1), n(2)),
             "ours" => ours(&a[1], n(2), n(3), &a[4]),
-            "floor" => floor(&a[1], &a[2]),
+            "floor" => floor(&a[1], &a[2], a.get(3).is_some_and(|m| m == "monitored")),
             other => panic!("unknown child {other}"),
         };
     }
@@ -279,4 +291,8 @@ fn main() {
     let b = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
     let path = b.unix_remote().trim_start_matches("unix:").to_owned();
     run_child(&["floor", &path, d]);
+    drop(b);
+    let c = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let path = c.unix_remote().trim_start_matches("unix:").to_owned();
+    run_child(&["floor", &path, d, "monitored"]);
 }

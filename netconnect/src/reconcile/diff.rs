@@ -232,6 +232,11 @@ fn plan_with(
         let prefix = desired.id_prefix(table);
         let rows_in_scope = nb.in_scope(snap, table, owner, &desired.scope);
         for (uuid, row) in rows_in_scope {
+            owned.insert(uuid);
+            // A row of a skipped fragment stays as it is: nothing to compare.
+            if keep.contains(&uuid) {
+                continue;
+            }
             let identity = match row
                 .get("external_ids")
                 .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
@@ -246,7 +251,6 @@ fn plan_with(
                     .filter(|n| desired.get_row(table, n).is_some_and(|r| r.unidentified))
                     .map(str::to_owned),
             };
-            owned.insert(uuid);
             let rows = existing.entry(table).or_default();
             // A row of the key's without a valid id, or a second row under one
             // identity, is not wanted: it goes.
@@ -448,6 +452,7 @@ fn plan_with(
         let Some(Atom::NamedUuid(name)) = resolved.get(r.placeholder.as_str()) else {
             unreachable!("new rows resolve to a named uuid");
         };
+        plan.inserts.push(plan.operations.len());
         plan.operations
             .push(Operation::insert_named(r.table, row, name.clone()));
         plan.inserted.push(RowName {
@@ -463,6 +468,7 @@ fn plan_with(
             continue;
         };
         plan.compared += 1;
+        plan.existing.push((r.table, r.identity.clone(), e.uuid));
         let ti = &info[r.table];
         let mut update = Row::new();
         let mut muts = Vec::new();

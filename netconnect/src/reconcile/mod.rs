@@ -13,13 +13,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ovsdb_proto::cache::{Cache, Snapshot};
-use ovsdb_proto::{Atom, Operation, Uuid};
+use ovsdb_proto::{Operation, Uuid};
 
 pub use diff::PlanError;
 pub use nb::NbIndexes;
 pub use plan::Plan;
 
-use crate::topology::desired::{Fragments, Owner, Scope, OWNER_ID};
+use crate::topology::desired::{Fragments, Owner, Scope};
 use crate::topology::Desired;
 
 /// What the reconciler remembers of a key with fragments after applying it.
@@ -198,7 +198,7 @@ impl Reconciler {
     pub async fn apply(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
         let plan = self.plan(desired)?;
         if plan.is_empty() {
-            self.remember(desired);
+            self.remember(desired, &plan, &[]);
             return Ok(plan);
         }
         let mut ops = plan.operations.clone();
@@ -209,8 +209,8 @@ impl Reconciler {
             Ordering::Relaxed,
         );
         match self.cache.transact_and_wait(&ops, self.wait).await {
-            Ok(_) => {
-                self.remember(desired);
+            Ok(results) => {
+                self.remember(desired, &plan, &results);
                 Ok(plan)
             }
             Err(e) => {
@@ -220,8 +220,9 @@ impl Reconciler {
         }
     }
 
-    /// After `desired` was applied: its fragments and rows as the cache shows them.
-    fn remember(&self, desired: &Desired) {
+    /// After `desired` was applied by `plan` (whose operations gave `results`): its
+    /// fragments, the uuids of their rows, and the key's rows as the cache shows them.
+    fn remember(&self, desired: &Desired, plan: &Plan, results: &[ovsdb_proto::OperationResult]) {
         if desired.fragments().is_empty() {
             return;
         }
@@ -229,22 +230,15 @@ impl Reconciler {
         let snap = self.cache.snapshot();
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let old = memo.remove(&key).unwrap_or_default();
-        // The key's rows by table and identity.
-        let mut by_identity: HashMap<(&str, String), Uuid> = HashMap::new();
-        for &table in nb::TABLES {
-            let prefix = desired.id_prefix(table);
-            for (uuid, row) in self
-                .nb
-                .in_scope(&snap, table, &desired.owner, &desired.scope)
-            {
-                let id = row
-                    .get("external_ids")
-                    .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
-                    .and_then(Atom::as_str)
-                    .and_then(|id| id.strip_prefix(prefix.as_str()));
-                if let Some(identity) = id {
-                    by_identity.insert((table, identity.to_owned()), uuid);
-                }
+        // The uuid of every wanted row: those that were there, and those inserted.
+        let mut uuids: HashMap<(&str, &str), Uuid> = plan
+            .existing
+            .iter()
+            .map(|(t, i, u)| ((*t, i.as_str()), *u))
+            .collect();
+        for (name, at) in plan.inserted.iter().zip(&plan.inserts) {
+            if let Some(u) = results.get(*at).and_then(|r| r.uuid()) {
+                uuids.insert((name.table.as_str(), name.identity.as_str()), u);
             }
         }
         let mut fragments: HashMap<String, (u64, Vec<Uuid>)> = HashMap::new();
@@ -259,16 +253,19 @@ impl Reconciler {
         }
         for r in desired.rows() {
             let Some(at) = r.fragment else { continue };
-            let label = &desired.fragments()[at as usize].label;
-            match by_identity.get(&(r.table, r.identity.clone())) {
+            let f = &desired.fragments()[at as usize];
+            if f.skipped {
+                continue;
+            }
+            match uuids.get(&(r.table, r.identity.as_str())) {
                 Some(u) => {
-                    if let Some(e) = fragments.get_mut(label) {
+                    if let Some(e) = fragments.get_mut(&f.label) {
                         e.1.push(*u);
                     }
                 }
-                // A row the cache does not show: remember nothing of the fragment.
+                // A row not accounted for: remember nothing of its fragment.
                 None => {
-                    fragments.remove(label);
+                    fragments.remove(&f.label);
                 }
             }
         }

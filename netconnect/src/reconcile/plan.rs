@@ -54,6 +54,10 @@ pub struct Plan {
     pub compared: usize,
     /// What the key's rows lack ([`crate::topology::Desired::incomplete`]).
     pub incomplete: Vec<String>,
+    /// The wanted rows already in the NB: table, identity, uuid.
+    pub existing: Vec<(&'static str, String, ovsdb_proto::Uuid)>,
+    /// The positions in `operations` of the inserts, in the order of `inserted`.
+    pub inserts: Vec<usize>,
 }
 
 impl Plan {

@@ -18,8 +18,9 @@ use uuid::Uuid;
 use super::row::CachedRow;
 use super::store::{Change, Event};
 
-/// The state of one index: key to the rows that have it.
-pub(crate) type KeyMap<K> = imbl::HashMap<K, imbl::OrdSet<Uuid>>;
+/// The state of one index: key to the rows that have it (the rows themselves, so that
+/// a lookup reads no table).
+pub(crate) type KeyMap<K> = imbl::HashMap<K, imbl::OrdMap<Uuid, Arc<CachedRow>>>;
 
 /// An index's state as the snapshot stores it.
 pub(crate) type AnyIndex = Arc<dyn Any + Send + Sync>;
@@ -98,12 +99,8 @@ where
             };
             let old_keys = old.map(|r| (self.keys)(r)).unwrap_or_default();
             let new_keys = new.map(|r| (self.keys)(r)).unwrap_or_default();
-            if old_keys == new_keys {
-                continue;
-            }
-            // Only the keys that differ are touched: a row with many keys (a router
-            // holding thousands of ports) that gains one costs one insertion.
-            let before: std::collections::HashSet<&K> = old_keys.iter().collect();
+            // The keys the row no longer has lose it; every key it has gets its new
+            // version.
             let after: std::collections::HashSet<&K> = new_keys.iter().collect();
             for k in old_keys.iter().filter(|k| !after.contains(k)) {
                 if let Some(set) = map.get_mut(k) {
@@ -113,8 +110,12 @@ where
                     }
                 }
             }
-            for k in new_keys.iter().filter(|k| !before.contains(k)) {
-                map.entry(k.clone()).or_default().insert(e.uuid);
+            if let Some(row) = new {
+                for k in &new_keys {
+                    map.entry(k.clone())
+                        .or_default()
+                        .insert(e.uuid, row.clone());
+                }
             }
         }
         Arc::new(map)
@@ -132,8 +133,8 @@ impl<K> RowIndex<K> {
     }
 }
 
-/// The uuids under `key` in an index state.
-pub(crate) fn find<K, Q>(state: &AnyIndex, key: &Q) -> Option<Vec<Uuid>>
+/// The rows under `key` in an index state, in uuid order.
+pub(crate) fn find<K, Q>(state: &AnyIndex, key: &Q) -> Option<Vec<(Uuid, Arc<CachedRow>)>>
 where
     K: Hash + Eq + Borrow<Q> + Send + Sync + 'static,
     Q: Hash + Eq + ?Sized,
@@ -141,7 +142,7 @@ where
     let map = state.downcast_ref::<KeyMap<K>>()?;
     Some(
         map.get(key)
-            .map(|s| s.iter().copied().collect())
+            .map(|s| s.iter().map(|(u, r)| (*u, r.clone())).collect())
             .unwrap_or_default(),
     )
 }

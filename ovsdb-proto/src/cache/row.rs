@@ -124,7 +124,9 @@ impl CachedRow {
 
     /// This row with an `update2` `modify` entry applied; the row itself is untouched.
     pub(crate) fn apply_diff(&self, diff: &Row) -> Result<CachedRow, String> {
-        let mut values = self.values.clone();
+        // The modified columns computed from the old values, the others copied: each
+        // value is copied once.
+        let mut changed: Vec<Option<Datum>> = vec![None; self.values.len()];
         for (column, d) in diff {
             let i = self.layout.position(column).ok_or_else(|| {
                 format!(
@@ -132,9 +134,16 @@ impl CachedRow {
                     self.layout.table
                 )
             })?;
-            values[i] = apply_column(&self.layout.types[i], &values[i], d)
+            let base = changed[i].as_ref().unwrap_or(&self.values[i]);
+            let new = apply_column(&self.layout.types[i], base, d)
                 .map_err(|e| format!("table {} column {column}: {e}", self.layout.table))?;
+            changed[i] = Some(new);
         }
+        let values = changed
+            .into_iter()
+            .zip(self.values.iter())
+            .map(|(new, old)| new.unwrap_or_else(|| old.clone()))
+            .collect();
         Ok(CachedRow {
             layout: self.layout.clone(),
             values,

@@ -146,8 +146,7 @@ impl Snapshot {
         K: Hash + Eq + std::borrow::Borrow<Q> + Send + Sync + 'static,
         Q: Hash + Eq + ?Sized,
     {
-        let uuids = self
-            .row_indexes
+        self.row_indexes
             .get(index.slot)
             .and_then(|state| super::index::find::<K, Q>(state, key))
             .ok_or_else(|| {
@@ -156,12 +155,7 @@ impl Snapshot {
                     index.name(),
                     index.table()
                 ))
-            })?;
-        let rows = self.tables.get(index.table());
-        Ok(uuids
-            .into_iter()
-            .filter_map(|u| Some((u, rows?.get(&u)?.clone())))
-            .collect())
+            })
     }
 
     /// The rows of `table` (empty if the table is not cached).

@@ -166,7 +166,10 @@ fn every_reason_is_given_with_a_message_naming_what_is_involved() {
         assert_eq!(st.status.as_deref(), Some("Failure"));
         assert_eq!(st.conditions.len(), 1);
         assert_eq!(
-            (st.conditions[0].type_.as_str(), st.conditions[0].status.as_str()),
+            (
+                st.conditions[0].type_.as_str(),
+                st.conditions[0].status.as_str()
+            ),
             ("Accepted", "False")
         );
         assert_eq!(st.conditions[0].reason, reason.to_string());
