@@ -135,9 +135,11 @@ impl<T, K> TypedIndex<T, K> {
     }
 }
 
-/// A table the cache keeps decoded into `T`, with indexes over the decoded rows:
+/// A table the cache keeps decoded into `T`, with indexes over the decoded rows (with
+/// `nb-model`'s `LogicalSwitchPort`, which this crate cannot name; `tests/cache.rs` runs
+/// it):
 ///
-/// ```ignore
+/// ```text
 /// let mut ports = TypedTable::<LogicalSwitchPort>::new();
 /// let by_namespace = ports.index("namespace", |p| p.external_ids.get("namespace").cloned());
 /// config.typed(ports);
