@@ -314,3 +314,145 @@ fn connect_status_reports_acceptance_and_each_zone_as_the_okep_shows_it() {
         "the zone flipped later"
     );
 }
+
+/// `GET path` on `addr`: (status code, body).
+fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let code = out.split_whitespace().nth(1)?.parse().ok()?;
+    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())?;
+    Some((code, body))
+}
+
+fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(secs) {
+        if f() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// A daemon process, killed on drop (a failing test leaves nothing running).
+struct Daemon(std::process::Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_sigterm() {
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
+    std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
+    let port = ovn_sandbox::free_port().unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let mut d = Daemon(
+        Command::new(netconnectd())
+            .args(["--nb", &nb, "--manifests"])
+            .arg(m.path())
+            .arg("--status-dir")
+            .arg(s.path())
+            .args(["--listen", &addr])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("/readyz", 20, || {
+        get(&addr, "/readyz").is_some_and(|(c, _)| c == 200)
+    });
+    assert_eq!(get(&addr, "/healthz").unwrap().0, 200);
+    let switches = || {
+        sb.nbctl(&["--bare", "--columns=name", "list", "Logical_Switch"])
+            .unwrap()
+    };
+    assert!(switches().contains("cluster_udn_blue_n1"));
+    let (_, metrics) = get(&addr, "/metrics").unwrap();
+    assert!(
+        metrics.contains("netconnect_reconciles_total{kind=\"network\",result=\"written\"} 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("netconnect_cache_connections_total 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("netconnect_objects{kind=\"Network\"} 1"),
+        "{metrics}"
+    );
+
+    // A new file, saved as editors do (written beside, renamed into place): it is
+    // reconciled within a second.
+    let red = GOOD
+        .replace("name: blue", "name: red")
+        .replace("10.10.0.0/16", "10.20.0.0/16");
+    std::fs::write(m.path().join(".red.yaml.tmp"), &red).unwrap();
+    let t = std::time::Instant::now();
+    std::fs::rename(m.path().join(".red.yaml.tmp"), m.path().join("red.yaml")).unwrap();
+    wait_until("red's switches", 5, || {
+        switches().contains("cluster_udn_red_n1")
+    });
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        t.elapsed()
+    );
+
+    // Half written: reported, and red's objects are kept (its rows stay).
+    std::fs::write(m.path().join("red.yaml"), &red[..red.len() - 25]).unwrap();
+    wait_until("the problem in /status", 5, || {
+        get(&addr, "/status")
+            .is_some_and(|(_, b)| b.contains("the objects it held before are kept"))
+    });
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        switches().contains("cluster_udn_red_n1"),
+        "a broken file is not a deletion"
+    );
+    let (_, status) = get(&addr, "/status").unwrap();
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["ready"], true);
+    assert!(status["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|k| k["key"] == "network cluster_udn_red"));
+
+    // Deleted: red goes.
+    std::fs::remove_file(m.path().join("red.yaml")).unwrap();
+    wait_until("red's rows gone", 5, || {
+        !switches().contains("cluster_udn_red")
+    });
+
+    // SIGTERM: exits 0.
+    let pid = d.0.id();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let mut code = None;
+    wait_until("the daemon to exit", 10, || {
+        code = d.0.try_wait().unwrap().map(|s| s.code());
+        code.is_some()
+    });
+    assert_eq!(code, Some(Some(0)));
+}

@@ -14,14 +14,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use netconnect::api::load::read_dir;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use netconnect::controller::{self, Backoff, Controller, ReadyTracker};
+use netconnect::daemon::http;
+use netconnect::daemon::manifests::{self, ManifestDir};
+use netconnect::daemon::metrics::Metrics;
 use netconnect::reconcile::{NbIndexes, Reconciler};
 use netconnect::state::{record_ready, State};
 use netconnect::status;
 use netconnect::world::{Settings, World};
 use ovsdb_proto::cache::{Cache, CacheConfig};
 use ovsdb_proto::{Remote, TlsConfig};
+use tokio_util::sync::CancellationToken;
 
 /// Programs OVN_Northbound with OVN-Kubernetes' user-defined network topologies.
 #[derive(Parser, Debug)]
@@ -61,6 +66,10 @@ struct Args {
     /// Service CIDRs of the cluster (networks must stay out of them).
     #[arg(long = "service-cidr", value_name = "CIDR")]
     service_cidrs: Vec<ipnet::IpNet>,
+    /// Serve `/healthz`, `/readyz`, `/status` and `/metrics` on this address (e.g.
+    /// `127.0.0.1:9476`).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
     /// How long `--once` waits for the NB before giving up, in seconds.
     #[arg(long, default_value_t = 30)]
     timeout: u64,
@@ -112,8 +121,9 @@ fn settings(args: &Args) -> Settings {
 }
 
 /// Reads the manifests and the state, and builds the world.
-fn load(args: &Args) -> Result<(World, State), String> {
-    let files = read_dir(&args.manifests)
+fn load(args: &Args, manifests: &mut ManifestDir) -> Result<(World, State), String> {
+    let files = manifests
+        .read()
         .map_err(|e| format!("cannot read {}: {e}", args.manifests.display()))?;
     let (state, state_problems) = match &args.status_dir {
         Some(dir) => State::load(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?,
@@ -150,7 +160,8 @@ async fn run(args: Args) -> Result<ExitCode, String> {
         ));
     }
     let reconciler = Arc::new(Reconciler::new(cache.clone(), nb));
-    let (world, state) = load(&args)?;
+    let mut manifests = ManifestDir::new(&args.manifests);
+    let (world, state) = load(&args, &mut manifests)?;
     for p in &world.problems {
         eprintln!("{p}");
     }
@@ -230,32 +241,68 @@ async fn run(args: Args) -> Result<ExitCode, String> {
 
     // The daemon: reconcile continuously; re-read the manifests when they change.
     let (tx, rx) = tokio::sync::watch::channel(Arc::new(world));
-    let mut controller = Controller::new(reconciler, rx, Backoff::default());
-    if let Some(dir) = args.status_dir.clone() {
-        let tracker = ReadyTracker::default();
-        controller = controller.with_hook(Arc::new(move |world, key, result| {
-            if let Some((cnc, outcome)) = tracker.record(world, key, result) {
-                let zone = world.zone_name();
-                if let Err(e) = record_ready(&dir, &cnc, zone, &outcome, &status::now()) {
-                    tracing::error!(%cnc, error = %e, "cannot write the connect's status");
-                }
+    let mut controller = Controller::new(reconciler.clone(), rx.clone(), Backoff::default());
+    let shared = Arc::new(http::Shared {
+        ready: AtomicBool::new(false),
+        reports: controller.reports(),
+        world: rx,
+        reconciler: reconciler.clone(),
+        metrics: Metrics::new(),
+    });
+    let tracker = ReadyTracker::default();
+    let status_dir = args.status_dir.clone();
+    let hook_shared = shared.clone();
+    controller = controller.with_hook(Arc::new(move |world, key, result, took| {
+        hook_shared
+            .metrics
+            .reconciled(key, result.as_ref().ok().map(|p| !p.is_empty()), took);
+        let Some(dir) = &status_dir else { return };
+        if let Some((cnc, outcome)) = tracker.record(world, key, result) {
+            let zone = world.zone_name();
+            if let Err(e) = record_ready(dir, &cnc, zone, &outcome, &status::now()) {
+                tracing::error!(%cnc, error = %e, "cannot write the connect's status");
             }
-        }));
+        }
+    }));
+    let queue = controller.queue();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(controller.run_until(events, 2, shutdown.clone()));
+    if let Some(addr) = args.listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--listen {addr}: {e}"))?;
+        tracing::info!(%addr, "serving /healthz, /readyz, /status, /metrics");
+        tokio::spawn(http::serve(listener, shared.clone(), shutdown.clone()));
     }
-    let run = tokio::spawn(controller.run(events, 2));
-    let mut last = fingerprint(&args.manifests);
+    // Ready once the first pass is through: the queue idle for a moment.
+    {
+        let shared = shared.clone();
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            while !controller::settle(
+                &queue,
+                Duration::from_millis(200),
+                Duration::from_secs(3600),
+            )
+            .await
+            {}
+            shared.ready.store(true, Ordering::Relaxed);
+            tracing::info!("first pass done: ready");
+        });
+    }
+    let (changed_tx, mut changed) = tokio::sync::mpsc::channel(1);
+    let _watcher = manifests::watch(&args.manifests, Duration::from_millis(100), changed_tx)
+        .map_err(|e| format!("cannot watch {}: {e}", args.manifests.display()))?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
     let mut state = state;
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
-            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = terminate.recv() => break,
+            Some(()) = changed.recv() => {}
         }
-        let now = fingerprint(&args.manifests);
-        if now == last {
-            continue;
-        }
-        last = now;
-        match load(&args) {
+        match load(&args, &mut manifests) {
             Ok((world, _)) => {
                 for p in &world.problems {
                     tracing::warn!(problem = %p, "input");
@@ -272,20 +319,9 @@ async fn run(args: Args) -> Result<ExitCode, String> {
             Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
         }
     }
-    run.abort();
+    // Stop taking keys; let the reconciles in flight finish their transactions.
+    tracing::info!("stopping: finishing the reconciles in flight");
+    shutdown.cancel();
+    let _ = run.await;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The names, sizes and modification times of the manifest files.
-fn fingerprint(dir: &std::path::Path) -> Vec<(PathBuf, u64, Option<std::time::SystemTime>)> {
-    netconnect::api::load::manifest_files(dir)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|p| {
-            let m = std::fs::metadata(&p).ok();
-            let len = m.as_ref().map(|m| m.len()).unwrap_or(0);
-            let modified = m.and_then(|m| m.modified().ok());
-            (p, len, modified)
-        })
-        .collect()
 }

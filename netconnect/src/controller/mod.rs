@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use ovsdb_proto::cache::{CacheEvent, CacheEvents, Change};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::reconcile::{ReconcileError, Reconciler};
 use crate::topology::desired::Owner;
@@ -49,10 +51,12 @@ pub async fn reconcile_key(
     reconciler.apply(&desired).await
 }
 
-/// Called after every reconcile with the world used, the key and the outcome (the
-/// daemon records ClusterNetworkConnects' zone conditions with it).
-pub type OutcomeHook =
-    Arc<dyn Fn(&World, &Key, &Result<crate::reconcile::Plan, ReconcileError>) + Send + Sync>;
+/// Called after every reconcile with the world used, the key, the outcome and how
+/// long it took (the daemon records ClusterNetworkConnects' zone conditions and its
+/// metrics with it).
+pub type OutcomeHook = Arc<
+    dyn Fn(&World, &Key, &Result<crate::reconcile::Plan, ReconcileError>, Duration) + Send + Sync,
+>;
 
 /// The zone conditions of ClusterNetworkConnects, from the outcomes of their keys: a
 /// connect is ready in the zone once its own key and the key of each network it
@@ -142,23 +146,45 @@ impl Controller {
 
     /// Runs until the returned future is dropped: `workers` tasks reconciling keys,
     /// one task turning cache `events` into keys, one turning new worlds into keys.
-    pub async fn run(self, mut events: CacheEvents, workers: usize) {
+    pub async fn run(self, events: CacheEvents, workers: usize) {
+        self.run_until(events, workers, CancellationToken::new())
+            .await
+    }
+
+    /// [`Controller::run`] until `shutdown` is cancelled: then no new key is taken,
+    /// the reconciles in flight finish (their transactions are not cut short), and the
+    /// future returns.
+    pub async fn run_until(
+        self,
+        mut events: CacheEvents,
+        workers: usize,
+        shutdown: CancellationToken,
+    ) {
         self.enqueue_all();
         let mut tasks = tokio::task::JoinSet::new();
+        let mut others = tokio::task::JoinSet::new();
         for _ in 0..workers.max(1) {
             let queue = self.queue.clone();
             let world = self.world.clone();
             let reconciler = self.reconciler.clone();
             let reports = self.reports.clone();
             let hook = self.hook.clone();
+            let shutdown = shutdown.clone();
             tasks.spawn(async move {
                 loop {
-                    let key = queue.next().await;
+                    let key = tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        key = queue.next() => key,
+                    };
                     let w = world.borrow().clone();
                     let before = reconciler.transactions();
-                    let result = reconcile_key(&reconciler, &w, &key).await;
+                    let start = Instant::now();
+                    let span = tracing::info_span!("reconcile", key = %key);
+                    let result = reconcile_key(&reconciler, &w, &key)
+                        .instrument(span)
+                        .await;
                     if let Some(h) = &hook {
-                        h(&w, &key, &result);
+                        h(&w, &key, &result, start.elapsed());
                     }
                     let sent = reconciler.transactions() - before;
                     let ok = result.is_ok();
@@ -197,7 +223,7 @@ impl Controller {
         }
         let queue = self.queue.clone();
         let world = self.world.clone();
-        tasks.spawn(async move {
+        others.spawn(async move {
             while let Some(e) = events.recv().await {
                 let CacheEvent::Change(e) = e else {
                     continue;
@@ -253,13 +279,15 @@ impl Controller {
         let queue = self.queue.clone();
         let mut world = self.world.clone();
         let reconciler = self.reconciler.clone();
-        tasks.spawn(async move {
+        others.spawn(async move {
             while world.changed().await.is_ok() {
                 let w = world.borrow_and_update().clone();
                 enqueue_all(&queue, &w, &reconciler);
             }
         });
+        // The workers end on shutdown; the sources go with them.
         while tasks.join_next().await.is_some() {}
+        others.abort_all();
     }
 }
 

@@ -198,14 +198,52 @@ impl CacheEvents {
 
 /// Where the cache task publishes its state.
 pub(crate) struct Published {
+    pub(crate) stats: Arc<CacheStats>,
     pub(crate) ready: watch::Sender<bool>,
     pub(crate) version: watch::Sender<u64>,
     pub(crate) client: watch::Sender<Option<Client>>,
     pub(crate) schema: watch::Sender<Option<Arc<DatabaseSchema>>>,
 }
 
+/// Counters of a cache's life, for metrics.
+#[derive(Debug, Default)]
+pub struct CacheStats {
+    connections: std::sync::atomic::AtomicU64,
+    resyncs: std::sync::atomic::AtomicU64,
+    resumes: std::sync::atomic::AtomicU64,
+}
+
+impl CacheStats {
+    /// Connections on which monitoring started (the first one included).
+    pub fn connections(&self) -> u64 {
+        self.connections.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Full resyncs: the whole contents read again (the first sync included).
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Reconnections that resumed from the last transaction seen
+    /// (`monitor_cond_since` found it) instead of resyncing.
+    pub fn resumes(&self) -> u64 {
+        self.resumes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn count(&self, resumed: bool) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.connections.fetch_add(1, Relaxed);
+        if resumed {
+            self.resumes.fetch_add(1, Relaxed);
+        } else {
+            self.resyncs.fetch_add(1, Relaxed);
+        }
+    }
+}
+
 /// A running cache. Dropping it stops its task and closes its connection.
 pub struct Cache {
+    stats: Arc<CacheStats>,
     shared: store::Shared,
     ready: watch::Receiver<bool>,
     version: watch::Receiver<u64>,
@@ -235,7 +273,9 @@ impl Cache {
         let (schema_tx, schema) = watch::channel(None);
         let (events_tx, events_rx) = mpsc::channel(config.event_capacity.max(1));
         let database = config.database.clone();
+        let stats = Arc::new(CacheStats::default());
         let published = Published {
+            stats: stats.clone(),
             ready: ready_tx,
             version: version_tx,
             client: client_tx,
@@ -251,6 +291,7 @@ impl Cache {
         ));
         (
             Cache {
+                stats,
                 shared,
                 ready,
                 version,
@@ -287,6 +328,11 @@ impl Cache {
             .map_err(|_| Error::closed(Some("the cache stopped".into())))?;
         rx.await
             .map_err(|_| Error::closed(Some("the cache stopped".into())))?
+    }
+
+    /// Counters of the cache's connections and resyncs.
+    pub fn stats(&self) -> &CacheStats {
+        &self.stats
     }
 
     /// The current contents.

@@ -241,6 +241,7 @@ impl Task {
         let id = self.progress.next_id();
         let reply = monitor(client.clone(), &db, &id, &requests, since, &layouts).await?;
         self.progress.use_id(id);
+        self.published.stats.count(reply.found);
         let applied = if reply.found {
             self.writer.apply(reply.updates)
         } else {

@@ -1,0 +1,140 @@
+//! netconnectd's HTTP endpoints (`--listen`):
+//!
+//! - `/healthz`: 200 while the process serves;
+//! - `/readyz`: 200 once the NB cache is synced and the first pass over every key is
+//!   done, 503 before;
+//! - `/status`: JSON: readiness, each key's last outcome, the input problems, each
+//!   ClusterNetworkConnect's acceptance;
+//! - `/metrics`: [`super::metrics`], Prometheus text format.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::metrics::Metrics;
+use crate::controller::Reports;
+use crate::reconcile::Reconciler;
+use crate::world::World;
+
+/// What the endpoints read.
+pub struct Shared {
+    /// Set once the first pass is done.
+    pub ready: AtomicBool,
+    /// Each key's last outcome.
+    pub reports: Reports,
+    /// The current inputs.
+    pub world: watch::Receiver<Arc<World>>,
+    /// The reconciler (its counters, its cache).
+    pub reconciler: Arc<Reconciler>,
+    /// The metrics.
+    pub metrics: Metrics,
+}
+
+impl Shared {
+    fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Relaxed) && self.reconciler.cache().schema().is_some()
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(s): State<Arc<Shared>>) -> impl IntoResponse {
+    if s.is_ready() {
+        (StatusCode::OK, "ready\n")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+    }
+}
+
+async fn status(State(s): State<Arc<Shared>>) -> impl IntoResponse {
+    let world = s.world.borrow().clone();
+    let keys: Vec<serde_json::Value> = {
+        let reports = s.reports.lock().unwrap_or_else(|e| e.into_inner());
+        reports
+            .iter()
+            .map(|(k, r)| {
+                serde_json::json!({
+                    "key": k.to_string(),
+                    "ok": r.result.is_ok(),
+                    "result": match &r.result { Ok(v) | Err(v) => v },
+                    "failures": r.failures,
+                    "transactions": r.transactions,
+                })
+            })
+            .collect()
+    };
+    let connects: serde_json::Map<String, serde_json::Value> = world
+        .allocations
+        .connects
+        .iter()
+        .map(|(name, c)| {
+            let (accepted, reason, message) = match &c.accepted {
+                Ok(()) => (true, String::new(), String::new()),
+                Err(r) => (false, r.reason.to_string(), r.message.clone()),
+            };
+            (
+                name.clone(),
+                serde_json::json!({
+                    "accepted": accepted,
+                    "reason": reason,
+                    "message": message,
+                    "tunnelKey": c.tunnel_key,
+                    "networks": c.networks.values().collect::<Vec<_>>(),
+                }),
+            )
+        })
+        .collect();
+    let body = serde_json::json!({
+        "ready": s.is_ready(),
+        "zone": world.zone_name(),
+        "keys": keys,
+        "problems": world.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "connects": connects,
+        "transactions": s.reconciler.transactions(),
+        "rowsWritten": s.reconciler.rows_written(),
+    });
+    axum::Json(body)
+}
+
+async fn metrics(State(s): State<Arc<Shared>>) -> impl IntoResponse {
+    let world = s.world.borrow().clone();
+    let text = s.metrics.render(
+        &world,
+        s.reconciler.transactions(),
+        s.reconciler.rows_written(),
+        s.reconciler.cache().stats(),
+    );
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+}
+
+/// Serves the endpoints on `listener` until `shutdown`.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Shared>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/status", get(status))
+        .route("/metrics", get(metrics))
+        .with_state(shared);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}

@@ -1,0 +1,218 @@
+//! The manifest directory as the daemon sees it: read file by file, keeping what a
+//! broken file held before, and watched for changes.
+//!
+//! A file that cannot be read or is not valid YAML (an editor half way through
+//! writing it) keeps the objects it held the last time it was good: it is reported,
+//! never taken as the deletion of its objects. Likewise an object whose document no
+//! longer decodes keeps its last good version (found by kind and name). A file that is
+//! gone is a deletion.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::api::load::{read_dir, FileObjects, Problem};
+
+/// The manifests of one directory, with what each file last held when it was good.
+#[derive(Debug, Default)]
+pub struct ManifestDir {
+    dir: PathBuf,
+    good: BTreeMap<PathBuf, FileObjects>,
+}
+
+impl ManifestDir {
+    /// The directory `dir`, not read yet.
+    pub fn new(dir: impl Into<PathBuf>) -> ManifestDir {
+        ManifestDir {
+            dir: dir.into(),
+            good: BTreeMap::new(),
+        }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Reads every file again; see the module's comment for what a broken file or
+    /// object gives.
+    pub fn read(&mut self) -> std::io::Result<Vec<FileObjects>> {
+        let now = read_dir(&self.dir)?;
+        let mut out = Vec::with_capacity(now.len());
+        let mut good = BTreeMap::new();
+        for mut f in now {
+            if let Some(why) = f.unreadable.take() {
+                let Some(last) = self.good.get(&f.file) else {
+                    // Never good: nothing to keep.
+                    f.unreadable = Some(why);
+                    out.push(f);
+                    continue;
+                };
+                let mut kept = last.clone();
+                kept.problems.push(Problem {
+                    origin: crate::api::Origin {
+                        file: f.file.clone(),
+                        doc: 0,
+                        item: None,
+                    },
+                    object: None,
+                    field: None,
+                    message: format!("{why}; the objects it held before are kept"),
+                });
+                good.insert(f.file.clone(), last.clone());
+                out.push(kept);
+                continue;
+            }
+            // Objects whose documents no longer decode keep their last good version.
+            if let Some(last) = self.good.get(&f.file) {
+                let mut kept = Vec::new();
+                for p in &mut f.problems {
+                    let Some(label) = &p.object else { continue };
+                    let previous = last
+                        .objects
+                        .iter()
+                        .find(|(_, o)| format!("{} {}", o.kind(), o.name()) == *label);
+                    if let Some((origin, object)) = previous {
+                        let present = f
+                            .objects
+                            .iter()
+                            .any(|(_, o)| o.kind() == object.kind() && o.name() == object.name());
+                        if !present {
+                            kept.push((origin.clone(), object.clone()));
+                            p.message.push_str("; the version read before is kept");
+                        }
+                    }
+                }
+                f.objects.extend(kept);
+            }
+            good.insert(f.file.clone(), f.clone());
+            out.push(f);
+        }
+        self.good = good;
+        Ok(out)
+    }
+}
+
+/// Watches `dir` (creations, changes, deletions and renames of its files) and sends a
+/// unit on `tx` after each burst of changes has been quiet for `settle`. The watcher
+/// lives as long as the returned value.
+pub fn watch(
+    dir: &Path,
+    settle: Duration,
+    tx: tokio::sync::mpsc::Sender<()>,
+) -> notify::Result<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let (raw_tx, mut raw_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if event.is_ok() {
+            let _ = raw_tx.send(());
+        }
+    })?;
+    watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
+    tokio::spawn(async move {
+        while raw_rx.recv().await.is_some() {
+            // Let the burst end (an editor's write, rename, chmod).
+            loop {
+                match tokio::time::timeout(settle, raw_rx.recv()).await {
+                    Ok(Some(())) => continue,
+                    Ok(None) => return,
+                    Err(_) => break,
+                }
+            }
+            if tx.send(()).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(watcher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NET: &str = "apiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: blue}\nspec:\n  namespaceSelector: {}\n  network: {topology: Layer2, layer2: {role: Primary, subnets: [10.1.0.0/16]}}\n";
+
+    fn names(files: &[FileObjects]) -> Vec<String> {
+        files
+            .iter()
+            .flat_map(|f| {
+                f.objects
+                    .iter()
+                    .map(|(_, o)| format!("{} {}", o.kind(), o.name()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_broken_file_keeps_its_objects_and_a_deleted_one_loses_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("nets.yaml");
+        std::fs::write(&file, NET).unwrap();
+        let mut m = ManifestDir::new(dir.path());
+        assert_eq!(
+            names(&m.read().unwrap()),
+            ["ClusterUserDefinedNetwork blue"]
+        );
+        // Half written: the YAML stops in the middle of a flow mapping.
+        std::fs::write(&file, &NET[..NET.len() - 30]).unwrap();
+        let files = m.read().unwrap();
+        assert_eq!(names(&files), ["ClusterUserDefinedNetwork blue"], "kept");
+        let p = files[0].problems.last().unwrap().to_string();
+        assert!(
+            p.contains("not valid YAML") && p.contains("the objects it held before are kept"),
+            "{p}"
+        );
+        // Good again, then gone.
+        std::fs::write(&file, NET).unwrap();
+        assert_eq!(m.read().unwrap()[0].problems.len(), 0);
+        std::fs::remove_file(&file).unwrap();
+        assert!(
+            names(&m.read().unwrap()).is_empty(),
+            "a deleted file deletes its objects"
+        );
+    }
+
+    #[test]
+    fn an_object_that_no_longer_decodes_keeps_its_last_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("nets.yaml");
+        std::fs::write(&file, NET).unwrap();
+        let mut m = ManifestDir::new(dir.path());
+        m.read().unwrap();
+        std::fs::write(&file, NET.replace("topology: Layer2", "topology: Layer9")).unwrap();
+        let files = m.read().unwrap();
+        assert_eq!(names(&files), ["ClusterUserDefinedNetwork blue"]);
+        let p = files[0].problems[0].to_string();
+        assert!(
+            p.contains("Layer9") && p.contains("the version read before is kept"),
+            "{p}"
+        );
+    }
+
+    #[tokio::test]
+    async fn changes_are_announced_once_per_burst() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let _w = watch(dir.path(), Duration::from_millis(100), tx).unwrap();
+        // An editor's save: write beside, rename into place.
+        let tmp = dir.path().join(".nets.yaml.swp");
+        std::fs::write(&tmp, NET).unwrap();
+        std::fs::rename(&tmp, dir.path().join("nets.yaml")).unwrap();
+        tokio::time::timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .expect("a change is announced")
+            .unwrap();
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), rx.recv())
+                .await
+                .is_err(),
+            "one announcement for the burst"
+        );
+        std::fs::remove_file(dir.path().join("nets.yaml")).unwrap();
+        tokio::time::timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .expect("a deletion is announced")
+            .unwrap();
+    }
+}

@@ -1,0 +1,202 @@
+//! netconnectd's metrics, in the Prometheus text format:
+//!
+//! | metric | type | labels |
+//! | --- | --- | --- |
+//! | `netconnect_reconciles_total` | counter | `kind` (cluster, network, connect, connect_network, gone), `result` (written, unchanged, error) |
+//! | `netconnect_reconcile_duration_seconds` | histogram | `kind` |
+//! | `netconnect_transactions_total` | counter | |
+//! | `netconnect_rows_written_total` | counter | |
+//! | `netconnect_cache_connections_total` | counter | |
+//! | `netconnect_cache_resyncs_total` | counter | |
+//! | `netconnect_objects` | gauge | `kind` (valid objects read) |
+//! | `netconnect_problems` | gauge | (objects skipped or refused, allocation failures) |
+//! | `netconnect_connects` | gauge | `accepted` (true, false), `reason` |
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::world::{Key, World};
+
+type Labels = Vec<(String, String)>;
+
+/// The registry and its metrics.
+pub struct Metrics {
+    registry: Registry,
+    reconciles: Family<Labels, Counter>,
+    duration: Family<Labels, Histogram, fn() -> Histogram>,
+    transactions: Counter,
+    rows_written: Counter,
+    cache_connections: Counter,
+    cache_resyncs: Counter,
+    objects: Family<Labels, Gauge>,
+    problems: Gauge,
+    connects: Family<Labels, Gauge>,
+    /// Serializes scrapes (counters fed from totals are brought up to date then).
+    scrape: Mutex<()>,
+}
+
+fn histogram() -> Histogram {
+    // 1 ms to about 65 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+/// The `kind` label of a key.
+pub fn kind(key: &Key) -> &'static str {
+    match key {
+        Key::Cluster => "cluster",
+        Key::Network(_) => "network",
+        Key::Connect(_) => "connect",
+        Key::ConnectNetwork(..) => "connect_network",
+        Key::Gone(_) => "gone",
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// Every metric, registered.
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("netconnect");
+        let reconciles = Family::<Labels, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Reconciles of keys, by kind and result",
+            reconciles.clone(),
+        );
+        let duration = Family::<Labels, Histogram, fn() -> Histogram>::new_with_constructor(
+            histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time to reconcile a key (build, plan, transaction, cache showing it)",
+            duration.clone(),
+        );
+        let transactions = Counter::default();
+        registry.register("transactions", "NB transactions sent", transactions.clone());
+        let rows_written = Counter::default();
+        registry.register(
+            "rows_written",
+            "Rows inserted, updated or deleted",
+            rows_written.clone(),
+        );
+        let cache_connections = Counter::default();
+        registry.register(
+            "cache_connections",
+            "Connections on which the NB cache started monitoring",
+            cache_connections.clone(),
+        );
+        let cache_resyncs = Counter::default();
+        registry.register(
+            "cache_resyncs",
+            "Times the NB cache read the whole database",
+            cache_resyncs.clone(),
+        );
+        let objects = Family::<Labels, Gauge>::default();
+        registry.register("objects", "Valid objects read, by kind", objects.clone());
+        let problems = Gauge::default();
+        registry.register(
+            "problems",
+            "Objects skipped or refused, and allocations that failed",
+            problems.clone(),
+        );
+        let connects = Family::<Labels, Gauge>::default();
+        registry.register(
+            "connects",
+            "ClusterNetworkConnects by acceptance and reason",
+            connects.clone(),
+        );
+        Metrics {
+            registry,
+            reconciles,
+            duration,
+            transactions,
+            rows_written,
+            cache_connections,
+            cache_resyncs,
+            objects,
+            problems,
+            connects,
+            scrape: Mutex::new(()),
+        }
+    }
+
+    /// Records one reconcile of `key`.
+    pub fn reconciled(&self, key: &Key, written: Option<bool>, took: Duration) {
+        let result = match written {
+            Some(true) => "written",
+            Some(false) => "unchanged",
+            None => "error",
+        };
+        self.reconciles
+            .get_or_create(&vec![
+                ("kind".to_owned(), kind(key).to_owned()),
+                ("result".to_owned(), result.to_owned()),
+            ])
+            .inc();
+        self.duration
+            .get_or_create(&vec![("kind".to_owned(), kind(key).to_owned())])
+            .observe(took.as_secs_f64());
+    }
+
+    /// The text exposition, with the totals kept elsewhere brought up to date.
+    pub fn render(
+        &self,
+        world: &World,
+        transactions: u64,
+        rows_written: u64,
+        cache: &ovsdb_proto::cache::CacheStats,
+    ) -> String {
+        let _one = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
+        let up = |c: &Counter, total: u64| {
+            let now = c.get();
+            if total > now {
+                c.inc_by(total - now);
+            }
+        };
+        up(&self.transactions, transactions);
+        up(&self.rows_written, rows_written);
+        up(&self.cache_connections, cache.connections());
+        up(&self.cache_resyncs, cache.resyncs());
+        self.objects.clear();
+        let inv = &world.inventory;
+        for (k, n) in [
+            ("Node", inv.nodes.len()),
+            ("Namespace", inv.namespaces.len()),
+            ("Network", inv.networks.len()),
+            ("ClusterNetworkConnect", inv.connects.len()),
+        ] {
+            self.objects
+                .get_or_create(&vec![("kind".to_owned(), k.to_owned())])
+                .set(n as i64);
+        }
+        self.problems.set(world.problems.len() as i64);
+        self.connects.clear();
+        for c in world.allocations.connects.values() {
+            let (accepted, reason) = match &c.accepted {
+                Ok(()) => ("true", String::new()),
+                Err(r) => ("false", r.reason.to_string()),
+            };
+            self.connects
+                .get_or_create(&vec![
+                    ("accepted".to_owned(), accepted.to_owned()),
+                    ("reason".to_owned(), reason),
+                ])
+                .inc();
+        }
+        let mut out = String::new();
+        // Writing to a String does not fail.
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
