@@ -1,0 +1,286 @@
+//! The main job, end to end on this machine: a real OVN central and a chassis (from the
+//! sandbox), the OKEP-5224 example objects written as manifests, `netconnectd`
+//! programming the NB from them, and packets between pods.
+//!
+//! `cargo run -p netconnect --example demo` (as root; `scripts/demo.sh` installs what it
+//! needs and builds `netconnectd` first). Everything it starts is stopped at the end.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ovn_sandbox::{Chassis, Sandbox};
+
+const NAMESPACES: &str = "\
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Namespace, metadata: {name: blue, labels: {kubernetes.io/metadata.name: blue}}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: green, labels: {kubernetes.io/metadata.name: green}}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: yellow, labels: {kubernetes.io/metadata.name: yellow}}}
+- {apiVersion: v1, kind: Namespace, metadata: {name: red, labels: {kubernetes.io/metadata.name: red}}}
+";
+
+const NODES: &str = "\
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Node, metadata: {name: ovn-control-plane, annotations: {k8s.ovn.org/node-chassis-id: demo-chassis}}}
+- {apiVersion: v1, kind: Node, metadata: {name: ovn-worker, annotations: {k8s.ovn.org/node-chassis-id: demo-chassis}}}
+- {apiVersion: v1, kind: Node, metadata: {name: ovn-worker2, annotations: {k8s.ovn.org/node-chassis-id: demo-chassis}}}
+";
+
+const NETWORKS: &str = "\
+apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: blue-network, labels: {connect: colored}}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: blue}}
+  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 103.103.0.0/16, hostSubnet: 24}]}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: green-network, labels: {connect: colored}}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: green}}
+  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 104.104.0.0/16, hostSubnet: 24}]}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: yellow-network, namespace: yellow}
+spec: {topology: Layer2, layer2: {role: Primary, subnets: [105.105.0.0/16]}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: red-network, namespace: red}
+spec: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 106.106.0.0/16, hostSubnet: 24}]}}
+";
+
+const CONNECT: &str = "\
+apiVersion: k8s.ovn.org/v1
+kind: ClusterNetworkConnect
+metadata: {name: colored-enterprise}
+spec:
+  networkSelectors:
+  - networkSelectionType: ClusterUserDefinedNetworks
+    clusterUserDefinedNetworkSelector: {networkSelector: {matchLabels: {connect: colored}}}
+  - networkSelectionType: PrimaryUserDefinedNetworks
+    primaryUserDefinedNetworkSelector: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: yellow}}}
+  connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]
+  connectivity: [PodNetwork]
+";
+
+/// The netconnectd process, stopped on drop.
+struct Daemon(Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+fn step(text: &str) {
+    println!("\n== {text}");
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) -> Result<(), String> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if f() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!("timed out waiting for {what}"))
+}
+
+fn netconnectd() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let path = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("netconnectd"))
+        .ok_or("no target directory")?;
+    if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} is missing: build it first (cargo build -p netconnect --bins)",
+            path.display()
+        ))
+    }
+}
+
+/// A pod on the chassis with its logical port on `switch`.
+fn pod(
+    sb: &Sandbox,
+    chassis: &mut Chassis,
+    switch: &str,
+    name: &str,
+    ip: &str,
+    prefix: u8,
+    gateway: &str,
+) -> Result<(ovn_sandbox::Pod, IpAddr), String> {
+    let addr: IpAddr = ip.parse().map_err(|e| format!("{ip}: {e}"))?;
+    let IpAddr::V4(v4) = addr else {
+        return Err("IPv4 pods only".into());
+    };
+    let o = v4.octets();
+    let mac = format!("0a:58:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3]);
+    let addresses = format!("{mac} {ip}");
+    sb.nbctl(&[
+        "lsp-add",
+        switch,
+        name,
+        "--",
+        "lsp-set-addresses",
+        name,
+        &addresses,
+    ])
+    .map_err(|e| e.to_string())?;
+    let net = format!("{ip}/{prefix}")
+        .parse()
+        .map_err(|e| format!("{e}"))?;
+    let gw = gateway.parse().map_err(|e| format!("{gateway}: {e}"))?;
+    let p = chassis
+        .add_pod(name, &mac, &[net], &[gw])
+        .map_err(|e| e.to_string())?;
+    Ok((p, addr))
+}
+
+fn ping(
+    chassis: &Chassis,
+    from: &ovn_sandbox::Pod,
+    name: &str,
+    to: IpAddr,
+) -> Result<bool, String> {
+    let ok = chassis.ping(from, to, 3).map_err(|e| e.to_string())?;
+    println!(
+        "$ ping {to} ({name}): {}",
+        if ok { "answered" } else { "no answer" }
+    );
+    Ok(ok)
+}
+
+fn run() -> Result<(), String> {
+    let bin = netconnectd()?;
+    step("starting a real OVN central and a chassis");
+    let sb = Sandbox::start().map_err(|e| e.to_string())?;
+    let mut chassis = Chassis::start(&sb, "demo-chassis").map_err(|e| e.to_string())?;
+    let install = sb.nb.installation();
+    println!(
+        "OVN {} with Open vSwitch {}; northbound at {}",
+        install.ovn_version(),
+        install.ovs_version(),
+        sb.nb.unix_remote()
+    );
+
+    step("the OKEP-5224 example as manifests: blue and green (Layer3), yellow (Layer2), red (Layer3, not connected)");
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let manifests = dir.path().join("manifests");
+    let status = dir.path().join("status");
+    std::fs::create_dir_all(&manifests).map_err(|e| e.to_string())?;
+    for (file, text) in [
+        ("namespaces.yaml", NAMESPACES),
+        ("nodes.yaml", NODES),
+        ("networks.yaml", NETWORKS),
+        ("connect.yaml", CONNECT),
+    ] {
+        std::fs::write(manifests.join(file), text).map_err(|e| e.to_string())?;
+    }
+    print!("{CONNECT}");
+
+    step("netconnectd --nb ... --manifests ... --status-dir ... --listen 127.0.0.1:PORT");
+    let port = ovn_sandbox::free_port().map_err(|e| e.to_string())?;
+    let addr = format!("127.0.0.1:{port}");
+    let _daemon = Daemon(
+        Command::new(&bin)
+            .args(["--nb", &sb.nb.unix_remote(), "--manifests"])
+            .arg(&manifests)
+            .arg("--status-dir")
+            .arg(&status)
+            .args(["--listen", &addr])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?,
+    );
+    let status_file = status.join("ClusterNetworkConnect/colored-enterprise.yaml");
+    wait_until("the connect to be ready", || {
+        std::fs::read_to_string(&status_file).is_ok_and(|t| t.contains("OVNSetupSucceeded"))
+    })?;
+
+    step("the ClusterNetworkConnect as netconnectd wrote it back (annotations and status)");
+    print!(
+        "{}",
+        std::fs::read_to_string(&status_file).map_err(|e| e.to_string())?
+    );
+
+    step("ovn-nbctl show connect_router_colored-enterprise");
+    print!(
+        "{}",
+        sb.nbctl(&["show", "connect_router_colored-enterprise"])
+            .map_err(|e| e.to_string())?
+    );
+
+    step("pods: blue on ovn-worker, yellow (Layer2) and red");
+    let (blue, _) = pod(
+        &sb,
+        &mut chassis,
+        "cluster_udn_blue.network_ovn-worker",
+        "blue-pod",
+        "103.103.1.5",
+        24,
+        "103.103.1.1",
+    )?;
+    let (_, yellow_ip) = pod(
+        &sb,
+        &mut chassis,
+        "yellow_yellow.network_ovn_layer2_switch",
+        "yellow-pod",
+        "105.105.0.10",
+        16,
+        "105.105.0.1",
+    )?;
+    let (_, red_ip) = pod(
+        &sb,
+        &mut chassis,
+        "red_red.network_ovn-worker2",
+        "red-pod",
+        "106.106.2.5",
+        24,
+        "106.106.2.1",
+    )?;
+    sb.sync_hv().map_err(|e| e.to_string())?;
+    let connected = ping(&chassis, &blue, "yellow, connected", yellow_ip)?;
+    let unconnected = ping(&chassis, &blue, "red, not connected", red_ip)?;
+
+    step("the ClusterNetworkConnect deleted");
+    std::fs::remove_file(manifests.join("connect.yaml")).map_err(|e| e.to_string())?;
+    wait_until("the connect router to go", || {
+        sb.nbctl(&["--bare", "--columns=name", "list", "Logical_Router"])
+            .is_ok_and(|o| !o.contains("connect_router"))
+    })?;
+    println!("the connect router and its ports, routes and policies are gone");
+    sb.sync_hv().map_err(|e| e.to_string())?;
+    let after = ping(&chassis, &blue, "yellow, no longer connected", yellow_ip)?;
+
+    if connected && !unconnected && !after {
+        println!("\nas expected: blue reached yellow while connected, never red, and not yellow once disconnected");
+        Ok(())
+    } else {
+        Err("the pings did not go as expected".into())
+    }
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("demo: {e}");
+        std::process::exit(1);
+    }
+}

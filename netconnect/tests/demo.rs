@@ -1,0 +1,27 @@
+//! The README's main job (`scripts/demo.sh` runs the `demo` example): its output shows
+//! the connect's status, the connect router, and the three pings as they should go.
+
+use std::process::Command;
+
+#[test]
+fn the_demo_connects_blue_to_yellow_never_to_red_and_disconnects() {
+    // Built by `cargo test` beside this test's binary, with netconnectd.
+    let exe = std::env::current_exe().unwrap();
+    let demo = exe.parent().and_then(|d| d.parent()).unwrap().join("examples/demo");
+    assert!(demo.exists(), "{} is missing", demo.display());
+    let _ = env!("CARGO_BIN_EXE_netconnectd");
+    let out = Command::new(&demo).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for want in [
+        "reason: ValidationSucceeded",
+        "reason: OVNSetupSucceeded",
+        "port crtor-colored-enterprise_yellow_yellow-network",
+        "$ ping 105.105.0.10 (yellow, connected): answered",
+        "$ ping 106.106.2.5 (red, not connected): no answer",
+        "$ ping 105.105.0.10 (yellow, no longer connected): no answer",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+}
