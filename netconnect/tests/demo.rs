@@ -7,7 +7,11 @@ use std::process::Command;
 fn the_demo_connects_blue_to_yellow_never_to_red_and_disconnects() {
     // Built by `cargo test` beside this test's binary, with netconnectd.
     let exe = std::env::current_exe().unwrap();
-    let demo = exe.parent().and_then(|d| d.parent()).unwrap().join("examples/demo");
+    let demo = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .unwrap()
+        .join("examples/demo");
     assert!(demo.exists(), "{} is missing", demo.display());
     let _ = env!("CARGO_BIN_EXE_netconnectd");
     let out = Command::new(&demo).output().unwrap();
