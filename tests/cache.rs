@@ -154,7 +154,7 @@ async fn a_database_replaced_by_an_empty_one_is_resynced_with_deletes() {
 #[tokio::test]
 async fn read_your_writes_and_retryable_errors_while_disconnected() {
     let mut server = nb_server();
-    let (cache, _events) = Cache::start(config(&server.unix_remote()));
+    let (cache, _) = Cache::start(config(&server.unix_remote()));
     cache.wait_until_ready().await;
     let r = cache
         .transact(&[Operation::insert("Logical_Switch", named("mine"))])
@@ -687,7 +687,7 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
     w.transact(NB, &[Operation::insert("Logical_Switch", row)])
         .await
         .unwrap();
-    let (cache, _events) = Cache::start(cfg);
+    let (cache, _) = Cache::start(cfg);
     tokio::time::timeout(Duration::from_secs(10), cache.wait_until_ready())
         .await
         .unwrap();

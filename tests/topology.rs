@@ -73,7 +73,7 @@ async fn layer3_and_layer2_networks_are_accepted_by_northd_and_idempotent() {
         &[],
     );
     let nb = NbIndexes::register(&mut cc);
-    let (cache, _events) = Cache::start(cc);
+    let (cache, _) = Cache::start(cc);
     let cache = Arc::new(cache);
     tokio::time::timeout(Duration::from_secs(10), cache.wait_until_ready())
         .await

@@ -167,6 +167,7 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     }
 
     if args.plan {
+        drop(events);
         let snap = cache.snapshot();
         let mut keys = world.keys();
         keys.extend(world.gone_in(&snap, reconciler.indexes()));
@@ -205,6 +206,9 @@ async fn run(args: Args) -> Result<ExitCode, String> {
     }
 
     if args.once {
+        // Nothing reads the cache's events in a single pass; a kept stream would stop
+        // the cache once its buffer is full.
+        drop(events);
         let outcomes = controller::once(&reconciler, &world, 5, Backoff::default(), 4).await;
         let mut failed = false;
         if let Some(dir) = &args.status_dir {

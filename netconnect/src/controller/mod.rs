@@ -336,6 +336,7 @@ pub async fn once(
             let r = reconcile_key(reconciler, world, &key).await;
             match &r {
                 Err(e) if e.is_transient() && n < attempts => {
+                    tracing::warn!(%key, attempt = n, error = %e, "retrying");
                     tokio::time::sleep(backoff.after(n)).await;
                 }
                 _ => break r,

@@ -23,6 +23,10 @@ use super::{CacheConfig, CacheEvent, Published};
 
 const SERVER_MONITOR: &str = "cache-server";
 
+/// How long the cache waits for a behind [`crate::cache::CacheEvents`] reader before
+/// it says so.
+const STALL_WARNING: Duration = Duration::from_secs(5);
+
 /// What the cache has seen so far, kept across sessions.
 #[derive(Default)]
 struct Progress {
@@ -347,8 +351,25 @@ impl Task {
                 s.deliver(&batch).await;
             }
             // Waits while the reader is behind: backpressure, never a dropped event. A
-            // dropped stream means nobody listens; the cache itself carries on.
-            let _ = self.events.send(batch).await;
+            // dropped stream means nobody listens; the cache itself carries on. A kept
+            // stream nobody reads stops the cache, which is said once per stall.
+            let batch = match self.events.try_send(batch) {
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
+                Err(mpsc::error::TrySendError::Full(batch)) => batch,
+            };
+            let send = self.events.send(batch);
+            tokio::pin!(send);
+            if tokio::time::timeout(STALL_WARNING, &mut send)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    after = ?STALL_WARNING,
+                    "cache: waiting for the CacheEvents reader; no update is applied until it \
+                     reads (drop the stream if nothing reads it)"
+                );
+                let _ = send.await;
+            }
         }
     }
 

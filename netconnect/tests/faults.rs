@@ -1,0 +1,444 @@
+//! netconnectd under faults, against real servers: killed mid-reconcile and restarted,
+//! its NB server restarted or replaced by an empty database, the NB raft leader killed
+//! and leadership moved while a large ClusterNetworkConnect is programmed, two daemons
+//! for two zones over one manifest directory, and manifests that move, vanish, come
+//! back or arrive a thousand at once. Each run's NB is compared with what an
+//! undisturbed `netconnectd --once` writes from the same inputs.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ovn_sandbox::{Cluster, Installation, OvsdbServer, Sandbox, ServerOptions};
+
+fn netconnectd() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_netconnectd"))
+}
+
+/// A running daemon, killed on drop.
+struct Daemon {
+    child: Child,
+    addr: String,
+}
+
+impl Daemon {
+    fn start(nb: &str, manifests: &Path, status: &Path, extra: &[&str]) -> Daemon {
+        let port = ovn_sandbox::free_port().unwrap();
+        let addr = format!("127.0.0.1:{port}");
+        let child = Command::new(netconnectd())
+            .args(["--nb", nb, "--manifests"])
+            .arg(manifests)
+            .arg("--status-dir")
+            .arg(status)
+            .args(["--listen", &addr])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Daemon { child, addr }
+    }
+
+    /// Waits until every key of the current inputs reconciled without error and the
+    /// queue is quiet (`/readyz`, then `/status` with every key ok, twice in a row).
+    fn wait_converged(&self, secs: u64) {
+        let mut good = 0;
+        wait_until("the daemon to converge", secs, || {
+            let ok = get(&self.addr, "/status").is_some_and(|(_, b)| {
+                let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+                v["ready"] == true
+                    && v["keys"]
+                        .as_array()
+                        .is_some_and(|k| !k.is_empty() && k.iter().all(|k| k["ok"] == true))
+            });
+            good = if ok { good + 1 } else { 0 };
+            good >= 3
+        });
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let code = out.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, out.split_once("\r\n\r\n")?.1.to_owned()))
+}
+
+fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(secs) {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("timed out after {secs}s waiting for {what}");
+}
+
+/// The NB's rows of the tables netconnect writes, each row as JSON with its uuid,
+/// version, the columns OVN's daemons write and every reference left out, sorted: two
+/// NBs holding the same rows compare equal whatever their uuids.
+fn contents(remote: &str) -> BTreeMap<String, Vec<String>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (c, _) = ovsdb_proto::connect(remote).await.unwrap();
+        let tables = netconnect::reconcile::nb::TABLES;
+        let ops: Vec<ovsdb_proto::Operation> = tables
+            .iter()
+            .map(|t| ovsdb_proto::Operation::select(*t, vec![]))
+            .collect();
+        let results = c.transact("OVN_Northbound", &ops).await.unwrap();
+        let uuid = regex_lite_uuid();
+        tables
+            .iter()
+            .zip(results)
+            .map(|(t, r)| {
+                let mut rows: Vec<String> = r
+                    .rows()
+                    .unwrap()
+                    .iter()
+                    .map(|row| {
+                        let mut row = row.clone();
+                        row.remove("_uuid");
+                        row.remove("_version");
+                        for c in netconnect::reconcile::diff::WRITTEN_BY_OVN {
+                            row.remove(*c);
+                        }
+                        uuid(&serde_json::to_string(&row).unwrap())
+                    })
+                    .collect();
+                rows.sort();
+                (t.to_string(), rows)
+            })
+            .collect()
+    })
+}
+
+/// Replaces every `["uuid","…"]` of a JSON text by `["uuid"]`.
+fn regex_lite_uuid() -> impl Fn(&str) -> String {
+    |s: &str| {
+        let mut out = String::with_capacity(s.len());
+        let mut rest = s;
+        while let Some(at) = rest.find("[\"uuid\",\"") {
+            out.push_str(&rest[..at]);
+            out.push_str("[\"uuid\"]");
+            let after = &rest[at + 9..];
+            let end = after.find("\"]").map(|e| e + 2).unwrap_or(after.len());
+            rest = &after[end..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+fn count(c: &BTreeMap<String, Vec<String>>) -> usize {
+    c.values().map(Vec::len).sum()
+}
+
+/// What an undisturbed `netconnectd --once` writes into an empty NB from `manifests`
+/// and a copy of the allocations in `status`.
+fn reference(manifests: &Path, status: &Path, extra: &[&str]) -> BTreeMap<String, Vec<String>> {
+    let install = Installation::recent().unwrap();
+    let nb = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(status, copy.path());
+    let out = Command::new(netconnectd())
+        .args(["--nb", &nb.unix_remote(), "--manifests"])
+        .arg(manifests)
+        .arg("--status-dir")
+        .arg(copy.path())
+        .arg("--once")
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    contents(&nb.unix_remote())
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let p = e.path();
+        let t = to.join(e.file_name());
+        if p.is_dir() {
+            std::fs::create_dir_all(&t).unwrap();
+            copy_dir(&p, &t);
+        } else {
+            std::fs::copy(&p, &t).unwrap();
+        }
+    }
+}
+
+/// The allocation annotations of every object in a status directory.
+fn allocations(status: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|e| e == "yaml") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(status, &mut files);
+    files
+        .into_iter()
+        .map(|f| {
+            let v: serde_json::Value =
+                serde_yaml_ng::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+            let a: BTreeMap<String, String> = v["metadata"]["annotations"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(k, _)| netconnect::state::ALLOCATIONS.contains(&k.as_str()))
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (f.strip_prefix(status).unwrap().display().to_string(), a)
+        })
+        .collect()
+}
+
+/// `n` Layer3 networks labelled for the connect, `nodes` nodes, and a connect joining
+/// them all.
+fn manifests(dir: &Path, n: usize, nodes: usize) {
+    let mut s = String::new();
+    for i in 0..n {
+        s.push_str(&format!(
+            "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: net{i:03}, labels: {{c: \"yes\"}}}}\n\
+             spec:\n  namespaceSelector: {{}}\n  network: {{topology: Layer3, layer3: {{role: Primary, subnets: [{{cidr: 10.{i}.0.0/16, hostSubnet: 24}}]}}}}\n"
+        ));
+    }
+    std::fs::write(dir.join("networks.yaml"), s).unwrap();
+    let mut s = String::new();
+    for i in 0..nodes {
+        s.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: node{i}, annotations: {{k8s.ovn.org/node-chassis-id: ch{i}}}}}\n"
+        ));
+    }
+    std::fs::write(dir.join("nodes.yaml"), s).unwrap();
+    std::fs::write(
+        dir.join("connect.yaml"),
+        "apiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {name: all}\n\
+         spec:\n  networkSelectors: [{networkSelectionType: ClusterUserDefinedNetworks, clusterUserDefinedNetworkSelector: {networkSelector: {matchLabels: {c: \"yes\"}}}}]\n\
+         \x20 connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\n  connectivity: [PodNetwork]\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn killed_mid_reconcile_and_restarted_it_converges_with_the_same_allocations_and_rows() {
+    let sb = Sandbox::start().unwrap();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    manifests(m.path(), 40, 4);
+    let mut d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    // Killed once some of the rows are in, before all of them are.
+    wait_until("the first rows", 30, || {
+        sb.nbctl(&["--bare", "--columns=name", "list", "Logical_Router"])
+            .is_ok_and(|o| o.lines().filter(|l| !l.is_empty()).count() > 3)
+    });
+    d.kill();
+    let partial = count(&contents(&nb));
+    let before = allocations(s.path());
+    let d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    d.wait_converged(120);
+    assert_eq!(
+        allocations(s.path()),
+        before,
+        "allocations unchanged by the restart"
+    );
+    let got = contents(&nb);
+    let want = reference(m.path(), s.path(), &[]);
+    assert!(
+        count(&want) > partial,
+        "the kill came before the end ({partial} rows)"
+    );
+    assert_eq!(
+        got, want,
+        "same rows as an undisturbed run: none duplicated, none leaked"
+    );
+}
+
+#[test]
+fn an_nb_restarted_or_replaced_by_an_empty_database_is_rebuilt() {
+    let mut sb = Sandbox::start().unwrap();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    manifests(m.path(), 5, 3);
+    let d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    d.wait_converged(60);
+    let want = contents(&nb);
+    sb.nb.restart().unwrap();
+    d.wait_converged(60);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        contents(&nb),
+        want,
+        "a restart with its database changes nothing"
+    );
+    sb.nb.replace_database().unwrap();
+    wait_until("the rows to be rebuilt", 60, || contents(&nb) == want);
+}
+
+#[test]
+fn the_raft_leader_killed_and_leadership_moved_while_a_connect_is_programmed() {
+    let install = Installation::recent().unwrap();
+    let mut cluster = Cluster::start(&install, 3, None).unwrap();
+    let remotes = cluster.remotes();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    manifests(m.path(), 40, 6);
+    let d = Daemon::start(&remotes, m.path(), s.path(), &[]);
+    let leader = cluster.leader().unwrap();
+    let probe = cluster.members[(leader + 1) % 3].tcp_remote();
+    wait_until("the first rows", 60, || count(&contents(&probe)) > 50);
+    cluster.members[leader].kill();
+    // Leadership moves again among the two left, while the daemon goes on.
+    wait_until("a new leader", 30, || cluster.leader().is_some());
+    let next = cluster.leader().unwrap();
+    cluster.members[next]
+        .appctl(&["cluster/failure-test", "transfer-leadership"])
+        .unwrap();
+    d.wait_converged(180);
+    let probe = cluster.members[cluster.leader().unwrap()].tcp_remote();
+    let got = contents(&probe);
+    let want = reference(m.path(), s.path(), &[]);
+    assert_eq!(
+        got, want,
+        "same rows as an undisturbed run: no duplicate from an unknown outcome"
+    );
+}
+
+#[test]
+fn two_daemons_for_two_zones_over_one_manifest_directory_agree_on_every_allocation() {
+    let a = Sandbox::start().unwrap();
+    let b = Sandbox::start().unwrap();
+    let m = tempfile::tempdir().unwrap();
+    manifests(m.path(), 6, 2);
+    // node0 and node1 are their own zones (their names).
+    let (sa, sb_) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let da = Daemon::start(
+        &a.nb.unix_remote(),
+        m.path(),
+        sa.path(),
+        &["--zone", "node0"],
+    );
+    let db = Daemon::start(
+        &b.nb.unix_remote(),
+        m.path(),
+        sb_.path(),
+        &["--zone", "node1"],
+    );
+    da.wait_converged(60);
+    db.wait_converged(60);
+    let (x, y) = (allocations(sa.path()), allocations(sb_.path()));
+    assert!(x
+        .values()
+        .any(|a| a.contains_key("k8s.ovn.org/network-connect-subnet")));
+    assert_eq!(x, y);
+}
+
+#[test]
+fn manifests_moved_deleted_recreated_and_a_thousand_at_once() {
+    let sb = Sandbox::start().unwrap();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    manifests(m.path(), 3, 2);
+    let d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    d.wait_converged(60);
+    let router_uuid = || {
+        sb.nbctl(&[
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            "Logical_Router",
+            "name=cluster_udn_net001_ovn_cluster_router",
+        ])
+        .unwrap()
+        .trim()
+        .to_owned()
+    };
+    let before = router_uuid();
+
+    // net001 moved to its own file (added there first, then taken out of the other):
+    // its rows are never deleted.
+    let all = std::fs::read_to_string(m.path().join("networks.yaml")).unwrap();
+    let docs: Vec<&str> = all.split("---\n").filter(|d| !d.is_empty()).collect();
+    std::fs::write(m.path().join("moved.yaml"), docs[1]).unwrap();
+    std::thread::sleep(Duration::from_millis(600));
+    let rest: String = docs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 1)
+        .map(|(_, d)| format!("---\n{d}"))
+        .collect();
+    std::fs::write(m.path().join("networks.yaml"), rest).unwrap();
+    d.wait_converged(30);
+    assert_eq!(router_uuid(), before, "a moved object keeps its rows");
+
+    // A file deleted and created again: its objects go and come back.
+    std::fs::remove_file(m.path().join("moved.yaml")).unwrap();
+    wait_until("net001 to go", 10, || router_uuid().is_empty());
+    std::fs::write(m.path().join("moved.yaml"), docs[1]).unwrap();
+    wait_until("net001 to come back", 10, || !router_uuid().is_empty());
+
+    // A thousand objects at once.
+    let mut s1000 = String::new();
+    for i in 0..1000 {
+        s1000.push_str(&format!("---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: ns{i}, labels: {{team: t{}}}}}\n", i % 10));
+    }
+    for i in 0..20 {
+        s1000.push_str(&format!(
+            "---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {{name: l2, namespace: ns{i}}}\n\
+             spec: {{topology: Layer2, layer2: {{role: Primary, subnets: [10.{}.0.0/16]}}}}\n",
+            100 + i
+        ));
+    }
+    std::fs::write(m.path().join("many.yaml"), s1000).unwrap();
+    wait_until("the twenty Layer2 networks", 60, || {
+        sb.nbctl(&["--bare", "--columns=name", "list", "Logical_Switch"])
+            .is_ok_and(|o| {
+                o.lines()
+                    .filter(|l| l.ends_with("_ovn_layer2_switch"))
+                    .count()
+                    == 20
+            })
+    });
+    d.wait_converged(60);
+    assert_eq!(contents(&nb), reference(m.path(), s.path(), &[]));
+}
