@@ -706,3 +706,66 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
     udn::apply(&r2, &world).await;
     assert_eq!(r2.transactions(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_the_cache_has_not_shown_is_never_sent_twice() {
+    use integration_tests::udn;
+    use netconnect::reconcile::ReconcileError;
+    use netconnect::world::Key;
+    let sb = sandbox();
+    let yaml = udn::node("n1", "c1", &[]) + &l3("blue", "[{cidr: 10.10.0.0/16}]");
+    let world = udn::world(&yaml, &netconnect::state::State::default(), None);
+    // The cluster rows first, through a cache that keeps up.
+    let (r0, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    netconnect::controller::reconcile_key(&r0, &world, &Key::Cluster)
+        .await
+        .unwrap();
+    // A cache whose event stream is kept and never read stops applying updates once
+    // its one-message buffer is full: the network's transaction commits, unseen.
+    let mut cc = CacheConfig::new(
+        vec![sb.nb.unix_remote().parse().unwrap()],
+        "OVN_Northbound",
+        &[],
+    );
+    cc.event_capacity = 1;
+    let nb = NbIndexes::register(&mut cc);
+    let (cache, events) = Cache::start(cc);
+    let cache = Arc::new(cache);
+    cache.wait_until_ready().await;
+    // Its initial contents fill the buffer; a foreign write's update is applied and
+    // then waits for room, and nothing after it is read.
+    let switches = cache.snapshot().table("Logical_Switch").len();
+    sb.nbctl(&["ls-add", "someone-elses"]).unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                == switches + 1)
+            .await
+    );
+    let mut r = Reconciler::new(cache, nb);
+    r.wait = Duration::from_secs(2);
+    let key = Key::Network("cluster_udn_blue".into());
+    let first = netconnect::controller::reconcile_key(&r, &world, &key).await;
+    let e = first.unwrap_err().to_string();
+    assert!(e.contains("did not show it within"), "{e}");
+    assert_eq!(r.transactions(), 1);
+    // Planned again from the stale cache, it would insert every row a second time.
+    let again = netconnect::controller::reconcile_key(&r, &world, &key).await;
+    assert!(
+        matches!(again, Err(ReconcileError::Unsettled(_))),
+        "{again:?}"
+    );
+    assert!(again.unwrap_err().is_transient());
+    assert_eq!(r.transactions(), 1, "nothing sent while unsettled");
+    // Once the cache catches up, the key is already as wanted: nothing to write.
+    drop(events);
+    let plan = netconnect::controller::reconcile_key(&r, &world, &key)
+        .await
+        .unwrap();
+    assert!(plan.is_empty(), "{plan}");
+    assert_eq!(
+        r.transactions(),
+        1,
+        "one transaction in all: no row written twice"
+    );
+}

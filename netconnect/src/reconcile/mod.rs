@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ovsdb_proto::cache::{Cache, Snapshot};
+use ovsdb_proto::cache::{Cache, Expected, Snapshot};
 use ovsdb_proto::{Operation, Uuid};
 
 pub use diff::PlanError;
@@ -75,6 +75,12 @@ pub enum ReconcileError {
     /// The transaction failed, or its outcome is unknown.
     #[error("transaction failed: {0}")]
     Nb(#[from] ovsdb_proto::Error),
+    /// The key's previous transaction may have written rows the cache does not show
+    /// yet; nothing was sent, so that they are not written twice.
+    #[error(
+        "the cache did not show the outcome of the previous transaction within {0:?}; nothing sent"
+    )]
+    Unsettled(Duration),
 }
 
 impl ReconcileError {
@@ -86,6 +92,7 @@ impl ReconcileError {
             ReconcileError::Plan(PlanError::MissingDependency { .. }) => true,
             ReconcileError::Plan(_) => false,
             ReconcileError::Nb(_) => true,
+            ReconcileError::Unsettled(_) => true,
         }
     }
 }
@@ -102,6 +109,19 @@ pub struct Reconciler {
     planner: std::sync::Mutex<Option<Arc<diff::Planner>>>,
     /// What was applied of keys with fragments, by owner and scope.
     memo: Mutex<HashMap<String, KeyMemo>>,
+    /// Keys whose last transaction may have written what the cache does not show yet.
+    unsettled: Mutex<HashMap<String, Unsettled>>,
+}
+
+/// A transaction whose effects the cache may not show yet: the key's next plan waits
+/// until they show, or until the cache synced on a later connection (whose initial
+/// contents hold whatever committed), so that a retry never writes the same rows twice.
+#[derive(Debug, Clone)]
+struct Unsettled {
+    /// The cache's connection count when the transaction failed.
+    connections: u64,
+    /// When it committed: what the cache must show of it.
+    committed: Option<Expected>,
 }
 
 impl Reconciler {
@@ -115,6 +135,7 @@ impl Reconciler {
             rows_written: AtomicU64::new(0),
             planner: std::sync::Mutex::new(None),
             memo: Mutex::new(HashMap::new()),
+            unsettled: Mutex::new(HashMap::new()),
         }
     }
 
@@ -196,6 +217,7 @@ impl Reconciler {
     /// Writes what `desired` needs, in one transaction (none when nothing differs), and
     /// waits until the cache shows it.
     pub async fn apply(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
+        self.settle(desired).await?;
         let plan = self.plan(desired)?;
         if plan.is_empty() {
             self.remember(desired, &plan, &[]);
@@ -208,16 +230,73 @@ impl Reconciler {
             (plan.inserted.len() + plan.updated.len() + plan.deleted.len()) as u64,
             Ordering::Relaxed,
         );
-        match self.cache.transact_and_wait(&ops, self.wait).await {
-            Ok(results) => {
+        let connections = self.cache.stats().connections();
+        let results = match self.cache.transact(&ops).await {
+            Ok(results) => results,
+            Err(e) => {
+                self.forget(desired);
+                if e.is_outcome_unknown() {
+                    self.unsettle(desired, connections, None);
+                }
+                return Err(e.into());
+            }
+        };
+        match self.cache.wait_shown(&ops, &results, self.wait).await {
+            Ok(()) => {
                 self.remember(desired, &plan, &results);
                 Ok(plan)
             }
             Err(e) => {
                 self.forget(desired);
+                self.unsettle(desired, connections, Some(Expected::new(&ops, &results)));
                 Err(e.into())
             }
         }
+    }
+
+    fn unsettle(&self, desired: &Desired, connections: u64, committed: Option<Expected>) {
+        self.unsettled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                memo_key(&desired.owner, &desired.scope),
+                Unsettled {
+                    connections,
+                    committed,
+                },
+            );
+    }
+
+    /// Waits, at most [`Reconciler::wait`], until the cache shows what the key's last
+    /// transaction may have written (see [`Unsettled`]); an error, with nothing sent,
+    /// when it does not.
+    async fn settle(&self, desired: &Desired) -> Result<(), ReconcileError> {
+        let key = memo_key(&desired.owner, &desired.scope);
+        let Some(u) = self
+            .unsettled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned()
+        else {
+            return Ok(());
+        };
+        let stats = self.cache.stats();
+        let settled = self
+            .cache
+            .wait_for(self.wait, |snap| {
+                stats.connections() > u.connections
+                    || u.committed.as_ref().is_some_and(|e| e.shown_in(snap))
+            })
+            .await;
+        if !settled {
+            return Err(ReconcileError::Unsettled(self.wait));
+        }
+        self.unsettled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+        Ok(())
     }
 
     /// After `desired` was applied by `plan` (whose operations gave `results`): its

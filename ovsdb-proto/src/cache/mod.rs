@@ -39,6 +39,7 @@ pub use index::RowIndex;
 pub use row::CachedRow;
 pub use store::{Change, Event, Snapshot, TableRows, TypedChange};
 pub use typed::{TypedEvent, TypedEvents, TypedIndex, TypedTable};
+pub use wait::Expected;
 
 /// What to cache and where from.
 #[derive(Clone)]
@@ -214,7 +215,8 @@ pub struct CacheStats {
 }
 
 impl CacheStats {
-    /// Connections on which monitoring started (the first one included).
+    /// Connections on which monitoring started (the first one included), counted once
+    /// the connection's initial contents are in the cache.
     pub fn connections(&self) -> u64 {
         self.connections.load(std::sync::atomic::Ordering::Relaxed)
     }
@@ -405,25 +407,13 @@ impl Cache {
         results: &[OperationResult],
         timeout: Duration,
     ) -> Result<(), Error> {
-        let expected = wait::expectations(operations, results);
-        let shown = self
-            .wait_for(timeout, |s| expected.iter().all(|e| wait::shown(s, e)))
-            .await;
-        if shown {
+        let expected = Expected::new(operations, results);
+        if self.wait_for(timeout, |s| expected.shown_in(s)).await {
             Ok(())
         } else {
-            let missing: Vec<String> = {
-                let s = self.snapshot();
-                expected
-                    .iter()
-                    .filter(|e| !wait::shown(&s, e))
-                    .take(3)
-                    .map(|e| format!("{e:?}"))
-                    .collect()
-            };
             Err(Error::protocol(format!(
                 "the transaction committed but the cache did not show it within {timeout:?} (still missing: {})",
-                missing.join("; ")
+                expected.missing(&self.snapshot(), 3).join("; ")
             )))
         }
     }

@@ -245,12 +245,14 @@ impl Task {
         let id = self.progress.next_id();
         let reply = monitor(client.clone(), &db, &id, &requests, since, &layouts).await?;
         self.progress.use_id(id);
-        self.published.stats.count(reply.found);
         let applied = if reply.found {
             self.writer.apply(reply.updates)
         } else {
             self.writer.resync(&layouts, reply.updates)
         };
+        // Counted once the contents are in: a caller that sees the count grow reads
+        // this connection's state.
+        self.published.stats.count(reply.found);
         let mut batch = self.changes(applied)?;
         self.progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
         if !self.progress.announced {

@@ -171,6 +171,34 @@ pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Ve
     out
 }
 
+/// What a committed transaction left in the database, to tell when a cache shows it
+/// (see the module's rules): kept by a caller whose wait for a transaction timed out,
+/// and checked again before it acts on the cache.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expected(Vec<Expect>);
+
+impl Expected {
+    /// What `operations` left, given the `results` the server returned for them.
+    pub fn new(operations: &[Operation], results: &[OperationResult]) -> Expected {
+        Expected(expectations(operations, results))
+    }
+
+    /// True when `snapshot` shows all of it.
+    pub fn shown_in(&self, snapshot: &Snapshot) -> bool {
+        self.0.iter().all(|e| shown(snapshot, e))
+    }
+
+    /// Up to `n` of the things `snapshot` does not show yet, for an error message.
+    pub fn missing(&self, snapshot: &Snapshot, n: usize) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|e| !shown(snapshot, e))
+            .take(n)
+            .map(|e| format!("{e:?}"))
+            .collect()
+    }
+}
+
 /// True when the snapshot shows `e`. Tables and columns the cache does not monitor
 /// count as shown.
 pub(crate) fn shown(s: &Snapshot, e: &Expect) -> bool {
