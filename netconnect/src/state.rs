@@ -33,8 +33,12 @@ use serde::Serialize;
 use crate::alloc::Allocations;
 use crate::api::annotations::{self, *};
 use crate::api::load::{parse_file, Object, Problem};
+use crate::api::objects::NetworkStatus;
 use crate::api::validate::{cudn_network, udn_network, Reserved};
 use crate::api::{Context, Inventory, Network};
+use crate::status::network::{
+    self, is_refused, Verdict, NETWORK_ALLOCATION_SUCCEEDED, NETWORK_CREATED,
+};
 
 /// The objects of a state directory, by kind and `namespace/name`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -116,9 +120,12 @@ impl State {
                     accepted_connects.insert(c.metadata.name.clone(), spec);
                 }
             }
+            // A refused network's definition was never in force.
             let network: Option<Network> = match o {
-                Object::UserDefinedNetwork(u) => udn_network(u).ok(),
-                Object::ClusterUserDefinedNetwork(c) => cudn_network(c).ok(),
+                Object::UserDefinedNetwork(u) if !is_refused(&u.status) => udn_network(u).ok(),
+                Object::ClusterUserDefinedNetwork(c) if !is_refused(&c.status) => {
+                    cudn_network(c).ok()
+                }
                 _ => None,
             };
             if let Some(n) = network {
@@ -151,8 +158,17 @@ impl State {
 
     /// The state after allocating: every node, network and ClusterNetworkConnect of
     /// `inv` with its allocations written as annotations, networks and connects with the
-    /// definition in force, connects with their `Accepted` condition as of `now`.
-    pub fn next(inv: &Inventory, alloc: &Allocations, previous: &State, now: &str) -> State {
+    /// definition in force, connects with their `Accepted` condition and networks with
+    /// theirs ([`crate::status::network`]) as of `now`; refused networks as they were
+    /// read, with conditions saying why. `allocation_problems` are the allocations that
+    /// failed.
+    pub fn next(
+        inv: &Inventory,
+        alloc: &Allocations,
+        allocation_problems: &[Problem],
+        previous: &State,
+        now: &str,
+    ) -> State {
         let mut out = State::default();
         for (name, info) in &inv.connects {
             let mut object = info.object.clone();
@@ -261,11 +277,23 @@ impl State {
                     }
                 }
             }
-            let meta = match &mut object {
-                Object::UserDefinedNetwork(u) => &mut u.metadata,
-                Object::ClusterUserDefinedNetwork(c) => &mut c.metadata,
+            let verdict = Verdict::InForce {
+                namespaces: info.namespace_selector.as_ref().map(|sel| {
+                    inv.selected_namespaces(sel)
+                        .into_iter()
+                        .map(String::from)
+                        .collect()
+                }),
+                notes: reasons(&inv.problems, &info.network.owner.to_string()),
+                allocation: reasons(allocation_problems, &info.network.owner.to_string()),
+            };
+            let prev = previous.objects.get(&key(&object));
+            let (meta, status) = match &mut object {
+                Object::UserDefinedNetwork(u) => (&mut u.metadata, &mut u.status),
+                Object::ClusterUserDefinedNetwork(c) => (&mut c.metadata, &mut c.status),
                 _ => continue,
             };
+            *status = network_status(status, prev, &verdict, now);
             if let Some(id) = alloc.network_ids.get(name) {
                 meta.annotations.insert(NETWORK_ID.into(), id.to_string());
             }
@@ -274,6 +302,19 @@ impl State {
                     .insert(TUNNEL_KEYS.into(), format_tunnel_keys(keys));
             }
             out.objects.insert(key(&object), object);
+        }
+        for object in &inv.refused_networks {
+            let mut object = object.clone();
+            let label = format!("{} {}", object.kind(), object.name());
+            let verdict = Verdict::Refused(reasons(&inv.problems, &label));
+            let prev = previous.objects.get(&key(&object));
+            let status = match &mut object {
+                Object::UserDefinedNetwork(u) => &mut u.status,
+                Object::ClusterUserDefinedNetwork(c) => &mut c.status,
+                _ => continue,
+            };
+            *status = network_status(status, prev, &verdict, now);
+            out.objects.entry(key(&object)).or_insert(object);
         }
         out
     }
@@ -313,6 +354,40 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// The messages of `problems` about the object labelled `label` (`Kind name`).
+fn reasons(problems: &[Problem], label: &str) -> Vec<String> {
+    problems
+        .iter()
+        .filter(|p| p.object.as_deref() == Some(label))
+        .map(|p| match &p.field {
+            Some(f) => format!("{f}: {}", p.message),
+            None => p.message.clone(),
+        })
+        .collect()
+}
+
+/// A network's status with `verdict`'s conditions: built on the status the object was
+/// read with, and the transition times of the status written last (`previous`).
+fn network_status(
+    read: &NetworkStatus,
+    previous: Option<&Object>,
+    verdict: &Verdict,
+    now: &str,
+) -> NetworkStatus {
+    let mut base = read.clone();
+    let before = match previous {
+        Some(Object::UserDefinedNetwork(u)) => Some(&u.status),
+        Some(Object::ClusterUserDefinedNetwork(c)) => Some(&c.status),
+        _ => None,
+    };
+    for c in before.into_iter().flat_map(|s| &s.conditions) {
+        if [NETWORK_CREATED, NETWORK_ALLOCATION_SUCCEEDED].contains(&c.type_.as_str()) {
+            crate::status::put(&mut base.conditions, c.clone(), &c.last_transition_time);
+        }
+    }
+    network::apply(&base, verdict, now)
 }
 
 /// Holds `DIR/.lock` exclusively until dropped.
@@ -414,9 +489,134 @@ mod tests {
         assert!(problems.is_empty(), "{problems:?}");
         let ctx = state.context(Reserved::default());
         let inv = Inventory::build(&[parse_file(Path::new("m.yaml"), yaml)], &ctx);
-        let (alloc, _) = allocate(&inv, &ClusterConfig::default());
-        State::next(&inv, &alloc, &state, "t").save(dir).unwrap();
+        let (alloc, failed) = allocate(&inv, &ClusterConfig::default());
+        State::next(&inv, &alloc, &failed, &state, "t")
+            .save(dir)
+            .unwrap();
         (inv, alloc)
+    }
+
+    fn conditions(dir: &Path, file: &str) -> Vec<(String, String, String, String)> {
+        let (state, _) = State::load(dir).unwrap();
+        let o = state
+            .objects
+            .values()
+            .find(|o| path_of(dir, o) == dir.join(file))
+            .unwrap_or_else(|| panic!("{file} is not in the state"));
+        let s = match o {
+            Object::UserDefinedNetwork(u) => &u.status,
+            Object::ClusterUserDefinedNetwork(c) => &c.status,
+            _ => panic!("{file} is not a network"),
+        };
+        s.conditions
+            .iter()
+            .map(|c| {
+                (
+                    c.type_.clone(),
+                    c.status.clone(),
+                    c.reason.clone(),
+                    c.message.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn networks_carry_their_conditions() {
+        let dir = tempfile::tempdir().unwrap();
+        // A /24 cut in /25s serves two nodes at most: one of three gets none.
+        let cudn = "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: wide}\n\
+                    spec:\n  namespaceSelector: {matchLabels: {t: x}}\n  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 10.9.0.0/24, hostSubnet: 25}]}}\n";
+        let ns = |n: &str| {
+            format!(
+                "---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {n}, labels: {{t: x}}}}\n"
+            )
+        };
+        let yaml = node("a", &[])
+            + &node("b", &[])
+            + &node("c", &[])
+            + &l3("[{cidr: 10.1.0.0/16}]")
+            + cudn
+            + &ns("p")
+            + &ns("q");
+        run(dir.path(), &yaml);
+        let t = |a: &str, b: &str, c: &str, d: &str| (a.into(), b.into(), c.into(), d.into());
+        assert_eq!(
+            conditions(dir.path(), "UserDefinedNetwork/red/net.yaml"),
+            [
+                t(
+                    "NetworkCreated",
+                    "True",
+                    "NetworkAccepted",
+                    "Network accepted"
+                ),
+                t(
+                    "NetworkAllocationSucceeded",
+                    "True",
+                    "NetworkAllocationSucceeded",
+                    "Network allocation succeeded for all synced nodes."
+                ),
+            ]
+        );
+        let wide = conditions(dir.path(), "ClusterUserDefinedNetwork/wide.yaml");
+        assert_eq!(
+            wide[0],
+            t(
+                "NetworkCreated",
+                "True",
+                "NetworkAccepted",
+                "Network accepted for the selected namespaces: [p, q]"
+            )
+        );
+        assert_eq!(
+            (wide[1].1.as_str(), wide[1].2.as_str()),
+            ("False", "NetworkAllocationFailed")
+        );
+        assert!(wide[1].3.contains("host subnet for node"), "{}", wide[1].3);
+    }
+
+    #[test]
+    fn a_refused_network_is_written_with_why_and_never_taken_as_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let udn = |name: &str, subnets: &str| {
+            format!(
+                "---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {{name: {name}, namespace: a}}\n\
+                 spec: {{topology: Layer3, layer3: {{role: Primary, subnets: {subnets}}}}}\n"
+            )
+        };
+        // a/b-c and a/b.c would name their OVN objects alike: the second is refused.
+        run(
+            dir.path(),
+            &(node("n", &[])
+                + &udn("b-c", "[{cidr: 10.1.0.0/16}]")
+                + &udn("b.c", "[{cidr: 10.2.0.0/16}, {cidr: 10.4.0.0/16}]")),
+        );
+        let refused = conditions(dir.path(), "UserDefinedNetwork/a/b.c.yaml");
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert_eq!(
+            (
+                refused[0].0.as_str(),
+                refused[0].1.as_str(),
+                refused[0].2.as_str()
+            ),
+            ("NetworkCreated", "False", "SyncError")
+        );
+        assert!(
+            refused[0].3.contains("would share the OVN name prefix"),
+            "{}",
+            refused[0].3
+        );
+        // Alone, with a subnet fewer: a new network, not an update removing a subnet.
+        let (inv, _) = run(
+            dir.path(),
+            &(node("n", &[]) + &udn("b.c", "[{cidr: 10.2.0.0/16}]")),
+        );
+        assert!(inv.problems.is_empty(), "{:?}", inv.problems);
+        assert_eq!(inv.networks["a_b.c"].network.subnets.len(), 1);
+        assert_eq!(
+            conditions(dir.path(), "UserDefinedNetwork/a/b.c.yaml")[0].1,
+            "True"
+        );
     }
 
     #[test]
@@ -465,7 +665,7 @@ mod tests {
                 &ctx,
             );
             let (alloc, _) = allocate(&inv, &ClusterConfig::default());
-            State::next(&inv, &alloc, &state, "t")
+            State::next(&inv, &alloc, &[], &state, "t")
                 .save(dir.path())
                 .unwrap();
             (inv, alloc)

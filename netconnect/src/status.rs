@@ -4,6 +4,10 @@
 //! `Success` when every condition is `True`, `Failure` otherwise.
 //!
 //! A condition's `lastTransitionTime` changes only when its `status` flips.
+//!
+//! The networks' own status is in [`network`].
+
+pub mod network;
 
 use crate::alloc::admission::Refusal;
 use crate::api::objects::ClusterNetworkConnectStatus;
@@ -82,13 +86,18 @@ pub fn ready(zone: &str, outcome: &Result<Vec<String>, String>) -> Condition {
 /// Puts `condition` into `status`, replacing the one of its type; its
 /// `lastTransitionTime` is `now` if its status flipped (or it is new), else the
 /// previous one. `status.status` is recomputed. True when anything changed.
-pub fn set(status: &mut ClusterNetworkConnectStatus, mut condition: Condition, now: &str) -> bool {
+pub fn set(status: &mut ClusterNetworkConnectStatus, condition: Condition, now: &str) -> bool {
     let before = status.clone();
-    match status
-        .conditions
-        .iter_mut()
-        .find(|c| c.type_ == condition.type_)
-    {
+    put(&mut status.conditions, condition, now);
+    summarize(status);
+    *status != before
+}
+
+/// Puts `condition` into `conditions`, replacing the one of its type; its
+/// `lastTransitionTime` is `now` if its status flipped (or it is new), else the
+/// previous one.
+pub fn put(conditions: &mut Vec<Condition>, mut condition: Condition, now: &str) {
+    match conditions.iter_mut().find(|c| c.type_ == condition.type_) {
         Some(old) => {
             condition.last_transition_time = if old.status == condition.status {
                 old.last_transition_time.clone()
@@ -99,11 +108,9 @@ pub fn set(status: &mut ClusterNetworkConnectStatus, mut condition: Condition, n
         }
         None => {
             condition.last_transition_time = now.to_owned();
-            status.conditions.push(condition);
+            conditions.push(condition);
         }
     }
-    summarize(status);
-    *status != before
 }
 
 /// Orders the conditions (`Accepted` first, then the zones by name) and sets

@@ -107,9 +107,11 @@ impl World {
 
     /// The state to persist after this world.
     pub fn state(&self, previous: &State) -> State {
+        // The problems after the inventory's are the allocations' (and the connects').
         State::next(
             &self.inventory,
             &self.allocations,
+            &self.problems[self.inventory.problems.len()..],
             previous,
             &crate::status::now(),
         )

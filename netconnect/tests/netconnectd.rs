@@ -91,6 +91,17 @@ fn once_applies_the_good_objects_reports_the_bad_and_converges() {
     let blue =
         std::fs::read_to_string(s.path().join("ClusterUserDefinedNetwork/blue.yaml")).unwrap();
     assert!(blue.contains("k8s.ovn.org/network-id: '1'"), "{blue}");
+    assert!(
+        blue.contains("type: NetworkCreated\n    status: 'True'\n    reason: NetworkAccepted"),
+        "{blue}"
+    );
+    // The refused network is written as read, with why.
+    let red = std::fs::read_to_string(s.path().join("UserDefinedNetwork/red/net1.yaml")).unwrap();
+    assert!(
+        red.contains("status: 'False'\n    reason: SyncError\n    message: 'spec.layer3.subnets[1]: Subnets must not overlap"),
+        "{red}"
+    );
+    assert!(!red.contains("k8s.ovn.org/network-id"), "{red}");
 
     // Fixed: exit 0, and what was written before is unchanged.
     std::fs::write(
@@ -106,6 +117,8 @@ fn once_applies_the_good_objects_reports_the_bad_and_converges() {
         "{stdout}"
     );
     assert!(stdout.contains("network red_net1: +"), "{stdout}");
+    let red = std::fs::read_to_string(s.path().join("UserDefinedNetwork/red/net1.yaml")).unwrap();
+    assert!(red.contains("reason: NetworkAccepted"), "{red}");
 
     // --plan shows what removing a network would do, and writes nothing.
     std::fs::remove_file(m.path().join("blue.yaml")).unwrap();
@@ -426,6 +439,11 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     assert!(
         switches().contains("cluster_udn_red_n1"),
         "a broken file is not a deletion"
+    );
+    let (_, metrics) = get(&addr, "/metrics").unwrap();
+    assert!(
+        metrics.contains("netconnect_problems{kind=\"file\"} 1"),
+        "{metrics}"
     );
     let (_, status) = get(&addr, "/status").unwrap();
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();

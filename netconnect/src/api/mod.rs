@@ -106,6 +106,8 @@ pub struct Inventory {
     pub connects: BTreeMap<String, ConnectInfo>,
     /// Objects skipped or partly refused, with why.
     pub problems: Vec<Problem>,
+    /// Network objects refused as a whole (their reasons are among the problems).
+    pub refused_networks: Vec<Object>,
 }
 
 /// What the inventory is built against: the definitions accepted before (for the
@@ -227,6 +229,7 @@ impl Inventory {
                                             "network {name} would share the OVN name prefix {prefix} with network {other}"
                                         ),
                                     ));
+                                    inv.refused_networks.push(object.clone());
                                     continue;
                                 }
                                 if inv.networks.contains_key(&name) {
@@ -234,12 +237,16 @@ impl Inventory {
                                         None,
                                         format!("network name {name} is already taken by another object"),
                                     ));
+                                    inv.refused_networks.push(object.clone());
                                     continue;
                                 }
                                 prefixes.insert(prefix, name.clone());
                                 inv.networks.insert(name, info);
                             }
-                            Err(p) => inv.problems.push(problem(p.0, p.1)),
+                            Err(p) => {
+                                inv.problems.push(problem(p.0, p.1));
+                                inv.refused_networks.push(object.clone());
+                            }
                         }
                     }
                     Object::ClusterNetworkConnect(cnc) => {

@@ -9,7 +9,7 @@
 //! | `netconnect_cache_connections_total` | counter | |
 //! | `netconnect_cache_resyncs_total` | counter | |
 //! | `netconnect_objects` | gauge | `kind` (valid objects read) |
-//! | `netconnect_problems` | gauge | (objects skipped or refused, allocation failures) |
+//! | `netconnect_problems` | gauge | `kind` (of the object refused, partly refused or not allocated; `file` for a file that cannot be read) |
 //! | `netconnect_connects` | gauge | `accepted` (true, false), `reason` |
 
 use std::sync::Mutex;
@@ -36,7 +36,7 @@ pub struct Metrics {
     cache_connections: Counter,
     cache_resyncs: Counter,
     objects: Family<Labels, Gauge>,
-    problems: Gauge,
+    problems: Family<Labels, Gauge>,
     connects: Family<Labels, Gauge>,
     /// Serializes scrapes (counters fed from totals are brought up to date then).
     scrape: Mutex<()>,
@@ -104,10 +104,10 @@ impl Metrics {
         );
         let objects = Family::<Labels, Gauge>::default();
         registry.register("objects", "Valid objects read, by kind", objects.clone());
-        let problems = Gauge::default();
+        let problems = Family::<Labels, Gauge>::default();
         registry.register(
             "problems",
-            "Objects skipped or refused, and allocations that failed",
+            "Objects skipped or refused, and allocations that failed, by object kind",
             problems.clone(),
         );
         let connects = Family::<Labels, Gauge>::default();
@@ -180,7 +180,17 @@ impl Metrics {
                 .get_or_create(&vec![("kind".to_owned(), k.to_owned())])
                 .set(n as i64);
         }
-        self.problems.set(world.problems.len() as i64);
+        self.problems.clear();
+        for p in &world.problems {
+            let kind = p
+                .object
+                .as_deref()
+                .and_then(|o| o.split_once(' '))
+                .map_or("file", |(k, _)| k);
+            self.problems
+                .get_or_create(&vec![("kind".to_owned(), kind.to_owned())])
+                .inc();
+        }
         self.connects.clear();
         for c in world.allocations.connects.values() {
             let (accepted, reason) = match &c.accepted {
