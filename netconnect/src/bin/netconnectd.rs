@@ -29,23 +29,26 @@ use ovsdb_proto::{Remote, TlsConfig};
 use tokio_util::sync::CancellationToken;
 
 /// Programs OVN_Northbound with OVN-Kubernetes' user-defined network topologies.
+/// Every option may also be given in the environment (`NETCONNECTD_NB`, …; a flag on
+/// the command line wins).
 #[derive(Parser, Debug)]
 #[command(name = "netconnectd", version)]
 struct Args {
     /// The Northbound database: `tcp:IP:PORT`, `ssl:IP:PORT` or `unix:PATH`, several
     /// separated by commas (a raft cluster: only its leader is written to).
-    #[arg(long, value_name = "REMOTE[,REMOTE…]")]
+    #[arg(long, value_name = "REMOTE[,REMOTE…]", env = "NETCONNECTD_NB")]
     nb: String,
     /// The directory of YAML manifests (Nodes, Namespaces, UserDefinedNetworks,
     /// ClusterUserDefinedNetworks, ClusterNetworkConnects).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "NETCONNECTD_MANIFESTS")]
     manifests: PathBuf,
     /// The zone whose nodes are local; without it every node is (one NB for the
     /// cluster).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", env = "NETCONNECTD_ZONE")]
     zone: Option<String>,
-    /// Where allocations are kept between runs, as annotated objects.
-    #[arg(long, value_name = "DIR")]
+    /// The status files: each network, node and connect as annotated, with its status
+    /// (also where allocations are kept between runs).
+    #[arg(long, value_name = "DIR", env = "NETCONNECTD_STATUS_DIR")]
     status_dir: Option<PathBuf>,
     /// Reconcile everything once, then exit: 0 when every key converged and every
     /// object was valid, 1 otherwise.
@@ -55,23 +58,28 @@ struct Args {
     #[arg(long)]
     plan: bool,
     /// The CA certificate for `ssl:` remotes.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "NETCONNECTD_CA_CERT")]
     ca_cert: Option<PathBuf>,
     /// This client's certificate for `ssl:` remotes.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "NETCONNECTD_CERTIFICATE")]
     certificate: Option<PathBuf>,
     /// This client's private key for `ssl:` remotes.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", env = "NETCONNECTD_PRIVATE_KEY")]
     private_key: Option<PathBuf>,
     /// Service CIDRs of the cluster (networks must stay out of them).
-    #[arg(long = "service-cidr", value_name = "CIDR")]
+    #[arg(
+        long = "service-cidr",
+        value_name = "CIDR",
+        env = "NETCONNECTD_SERVICE_CIDRS",
+        value_delimiter = ','
+    )]
     service_cidrs: Vec<ipnet::IpNet>,
     /// Serve `/healthz`, `/readyz`, `/status` and `/metrics` on this address (e.g.
     /// `127.0.0.1:9476`).
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", env = "NETCONNECTD_LISTEN")]
     listen: Option<std::net::SocketAddr>,
     /// How long `--once` waits for the NB before giving up, in seconds.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, env = "NETCONNECTD_TIMEOUT")]
     timeout: u64,
 }
 
