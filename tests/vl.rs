@@ -195,7 +195,7 @@ async fn a_name_taken_after_the_cache_read_fails_in_the_transaction() {
     config.event_capacity = 1;
     // The event stream is kept and never read: once it is full the cache stops
     // applying updates, so it cannot see the switch made below.
-    let (cache, _) = Cache::start(config);
+    let (cache, _kept_unread) = Cache::start(config);
     cache.wait_until_ready().await;
     for n in ["x1", "x2", "x3"] {
         sb.nbctl(&["ls-add", n]).unwrap();
