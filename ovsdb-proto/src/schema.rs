@@ -133,6 +133,23 @@ impl BaseType {
                     .get("type")
                     .ok_or_else(|| err(path, "base type lacks \"type\""))?;
                 let mut base = BaseType::parse(type_name, &format!("{path}.type"))?;
+                // Constraints belong to one atomic type each; ovsdb-server refuses the
+                // others, and so does this.
+                let allowed: &[&str] = match base.atomic {
+                    AtomicType::Integer => &["minInteger", "maxInteger"],
+                    AtomicType::Real => &["minReal", "maxReal"],
+                    AtomicType::String => &["minLength", "maxLength"],
+                    AtomicType::Uuid => &["refTable", "refType"],
+                    AtomicType::Boolean => &[],
+                };
+                if let Some(k) = o.keys().find(|k| {
+                    !["type", "enum"].contains(&k.as_str()) && !allowed.contains(&k.as_str())
+                }) {
+                    return Err(err(
+                        &format!("{path}.{k}"),
+                        format!("not allowed on a base type of type {}", base.atomic),
+                    ));
+                }
                 if let Some(e) = o.get("enum") {
                     let epath = format!("{path}.enum");
                     let datum = Datum::from_json(e).map_err(|x| err(&epath, x.to_string()))?;
@@ -156,13 +173,37 @@ impl BaseType {
                 base.max_real = opt_f64(o, "maxReal", path)?;
                 base.min_length = opt_u64(o, "minLength", path)?;
                 base.max_length = opt_u64(o, "maxLength", path)?;
+                fn ordered<T: PartialOrd + std::fmt::Display>(
+                    min: Option<T>,
+                    max: Option<T>,
+                    path: &str,
+                    names: (&str, &str),
+                ) -> Result<(), SchemaError> {
+                    match (min, max) {
+                        (Some(a), Some(b)) if a > b => Err(err(
+                            path,
+                            format!("{} {a} exceeds {} {b}", names.0, names.1),
+                        )),
+                        _ => Ok(()),
+                    }
+                }
+                ordered(
+                    base.min_integer,
+                    base.max_integer,
+                    path,
+                    ("minInteger", "maxInteger"),
+                )?;
+                ordered(base.min_real, base.max_real, path, ("minReal", "maxReal"))?;
+                ordered(
+                    base.min_length,
+                    base.max_length,
+                    path,
+                    ("minLength", "maxLength"),
+                )?;
                 if let Some(t) = o.get("refTable") {
                     let t = t
                         .as_str()
                         .ok_or_else(|| err(&format!("{path}.refTable"), "must be a string"))?;
-                    if base.atomic != AtomicType::Uuid {
-                        return Err(err(path, "refTable is allowed only on uuid types"));
-                    }
                     base.ref_table = Some(t.to_owned());
                 }
                 if let Some(r) = o.get("refType") {
@@ -860,6 +901,31 @@ mod tests {
                 json!({"name": "X", "version": "1.0.0", "tables": {"T": {"columns": {"c": {"type": {"key": {"type": "string", "enum": ["set", [1]]}}}}}}}),
                 "tables.T.columns.c.type.key.enum",
                 "enum value 1 is not of type string",
+            ),
+            (
+                json!({"name": "X", "version": "1.0.0", "tables": {"T": {"columns": {"c": {"type": {"key": {"type": "integer", "minInteger": 5, "maxInteger": 4}}}}}}}),
+                "tables.T.columns.c.type.key",
+                "minInteger 5 exceeds maxInteger 4",
+            ),
+            (
+                json!({"name": "X", "version": "1.0.0", "tables": {"T": {"columns": {"c": {"type": {"key": {"type": "real", "minReal": 1.5, "maxReal": 0.5}}}}}}}),
+                "tables.T.columns.c.type.key",
+                "minReal 1.5 exceeds maxReal 0.5",
+            ),
+            (
+                json!({"name": "X", "version": "1.0.0", "tables": {"T": {"columns": {"c": {"type": {"key": {"type": "string", "minLength": 3, "maxLength": 2}}}}}}}),
+                "tables.T.columns.c.type.key",
+                "minLength 3 exceeds maxLength 2",
+            ),
+            (
+                json!({"name": "X", "version": "1.0.0", "tables": {"T": {"columns": {"c": {"type": {"key": {"type": "string", "minInteger": 1}}}}}}}),
+                "tables.T.columns.c.type.key.minInteger",
+                "not allowed on a base type of type string",
+            ),
+            (
+                json!({"name": "X", "version": "1.0.0", "tables": {"T": {"columns": {"c": {"type": {"key": {"type": "integer", "refType": "weak"}}}}}}}),
+                "tables.T.columns.c.type.key.refType",
+                "not allowed on a base type of type integer",
             ),
         ];
         for (json, path, message) in cases {

@@ -145,16 +145,22 @@ impl Task {
             if next.is_multiple_of(order.len()) {
                 order = shuffled(&self.config.remotes);
             }
+            let synced_before = self.published.stats.connections();
             let end = self.session(&remote).await.unwrap_or_else(End::Failed);
             self.published.client.send_replace(None);
+            // A session that synced was healthy: what failed before it is forgotten,
+            // and the reconnect after it waits the minimum.
+            if self.published.stats.connections() > synced_before {
+                failures = 0;
+            }
             match end {
                 End::Again(why) | End::Canceled(why) => {
                     tracing::info!(%remote, %why, "cache: starting over");
                     failures = 0;
                 }
                 End::Failed(e) => {
-                    failures = failures.saturating_add(1);
                     let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
+                    failures = failures.saturating_add(1);
                     tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
                     tokio::time::sleep(wait).await;
                 }
@@ -189,9 +195,16 @@ impl Task {
         }
         // A monitor canceled by a schema conversion is set up again on this connection,
         // with the new schema.
+        // A server that keeps canceling is not asked again at once.
+        let mut cancels = 0u32;
         loop {
             match self.monitor(&client, &mut notes, &mut server).await? {
-                End::Canceled(why) => tracing::info!(%remote, %why, "cache: monitoring again"),
+                End::Canceled(why) => {
+                    let wait = backoff(self.config.min_backoff, self.config.max_backoff, cancels);
+                    cancels = cancels.saturating_add(1);
+                    tracing::info!(%remote, %why, ?wait, "cache: monitoring again");
+                    tokio::time::sleep(wait).await;
+                }
                 other => return Ok(other),
             }
         }
@@ -313,8 +326,16 @@ impl Task {
                 Notification::MonitorCanceled(id) if id == current => {
                     return Ok(End::Canceled(format!("the server canceled monitor {id}")));
                 }
+                Notification::MonitorCanceled(id) if id == SERVER_MONITOR => {
+                    // Without it leadership changes go unseen: a new connection, after
+                    // a backoff.
+                    return Ok(End::Failed(unusable(
+                        "the server canceled the _Server monitor",
+                    )));
+                }
                 Notification::MonitorCanceled(id) => {
-                    return Ok(End::Again(format!("the server canceled monitor {id}")));
+                    tracing::debug!(%id, "cache: a cancel of a monitor this cache does not have, ignored");
+                    continue;
                 }
                 other => {
                     tracing::debug!(?other, "cache: notification ignored");
@@ -464,7 +485,8 @@ impl ServerWatch {
     }
 }
 
-/// Exponential backoff with full jitter.
+/// The wait before attempt `failures + 1` after `failures` failures in a row: the
+/// minimum after none, then up to twice as long each time (capped at `max`), jittered.
 fn backoff(min: Duration, max: Duration, failures: u32) -> Duration {
     let exp = min.saturating_mul(1u32 << failures.min(16)).min(max);
     let fraction = (random_u64() % 1000) as u32;
