@@ -201,8 +201,12 @@ impl Client {
             ended,
         });
         let writer = Writer::new(Box::new(write));
+        let received = Arc::new(AtomicU64::new(0));
         let reader = FramedRead::new(
-            read,
+            Counting {
+                inner: read,
+                received: received.clone(),
+            },
             JsonRpcCodec::new(options.max_message_size).with_taps(taps),
         );
         tokio::spawn({
@@ -215,6 +219,7 @@ impl Client {
         });
         tokio::spawn(read_loop(
             reader,
+            received,
             writer.clone(),
             note_tx,
             shared.clone(),
@@ -718,8 +723,33 @@ fn transact_params(db: &str, operations: &[Operation]) -> Result<Bytes, Error> {
         .map_err(|e| Error::config(format!("cannot serialize transaction: {e}")))
 }
 
+/// A reader that counts the bytes it reads: any byte from the server is activity for
+/// the inactivity probe, as in OVS, so a long message in transit is not taken for a
+/// dead peer.
+struct Counting<R> {
+    inner: R,
+    received: Arc<AtomicU64>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counting<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        if n > 0 {
+            self.received.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
 async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
-    mut stream: FramedRead<R, JsonRpcCodec>,
+    mut stream: FramedRead<Counting<R>, JsonRpcCodec>,
+    received: Arc<AtomicU64>,
     writer: Arc<Writer>,
     notes: mpsc::Sender<Notification>,
     shared: Arc<Shared>,
@@ -728,6 +758,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     let mut ended = shared.ended.subscribe();
     let mut notes = Some(notes);
     let mut probing = false;
+    let mut seen = 0u64;
     loop {
         let idle = async {
             match probe {
@@ -739,6 +770,13 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             m = stream.next() => m,
             _ = ended.wait_for(|e| *e) => return,
             _ = idle => {
+                // Bytes of a message still arriving are activity too.
+                let now = received.load(Ordering::Relaxed);
+                if now != seen {
+                    seen = now;
+                    probing = false;
+                    continue;
+                }
                 if probing {
                     let p = probe.unwrap_or_default();
                     shared.fail(Error::closed(Some(
@@ -755,6 +793,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             }
         };
         probing = false;
+        seen = received.load(Ordering::Relaxed);
         let msg = match next {
             None => {
                 shared.fail(Error::closed(Some(

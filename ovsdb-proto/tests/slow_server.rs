@@ -1,0 +1,60 @@
+//! A server on a slow link: a reply that takes longer than the inactivity probe to
+//! arrive is still activity (any byte is, as in OVS), so the connection is not killed
+//! and the request re-sent forever.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use ovsdb_proto::codec::JsonRpcCodec;
+use ovsdb_proto::{ConnectOptions, Remote};
+use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt;
+use tokio::net::UnixListener;
+use tokio_util::codec::FramedRead;
+
+/// Answers the first request with its params, sent in 40 pieces 50 ms apart (2 s in
+/// all); answers nothing else.
+async fn trickle(listener: UnixListener) {
+    let (stream, _) = listener.accept().await.unwrap();
+    let (read, mut write) = stream.into_split();
+    let mut frames = FramedRead::new(read, JsonRpcCodec::default());
+    let Some(Ok(msg)) = frames.next().await else {
+        return;
+    };
+    let id: Value = serde_json::from_slice(&msg.member("id").unwrap()).unwrap();
+    let params: Value = serde_json::from_slice(&msg.member("params").unwrap()).unwrap();
+    let reply = json!({"id": id, "result": params, "error": null}).to_string();
+    let bytes = reply.as_bytes();
+    let piece = bytes.len().div_ceil(40);
+    for chunk in bytes.chunks(piece) {
+        if write.write_all(chunk).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Whatever comes next (probes) goes unanswered; keep the connection open.
+    while let Some(Ok(_)) = frames.next().await {}
+}
+
+#[tokio::test]
+async fn a_reply_slower_than_the_probe_interval_is_not_a_dead_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("slow.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let server = tokio::spawn(trickle(listener));
+
+    let options = ConnectOptions {
+        inactivity_probe: Some(Duration::from_millis(200)),
+        ..ConnectOptions::default()
+    };
+    let (client, _notes) = ovsdb_proto::connect_with(&Remote::Unix(path), &options)
+        .await
+        .unwrap();
+    let padding = "x".repeat(4000);
+    let got = tokio::time::timeout(Duration::from_secs(10), client.echo(&json!([padding])))
+        .await
+        .expect("the reply came")
+        .expect("the connection held while the reply arrived");
+    assert_eq!(got, json!([padding]));
+    server.abort();
+}
