@@ -4,8 +4,8 @@
 //!
 //! - `library` (a child process, so that its peak memory is its own): a cache and a
 //!   reconciler program an empty ovsdb-server with every key, two in flight (as the
-//!   daemon's two workers), then a node is added to the inputs and every key
-//!   reconciled again;
+//!   daemon's two workers) and no plan kept, then a node is added to the inputs and
+//!   every key reconciled again;
 //! - `daemon`: netconnectd started on another empty server over a manifest directory
 //!   holding the same objects (`--zone`, `--status-dir`, `--listen`): the time from
 //!   its start to `/readyz` answering 200, its peak memory, and the time from the
@@ -82,6 +82,33 @@ fn peak_mib(pid: &str) -> f64 {
         / 1024.0
 }
 
+/// Reconciles every key of `w` in `controller::once`'s order, two in flight, keeping
+/// no plan (as the daemon's workers).
+async fn every_key(r: &Reconciler, w: &World) {
+    use futures_util::stream::{self, StreamExt};
+    use netconnect::world::Key;
+    let phase = |k: &Key| match k {
+        Key::Cluster => 0,
+        Key::Network(_) | Key::Gone(_) => 1,
+        Key::Connect(_) => 2,
+        Key::ConnectNetwork(..) => 3,
+    };
+    let mut keys = w.keys();
+    keys.extend(w.gone_in(&r.cache().snapshot(), r.indexes()));
+    for p in 0..4 {
+        let these: Vec<Key> = keys.iter().filter(|k| phase(k) == p).cloned().collect();
+        stream::iter(these)
+            .map(|k| async move {
+                netconnect::controller::reconcile_key(r, w, &k)
+                    .await
+                    .unwrap_or_else(|e| panic!("{k}: {e}"));
+            })
+            .buffer_unordered(2)
+            .collect::<Vec<()>>()
+            .await;
+    }
+}
+
 /// `library REMOTE N M`: prints `library start <secs> node <secs> <rows> peak <MiB>`.
 fn library(remote: &str, networks: usize, nodes: usize) {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -98,14 +125,12 @@ fn library(remote: &str, networks: usize, nodes: usize) {
         let mut r = Reconciler::new(cache.clone(), nb);
         r.wait = Duration::from_secs(600);
         let w = world(networks, nodes);
-        let out = netconnect::controller::once(&r, &w, 1, Default::default(), 2).await;
-        assert!(out.iter().all(|o| o.result.is_ok()));
+        every_key(&r, &w).await;
         let started = start.elapsed();
         let w0 = r.rows_written();
         let t = Instant::now();
         let w2 = world(networks, nodes + 1);
-        let out = netconnect::controller::once(&r, &w2, 1, Default::default(), 2).await;
-        assert!(out.iter().all(|o| o.result.is_ok()));
+        every_key(&r, &w2).await;
         let node = t.elapsed();
         println!(
             "library start {:.3} node {:.3} {} peak {:.0}",
@@ -202,6 +227,14 @@ fn main() {
     };
     let peak_ready = peak_mib(&pid);
     let before = metric(&addr, "netconnect_rows_written_total").unwrap();
+    let reconciles = |result: &str| {
+        metric(
+            &addr,
+            &format!("netconnect_reconciles_total{{kind=\"network\",result=\"{result}\"}}"),
+        )
+        .unwrap_or(0.0)
+    };
+    let (written0, unchanged0) = (reconciles("written"), reconciles("unchanged"));
     // One node more, saved as editors do.
     std::fs::write(m.join(".nodes.yaml.tmp"), nodes_yaml(nodes + 1)).unwrap();
     let t = Instant::now();
@@ -215,11 +248,17 @@ fn main() {
     };
     std::thread::sleep(Duration::from_secs(2));
     let written = metric(&addr, "netconnect_rows_written_total").unwrap() - before;
+    let (written1, unchanged1) = (reconciles("written"), reconciles("unchanged"));
     let peak = peak_mib(&pid);
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let _ = child.wait();
 
     let ratio = |d: f64, l: f64| d / l;
+    println!(
+        "network keys reconciled for the node: {} writing, {} finding nothing to write",
+        written1 - written0,
+        unchanged1 - unchanged0
+    );
     println!(
         "start to ready: library {lib_start:.2} s, daemon {:.2} s ({:.3}x)",
         ready.as_secs_f64(),

@@ -188,7 +188,8 @@ impl Controller {
                     }
                     let sent = reconciler.transactions() - before;
                     let ok = result.is_ok();
-                    queue.done(&key, ok);
+                    let own = result.as_ref().is_ok_and(|p| p.only_own_changes);
+                    queue.done_after(&key, ok, own);
                     let mut r = reports.lock().unwrap_or_else(|p| p.into_inner());
                     let entry = r.entry(key.clone()).or_insert(KeyReport {
                         result: Ok(String::new()),
@@ -205,7 +206,9 @@ impl Controller {
                                 plan.summary()
                             });
                             if !plan.is_empty() {
-                                tracing::info!(%key, written = %plan.summary(), "reconciled");
+                                tracing::info!(%key, written = %plan.summary(), own = plan.only_own_changes, "reconciled");
+                            } else {
+                                tracing::debug!(%key, own = plan.only_own_changes, "unchanged");
                             }
                         }
                         Err(e) => {
@@ -248,7 +251,8 @@ impl Controller {
                                 }
                             }
                         }
-                        queue.add(key);
+                        tracing::debug!(%key, table = %e.table, "row changed");
+                        queue.add_change(key);
                     }
                     _ if e.table == "Load_Balancer" => {
                         // A service's load balancer: the connects of its network.

@@ -43,6 +43,9 @@ struct State<K> {
     running: HashSet<K>,
     /// Added while running: queued again when done.
     dirty: HashSet<K>,
+    /// Whose rows changed in the NB while running: queued again when done unless the
+    /// reconcile tells the changes were its own.
+    changed: HashSet<K>,
     delayed: BTreeMap<Instant, Vec<K>>,
     failures: HashMap<K, u32>,
 }
@@ -63,6 +66,7 @@ impl<K: Clone + Eq + Hash> Queue<K> {
                 queued: HashSet::new(),
                 running: HashSet::new(),
                 dirty: HashSet::new(),
+                changed: HashSet::new(),
                 delayed: BTreeMap::new(),
                 failures: HashMap::new(),
             }),
@@ -80,6 +84,19 @@ impl<K: Clone + Eq + Hash> Queue<K> {
         let mut s = self.lock();
         if s.running.contains(&key) {
             s.dirty.insert(key);
+        } else if s.queued.insert(key.clone()) {
+            s.ready.push_back(key);
+            drop(s);
+            self.notify.notify_one();
+        }
+    }
+
+    /// Queues `key` because its rows changed in the NB. While it is being reconciled the
+    /// change may be that reconcile's own writing: see [`Queue::done_after`].
+    pub fn add_change(&self, key: K) {
+        let mut s = self.lock();
+        if s.running.contains(&key) {
+            s.changed.insert(key);
         } else if s.queued.insert(key.clone()) {
             s.ready.push_back(key);
             drop(s);
@@ -136,8 +153,18 @@ impl<K: Clone + Eq + Hash> Queue<K> {
     /// Marks `key` done. A failure queues it again after a backoff; a key added while
     /// it ran is queued again at once.
     pub fn done(&self, key: &K, ok: bool) {
+        self.done_after(key, ok, false)
+    }
+
+    /// [`Queue::done`], where `own_changes` tells that every change of the key's rows
+    /// while it ran was the reconcile's own: those reported by [`Queue::add_change`]
+    /// then do not queue it again.
+    pub fn done_after(&self, key: &K, ok: bool, own_changes: bool) {
         let mut s = self.lock();
         s.running.remove(key);
+        if s.changed.remove(key) && !own_changes {
+            s.dirty.insert(key.clone());
+        }
         if ok {
             s.failures.remove(key);
         } else {

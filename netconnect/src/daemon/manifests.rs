@@ -104,7 +104,9 @@ pub fn watch(
     use notify::Watcher;
     let (raw_tx, mut raw_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok() {
+        // Reading the files (as every reload does) is no change: counting it would
+        // make each reload announce the next, for ever.
+        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
             let _ = raw_tx.send(());
         }
     })?;
@@ -208,6 +210,18 @@ mod tests {
                 .await
                 .is_err(),
             "one announcement for the burst"
+        );
+        // Reading the directory again, as a reload does, announces nothing.
+        let mut m = ManifestDir::new(dir.path());
+        assert_eq!(
+            names(&m.read().unwrap()),
+            ["ClusterUserDefinedNetwork blue"]
+        );
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), rx.recv())
+                .await
+                .is_err(),
+            "reading is not a change"
         );
         std::fs::remove_file(dir.path().join("nets.yaml")).unwrap();
         tokio::time::timeout(Duration::from_secs(2), rx.recv())

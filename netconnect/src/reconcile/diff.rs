@@ -399,6 +399,7 @@ fn plan_with(
 
     let mut plan = Plan {
         owner: Some(owner.clone()),
+        scope: desired.scope.clone(),
         ..Default::default()
     };
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ovsdb_proto::cache::{Cache, Expected, Snapshot};
+use ovsdb_proto::cache::{Cache, CachedRow, Expected, Snapshot};
 use ovsdb_proto::{Operation, Uuid};
 
 pub use diff::PlanError;
@@ -25,9 +25,9 @@ use crate::topology::Desired;
 /// What the reconciler remembers of a key with fragments after applying it.
 #[derive(Debug, Default)]
 struct KeyMemo {
-    /// The key's rows then, with the address of each cached row: a row changed or
-    /// deleted since (by anyone) shows as a different list.
-    rows: Vec<(Uuid, usize)>,
+    /// The key's rows then, each cached row held (so that its address is not reused):
+    /// a row changed or deleted since (by anyone) shows as a different list.
+    rows: Vec<(Uuid, Arc<CachedRow>)>,
     /// Each fragment's fingerprint and rows.
     fragments: HashMap<String, (u64, Vec<Uuid>)>,
 }
@@ -50,14 +50,84 @@ fn memo_key(owner: &Owner, scope: &Scope) -> String {
 }
 
 /// The rows of a key's scope in every table, with their addresses, in uuid order.
-fn scope_rows(snap: &Snapshot, nb: &NbIndexes, owner: &Owner, scope: &Scope) -> Vec<(Uuid, usize)> {
-    let mut rows: Vec<(Uuid, usize)> = nb::TABLES
+fn scope_rows(
+    snap: &Snapshot,
+    nb: &NbIndexes,
+    owner: &Owner,
+    scope: &Scope,
+) -> Vec<(Uuid, Arc<CachedRow>)> {
+    let mut rows: Vec<(Uuid, Arc<CachedRow>)> = nb::TABLES
         .iter()
         .flat_map(|t| nb.in_scope(snap, t, owner, scope))
-        .map(|(u, r)| (u, Arc::as_ptr(&r) as usize))
         .collect();
-    rows.sort_unstable();
+    rows.sort_unstable_by_key(|(u, _)| *u);
     rows
+}
+
+/// True when the key's rows went from `before` to `after` only by the operations
+/// `ops` (whose results are `results`): every row that is new, changed or gone is one
+/// they inserted, updated, mutated or deleted by uuid, or (gone) one they may have left
+/// without references.
+fn changed_only_by(
+    before: &[(Uuid, Arc<CachedRow>)],
+    after: &[(Uuid, Arc<CachedRow>)],
+    ops: &[Operation],
+    results: &[ovsdb_proto::OperationResult],
+) -> bool {
+    let mut touched: HashSet<Uuid> = HashSet::new();
+    let mut deletes = false;
+    for (op, r) in ops.iter().zip(results) {
+        let conditions = match op {
+            Operation::Insert { .. } => {
+                touched.extend(r.uuid());
+                continue;
+            }
+            Operation::Update { conditions, .. } | Operation::Mutate { conditions, .. } => {
+                conditions
+            }
+            Operation::Delete { conditions, .. } => {
+                deletes = true;
+                conditions
+            }
+            _ => continue,
+        };
+        touched.extend(
+            conditions
+                .iter()
+                .filter(|c| c.column == "_uuid")
+                .filter_map(|c| c.value.as_scalar().and_then(ovsdb_proto::Atom::as_uuid)),
+        );
+    }
+    // References removed by a mutation or update can leave rows to the server's
+    // garbage collection, as deletes do.
+    let drops = deletes
+        || ops
+            .iter()
+            .any(|o| matches!(o, Operation::Mutate { .. } | Operation::Update { .. }));
+    let old: HashMap<Uuid, &Arc<CachedRow>> = before.iter().map(|(u, r)| (*u, r)).collect();
+    let mut seen = 0;
+    for (u, row) in after {
+        match old.get(u) {
+            Some(prev) => {
+                seen += 1;
+                if !Arc::ptr_eq(prev, row) && !touched.contains(u) {
+                    return false;
+                }
+            }
+            None if !touched.contains(u) => return false,
+            None => {}
+        }
+    }
+    // Rows gone: deleted, or collected.
+    seen == before.len() || drops
+}
+
+/// True when two lists of rows hold the same row versions.
+fn same_rows(a: &[(Uuid, Arc<CachedRow>)], b: &[(Uuid, Arc<CachedRow>)]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|((ua, ra), (ub, rb))| ua == ub && Arc::ptr_eq(ra, rb))
 }
 
 /// Why a key was not reconciled.
@@ -157,7 +227,7 @@ impl Reconciler {
             return KnownFragments::default();
         };
         let snap = self.cache.snapshot();
-        if scope_rows(&snap, &self.nb, owner, scope) != m.rows {
+        if !same_rows(&scope_rows(&snap, &self.nb, owner, scope), &m.rows) {
             return KnownFragments::default();
         }
         KnownFragments {
@@ -206,10 +276,13 @@ impl Reconciler {
 
     /// What reconciling `desired` would write now.
     pub fn plan(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
+        self.plan_in(desired, &self.cache.snapshot())
+    }
+
+    fn plan_in(&self, desired: &Desired, snap: &Snapshot) -> Result<Plan, ReconcileError> {
         let planner = self.planner()?;
-        let snap = self.cache.snapshot();
         let keep = self.skipped_rows(desired);
-        let mut plan = planner.plan_keeping(desired, &snap, &self.nb, &keep)?;
+        let mut plan = planner.plan_keeping(desired, snap, &self.nb, &keep)?;
         plan.incomplete = desired.incomplete.clone();
         Ok(plan)
     }
@@ -218,9 +291,18 @@ impl Reconciler {
     /// waits until the cache shows it.
     pub async fn apply(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
         self.settle(desired).await?;
-        let plan = self.plan(desired)?;
+        let before = self.cache.snapshot();
+        let mut plan = self.plan_in(desired, &before)?;
+        let before = scope_rows(&before, &self.nb, &desired.owner, &desired.scope);
         if plan.is_empty() {
-            self.remember(desired, &plan, &[]);
+            let now = scope_rows(
+                &self.cache.snapshot(),
+                &self.nb,
+                &desired.owner,
+                &desired.scope,
+            );
+            plan.only_own_changes = same_rows(&before, &now);
+            self.remember(desired, &plan, &[], now);
             return Ok(plan);
         }
         let mut ops = plan.operations.clone();
@@ -243,7 +325,11 @@ impl Reconciler {
         };
         match self.cache.wait_shown(&ops, &results, self.wait).await {
             Ok(()) => {
-                self.remember(desired, &plan, &results);
+                let snap = self.cache.snapshot();
+                let now = scope_rows(&snap, &self.nb, &desired.owner, &desired.scope);
+                plan.only_own_changes = Expected::new(&ops, &results).shown_in(&snap)
+                    && changed_only_by(&before, &now, &ops, &results);
+                self.remember(desired, &plan, &results, now);
                 Ok(plan)
             }
             Err(e) => {
@@ -301,12 +387,14 @@ impl Reconciler {
 
     /// After `desired` was applied by `plan` (whose operations gave `results`): its
     /// fragments, the uuids of their rows, and the key's rows as the cache shows them.
-    fn remember(&self, desired: &Desired, plan: &Plan, results: &[ovsdb_proto::OperationResult]) {
-        if desired.fragments().is_empty() {
-            return;
-        }
+    fn remember(
+        &self,
+        desired: &Desired,
+        plan: &Plan,
+        results: &[ovsdb_proto::OperationResult],
+        rows: Vec<(Uuid, Arc<CachedRow>)>,
+    ) {
         let key = memo_key(&desired.owner, &desired.scope);
-        let snap = self.cache.snapshot();
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let old = memo.remove(&key).unwrap_or_default();
         // The uuid of every wanted row: those that were there, and those inserted.
@@ -348,13 +436,7 @@ impl Reconciler {
                 }
             }
         }
-        memo.insert(
-            key,
-            KeyMemo {
-                rows: scope_rows(&snap, &self.nb, &desired.owner, &desired.scope),
-                fragments,
-            },
-        );
+        memo.insert(key, KeyMemo { rows, fragments });
     }
 
     /// After a failure: nothing is known of `desired`'s key.

@@ -5,7 +5,7 @@ use std::fmt;
 
 use ovsdb_proto::Operation;
 
-use crate::topology::desired::Owner;
+use crate::topology::desired::{Owner, Scope};
 
 /// A row's table and identity (its name, or its owner-scoped identity).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -38,8 +38,10 @@ pub struct ForeignMutation {
 /// The transaction one key needs, empty when the NB already holds what it wants.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
-    /// The key.
+    /// The key's owner.
     pub owner: Option<Owner>,
+    /// Which of the owner's rows the key holds.
+    pub scope: Scope,
     /// The operations, in order; empty means nothing to do.
     pub operations: Vec<Operation>,
     /// Rows inserted.
@@ -56,6 +58,11 @@ pub struct Plan {
     pub incomplete: Vec<String>,
     /// The wanted rows already in the NB: table, identity, uuid.
     pub existing: Vec<(&'static str, String, ovsdb_proto::Uuid)>,
+    /// After [`crate::reconcile::Reconciler::apply`]: true when, from planning until
+    /// the cache showed the transaction, the key's rows changed only as the transaction
+    /// changed them, so the changes the cache reported meanwhile were this reconcile's
+    /// own and need no second look.
+    pub only_own_changes: bool,
     /// The positions in `operations` of the inserts, in the order of `inserted`.
     pub inserts: Vec<usize>,
 }
