@@ -43,6 +43,10 @@ pub struct ConnectOptions {
     /// long passes again without a message, the connection is declared dead (a peer
     /// that vanished without closing TCP). `None` turns the probe off.
     pub inactivity_probe: Option<Duration>,
+    /// The most bytes that may wait unsent because the server does not read (requests,
+    /// and the replies to its `echo` requests); past it the connection fails with an
+    /// error saying so, instead of buffering without bound.
+    pub max_unsent: usize,
 }
 
 impl Default for ConnectOptions {
@@ -52,6 +56,7 @@ impl Default for ConnectOptions {
             max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
             notification_capacity: 1024,
             inactivity_probe: Some(Duration::from_secs(5)),
+            max_unsent: 64 << 20,
         }
     }
 }
@@ -200,7 +205,7 @@ impl Client {
             state: Mutex::new(State::default()),
             ended,
         });
-        let writer = Writer::new(Box::new(write));
+        let writer = Writer::new(Box::new(write), options.max_unsent);
         let received = Arc::new(AtomicU64::new(0));
         let reader = FramedRead::new(
             Counting {

@@ -27,6 +27,10 @@ struct State {
     needs_flush: bool,
     codec: JsonRpcCodec,
     closed: bool,
+    /// Bytes the writer task took out of `buf` and is writing now.
+    in_flight: usize,
+    /// The most bytes that may wait unsent.
+    limit: usize,
 }
 
 /// The shared write side: [`Writer::send`] from any task, [`Writer::run`] as a task.
@@ -36,7 +40,8 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub(crate) fn new(io: Io) -> Arc<Writer> {
+    /// A writer on `io` that fails once more than `limit` bytes wait unsent.
+    pub(crate) fn new(io: Io, limit: usize) -> Arc<Writer> {
         Arc::new(Writer {
             state: Mutex::new(State {
                 buf: BytesMut::with_capacity(8192),
@@ -44,6 +49,8 @@ impl Writer {
                 needs_flush: false,
                 codec: JsonRpcCodec::default(),
                 closed: false,
+                in_flight: 0,
+                limit,
             }),
             wakeup: Notify::new(),
         })
@@ -63,6 +70,17 @@ impl Writer {
                 io::ErrorKind::NotConnected,
                 "connection closed",
             ));
+        }
+        // A peer that does not read gets no more than the limit (one message always
+        // fits).
+        let (waiting, limit) = (st.buf.len() + st.in_flight, st.limit);
+        if waiting > limit {
+            st.closed = true;
+            drop(st);
+            self.wakeup.notify_one();
+            return Err(io::Error::other(format!(
+                "the server is not reading: {waiting} bytes wait unsent, over the limit of {limit} (ConnectOptions::max_unsent)"
+            )));
         }
         let State { buf, codec, .. } = &mut *st;
         codec
@@ -120,7 +138,9 @@ impl Writer {
                         break;
                     }
                     let Some(io) = st.io.take() else { break };
-                    (io, st.buf.split().freeze())
+                    let data = st.buf.split().freeze();
+                    st.in_flight = data.len();
+                    (io, data)
                 };
                 let result = async {
                     io.write_all(&data).await?;
@@ -129,6 +149,7 @@ impl Writer {
                 .await;
                 let mut st = self.lock();
                 st.io = Some(io);
+                st.in_flight = 0;
                 st.needs_flush = false;
                 if let Err(e) = result {
                     st.closed = true;

@@ -58,3 +58,37 @@ async fn a_reply_slower_than_the_probe_interval_is_not_a_dead_server() {
     assert_eq!(got, json!([padding]));
     server.abort();
 }
+
+/// Sends `echo` requests as fast as it can and never reads a byte.
+async fn deaf_echoer(listener: UnixListener) {
+    let (stream, _) = listener.accept().await.unwrap();
+    let (_read, mut write) = stream.into_split();
+    for n in 0u64.. {
+        let req = json!({"id": format!("e{n}"), "method": "echo", "params": ["x"]}).to_string();
+        if write.write_all(req.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_server_that_never_reads_cannot_make_the_client_buffer_without_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deaf.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let server = tokio::spawn(deaf_echoer(listener));
+
+    let options = ConnectOptions {
+        max_unsent: 1 << 20,
+        inactivity_probe: None,
+        ..ConnectOptions::default()
+    };
+    let (client, _notes) = ovsdb_proto::connect_with(&Remote::Unix(path), &options)
+        .await
+        .unwrap();
+    let e = tokio::time::timeout(Duration::from_secs(20), client.closed())
+        .await
+        .expect("the connection fails once the unsent replies pass the limit");
+    assert!(e.to_string().contains("the server is not reading"), "{e}");
+    server.abort();
+}
