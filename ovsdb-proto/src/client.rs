@@ -47,6 +47,10 @@ pub struct ConnectOptions {
     /// and the replies to its `echo` requests); past it the connection fails with an
     /// error saying so, instead of buffering without bound.
     pub max_unsent: usize,
+    /// How long a request waits for its reply before it fails with an unknown outcome
+    /// (the connection stays up; a late reply is dropped). `None` (the default, as in
+    /// OVS) waits as long as the connection lives.
+    pub request_timeout: Option<Duration>,
 }
 
 impl Default for ConnectOptions {
@@ -57,6 +61,7 @@ impl Default for ConnectOptions {
             notification_capacity: 1024,
             inactivity_probe: Some(Duration::from_secs(5)),
             max_unsent: 64 << 20,
+            request_timeout: None,
         }
     }
 }
@@ -75,6 +80,9 @@ struct Pending {
 #[derive(Default)]
 struct State {
     pending: HashMap<u64, Pending>,
+    /// Requests given up before their reply came (a timeout, a dropped call): their
+    /// late replies are dropped, not taken for a broken protocol.
+    abandoned: std::collections::HashSet<u64>,
     closed: Option<Error>,
 }
 
@@ -85,6 +93,8 @@ struct Shared {
     state: Mutex<State>,
     /// Becomes true once the connection has ended.
     ended: watch::Sender<bool>,
+    /// How long a request may wait for its reply.
+    request_timeout: Option<Duration>,
 }
 
 impl Shared {
@@ -204,6 +214,7 @@ impl Client {
             taps: taps.clone(),
             state: Mutex::new(State::default()),
             ended,
+            request_timeout: options.request_timeout,
         });
         let writer = Writer::new(Box::new(write), options.max_unsent);
         let received = Arc::new(AtomicU64::new(0));
@@ -293,13 +304,36 @@ impl Client {
             method: method.to_owned(),
             params,
         };
+        // However this ends (a reply, a timeout, the caller giving up), the request
+        // is no longer waited for.
+        struct Forget<'a>(&'a Shared, u64);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                let mut st = self.0.lock();
+                if st.pending.remove(&self.1).is_some() && st.closed.is_none() {
+                    st.abandoned.insert(self.1);
+                }
+            }
+        }
+        let _forget = Forget(&self.shared, id);
         if let Err(e) = self.writer.send(msg) {
-            self.shared.lock().pending.remove(&id);
             self.shared.fail(Error::io(e));
             return Err(Error::unavailable(self.closed_error()));
         }
-        rx.await
-            .unwrap_or_else(|_| Err(Error::outcome_unknown(self.closed_error())))
+        let reply =
+            match self.shared.request_timeout {
+                None => rx.await,
+                Some(t) => match tokio::time::timeout(t, rx).await {
+                    Ok(r) => r,
+                    Err(_) => return Err(Error::outcome_unknown(Error::io(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "no reply to {method} within {t:?} (ConnectOptions::request_timeout)"
+                        ),
+                    )))),
+                },
+            };
+        reply.unwrap_or_else(|_| Err(Error::outcome_unknown(self.closed_error())))
     }
 
     fn closed_error(&self) -> Error {
@@ -886,10 +920,18 @@ async fn dispatch(
             String::from_utf8_lossy(&id_text)
         ))
     })?;
-    let pending =
-        shared.lock().pending.remove(&id).ok_or_else(|| {
-            Error::protocol(format!("reply to no request: id {id} is not in flight"))
-        })?;
+    let pending = {
+        let mut st = shared.lock();
+        match st.pending.remove(&id) {
+            Some(p) => p,
+            None if st.abandoned.remove(&id) => return Ok(()),
+            None => {
+                return Err(Error::protocol(format!(
+                    "reply to no request: id {id} is not in flight"
+                )))
+            }
+        }
+    };
     let error = msg.member("error").filter(|e| &e[..] != b"null");
     let reply = match error {
         Some(e) => {

@@ -92,3 +92,63 @@ async fn a_server_that_never_reads_cannot_make_the_client_buffer_without_bound()
     assert!(e.to_string().contains("the server is not reading"), "{e}");
     server.abort();
 }
+
+/// Answers `echo` at once and `list_dbs` only after 1 s.
+async fn slow_list_dbs(listener: UnixListener) {
+    let (stream, _) = listener.accept().await.unwrap();
+    let (read, write) = stream.into_split();
+    let write = std::sync::Arc::new(tokio::sync::Mutex::new(write));
+    let mut frames = FramedRead::new(read, JsonRpcCodec::default());
+    while let Some(Ok(msg)) = frames.next().await {
+        let method: Value = serde_json::from_slice(&msg.member("method").unwrap()).unwrap();
+        let id: Value = serde_json::from_slice(&msg.member("id").unwrap()).unwrap();
+        let params: Value = serde_json::from_slice(&msg.member("params").unwrap()).unwrap();
+        let write = write.clone();
+        tokio::spawn(async move {
+            let result = if method == "list_dbs" {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                json!(["DB"])
+            } else {
+                params
+            };
+            let reply = json!({"id": id, "result": result, "error": null}).to_string();
+            let _ = write.lock().await.write_all(reply.as_bytes()).await;
+        });
+    }
+}
+
+#[tokio::test]
+async fn a_request_times_out_and_its_late_reply_does_not_break_the_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("slow.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let server = tokio::spawn(slow_list_dbs(listener));
+
+    let options = ConnectOptions {
+        request_timeout: Some(Duration::from_millis(300)),
+        inactivity_probe: None,
+        ..ConnectOptions::default()
+    };
+    let (client, _notes) = ovsdb_proto::connect_with(&Remote::Unix(path), &options)
+        .await
+        .unwrap();
+    let t = std::time::Instant::now();
+    let e = client.list_dbs().await.unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(e.is_outcome_unknown(), "{e:?}");
+    assert!(
+        e.to_string().contains("no reply to list_dbs within 300ms"),
+        "{e}"
+    );
+    // The late reply comes and is dropped; the connection still serves.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        client.echo(&json!(["still"])).await.unwrap(),
+        json!(["still"])
+    );
+    server.abort();
+}
