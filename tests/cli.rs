@@ -487,3 +487,64 @@ fn wait_for_leader(cluster: &ovn_sandbox::Cluster) -> usize {
     }
     panic!("the cluster has no leader");
 }
+
+#[test]
+fn monitor_reports_each_unusable_server_and_fails_when_never_synced() {
+    // Nothing listens on this port.
+    let port = ovn_sandbox::free_port().unwrap();
+    let remote = format!("tcp:127.0.0.1:{port}");
+    let start = std::time::Instant::now();
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(ours())
+        .args([
+            "--timeout=1",
+            "monitor",
+            &remote,
+            "OVN_Northbound",
+            "Logical_Switch",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // stdin stays open: only the timeout ends it.
+    let _stdin = child.stdin.take();
+    let status = child.wait().unwrap();
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    let (mut out, mut err) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("ovsdb-client: {remote}: ")), "{err}");
+    assert!(err.contains("not synced with"), "{err}");
+    assert!(out.is_empty(), "no ready, no snapshot: {out}");
+}
+
+#[test]
+fn every_one_shot_command_obeys_timeout() {
+    // A server that accepts and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let remote = format!("tcp:{}", listener.local_addr().unwrap());
+    let start = std::time::Instant::now();
+    let out = run_ours(&["--timeout=0.5", "list-dbs", &remote]);
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("list-dbs did not finish within 500ms"),
+        "{err}"
+    );
+    drop(listener);
+}

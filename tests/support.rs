@@ -135,6 +135,7 @@ pub mod cache {
                     return;
                 }
                 CacheEvent::Change(e) => e,
+                _ => return,
             };
             let t = self.tables.entry(e.table.clone()).or_default();
             match e.change {

@@ -15,7 +15,12 @@
 //! ```
 //!
 //! `monitor` keeps a cache of the tables through reconnects and leader changes; with
-//! `--leader-only` it reads only from a clustered database's leader.
+//! `--leader-only` it reads only from a clustered database's leader. Each server it
+//! cannot use is reported on stderr (`ovsdb-client: REMOTE: why`); it exits 1 if it
+//! never synced.
+//!
+//! `--timeout=SECS` bounds every command: the whole of a one-shot command, and for
+//! `monitor` the wait until it is synced (exit 1 if it is not by then).
 //!
 //! `transact` exits with status 1 and prints the error on stderr when an operation
 //! fails (the result array is still printed on stdout, as the real tool prints it).
@@ -28,7 +33,7 @@ use ovsdb_proto::{Client, ConnectOptions, Operation, Remote, TlsConfig};
 use serde_json::{Map, Value};
 
 const USAGE: &str = "usage: ovsdb-client [--private-key=FILE --certificate=FILE --ca-cert=FILE] \
-COMMAND REMOTE [ARG...]\ncommands: list-dbs, get-schema, list-tables, transact, dump, monitor";
+[--timeout=SECS] COMMAND REMOTE [ARG...]\ncommands: list-dbs, get-schema, list-tables, transact, dump, monitor";
 
 struct Failure(String);
 
@@ -54,6 +59,7 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
     let (mut key, mut cert, mut ca) = (None, None, None);
     let mut rest = Vec::new();
     let mut leader_only = false;
+    let mut timeout = None;
     for a in args {
         if let Some(v) = a.strip_prefix("--private-key=") {
             key = Some(v.to_owned());
@@ -61,6 +67,15 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
             cert = Some(v.to_owned());
         } else if let Some(v) = a.strip_prefix("--ca-cert=") {
             ca = Some(v.to_owned());
+        } else if let Some(v) = a.strip_prefix("--timeout=") {
+            let secs: f64 = v
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                .ok_or_else(|| {
+                    Failure(format!("--timeout={v}: not a positive number of seconds"))
+                })?;
+            timeout = Some(std::time::Duration::from_secs_f64(secs));
         } else if a == "--leader-only" {
             leader_only = true;
         } else if a == "-h" || a == "--help" {
@@ -83,11 +98,25 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
         return Err(Failure(USAGE.into()));
     };
     if command == "monitor" {
-        return monitor(remote, args, options, leader_only).await;
+        return monitor(remote, args, options, leader_only, timeout).await;
     }
+    match timeout {
+        None => one_shot(command, remote, args, &options).await,
+        Some(t) => tokio::time::timeout(t, one_shot(command, remote, args, &options))
+            .await
+            .map_err(|_| Failure(format!("{command} did not finish within {t:?}")))?,
+    }
+}
+
+async fn one_shot(
+    command: &str,
+    remote: &str,
+    args: &[String],
+    options: &ConnectOptions,
+) -> Result<ExitCode, Failure> {
     let remote = Remote::parse(remote)?;
-    let (client, _notifications) = ovsdb_proto::connect_with(&remote, &options).await?;
-    match command.as_str() {
+    let (client, _notifications) = ovsdb_proto::connect_with(&remote, options).await?;
+    match command {
         "list-dbs" => {
             no_more(args, 0)?;
             for db in client.list_dbs().await? {
@@ -231,9 +260,9 @@ async fn monitor(
     args: &[String],
     options: ConnectOptions,
     leader_only: bool,
+    timeout: Option<std::time::Duration>,
 ) -> Result<ExitCode, Failure> {
     use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, Change};
-    use tokio::io::AsyncReadExt;
 
     let [db, tables @ ..] = args else {
         return Err(Failure("monitor needs DB and at least one TABLE".into()));
@@ -247,18 +276,42 @@ async fn monitor(
     config.connect = options;
     let (cache, mut events) = Cache::start(config);
 
-    let stdin_closed = async {
-        let mut stdin = tokio::io::stdin();
+    // Read on a thread of its own: a blocking read would hold up the runtime's
+    // shutdown when the command ends for another reason (a timeout) with stdin open.
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        use std::io::Read;
         let mut buf = [0u8; 1024];
-        while matches!(stdin.read(&mut buf).await, Ok(n) if n > 0) {}
+        let mut stdin = std::io::stdin();
+        while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+        let _ = closed_tx.send(());
+    });
+    let stdin_closed = async {
+        let _ = closed_rx.await;
     };
     let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| Failure(format!("cannot watch for SIGTERM: {e}")))?;
     tokio::pin!(stdin_closed);
+    let deadline = async {
+        match timeout {
+            Some(t) => tokio::time::sleep(t).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(deadline);
     let mut ready = false;
     loop {
         tokio::select! {
+            _ = &mut deadline, if !ready => {
+                return Err(Failure(format!(
+                    "not synced with {remotes} within {:?}",
+                    timeout.unwrap_or_default()
+                )));
+            }
             e = events.recv() => match e {
+                Some(CacheEvent::Unusable { remote, error }) => {
+                    eprintln!("ovsdb-client: {remote}: {error}");
+                }
                 Some(CacheEvent::Ready) => {
                     ready = true;
                     emit(&serde_json::json!({"event": "ready"}))?;
@@ -273,11 +326,15 @@ async fn monitor(
                     };
                     emit(&serde_json::json!({"table": ev.table, "uuid": ev.uuid.to_string(), "op": op, "row": &**row}))?;
                 }
+                Some(_) => {}
                 None => return Err(Failure("the cache stopped".into())),
             },
             _ = &mut stdin_closed => break,
             _ = sigterm.recv() => break,
         }
+    }
+    if !ready {
+        return Err(Failure(format!("never synced with {remotes}")));
     }
     // Everything the cache has applied was printed above: events are sent before the
     // snapshot they lead to is read here.

@@ -320,19 +320,20 @@ impl Client {
             self.shared.fail(Error::io(e));
             return Err(Error::unavailable(self.closed_error()));
         }
-        let reply =
-            match self.shared.request_timeout {
-                None => rx.await,
-                Some(t) => match tokio::time::timeout(t, rx).await {
-                    Ok(r) => r,
-                    Err(_) => return Err(Error::outcome_unknown(Error::io(std::io::Error::new(
+        let reply = match self.shared.request_timeout {
+            None => rx.await,
+            Some(t) => match tokio::time::timeout(t, rx).await {
+                Ok(r) => r,
+                Err(_) => {
+                    return Err(Error::outcome_unknown(Error::io(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         format!(
                             "no reply to {method} within {t:?} (ConnectOptions::request_timeout)"
                         ),
-                    )))),
-                },
-            };
+                    ))))
+                }
+            },
+        };
         reply.unwrap_or_else(|_| Err(Error::outcome_unknown(self.closed_error())))
     }
 

@@ -162,11 +162,21 @@ impl CacheConfig {
 
 /// An item of the event stream.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum CacheEvent {
     /// A row changed.
     Change(Event),
     /// The initial contents are in (sent once, after their insert events).
     Ready,
+    /// A server could not be used, or stopped being usable (connection refused or lost,
+    /// not the leader, behind what the cache has seen, a failed monitor): the cache
+    /// tries again, the next server first. The contents stay as they were.
+    Unusable {
+        /// The server.
+        remote: String,
+        /// Why.
+        error: String,
+    },
 }
 
 /// The event stream of a [`Cache`].

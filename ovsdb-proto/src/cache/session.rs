@@ -153,6 +153,18 @@ impl Task {
             if self.published.stats.connections() > synced_before {
                 failures = 0;
             }
+            let trouble = match &end {
+                End::Again(why) => Some(why.clone()),
+                End::Canceled(_) => None,
+                End::Failed(e) => Some(e.to_string()),
+            };
+            if let Some(error) = trouble {
+                self.publish(vec![CacheEvent::Unusable {
+                    remote: remote.to_string(),
+                    error,
+                }])
+                .await;
+            }
             match end {
                 End::Again(why) | End::Canceled(why) => {
                     tracing::info!(%remote, %why, "cache: starting over");
