@@ -149,6 +149,8 @@ pub struct JsonRpcCodec {
     /// True once the opening brace of the current message has been seen.
     started: bool,
     depth: usize,
+    /// The brackets open inside the current member's value, innermost last.
+    open: Vec<u8>,
     in_string: bool,
     escaped: bool,
     expect: Expect,
@@ -174,6 +176,7 @@ impl JsonRpcCodec {
             pos: 0,
             started: false,
             depth: 0,
+            open: Vec::new(),
             in_string: false,
             escaped: false,
             expect: Expect::Key,
@@ -321,7 +324,10 @@ impl JsonRpcCodec {
                             return Ok(Some(i + 1));
                         }
                         b'"' => self.in_string = true,
-                        b'{' | b'[' => self.depth += 1,
+                        b'{' | b'[' => {
+                            self.open.push(b);
+                            self.depth += 1;
+                        }
                         b']' => return Err(self.syntax(i, "unbalanced ']'")),
                         _ => {}
                     },
@@ -331,8 +337,21 @@ impl JsonRpcCodec {
             }
             match b {
                 b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => self.depth -= 1,
+                b'{' | b'[' => {
+                    self.open.push(b);
+                    self.depth += 1;
+                }
+                b'}' | b']' => {
+                    // Even in a member nobody reads, brackets must match.
+                    let opener = if b == b'}' { b'{' } else { b'[' };
+                    if self.open.pop() != Some(opener) {
+                        return Err(self.syntax(
+                            i,
+                            format!("'{}' does not close '{}'", b as char, opener as char),
+                        ));
+                    }
+                    self.depth -= 1;
+                }
                 _ => {}
             }
             i += 1;
@@ -345,6 +364,7 @@ impl JsonRpcCodec {
         self.pos = 0;
         self.started = false;
         self.depth = 0;
+        self.open.clear();
         self.in_string = false;
         self.escaped = false;
         self.expect = Expect::Key;
@@ -531,6 +551,24 @@ mod tests {
             assert_eq!(&got[1].member("id").unwrap()[..], b"\"e1\"");
             assert_eq!(&got[1].member("method").unwrap()[..], b"\"echo\"");
         }
+    }
+
+    #[test]
+    fn mismatched_brackets_are_refused_even_in_members_never_read() {
+        for bad in [
+            r#"{"id":1,"result":[1},"error":null}"#,
+            r#"{"id":1,"extra":{"a":[1,2}],"result":1,"error":null}"#,
+            r#"{"id":1,"extra":[{]},"result":1,"error":null}"#,
+        ] {
+            let mut codec = JsonRpcCodec::default();
+            let mut buf = BytesMut::from(bad.as_bytes());
+            let e = codec.decode(&mut buf).unwrap_err().to_string();
+            assert!(e.contains("does not close"), "{bad}: {e}");
+        }
+        // Brackets inside strings are text.
+        let mut codec = JsonRpcCodec::default();
+        let mut buf = BytesMut::from(&br#"{"id":1,"x":["]}"],"result":1,"error":null}"#[..]);
+        assert!(codec.decode(&mut buf).unwrap().is_some());
     }
 
     #[test]
