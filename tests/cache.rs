@@ -124,6 +124,10 @@ async fn a_restart_with_the_database_kept_brings_no_spurious_events() {
         replay.drain(&mut events) == 0,
         "the resync after the restart changed nothing"
     );
+    assert!(
+        !replay.unusable.is_empty(),
+        "the lost connection was reported"
+    );
     w.transact(NB, &[Operation::insert("Logical_Switch", named("after"))])
         .await
         .unwrap();

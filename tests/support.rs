@@ -123,6 +123,8 @@ pub mod cache {
         tables: Contents,
         /// True once `Ready` was seen.
         pub ready: bool,
+        /// The servers reported unusable, in order.
+        pub unusable: Vec<String>,
     }
 
     impl Replay {
@@ -135,6 +137,10 @@ pub mod cache {
                     return;
                 }
                 CacheEvent::Change(e) => e,
+                CacheEvent::Unusable { remote, .. } => {
+                    self.unusable.push(remote);
+                    return;
+                }
                 _ => return,
             };
             let t = self.tables.entry(e.table.clone()).or_default();
@@ -163,11 +169,12 @@ pub mod cache {
         }
 
         /// Applies every waiting event; returns how many there were.
+        /// Applies every event waiting; returns how many were row changes.
         pub fn drain(&mut self, events: &mut CacheEvents) -> usize {
             let mut n = 0;
             while let Some(e) = events.try_recv() {
+                n += usize::from(matches!(e, CacheEvent::Change(_)));
                 self.apply(e);
-                n += 1;
             }
             n
         }
