@@ -31,6 +31,10 @@ use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
 use ovsdb_proto::cache::{Cache, CacheConfig};
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::get;
+
 fn networks_yaml(networks: usize) -> String {
     let mut s = String::new();
     for i in 0..networks {
@@ -140,21 +144,6 @@ fn library(remote: &str, networks: usize, nodes: usize) {
             peak_mib("self")
         );
     });
-}
-
-fn get(addr: &str, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let code = out.split_whitespace().nth(1)?.parse().ok()?;
-    Some((code, out.split_once("\r\n\r\n")?.1.to_owned()))
 }
 
 fn metric(addr: &str, name: &str) -> Option<f64> {

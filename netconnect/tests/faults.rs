@@ -8,9 +8,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ovn_sandbox::{Cluster, Installation, OvsdbServer, Sandbox, ServerOptions};
+
+mod common;
+use common::{get, wait_until};
 
 fn netconnectd() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_netconnectd"))
@@ -67,32 +70,6 @@ impl Drop for Daemon {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-fn get(addr: &str, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let code = out.split_whitespace().nth(1)?.parse().ok()?;
-    Some((code, out.split_once("\r\n\r\n")?.1.to_owned()))
-}
-
-fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(secs) {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out after {secs}s waiting for {what}");
 }
 
 /// The NB's rows of the tables netconnect writes, each row as JSON with its uuid,

@@ -5,46 +5,13 @@
 //! directory, with only the image's environment and an NB address, against a real NB.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ovn_sandbox::Sandbox;
 
-/// The chrooted daemon, killed on drop.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn get(addr: &str, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let code = out.split_whitespace().nth(1)?.parse().ok()?;
-    Some((code, out.split_once("\r\n\r\n")?.1.to_owned()))
-}
-
-fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(secs) {
-        if f() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out after {secs}s waiting for {what}");
-}
+mod common;
+use common::{get, wait_until, Killed};
 
 fn build_root(dir: &Path) -> (PathBuf, serde_json::Value) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/image-rootfs.py");
@@ -109,7 +76,7 @@ fn the_image_runs_as_its_user_from_its_environment_alone() {
     for a in config["entrypoint"].as_array().unwrap() {
         cmd.arg(a.as_str().unwrap());
     }
-    let mut d = Running(
+    let mut d = Killed(
         cmd.stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -6,6 +6,9 @@ use std::process::{Command, Output};
 
 use ovn_sandbox::Sandbox;
 
+mod common;
+use common::{get, wait_until, Killed};
+
 /// The binary, which cargo builds for this package's integration tests.
 fn netconnectd() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_netconnectd"))
@@ -328,45 +331,6 @@ fn connect_status_reports_acceptance_and_each_zone_as_the_okep_shows_it() {
     );
 }
 
-/// `GET path` on `addr`: (status code, body).
-fn get(addr: &str, path: &str) -> Option<(u16, String)> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).ok()?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let code = out.split_whitespace().nth(1)?.parse().ok()?;
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())?;
-    Some((code, body))
-}
-
-fn wait_until(what: &str, secs: u64, mut f: impl FnMut() -> bool) {
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(secs) {
-        if f() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
-}
-
-/// A daemon process, killed on drop (a failing test leaves nothing running).
-struct Daemon(std::process::Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_sigterm() {
     let sb = sandbox();
@@ -377,7 +341,7 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
     let port = ovn_sandbox::free_port().unwrap();
     let addr = format!("127.0.0.1:{port}");
-    let mut d = Daemon(
+    let mut d = Killed(
         Command::new(netconnectd())
             .args(["--nb", &nb, "--manifests"])
             .arg(m.path())
