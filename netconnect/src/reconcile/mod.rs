@@ -64,62 +64,62 @@ fn scope_rows(
     rows
 }
 
-/// True when the key's rows went from `before` to `after` only by the operations
-/// `ops` (whose results are `results`): every row that is new, changed or gone is one
-/// they inserted, updated, mutated or deleted by uuid, or (gone) one they may have left
-/// without references.
+/// True when the key's rows went from `before` to `after` (both in uuid order) only by
+/// the operations `ops` (whose results are `results`): every row new or changed is one
+/// they inserted, updated or mutated by uuid, and no more rows are gone than the plan
+/// deleted (explicitly or by dropping their last reference: `deleted`).
 fn changed_only_by(
     before: &[(Uuid, Arc<CachedRow>)],
     after: &[(Uuid, Arc<CachedRow>)],
     ops: &[Operation],
     results: &[ovsdb_proto::OperationResult],
+    deleted: usize,
 ) -> bool {
     let mut touched: HashSet<Uuid> = HashSet::new();
-    let mut deletes = false;
     for (op, r) in ops.iter().zip(results) {
-        let conditions = match op {
-            Operation::Insert { .. } => {
-                touched.extend(r.uuid());
-                continue;
-            }
-            Operation::Update { conditions, .. } | Operation::Mutate { conditions, .. } => {
-                conditions
-            }
-            Operation::Delete { conditions, .. } => {
-                deletes = true;
-                conditions
-            }
-            _ => continue,
-        };
-        touched.extend(
-            conditions
-                .iter()
-                .filter(|c| c.column == "_uuid")
-                .filter_map(|c| c.value.as_scalar().and_then(ovsdb_proto::Atom::as_uuid)),
-        );
-    }
-    // References removed by a mutation or update can leave rows to the server's
-    // garbage collection, as deletes do.
-    let drops = deletes
-        || ops
-            .iter()
-            .any(|o| matches!(o, Operation::Mutate { .. } | Operation::Update { .. }));
-    let old: HashMap<Uuid, &Arc<CachedRow>> = before.iter().map(|(u, r)| (*u, r)).collect();
-    let mut seen = 0;
-    for (u, row) in after {
-        match old.get(u) {
-            Some(prev) => {
-                seen += 1;
-                if !Arc::ptr_eq(prev, row) && !touched.contains(u) {
-                    return false;
-                }
-            }
-            None if !touched.contains(u) => return false,
-            None => {}
+        match op {
+            Operation::Insert { .. } => touched.extend(r.uuid()),
+            Operation::Update { conditions, .. } | Operation::Mutate { conditions, .. } => touched
+                .extend(
+                    conditions
+                        .iter()
+                        .filter(|c| c.column == "_uuid")
+                        .filter_map(|c| c.value.as_scalar().and_then(ovsdb_proto::Atom::as_uuid)),
+                ),
+            _ => {}
         }
     }
-    // Rows gone: deleted, or collected.
-    seen == before.len() || drops
+    // One walk over the two sorted lists.
+    let (mut b, mut a) = (before.iter().peekable(), after.iter().peekable());
+    let mut gone = 0;
+    loop {
+        match (b.peek(), a.peek()) {
+            (None, None) => return gone <= deleted,
+            (Some((ub, rb)), Some((ua, ra))) if ub == ua => {
+                if !Arc::ptr_eq(rb, ra) && !touched.contains(ua) {
+                    return false;
+                }
+                b.next();
+                a.next();
+            }
+            (Some((ub, _)), Some((ua, _))) if ub > ua => {
+                if !touched.contains(ua) {
+                    return false;
+                }
+                a.next();
+            }
+            (None, Some((ua, _))) => {
+                if !touched.contains(ua) {
+                    return false;
+                }
+                a.next();
+            }
+            (Some(_), _) => {
+                gone += 1;
+                b.next();
+            }
+        }
+    }
 }
 
 /// True when two lists of rows hold the same row versions.
@@ -291,18 +291,21 @@ impl Reconciler {
     /// waits until the cache shows it.
     pub async fn apply(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
         self.settle(desired).await?;
-        let before = self.cache.snapshot();
-        let mut plan = self.plan_in(desired, &before)?;
-        let before = scope_rows(&before, &self.nb, &desired.owner, &desired.scope);
+        let planned = self.cache.snapshot();
+        let mut plan = self.plan_in(desired, &planned)?;
+        let before = scope_rows(&planned, &self.nb, &desired.owner, &desired.scope);
         if plan.is_empty() {
-            let now = scope_rows(
-                &self.cache.snapshot(),
-                &self.nb,
-                &desired.owner,
-                &desired.scope,
-            );
-            plan.only_own_changes = same_rows(&before, &now);
-            self.remember(desired, &plan, &[], now);
+            // The rows are read again only if the cache moved while planning.
+            let now = self.cache.snapshot();
+            let rows = if Arc::ptr_eq(&now, &planned) {
+                plan.only_own_changes = true;
+                before
+            } else {
+                let rows = scope_rows(&now, &self.nb, &desired.owner, &desired.scope);
+                plan.only_own_changes = same_rows(&before, &rows);
+                rows
+            };
+            self.remember(desired, &plan, &[], rows);
             return Ok(plan);
         }
         let mut ops = plan.operations.clone();
@@ -328,7 +331,7 @@ impl Reconciler {
                 let snap = self.cache.snapshot();
                 let now = scope_rows(&snap, &self.nb, &desired.owner, &desired.scope);
                 plan.only_own_changes = Expected::new(&ops, &results).shown_in(&snap)
-                    && changed_only_by(&before, &now, &ops, &results);
+                    && changed_only_by(&before, &now, &ops, &results, plan.deleted.len());
                 self.remember(desired, &plan, &results, now);
                 Ok(plan)
             }
