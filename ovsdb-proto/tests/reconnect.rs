@@ -5,20 +5,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use futures_util::StreamExt;
 use ovsdb_proto::cache::{Cache, CacheConfig};
 use ovsdb_proto::codec::JsonRpcCodec;
 use ovsdb_proto::Remote;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio_util::codec::FramedRead;
 
-fn text(b: Option<Bytes>) -> Value {
-    b.map(|b| serde_json::from_slice(&b).unwrap())
-        .unwrap_or(Value::Null)
-}
+mod common;
+use common::text;
 
 /// Accepts connections, syncs each client (plain `monitor`, as an old server), and
 /// hangs up 50 ms later; records when each connection came and when it was closed.
@@ -32,16 +29,8 @@ async fn hang_up_after_sync(listener: UnixListener, times: Arc<Mutex<Vec<(Instan
             let method = text(msg.member("method"));
             let id = text(msg.member("id"));
             let params = text(msg.member("params"));
-            let (result, error) = match (method.as_str().unwrap_or(""), params[0].as_str()) {
-                ("get_schema", Some("DB")) => (
-                    json!({"name": "DB", "version": "1.0.0", "tables": {"T": {"columns": {"name": {"type": "string"}}}}}),
-                    Value::Null,
-                ),
-                ("get_schema", _) => (Value::Null, json!({"error": "unknown database"})),
-                ("monitor", _) => (json!({}), Value::Null),
-                ("echo", _) => (params.clone(), Value::Null),
-                _ => (Value::Null, json!({"error": "unknown method"})),
-            };
+            let (result, error) =
+                common::old_server_answer(method.as_str().unwrap_or(""), &params, json!({}));
             let reply = json!({"id": id, "result": result, "error": error});
             write.write_all(reply.to_string().as_bytes()).await.unwrap();
             if method == "monitor" {
@@ -109,16 +98,8 @@ async fn cancel_every_monitor(listener: UnixListener, seen: Arc<Mutex<(usize, us
                 let method = text(msg.member("method"));
                 let id = text(msg.member("id"));
                 let params = text(msg.member("params"));
-                let (result, error) = match (method.as_str().unwrap_or(""), params[0].as_str()) {
-                    ("get_schema", Some("DB")) => (
-                        json!({"name": "DB", "version": "1.0.0", "tables": {"T": {"columns": {"name": {"type": "string"}}}}}),
-                        Value::Null,
-                    ),
-                    ("get_schema", _) => (Value::Null, json!({"error": "unknown database"})),
-                    ("monitor", _) => (json!({}), Value::Null),
-                    ("echo", _) => (params.clone(), Value::Null),
-                    _ => (Value::Null, json!({"error": "unknown method"})),
-                };
+                let (result, error) =
+                    common::old_server_answer(method.as_str().unwrap_or(""), &params, json!({}));
                 let reply = json!({"id": id, "result": result, "error": error});
                 if write.write_all(reply.to_string().as_bytes()).await.is_err() {
                     return;
