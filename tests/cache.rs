@@ -137,6 +137,66 @@ async fn a_restart_with_the_database_kept_brings_no_spurious_events() {
 }
 
 #[tokio::test]
+async fn tables_and_columns_the_server_lacks_are_reported_once_and_the_rest_is_cached() {
+    let mut server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("ls0"))])
+        .await
+        .unwrap();
+    let mut config = config(&server.tcp_remote());
+    config.tables.insert(
+        "Logical_Switch".into(),
+        ovsdb_proto::MonitorRequest::columns(["name", "no_such_column"]),
+    );
+    config
+        .tables
+        .insert("No_Such_Table".into(), ovsdb_proto::MonitorRequest::all());
+    let (cache, mut events) = Cache::start(config);
+    tokio::time::timeout(Duration::from_secs(10), cache.wait_until_ready())
+        .await
+        .expect("the cache became ready although the server lacks a table");
+    let mut replay = Replay::default();
+    replay.drain(&mut events);
+    assert!(replay.ready);
+    assert_eq!(replay.skews.len(), 1, "{:?}", replay.skews);
+    let skew = &replay.skews[0];
+    assert_eq!(skew.missing_tables, ["No_Such_Table"]);
+    assert_eq!(
+        skew.missing_columns
+            .get("Logical_Switch")
+            .map(Vec::as_slice),
+        Some(&["no_such_column".to_string()][..])
+    );
+    assert_eq!(cache.skew().as_deref(), Some(skew));
+    let snap = cache.snapshot();
+    let rows: Vec<_> = snap.table("Logical_Switch").values().cloned().collect();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["name"], Datum::scalar("ls0"));
+    assert!(snap.table("No_Such_Table").is_empty());
+    // Conditions on the missing table are kept for a server that has it.
+    cache
+        .set_conditions("No_Such_Table", vec![Condition::eq("name", "x")])
+        .await
+        .unwrap();
+
+    // A reconnect to the same schema says nothing again, and the cache follows writes.
+    restart_and_reconnect(&mut server, &cache).await;
+    let (w, _) = client(&server.unix_remote()).await;
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("ls1"))])
+        .await
+        .unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                == 2)
+            .await
+    );
+    replay.drain(&mut events);
+    assert_eq!(replay.skews.len(), 1, "reported again: {:?}", replay.skews);
+    assert!(!replay.unusable.is_empty(), "the restart was reported");
+}
+
+#[tokio::test]
 async fn a_database_replaced_by_an_empty_one_is_resynced_with_deletes() {
     let mut server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;

@@ -125,6 +125,8 @@ pub mod cache {
         pub ready: bool,
         /// The servers reported unusable, in order.
         pub unusable: Vec<String>,
+        /// The schema skews reported, in order.
+        pub skews: Vec<ovsdb_proto::typed::SchemaSkew>,
     }
 
     impl Replay {
@@ -139,6 +141,10 @@ pub mod cache {
                 CacheEvent::Change(e) => e,
                 CacheEvent::Unusable { remote, .. } => {
                     self.unusable.push(remote);
+                    return;
+                }
+                CacheEvent::Skew(skew) => {
+                    self.skews.push(skew);
                     return;
                 }
                 _ => return,

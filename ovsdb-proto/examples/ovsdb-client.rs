@@ -312,6 +312,12 @@ async fn monitor(
                 Some(CacheEvent::Unusable { remote, error }) => {
                     eprintln!("ovsdb-client: {remote}: {error}");
                 }
+                Some(CacheEvent::Skew(skew)) => {
+                    eprintln!(
+                        "ovsdb-client: the server's {} schema (version {}) lacks tables {:?} and columns {:?}; not monitored",
+                        skew.database, skew.server_version, skew.missing_tables, skew.missing_columns
+                    );
+                }
                 Some(CacheEvent::Ready) => {
                     ready = true;
                     emit(&serde_json::json!({"event": "ready"}))?;

@@ -168,6 +168,11 @@ pub enum CacheEvent {
     Change(Event),
     /// The initial contents are in (sent once, after their insert events).
     Ready,
+    /// The server's schema lacks monitored tables or columns: those are not monitored
+    /// and stay empty (or hold their defaults). Sent when what is lacking changes (at
+    /// the first sync, and after a reconnect or a schema conversion that changed it),
+    /// after that sync's changes.
+    Skew(crate::typed::SchemaSkew),
     /// A server could not be used, or stopped being usable (connection refused or lost,
     /// not the leader, behind what the cache has seen, a failed monitor): the cache
     /// tries again, the next server first. The contents stay as they were.
@@ -214,6 +219,7 @@ pub(crate) struct Published {
     pub(crate) version: watch::Sender<u64>,
     pub(crate) client: watch::Sender<Option<Client>>,
     pub(crate) schema: watch::Sender<Option<Arc<DatabaseSchema>>>,
+    pub(crate) skew: watch::Sender<Option<Arc<crate::typed::SchemaSkew>>>,
 }
 
 /// Counters of a cache's life, for metrics.
@@ -261,6 +267,7 @@ pub struct Cache {
     version: watch::Receiver<u64>,
     client: watch::Receiver<Option<Client>>,
     schema: watch::Receiver<Option<Arc<DatabaseSchema>>>,
+    skew: watch::Receiver<Option<Arc<crate::typed::SchemaSkew>>>,
     database: String,
     commands: mpsc::Sender<session::Command>,
     task: tokio::task::JoinHandle<()>,
@@ -283,6 +290,7 @@ impl Cache {
         let (version_tx, version) = watch::channel(0);
         let (client_tx, client) = watch::channel(None);
         let (schema_tx, schema) = watch::channel(None);
+        let (skew_tx, skew) = watch::channel(None);
         let (events_tx, events_rx) = mpsc::channel(config.event_capacity.max(1));
         let database = config.database.clone();
         let stats = Arc::new(CacheStats::default());
@@ -292,6 +300,7 @@ impl Cache {
             version: version_tx,
             client: client_tx,
             schema: schema_tx,
+            skew: skew_tx,
         };
         let (commands, commands_rx) = mpsc::channel(16);
         let task = tokio::spawn(session::run(
@@ -309,6 +318,7 @@ impl Cache {
                 version,
                 client,
                 schema,
+                skew,
                 database,
                 commands,
                 task,
@@ -379,6 +389,13 @@ impl Cache {
     /// The schema of the cached database on the server the cache last synced from.
     pub fn schema(&self) -> Option<Arc<DatabaseSchema>> {
         self.schema.borrow().clone()
+    }
+
+    /// What the schema of the server the cache last monitored lacks of the monitored
+    /// tables and columns (empty when it has them all); `None` before the first
+    /// monitor. Only `missing_tables` and `missing_columns` are filled.
+    pub fn skew(&self) -> Option<Arc<crate::typed::SchemaSkew>> {
+        self.skew.borrow().clone()
     }
 
     /// A typed handle on the cache's connection: typed transactions built from it go

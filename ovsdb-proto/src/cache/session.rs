@@ -15,6 +15,7 @@ use crate::monitor::{MonitorRequest, Notification, RowUpdate2, TableUpdates2};
 use crate::ops::Condition;
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
+use crate::typed::SchemaSkew;
 
 use super::diff::apply_row;
 use super::row::{from_update2, Layout, Layouts, Since, SinceSeed, UpdatesSeed};
@@ -44,6 +45,9 @@ struct Progress {
     seq: u64,
     /// The column layouts the cached rows follow.
     layouts: Layouts,
+    /// What the last server's schema lacked of what is monitored (reported when it
+    /// changes).
+    skew: Option<SchemaSkew>,
 }
 
 impl Progress {
@@ -243,23 +247,32 @@ impl Task {
     ) -> Result<End, Error> {
         let db = self.config.database.clone();
         let schema = client.get_schema(&db).await?;
-        // Name every column: the server then leaves `_version` out, and the cache knows
-        // which columns to complete with defaults.
-        let mut requests = self.progress.requests.clone();
-        let mut layouts = Layouts::new();
-        for (t, r) in &mut requests {
-            let ts = schema
-                .table(t)
-                .ok_or_else(|| Error::config(format!("the server's {db} has no table {t}")))?;
-            let cols = r
-                .columns
-                .get_or_insert_with(|| ts.columns.keys().cloned().collect());
-            let layout = Layout::new(ts, cols).map_err(Error::config)?;
-            layouts.insert(t.clone(), Arc::new(layout));
+        let (requests, layouts, skew) = fit(&db, &self.progress.requests, &schema)?;
+        let mut skew_event = None;
+        if self.progress.skew.as_ref() != Some(&skew) {
+            if !skew.is_empty() {
+                tracing::warn!(
+                    database = %db,
+                    server = %skew.server_version,
+                    missing_tables = ?skew.missing_tables,
+                    missing_columns = ?skew.missing_columns,
+                    "cache: the server lacks monitored tables or columns; they stay empty"
+                );
+                skew_event = Some(CacheEvent::Skew(skew.clone()));
+            }
+            self.published
+                .skew
+                .send_replace(Some(Arc::new(skew.clone())));
+            self.progress.skew = Some(skew);
         }
         // Rows keep the layout they were cached with; a new one (after a schema
-        // conversion) takes a full resync, so that no table mixes layouts.
+        // conversion) takes a full resync, so that no table mixes layouts. So does a
+        // table that came or went.
+        let mut layouts = layouts;
         let mut since = self.progress.last_txn_id;
+        if !layouts.keys().eq(self.progress.layouts.keys()) {
+            since = None;
+        }
         for (t, layout) in &mut layouts {
             match self.progress.layouts.get(t) {
                 Some(old) if old == layout => *layout = old.clone(),
@@ -279,6 +292,7 @@ impl Task {
         // this connection's state.
         self.published.stats.count(reply.found);
         let mut batch = self.changes(applied)?;
+        batch.extend(skew_event);
         self.progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
         if !self.progress.announced {
             batch.push(CacheEvent::Ready);
@@ -421,6 +435,11 @@ impl Task {
                 "table {table} is not monitored by this cache"
             )));
         }
+        if !self.progress.layouts.contains_key(table) {
+            // The server lacks the table: the conditions wait for one that has it.
+            self.progress.set_conditions(table, conditions);
+            return Ok(());
+        }
         let old = self.progress.monitor_id.clone();
         let new = self.progress.next_id();
         let change: BTreeMap<String, MonitorRequest> = [(
@@ -435,6 +454,48 @@ impl Task {
         self.progress.set_conditions(table, conditions);
         Ok(())
     }
+}
+
+/// What of `wanted` can be monitored on a server whose schema is `schema`: the requests
+/// to send (every column named, so that the server leaves `_version` out and the cache
+/// knows which columns to complete with defaults), the layouts of the cached rows, and
+/// the tables and columns the server lacks, which are left out (as the C IDL does: the
+/// cache stays usable against an older server, those tables stay empty).
+fn fit(
+    db: &str,
+    wanted: &BTreeMap<String, MonitorRequest>,
+    schema: &DatabaseSchema,
+) -> Result<(BTreeMap<String, MonitorRequest>, Layouts, SchemaSkew), Error> {
+    let mut skew = SchemaSkew {
+        database: db.to_owned(),
+        server_version: schema.version.clone(),
+        ..SchemaSkew::default()
+    };
+    let mut requests = BTreeMap::new();
+    let mut layouts = Layouts::new();
+    for (t, r) in wanted {
+        let Some(ts) = schema.table(t) else {
+            skew.missing_tables.push(t.clone());
+            continue;
+        };
+        let mut r = r.clone();
+        let cols = match r.columns.take() {
+            None => ts.columns.keys().cloned().collect(),
+            Some(cols) => {
+                let (have, lack): (Vec<String>, Vec<String>) =
+                    cols.into_iter().partition(|c| ts.column(c).is_some());
+                if !lack.is_empty() {
+                    skew.missing_columns.insert(t.clone(), lack);
+                }
+                have
+            }
+        };
+        let layout = Layout::new(ts, &cols).map_err(Error::config)?;
+        r.columns = Some(cols);
+        requests.insert(t.clone(), r);
+        layouts.insert(t.clone(), Arc::new(layout));
+    }
+    Ok((requests, layouts, skew))
 }
 
 /// The server's `_Server.Database` row for the cached database, watched for the

@@ -329,7 +329,7 @@ impl<T: Table> Subscriber for TypedSubscriber<T> {
                 .iter()
                 .filter_map(|e| match e {
                     CacheEvent::Ready => Some(TypedEvent::Ready),
-                    CacheEvent::Unusable { .. } => None,
+                    CacheEvent::Unusable { .. } | CacheEvent::Skew(_) => None,
                     CacheEvent::Change(e) => e.decode::<T>().map(|d| match d {
                         Ok(change) => TypedEvent::Change {
                             uuid: e.uuid,
