@@ -375,6 +375,62 @@ async fn a_schema_conversion_cancels_the_monitor_and_the_cache_reestablishes_it(
 }
 
 #[tokio::test]
+async fn optional_columns_take_the_new_value_a_modify_sends() {
+    use nb_model::LogicalSwitchPort;
+    use ovsdb_proto::cache::TypedTable;
+
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let mut sw = named("sw0");
+    let mut port = named("p0");
+    port.insert("tag_request".into(), Datum::scalar(5));
+    sw.insert(
+        "ports".into(),
+        Datum::set([ovsdb_proto::Atom::NamedUuid("p".into())]),
+    );
+    w.transact(
+        NB,
+        &[
+            Operation::insert_named("Logical_Switch_Port", port, "p"),
+            Operation::insert("Logical_Switch", sw),
+        ],
+    )
+    .await
+    .unwrap();
+    let mut cfg = config(&server.unix_remote());
+    cfg.typed(TypedTable::<LogicalSwitchPort>::new());
+    let (cache, mut events) = Cache::start(cfg);
+    cache.wait_until_ready().await;
+    let mut replay = Replay::default();
+    // 5 -> 6 (the server sends 6, not the pair to toggle), then removed (it sends the
+    // empty set), then set again.
+    for value in [Datum::scalar(6), Datum::empty(), Datum::scalar(7)] {
+        let row: Row = [("tag_request".to_string(), value.clone())].into();
+        w.transact(
+            NB,
+            &[Operation::Update {
+                table: "Logical_Switch_Port".into(),
+                conditions: vec![Condition::eq("name", "p0")],
+                row,
+            }],
+        )
+        .await
+        .unwrap();
+        let want = settle(&cache, &w).await;
+        replay.drain(&mut events);
+        assert_eq!(replay.contents(), want);
+        let typed: Vec<Option<i64>> = cache
+            .snapshot()
+            .rows::<LogicalSwitchPort>()
+            .unwrap()
+            .values()
+            .map(|p| p.tag_request)
+            .collect();
+        assert_eq!(typed, [value.as_scalar().and_then(|a| a.as_integer())]);
+    }
+}
+
+#[tokio::test]
 async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
     use nb_model::{LogicalSwitchPort, LogicalSwitchPortByName};
     use ovsdb_proto::cache::TypedTable;

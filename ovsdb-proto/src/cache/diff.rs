@@ -1,15 +1,19 @@
-//! Applying the `modify` entries of `update2`/`update3` to untyped rows: for a scalar
-//! column the new value; for a set the elements to toggle; for a map the pairs to add,
-//! change or (when equal to the current pair) remove.
+//! Applying the `modify` entries of `update2`/`update3` to untyped rows, as
+//! ovsdb-server makes them: for a column that holds at most one value (a scalar, an
+//! optional value) the new value; for a set the elements to toggle; for a map the
+//! pairs to add, change or (when equal to the current pair) remove.
 
 use std::collections::BTreeMap;
 
 use crate::datum::{Atom, Datum, Row};
-use crate::schema::{ColumnType, TableSchema};
+use crate::schema::{ColumnType, Max, TableSchema};
 
 /// Applies one column's diff.
 pub fn apply_column(ty: &ColumnType, old: &Datum, diff: &Datum) -> Result<Datum, String> {
-    if ty.is_scalar() {
+    // ovsdb-server diffs only columns that may hold several values; for the others
+    // (`max` 1, optional ones included) the diff is the new value, empty when the
+    // value was removed.
+    if ty.max == Max::Limited(1) {
         return Ok(diff.clone());
     }
     if ty.is_map() {
@@ -89,20 +93,26 @@ mod tests {
     }
 
     #[test]
-    fn scalars_are_replaced_sets_toggled_maps_merged() {
+    fn single_values_are_replaced_sets_toggled_maps_merged() {
         let s = ty(json!("string"));
         assert_eq!(
             apply_column(&s, &d(json!("a")), &d(json!("b"))).unwrap(),
             d(json!("b"))
         );
+        // An optional value is replaced, as ovsdb-server sends it (the new value, or
+        // the empty set when it was removed), not toggled.
         let opt = ty(json!({"key": "integer", "min": 0, "max": 1}));
         assert_eq!(
             apply_column(&opt, &d(json!(["set", []])), &d(json!(5))).unwrap(),
             d(json!(5))
         );
         assert_eq!(
-            apply_column(&opt, &d(json!(5)), &d(json!(["set", [5, 6]]))).unwrap(),
+            apply_column(&opt, &d(json!(5)), &d(json!(6))).unwrap(),
             d(json!(6))
+        );
+        assert_eq!(
+            apply_column(&opt, &d(json!(5)), &d(json!(["set", []]))).unwrap(),
+            d(json!(["set", []]))
         );
         let set = ty(json!({"key": "string", "min": 0, "max": "unlimited"}));
         assert_eq!(
