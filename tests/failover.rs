@@ -258,3 +258,99 @@ async fn a_leader_crashing_after_answering_a_forwarded_transaction() {
     let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
     crash_point("crash-after-sending-execute-command-reply", true).await;
 }
+
+/// A one-member cluster, a cache of it (every member), and a client.
+async fn single() -> (Cluster, Cache, CacheEvents, Client) {
+    let install = Installation::recent().unwrap();
+    let cluster = Cluster::start(&install, 1, None).unwrap();
+    let mut cfg = CacheConfig::new(Remote::parse_list(&cluster.remotes()).unwrap(), NB, TABLES);
+    cfg.min_backoff = Duration::from_millis(20);
+    cfg.max_backoff = Duration::from_millis(200);
+    let (cache, events) = Cache::start(cfg);
+    tokio::time::timeout(Duration::from_secs(30), cache.wait_until_ready())
+        .await
+        .unwrap();
+    let (w, _) = client(&cluster.members[0].unix_remote()).await;
+    (cluster, cache, events, w)
+}
+
+#[tokio::test]
+async fn a_cluster_rebuilt_from_scratch_is_used_although_its_raft_index_is_lower() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let (mut cluster, cache, mut events, w) = single().await;
+    // One transaction each: the raft index climbs past 20.
+    write_all(&w, &names("old", 20)).await;
+    settle(&cache, &w).await;
+    let mut replay = Replay::default();
+    replay.drain(&mut events);
+
+    // A new cluster (new cluster id, index started over) on the same addresses.
+    cluster.recreate().unwrap();
+    let (w, _) = client(&cluster.members[0].unix_remote()).await;
+    write_all(&w, &names("new", 1)).await;
+    let want = settle(&cache, &w).await;
+    assert_eq!(want["Logical_Switch"].len(), 1);
+    replay.drain(&mut events);
+    assert_eq!(
+        replay.contents(),
+        want,
+        "the events replay to the new contents"
+    );
+    assert!(
+        !replay.unusable.iter().any(|(_, e)| e.contains("behind")),
+        "the new cluster was refused: {:?}",
+        replay.unusable
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_restored_from_a_backup_is_refused_and_reported_until_the_index_is_reset() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let (mut cluster, cache, mut events, w) = single().await;
+    write_all(&w, &names("kept", 2)).await;
+    settle(&cache, &w).await;
+    let mut replay = Replay::default();
+    replay.drain(&mut events);
+    drop(w);
+
+    // A backup of the member's database, taken while it is stopped.
+    let member = &mut cluster.members[0];
+    let db = member.installation().host_path(member.db_path());
+    let backup = db.with_extension("backup");
+    member.stop();
+    std::fs::copy(&db, &backup).unwrap();
+    member.restart().unwrap();
+    let (w, _) = client(&member.unix_remote()).await;
+    write_all(&w, &names("lost", 20)).await;
+    settle(&cache, &w).await;
+    replay.drain(&mut events);
+    drop(w);
+
+    // Restored: the same cluster, twenty transactions back.
+    member.stop();
+    std::fs::copy(&backup, &db).unwrap();
+    member.restart().unwrap();
+    let (w, _) = client(&member.unix_remote()).await;
+    let mut reported = false;
+    for _ in 0..200 {
+        replay.drain(&mut events);
+        if replay.unusable.iter().any(|(_, e)| e.contains("behind")) {
+            reported = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(reported, "no refusal reported: {:?}", replay.unusable);
+    assert_eq!(
+        cache.snapshot().table("Logical_Switch").len(),
+        22,
+        "a refused server's contents are not taken"
+    );
+
+    // The caller knows better: the index is forgotten and the cache resyncs.
+    cache.reset_raft_index().await.unwrap();
+    let want = settle(&cache, &w).await;
+    assert_eq!(want["Logical_Switch"].len(), 2);
+    replay.drain(&mut events);
+    assert_eq!(replay.contents(), want);
+}

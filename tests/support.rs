@@ -123,8 +123,8 @@ pub mod cache {
         tables: Contents,
         /// True once `Ready` was seen.
         pub ready: bool,
-        /// The servers reported unusable, in order.
-        pub unusable: Vec<String>,
+        /// The servers reported unusable, and why, in order.
+        pub unusable: Vec<(String, String)>,
         /// The schema skews reported, in order.
         pub skews: Vec<ovsdb_proto::typed::SchemaSkew>,
     }
@@ -139,8 +139,8 @@ pub mod cache {
                     return;
                 }
                 CacheEvent::Change(e) => e,
-                CacheEvent::Unusable { remote, .. } => {
-                    self.unusable.push(remote);
+                CacheEvent::Unusable { remote, error } => {
+                    self.unusable.push((remote, error));
                     return;
                 }
                 CacheEvent::Skew(skew) => {

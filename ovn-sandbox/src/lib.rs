@@ -789,6 +789,29 @@ impl Drop for Sandbox {
     }
 }
 
+/// Creates member `i`'s database file `db`: member 0 creates the cluster, the others
+/// join the members before them.
+fn create_member(
+    install: &Installation,
+    db: &Path,
+    schema: &Path,
+    database: &str,
+    raft: &[String],
+    i: usize,
+) -> Result<()> {
+    if i == 0 {
+        install.output(
+            "ovsdb-tool",
+            &["create-cluster", path_str(db)?, path_str(schema)?, &raft[0]],
+        )?;
+    } else {
+        let mut args = vec!["join-cluster", path_str(db)?, database, raft[i].as_str()];
+        args.extend(raft[..i].iter().map(String::as_str));
+        install.output("ovsdb-tool", &args)?;
+    }
+    Ok(())
+}
+
 /// A raft-clustered database of `n` members, each its own ovsdb-server.
 #[derive(Debug)]
 pub struct Cluster {
@@ -796,6 +819,10 @@ pub struct Cluster {
     pub members: Vec<OvsdbServer>,
     /// The database name.
     pub database: String,
+    /// The members' raft addresses, in member order.
+    raft: Vec<String>,
+    /// The schema file inside the installation.
+    schema: PathBuf,
 }
 
 impl Cluster {
@@ -819,19 +846,10 @@ impl Cluster {
             .map(|p| format!("tcp:127.0.0.1:{p}"))
             .collect();
         let mut members = Vec::new();
-        for (i, addr) in raft.iter().enumerate() {
+        for i in 0..raft.len() {
             let dir = install.workdir()?;
             let db = dir.inner("db.db");
-            if i == 0 {
-                install.output(
-                    "ovsdb-tool",
-                    &["create-cluster", path_str(&db)?, path_str(&schema)?, addr],
-                )?;
-            } else {
-                let mut args = vec!["join-cluster", path_str(&db)?, &database, addr.as_str()];
-                args.extend(raft[..i].iter().map(String::as_str));
-                install.output("ovsdb-tool", &args)?;
-            }
+            create_member(install, &db, &schema, &database, &raft, i)?;
             members.push(OvsdbServer::launch(
                 install,
                 &format!("ovsdb-server (raft member {i})"),
@@ -841,9 +859,40 @@ impl Cluster {
                 vec![],
             )?);
         }
-        let cluster = Cluster { members, database };
+        let cluster = Cluster {
+            members,
+            database,
+            raft,
+            schema,
+        };
         cluster.wait_connected()?;
         Ok(cluster)
+    }
+
+    /// Stops every member, replaces the cluster with a new, empty one (a new cluster
+    /// id, the raft log started over) on the same raft addresses, and starts the
+    /// members again on the same client ports: a cluster rebuilt from scratch.
+    pub fn recreate(&mut self) -> Result<()> {
+        for m in &mut self.members {
+            m.daemon.kill();
+        }
+        for (i, m) in self.members.iter().enumerate() {
+            let host_db = m.install.host_path(&m.db_inner);
+            fs::remove_file(&host_db)
+                .map_err(|e| SandboxError(format!("cannot remove {}: {e}", host_db.display())))?;
+            create_member(
+                &m.install,
+                &m.db_inner,
+                &self.schema,
+                &self.database,
+                &self.raft,
+                i,
+            )?;
+        }
+        for m in &mut self.members {
+            m.run()?;
+        }
+        self.wait_connected()
     }
 
     /// Waits until every running member reports itself connected to the cluster.

@@ -352,6 +352,21 @@ impl Cache {
             .map_err(|_| Error::closed(Some("the cache stopped".into())))?
     }
 
+    /// Forgets the highest raft index the cache has seen. The cache refuses a
+    /// clustered server whose index is behind it (so that it never goes back in time
+    /// to a member that missed writes), and reports each refusal as
+    /// [`CacheEvent::Unusable`]; a cluster id change forgets the index by itself. Call
+    /// this when the index is known to be wrong (a cluster restored from a backup, a
+    /// member that reported a bogus index): the next server the cache checks is taken
+    /// whatever its index, and the cache resyncs from it. Takes effect at the cache's
+    /// next check of a server (within the backoff wait).
+    pub async fn reset_raft_index(&self) -> Result<(), Error> {
+        self.commands
+            .send(session::Command::ResetRaftIndex)
+            .await
+            .map_err(|_| Error::closed(Some("the cache stopped".into())))
+    }
+
     /// Counters of the cache's connections and resyncs.
     pub fn stats(&self) -> &CacheStats {
         &self.stats

@@ -35,6 +35,9 @@ struct Progress {
     last_txn_id: Option<Uuid>,
     /// The highest raft index seen, so that a server behind it is refused.
     raft_index: i64,
+    /// The cluster id that index belongs to: a server of another cluster (the
+    /// cluster rebuilt from scratch) starts the count over.
+    cluster: Option<Uuid>,
     /// Whether the initial contents were announced.
     announced: bool,
     /// What is monitored now (conditions change while the cache runs).
@@ -78,6 +81,8 @@ pub(super) enum Command {
         conditions: Vec<Condition>,
         reply: tokio::sync::oneshot::Sender<Result<(), Error>>,
     },
+    /// Forget the raft index seen, so that a server behind it is used again.
+    ResetRaftIndex,
 }
 
 /// Why a session ended.
@@ -187,14 +192,18 @@ impl Task {
     /// One connection: check the server, then monitor until something ends it.
     async fn session(&mut self, remote: &Remote) -> Result<End, Error> {
         // Conditions changed while disconnected apply to this session's monitor.
-        while let Ok(Command::SetConditions {
-            table,
-            conditions,
-            reply,
-        }) = self.commands.try_recv()
-        {
-            self.progress.set_conditions(&table, conditions);
-            let _ = reply.send(Ok(()));
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::SetConditions {
+                    table,
+                    conditions,
+                    reply,
+                } => {
+                    self.progress.set_conditions(&table, conditions);
+                    let _ = reply.send(Ok(()));
+                }
+                Command::ResetRaftIndex => self.reset_raft_index(),
+            }
         }
         let (client, mut notes) = connect_with(remote, &self.config.connect).await?;
         // Servers too old for this just say so; the connection then still works.
@@ -226,9 +235,31 @@ impl Task {
         }
     }
 
-    /// Refuses a server that is not usable (`seen` is the raft index it must reach),
-    /// and records its index.
-    fn check(&mut self, state: &ServerState, seen: i64) -> Result<(), Error> {
+    fn reset_raft_index(&mut self) {
+        tracing::info!(
+            index = self.progress.raft_index,
+            "cache: the raft index seen is forgotten"
+        );
+        self.progress.raft_index = 0;
+    }
+
+    /// Refuses a server that is not usable (`seen` is the raft index it must reach, 0
+    /// for none), and records its index. A server of another cluster than the one the
+    /// index was seen on (rebuilt from scratch) starts the count over.
+    fn check(&mut self, state: &ServerState, mut seen: i64) -> Result<(), Error> {
+        if let Some(cid) = state.cid {
+            if self.progress.cluster.is_some_and(|c| c != cid) {
+                tracing::info!(
+                    old = ?self.progress.cluster,
+                    new = %cid,
+                    index = self.progress.raft_index,
+                    "cache: the cluster id changed; the raft index seen is forgotten"
+                );
+                self.progress.raft_index = 0;
+                seen = seen.min(0);
+            }
+            self.progress.cluster = Some(cid);
+        }
         if let Some(why) = state.refuse(self.config.leader_only, seen) {
             return Err(unusable(why));
         }
@@ -310,9 +341,14 @@ impl Task {
         loop {
             let note = tokio::select! {
                 note = notes.recv() => note,
-                Some(Command::SetConditions { table, conditions, reply }) = self.commands.recv() => {
-                    let r = self.change_conditions(client, &table, conditions).await;
-                    let _ = reply.send(r);
+                Some(command) = self.commands.recv() => {
+                    match command {
+                        Command::SetConditions { table, conditions, reply } => {
+                            let r = self.change_conditions(client, &table, conditions).await;
+                            let _ = reply.send(r);
+                        }
+                        Command::ResetRaftIndex => self.reset_raft_index(),
+                    }
                     continue;
                 }
             };
@@ -517,8 +553,17 @@ impl ServerWatch {
         let mut req = BTreeMap::new();
         req.insert(
             "Database".to_string(),
-            MonitorRequest::columns(["name", "model", "connected", "leader", "index"])
-                .matching(vec![Condition::eq("name", database)]),
+            // `cid` came later than the rest: asked for only where the server has it.
+            MonitorRequest::columns(
+                ["name", "model", "connected", "leader", "index", "cid"]
+                    .into_iter()
+                    .filter(|c| {
+                        schema
+                            .table("Database")
+                            .is_some_and(|t| t.column(c).is_some())
+                    }),
+            )
+            .matching(vec![Condition::eq("name", database)]),
         );
         let rows = match client
             .monitor_cond("_Server", SERVER_MONITOR.into(), &req)
@@ -587,6 +632,8 @@ struct ServerState {
     connected: bool,
     leader: bool,
     index: Option<i64>,
+    /// The cluster id, once the server knows it.
+    cid: Option<Uuid>,
 }
 
 impl ServerState {
@@ -609,6 +656,10 @@ impl ServerState {
                 .get("index")
                 .and_then(Datum::as_scalar)
                 .and_then(Atom::as_integer),
+            cid: match row.get("cid").and_then(Datum::as_scalar) {
+                Some(Atom::Uuid(u)) => Some(*u),
+                _ => None,
+            },
         }
     }
 
