@@ -548,3 +548,41 @@ fn every_one_shot_command_obeys_timeout() {
     );
     drop(listener);
 }
+
+#[test]
+fn dump_refuses_a_value_that_does_not_fit_its_column() {
+    // A server whose schema says integer and whose row holds a string.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let remote = format!("tcp:{}", listener.local_addr().unwrap());
+    let uuid = "00000000-0000-0000-0000-00000000000a";
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut out = stream.try_clone().unwrap();
+        let messages = serde_json::Deserializer::from_reader(stream).into_iter::<Value>();
+        for msg in messages {
+            let Ok(msg) = msg else { return };
+            let result = match msg["method"].as_str() {
+                Some("get_schema") => serde_json::json!({"name": "DB", "version": "1.0.0",
+                    "tables": {"T": {"columns": {"n": {"type": "integer"}}}}}),
+                Some("transact") => {
+                    serde_json::json!([{"rows": [{"_uuid": ["uuid", uuid], "n": "x"}]}])
+                }
+                Some("list_dbs") => serde_json::json!(["DB"]),
+                _ => msg["params"].clone(),
+            };
+            let reply = serde_json::json!({"id": msg["id"], "result": result, "error": null});
+            if std::io::Write::write_all(&mut out, reply.to_string().as_bytes()).is_err() {
+                return;
+            }
+        }
+    });
+    let out = run_ours(&["--timeout=5", "dump", &remote, "DB"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("table T row {uuid} column n")) && err.contains("expected integer"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing printed: {}", stdout(&out));
+    server.join().unwrap();
+}

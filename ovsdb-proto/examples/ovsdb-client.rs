@@ -245,6 +245,20 @@ async fn dump(client: &Client, db: &str, tables: &[String]) -> Result<Value, Fai
                 .remove("_uuid")
                 .and_then(|u| u.as_scalar().and_then(|a| a.as_uuid()))
                 .ok_or_else(|| Failure(format!("a row of {name} came back without its _uuid")))?;
+            // A server's value that does not fit its column is an error, not output.
+            let table = &schema.tables[name];
+            for (c, d) in &row {
+                let column = table.column(c).ok_or_else(|| {
+                    Failure(format!(
+                        "table {name} row {uuid}: the server sent column {c}, which the schema lacks"
+                    ))
+                })?;
+                column.column_type.check(d).map_err(|why| {
+                    Failure(format!(
+                        "table {name} row {uuid} column {c}: the server's value {d} does not fit the column: {why}"
+                    ))
+                })?;
+            }
             let columns: Map<String, Value> =
                 row.into_iter().map(|(c, d)| (c, d.to_json())).collect();
             rows.insert(uuid.to_string(), Value::Object(columns));

@@ -84,10 +84,38 @@ impl Layout {
         self.indexes.iter().map(|i| &**i)
     }
 
+    /// Checks the value of column `i` of row `uuid` against the column's type (element
+    /// count, atom types, enums, ranges, lengths); the error names table, row, column
+    /// and value.
+    fn check(&self, uuid: &Uuid, i: usize, value: &Datum) -> Result<(), String> {
+        self.types[i].check(value).map_err(|why| {
+            format!(
+                "table {} row {uuid} column {}: {} does not fit the column: {why}",
+                self.table,
+                self.names[i],
+                shown(value)
+            )
+        })
+    }
+
     /// The column names of an index.
     pub(crate) fn index_name(&self, index: &[usize]) -> Vec<String> {
         index.iter().map(|&i| self.names[i].clone()).collect()
     }
+}
+
+/// A value as it is shown in an error: at most about 200 characters of it.
+fn shown(value: &Datum) -> String {
+    let mut text = value.to_string();
+    if text.len() > 200 {
+        let mut end = 200;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 /// One cached row: the values of its table's monitored columns. Read a column with
@@ -100,10 +128,14 @@ pub struct CachedRow {
 }
 
 impl CachedRow {
-    /// A row of `layout` from a generic row: columns the row lacks get their defaults
-    /// (ovsdb-server leaves out the columns that hold them), columns the layout does not
-    /// have are dropped.
-    pub(crate) fn from_row(layout: &Arc<Layout>, row: Row) -> CachedRow {
+    /// Row `uuid` of `layout` from a generic row: columns the row lacks get their
+    /// defaults (ovsdb-server leaves out the columns that hold them), columns the layout
+    /// does not have are dropped. A value that does not fit its column is an error.
+    pub(crate) fn from_row(
+        layout: &Arc<Layout>,
+        uuid: &Uuid,
+        row: Row,
+    ) -> Result<CachedRow, String> {
         let mut given = row.into_iter().peekable();
         let mut values = Vec::with_capacity(layout.names.len());
         for (i, name) in layout.names.iter().enumerate() {
@@ -111,19 +143,23 @@ impl CachedRow {
                 given.next();
             }
             let value = match given.next_if(|(c, _)| c == name) {
-                Some((_, d)) => d,
+                Some((_, d)) => {
+                    layout.check(uuid, i, &d)?;
+                    d
+                }
                 None => layout.defaults[i].clone(),
             };
             values.push(value);
         }
-        CachedRow {
+        Ok(CachedRow {
             layout: layout.clone(),
             values: values.into(),
-        }
+        })
     }
 
-    /// This row with an `update2` `modify` entry applied; the row itself is untouched.
-    pub(crate) fn apply_diff(&self, diff: &Row) -> Result<CachedRow, String> {
+    /// This row (`uuid`) with an `update2` `modify` entry applied; the row itself is
+    /// untouched. A result that does not fit its column is an error.
+    pub(crate) fn apply_diff(&self, uuid: &Uuid, diff: &Row) -> Result<CachedRow, String> {
         // The modified columns computed from the old values, the others copied: each
         // value is copied once.
         let mut changed: Vec<Option<Datum>> = vec![None; self.values.len()];
@@ -135,8 +171,13 @@ impl CachedRow {
                 )
             })?;
             let base = changed[i].as_ref().unwrap_or(&self.values[i]);
-            let new = apply_column(&self.layout.types[i], base, d)
-                .map_err(|e| format!("table {} column {column}: {e}", self.layout.table))?;
+            let new = apply_column(&self.layout.types[i], base, d).map_err(|e| {
+                format!(
+                    "table {} row {uuid} column {column}: {e}",
+                    self.layout.table
+                )
+            })?;
+            self.layout.check(uuid, i, &new)?;
             changed[i] = Some(new);
         }
         let values = changed
@@ -285,14 +326,14 @@ pub(crate) fn from_update2(
                 .map(|(uuid, u)| {
                     let change = match u {
                         RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => {
-                            RowChange::New(CachedRow::from_row(&layout, r))
+                            RowChange::New(CachedRow::from_row(&layout, &uuid, r)?)
                         }
                         RowUpdate2::Modify(d) => RowChange::Modify(d),
                         RowUpdate2::Delete => RowChange::Delete,
                     };
-                    (uuid, change)
+                    Ok((uuid, change))
                 })
-                .collect();
+                .collect::<Result<_, String>>()?;
             Ok(TableChanges { layout, rows })
         })
         .collect()
@@ -355,14 +396,14 @@ impl<'de> Visitor<'de> for TableSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
         while let Some(uuid) = map.next_key_seed(UuidKey(&self.0.table))? {
-            let change = map.next_value_seed(ChangeSeed(self.0))?;
+            let change = map.next_value_seed(ChangeSeed(self.0, &uuid))?;
             rows.push((uuid, change));
         }
         Ok(rows)
     }
 }
 
-struct ChangeSeed<'a>(&'a Arc<Layout>);
+struct ChangeSeed<'a>(&'a Arc<Layout>, &'a Uuid);
 
 impl<'de> DeserializeSeed<'de> for ChangeSeed<'_> {
     type Value = RowChange;
@@ -384,7 +425,7 @@ impl<'de> Visitor<'de> for ChangeSeed<'_> {
             .next_key_seed(KindKey)?
             .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
         let change = match kind {
-            Kind::New => RowChange::New(map.next_value_seed(RowSeed(self.0))?),
+            Kind::New => RowChange::New(map.next_value_seed(RowSeed(self.0, self.1))?),
             Kind::Modify => RowChange::Modify(map.next_value()?),
             Kind::Delete => {
                 map.next_value::<IgnoredAny>()?;
@@ -459,7 +500,7 @@ impl<'de> Visitor<'de> for KindKey {
 }
 
 /// Decodes a row object against a layout.
-struct RowSeed<'a>(&'a Arc<Layout>);
+struct RowSeed<'a>(&'a Arc<Layout>, &'a Uuid);
 
 impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
     type Value = CachedRow;
@@ -488,6 +529,9 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
             match at {
                 Some(i) => {
                     values[i] = map.next_value()?;
+                    layout
+                        .check(self.1, i, &values[i])
+                        .map_err(serde::de::Error::custom)?;
                     seen.set(i);
                 }
                 // A column not asked for (`_version`, say): not cached.
@@ -617,7 +661,10 @@ mod tests {
             "name": "D", "version": "1.0.0", "tables": {"T": {"columns": {
                 "name": {"type": "string"},
                 "n": {"type": {"key": "integer", "min": 0, "max": 1}},
-                "tags": {"type": {"key": "string", "min": 0, "max": "unlimited"}}
+                "tags": {"type": {"key": "string", "min": 0, "max": "unlimited"}},
+                "kind": {"type": {"key": {"type": "string", "enum": ["set", ["a", "b"]]}, "min": 0, "max": 1}},
+                "port": {"type": {"key": {"type": "integer", "minInteger": 1, "maxInteger": 100}, "min": 0, "max": 1}},
+                "ids": {"type": {"key": "string", "value": "integer", "min": 0, "max": "unlimited"}}
             }, "indexes": [["name"]]}}
         }))
         .unwrap();
@@ -640,32 +687,38 @@ mod tests {
         };
         assert_eq!(row["name"], Datum::scalar("a"));
         assert_eq!(row["n"], Datum::Set(vec![]));
-        assert_eq!(row.len(), 3, "{row:?}");
+        assert_eq!(row.len(), 6, "{row:?}");
         assert!(row.get("_version").is_none());
         // The same through a generic row.
         let generic: Row = [("name".to_string(), Datum::scalar("a"))].into();
-        assert_eq!(&CachedRow::from_row(&l["T"], generic), row);
+        assert_eq!(
+            &CachedRow::from_row(&l["T"], &A.parse().unwrap(), generic).unwrap(),
+            row
+        );
         assert_eq!(*row, row.to_row());
         assert_eq!(
             serde_json::to_value(row).unwrap(),
-            json!({"n": ["set", []], "name": "a", "tags": ["set", []]})
+            json!({"ids": ["map", []], "kind": ["set", []], "n": ["set", []], "name": "a", "port": ["set", []], "tags": ["set", []]})
         );
     }
 
     #[test]
     fn diffs_apply_to_a_copy() {
         let l = layouts();
+        let a: Uuid = A.parse().unwrap();
         let row = CachedRow::from_row(
             &l["T"],
+            &a,
             [("tags".to_string(), Datum::set(["x", "y"]))].into(),
-        );
+        )
+        .unwrap();
         let next = row
-            .apply_diff(&[("tags".to_string(), Datum::set(["y", "z"]))].into())
+            .apply_diff(&a, &[("tags".to_string(), Datum::set(["y", "z"]))].into())
             .unwrap();
         assert_eq!(next["tags"], Datum::set(["x", "z"]));
         assert_eq!(row["tags"], Datum::set(["x", "y"]));
         let e = row
-            .apply_diff(&[("other".to_string(), Datum::scalar(1))].into())
+            .apply_diff(&a, &[("other".to_string(), Datum::scalar(1))].into())
             .unwrap_err();
         assert!(e.contains("other") && e.contains("table T"), "{e}");
     }
@@ -691,5 +744,91 @@ mod tests {
                 .to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
+    }
+
+    /// Values that do not fit their columns, with what the error must say.
+    fn misfits() -> Vec<(&'static str, serde_json::Value, &'static str)> {
+        vec![
+            ("name", json!(5), "expected string"),
+            ("n", json!("x"), "expected integer"),
+            ("n", json!(["set", [1, 2, 3]]), "has 3 elements"),
+            ("kind", json!("c"), "not one of"),
+            ("port", json!(101), "greater than the maximum 100"),
+            (
+                "ids",
+                json!(["map", [["a", "b"]]]),
+                "value \"b\" is of type string",
+            ),
+            ("tags", json!(["map", [["a", "b"]]]), "map"),
+        ]
+    }
+
+    #[test]
+    fn values_that_do_not_fit_their_columns_are_refused_in_every_path() {
+        let l = layouts();
+        let a: Uuid = A.parse().unwrap();
+        let where_ = |e: &str, column: &str| {
+            e.contains("table T") && e.contains(A) && e.contains(&format!("column {column}"))
+        };
+        for (column, value, why) in misfits() {
+            // Streamed straight into cached rows (a monitor reply).
+            let text = json!({"T": {A: {"initial": {column: value}}}}).to_string();
+            let mut de = serde_json::Deserializer::from_str(&text);
+            let e = UpdatesSeed(l.clone())
+                .deserialize(&mut de)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains(why) && where_(&e, column),
+                "{column} {value}: {e}"
+            );
+            // Through a generic row (a notification).
+            let datum = Datum::from_json(&value).unwrap();
+            let generic: Row = [(column.to_string(), datum.clone())].into();
+            let e = CachedRow::from_row(&l["T"], &a, generic).unwrap_err();
+            assert!(
+                e.contains(why) && where_(&e, column),
+                "{column} {value}: {e}"
+            );
+            // As the result of a modify.
+            let row = CachedRow::from_row(&l["T"], &a, Row::new()).unwrap();
+            let e = row
+                .apply_diff(&a, &[(column.to_string(), datum)].into())
+                .unwrap_err();
+            assert!(
+                e.contains(why) && where_(&e, column),
+                "{column} {value}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_modify_that_leaves_a_set_too_large_is_refused() {
+        let l = layouts();
+        let a: Uuid = A.parse().unwrap();
+        // "n" holds at most one value: a diff is its new value, so two are too many.
+        let row =
+            CachedRow::from_row(&l["T"], &a, [("n".to_string(), Datum::scalar(1))].into()).unwrap();
+        let e = row
+            .apply_diff(&a, &[("n".to_string(), Datum::set([1, 2]))].into())
+            .unwrap_err();
+        assert!(e.contains("has 2 elements"), "{e}");
+    }
+
+    #[test]
+    fn values_that_fit_are_kept() {
+        let l = layouts();
+        let text = json!({"T": {A: {"initial": {
+            "name": "x", "n": 3, "kind": "b", "port": 100, "ids": ["map", [["a", 1]]],
+            "tags": ["set", ["p", "q"]]
+        }}}})
+        .to_string();
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let changes = UpdatesSeed(l.clone()).deserialize(&mut de).unwrap();
+        let RowChange::New(row) = &changes[0].rows[0].1 else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(row["port"], Datum::scalar(100));
+        assert_eq!(row["ids"], Datum::map([("a", 1)]));
     }
 }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use crate::client::{connect_with, Client, Notifications};
 use crate::datum::{Atom, Datum, Row};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::monitor::{MonitorRequest, Notification, RowUpdate2, TableUpdates2};
 use crate::ops::Condition;
 use crate::remote::Remote;
@@ -142,6 +142,12 @@ fn unusable(why: impl Into<String>) -> Error {
 impl Task {
     async fn run(mut self) {
         let mut failures: u32 = 0;
+        // Servers that sent what does not fit the schema (rows whose values do not fit
+        // their columns, updates that do not apply): tried after the others until one
+        // of their sessions ends without such an error.
+        let mut suspects: Vec<Remote> = Vec::new();
+        // The remotes tried since the last session that synced.
+        let mut tried: Vec<Remote> = Vec::new();
         let mut order = shuffled(&self.config.remotes);
         let mut next = 0usize;
         loop {
@@ -149,11 +155,15 @@ impl Task {
                 tracing::error!("cache: no remote to connect to");
                 return;
             }
-            let remote = order[next % order.len()].clone();
-            next += 1;
-            if next.is_multiple_of(order.len()) {
+            if tried.len() >= order.len() {
+                // Every server failed: a new round, in a new order.
+                tried.clear();
                 order = shuffled(&self.config.remotes);
             }
+            let at = pick(&order, next, &tried, &suspects);
+            let remote = order[at].clone();
+            next = at + 1;
+            tried.push(remote.clone());
             let synced_before = self.published.stats.connections();
             let end = self.session(&remote).await.unwrap_or_else(End::Failed);
             self.published.client.send_replace(None);
@@ -161,6 +171,14 @@ impl Task {
             // and the reconnect after it waits the minimum.
             if self.published.stats.connections() > synced_before {
                 failures = 0;
+                tried.clear();
+            }
+            let malformed = matches!(&end, End::Failed(e) if e.kind() == ErrorKind::Protocol);
+            let was_suspect = suspects.contains(&remote);
+            if malformed && !was_suspect {
+                suspects.push(remote.clone());
+            } else if !malformed && was_suspect {
+                suspects.retain(|r| *r != remote);
             }
             let trouble = match &end {
                 End::Again(why) => Some(why.clone()),
@@ -178,6 +196,12 @@ impl Task {
                 End::Again(why) | End::Canceled(why) => {
                     tracing::info!(%remote, %why, "cache: starting over");
                     failures = 0;
+                }
+                End::Failed(e) if malformed => {
+                    let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(%remote, error = %e, ?wait, "cache: malformed data from the server; trying the next one");
+                    tokio::time::sleep(wait).await;
                 }
                 End::Failed(e) => {
                     let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
@@ -625,6 +649,21 @@ fn shuffled(remotes: &[Remote]) -> Vec<Remote> {
     v
 }
 
+/// Which of `order` to try next: going round from `from`, the first server not
+/// `tried` since the last session that synced; a server among `suspects` (it sent data
+/// that does not fit the schema) only when no other is left. `tried` must leave one
+/// out.
+fn pick(order: &[Remote], from: usize, tried: &[Remote], suspects: &[Remote]) -> usize {
+    let round = (0..order.len()).map(|k| (from + k) % order.len());
+    let untried = |&i: &usize| !tried.contains(&order[i]);
+    round
+        .clone()
+        .filter(untried)
+        .find(|&i| !suspects.contains(&order[i]))
+        .or_else(|| round.clone().find(untried))
+        .unwrap_or(from % order.len())
+}
+
 /// The server's view of the database, from `_Server.Database`.
 #[derive(Debug, Default)]
 struct ServerState {
@@ -747,4 +786,34 @@ fn to_update2(updates: crate::monitor::TableUpdates) -> TableUpdates2 {
             (table, rows)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remotes(names: &[&str]) -> Vec<Remote> {
+        names
+            .iter()
+            .map(|n| Remote::Unix(format!("/{n}").into()))
+            .collect()
+    }
+
+    #[test]
+    fn the_next_server_is_the_next_untried_one_and_a_suspect_comes_last() {
+        let order = remotes(&["a", "b", "c"]);
+        let [a, b, c] = [order[0].clone(), order[1].clone(), order[2].clone()];
+        // Round robin while nothing is suspect.
+        assert_eq!(pick(&order, 0, &[], &[]), 0);
+        assert_eq!(pick(&order, 1, &[a.clone()], &[]), 1);
+        assert_eq!(pick(&order, 3, &[], &[]), 0, "wraps around");
+        // After a synced session on a (nothing tried since), b is next.
+        assert_eq!(pick(&order, 1, &[], &[]), 1);
+        // b sent malformed rows: c and a come first, b only when they failed too.
+        assert_eq!(pick(&order, 1, &[], &[b.clone()]), 2);
+        assert_eq!(pick(&order, 3, &[c.clone()], &[b.clone()]), 0);
+        assert_eq!(pick(&order, 1, &[c.clone(), a.clone()], &[b.clone()]), 1);
+        // Everything tried but one: that one.
+        assert_eq!(pick(&order, 0, &[a, c], &[]), 1);
+    }
 }

@@ -370,7 +370,7 @@ impl Writer {
                         let old = current.get(&uuid).cloned().ok_or_else(|| {
                             format!("modify of row {uuid} of {table}, which is not cached")
                         })?;
-                        let new = Arc::new(old.apply_diff(&d)?);
+                        let new = Arc::new(old.apply_diff(&uuid, &d)?);
                         current.insert(uuid, new.clone());
                         Change::Update { old, new }
                     }
