@@ -586,3 +586,36 @@ fn dump_refuses_a_value_that_does_not_fit_its_column() {
     assert!(out.stdout.is_empty(), "nothing printed: {}", stdout(&out));
     server.join().unwrap();
 }
+
+#[test]
+fn max_message_size_refuses_a_larger_reply() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let remote = format!("tcp:{}", listener.local_addr().unwrap());
+    // Two connections, one per run.
+    let server = std::thread::spawn(move || {
+        for _ in 0..2 {
+            let (stream, _) = listener.accept().unwrap();
+            let mut out = stream.try_clone().unwrap();
+            for msg in serde_json::Deserializer::from_reader(stream).into_iter::<Value>() {
+                let Ok(msg) = msg else { break };
+                let reply = serde_json::json!({"id": msg["id"], "result": ["DB", "x".repeat(500)], "error": null});
+                if std::io::Write::write_all(&mut out, reply.to_string().as_bytes()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let out = run_ours(&["--timeout=5", "--max-message-size=100", "list-dbs", &remote]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("exceeds the limit of 100 bytes"), "{err}");
+    // The same reply within the default limit.
+    let out = run_ours(&["--timeout=5", "list-dbs", &remote]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.join().unwrap();
+}

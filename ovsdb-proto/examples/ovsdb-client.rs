@@ -21,6 +21,9 @@
 //!
 //! `--timeout=SECS` bounds every command: the whole of a one-shot command, and for
 //! `monitor` the wait until it is synced (exit 1 if it is not by then).
+//! `--max-message-size=BYTES` refuses any message from the server larger than that
+//! (1 GiB by default); a monitor's initial contents are decoded while they arrive, so
+//! the limit bounds what one reply costs, not a multiple of it.
 //!
 //! `transact` exits with status 1 and prints the error on stderr when an operation
 //! fails (the result array is still printed on stdout, as the real tool prints it).
@@ -33,7 +36,7 @@ use ovsdb_proto::{Client, ConnectOptions, Operation, Remote, TlsConfig};
 use serde_json::{Map, Value};
 
 const USAGE: &str = "usage: ovsdb-client [--private-key=FILE --certificate=FILE --ca-cert=FILE] \
-[--timeout=SECS] COMMAND REMOTE [ARG...]\ncommands: list-dbs, get-schema, list-tables, transact, dump, monitor";
+[--timeout=SECS] [--max-message-size=BYTES] COMMAND REMOTE [ARG...]\ncommands: list-dbs, get-schema, list-tables, transact, dump, monitor";
 
 struct Failure(String);
 
@@ -76,6 +79,13 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
                     Failure(format!("--timeout={v}: not a positive number of seconds"))
                 })?;
             timeout = Some(std::time::Duration::from_secs_f64(secs));
+        } else if let Some(v) = a.strip_prefix("--max-message-size=") {
+            options.max_message_size =
+                v.parse().ok().filter(|n: &usize| *n > 0).ok_or_else(|| {
+                    Failure(format!(
+                        "--max-message-size={v}: not a positive number of bytes"
+                    ))
+                })?;
         } else if a == "--leader-only" {
             leader_only = true;
         } else if a == "-h" || a == "--help" {

@@ -19,12 +19,13 @@ use serde::Serialize;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 
-use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, Taps, DEFAULT_MAX_MESSAGE_SIZE};
+use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, DEFAULT_MAX_MESSAGE_SIZE};
 use crate::error::{Error, ServerError};
 use crate::monitor::{MonitorRequest, MonitorSince, Notification, TableUpdates, TableUpdates2};
 use crate::ops::{decode_transact_reply, Operation, OperationResult};
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
+use crate::tap::{Frame, TappingCodec, Taps, TAP_CAPACITY};
 use crate::transport::{self, TlsConfig, Transport};
 use crate::writer::Writer;
 use uuid::Uuid;
@@ -223,7 +224,7 @@ impl Client {
                 inner: read,
                 received: received.clone(),
             },
-            JsonRpcCodec::new(options.max_message_size).with_taps(taps),
+            TappingCodec::new(JsonRpcCodec::new(options.max_message_size), taps),
         );
         tokio::spawn({
             let (writer, shared) = (writer.clone(), shared.clone());
@@ -366,7 +367,7 @@ impl Client {
         S::Value: Send + 'static,
     {
         let (id, rx) = self.register(method)?;
-        let (tap, chunks) = std::sync::mpsc::channel();
+        let (tap, chunks) = mpsc::channel(TAP_CAPACITY);
         self.shared.taps.insert(id, tap);
         // Not tapped after this call ends, whichever way it ends.
         struct Untap<'a>(&'a Taps, u64);
@@ -377,9 +378,12 @@ impl Client {
         }
         let _untap = Untap(&self.shared.taps, id);
         let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed));
+        // A tapped reply reaches the request only as "done": its result, or the
+        // server's error, is what the decoder read.
         self.send_request(id, method, params, rx).await?;
         match decoder.await {
-            Ok(Ok(value)) => Ok(value),
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(error))) => Err(Error::server(method, ServerError::from_json(error))),
             Ok(Err(e)) => Err(Error::protocol(format!("malformed {method} reply: {e}"))),
             Err(e) => Err(Error::protocol(format!(
                 "decoding the {method} reply failed: {e}"
@@ -673,17 +677,17 @@ impl Serialize for AsArrays<'_> {
 
 /// The bytes of a reply, as the connection's decoder taps them.
 struct Chunks {
-    rx: std::sync::mpsc::Receiver<Bytes>,
+    rx: mpsc::Receiver<Bytes>,
     current: Bytes,
 }
 
 impl std::io::Read for Chunks {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         while self.current.is_empty() {
-            match self.rx.recv() {
-                Ok(chunk) => self.current = chunk,
+            match self.rx.blocking_recv() {
+                Some(chunk) => self.current = chunk,
                 // The reply ended, or the connection did.
-                Err(_) => return Ok(0),
+                None => return Ok(0),
             }
         }
         let n = out.len().min(self.current.len());
@@ -694,33 +698,76 @@ impl std::io::Read for Chunks {
 }
 
 /// Decodes a whole reply message (`{"id": …, "result": …, "error": …}`) as it arrives,
-/// `seed` taking the result.
+/// `seed` taking the result: the result, or the server's error.
 fn decode_reply<S: DeserializeSeed<'static>>(
-    rx: std::sync::mpsc::Receiver<Bytes>,
+    rx: mpsc::Receiver<Bytes>,
     seed: S,
-) -> Result<S::Value, serde_json::Error> {
-    use serde::de::{Error as _, IgnoredAny, MapAccess, Visitor};
+) -> Result<Result<S::Value, serde_json::Value>, serde_json::Error> {
+    use serde::de::{IgnoredAny, MapAccess, Visitor};
+
+    /// The result: `null` (beside an error) or what `S` reads.
+    struct NullOr<S>(S);
+    impl<S: DeserializeSeed<'static>> DeserializeSeed<'static> for NullOr<S> {
+        type Value = Option<S::Value>;
+        fn deserialize<D: serde::Deserializer<'static>>(
+            self,
+            d: D,
+        ) -> Result<Self::Value, D::Error> {
+            d.deserialize_option(self)
+        }
+    }
+    impl<S: DeserializeSeed<'static>> Visitor<'static> for NullOr<S> {
+        type Value = Option<S::Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a result")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'static>>(
+            self,
+            d: D,
+        ) -> Result<Self::Value, D::Error> {
+            self.0.deserialize(d).map(Some)
+        }
+    }
 
     struct Envelope<S>(S);
     impl<S: DeserializeSeed<'static>> Visitor<'static> for Envelope<S> {
-        type Value = S::Value;
+        type Value = Result<S::Value, serde_json::Value>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a JSON-RPC reply")
         }
-        fn visit_map<A: MapAccess<'static>>(self, mut map: A) -> Result<S::Value, A::Error> {
+        fn visit_map<A: MapAccess<'static>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             let mut seed = Some(self.0);
             let mut result = None;
+            let mut error = serde_json::Value::Null;
             while let Some(key) = map.next_key::<String>()? {
                 match (key.as_str(), seed.take()) {
-                    ("result", Some(s)) => result = Some(map.next_value_seed(s)?),
+                    ("result", Some(s)) => result = map.next_value_seed(NullOr(s))?,
+                    ("error", s) => {
+                        seed = s;
+                        error = map.next_value()?;
+                    }
                     (_, s) => {
                         seed = s;
                         map.next_value::<IgnoredAny>()?;
                     }
                 }
             }
-            result.ok_or_else(|| A::Error::custom("the reply has no result"))
+            if !error.is_null() {
+                return Ok(Err(error));
+            }
+            result_or_missing(result)
         }
+    }
+
+    fn result_or_missing<V, E: serde::de::Error>(
+        result: Option<V>,
+    ) -> Result<Result<V, serde_json::Value>, E> {
+        result
+            .map(Ok)
+            .ok_or_else(|| E::custom("the reply has neither result nor error"))
     }
 
     let reader = std::io::BufReader::with_capacity(
@@ -788,7 +835,7 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counting<R> {
 }
 
 async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
-    mut stream: FramedRead<Counting<R>, JsonRpcCodec>,
+    mut stream: FramedRead<Counting<R>, TappingCodec>,
     received: Arc<AtomicU64>,
     writer: Arc<Writer>,
     notes: mpsc::Sender<Notification>,
@@ -845,13 +892,49 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
                 shared.fail(e.into());
                 return;
             }
-            Some(Ok(m)) => m,
+            Some(Ok(Frame::Message(m))) => m,
+            Some(Ok(Frame::Piece {
+                id,
+                tap,
+                bytes,
+                last,
+            })) => {
+                // Waits while the decoder is behind: the connection stops reading. A
+                // decoder that gave up leaves the rest of the reply to be skipped.
+                let _ = tap.send(bytes).await;
+                if last {
+                    drop(tap);
+                    if let Err(e) = complete_tapped(id, &shared) {
+                        shared.fail(e);
+                        return;
+                    }
+                }
+                continue;
+            }
         };
         if let Err(e) = dispatch(msg, &writer, &mut notes, &shared).await {
             shared.fail(e);
             return;
         }
     }
+}
+
+/// Completes request `id`, whose reply went whole to its tap.
+fn complete_tapped(id: u64, shared: &Shared) -> Result<(), Error> {
+    let pending = {
+        let mut st = shared.lock();
+        match st.pending.remove(&id) {
+            Some(p) => p,
+            None if st.abandoned.remove(&id) => return Ok(()),
+            None => {
+                return Err(Error::protocol(format!(
+                    "reply to no request: id {id} is not in flight"
+                )))
+            }
+        }
+    };
+    let _ = pending.reply.send(Ok(Bytes::new()));
+    Ok(())
 }
 
 /// Sends an `echo` whose reply only shows the server is alive.

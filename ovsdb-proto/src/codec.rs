@@ -96,50 +96,6 @@ enum Expect {
     InValue,
 }
 
-/// Where the bytes of a reply go while they arrive: a receiver that decodes the reply
-/// before its last byte is in.
-pub(crate) type Tap = std::sync::mpsc::Sender<Bytes>;
-
-/// The replies to be tapped, by request id. The client adds one before it sends the
-/// request; the decoder takes it out once it has read the reply's `id`.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Taps(std::sync::Arc<std::sync::Mutex<std::collections::HashMap<u64, Tap>>>);
-
-impl Taps {
-    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<u64, Tap>> {
-        // Every critical section is one insert or remove: a poisoned map is still whole.
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Sends the bytes of the reply to `id` to `tap` as they arrive.
-    pub(crate) fn insert(&self, id: u64, tap: Tap) {
-        self.lock().insert(id, tap);
-    }
-
-    /// Stops tapping the reply to `id`, if its bytes have not started arriving.
-    pub(crate) fn remove(&self, id: u64) {
-        self.lock().remove(&id);
-    }
-
-    fn take(&self, id: u64) -> Option<Tap> {
-        let mut map = self.lock();
-        if map.is_empty() {
-            return None;
-        }
-        map.remove(&id)
-    }
-}
-
-/// The tap of the message being decoded.
-#[derive(Debug, Default)]
-struct Tapping {
-    /// True once the message's `id` was looked up.
-    checked: bool,
-    tap: Option<Tap>,
-    /// How many of the message's bytes were sent to the tap.
-    sent: usize,
-}
-
 /// The JSON-RPC framing codec: decodes [`RawMessage`]s, encodes [`Outgoing`] messages.
 #[derive(Debug)]
 pub struct JsonRpcCodec {
@@ -158,8 +114,6 @@ pub struct JsonRpcCodec {
     key: Range<usize>,
     value_start: usize,
     members: Vec<(Range<usize>, Range<usize>)>,
-    taps: Option<Taps>,
-    tapping: Tapping,
 }
 
 impl Default for JsonRpcCodec {
@@ -184,42 +138,86 @@ impl JsonRpcCodec {
             key: 0..0,
             value_start: 0,
             members: Vec::new(),
-            taps: None,
-            tapping: Tapping::default(),
         }
     }
 
-    /// Sends the bytes of the replies in `taps` there as they arrive.
-    pub(crate) fn with_taps(mut self, taps: Taps) -> JsonRpcCodec {
-        self.taps = Some(taps);
-        self
-    }
-
-    /// Feeds the tap of the current message, if it has one, with `buf[..upto]`.
-    fn feed_tap(&mut self, buf: &[u8], upto: usize) {
-        let Some(taps) = &self.taps else { return };
-        if !self.tapping.checked {
-            let id = self
-                .members
-                .iter()
-                .find_map(|(k, v)| (&buf[k.clone()] == b"\"id\"").then(|| &buf[v.clone()]));
-            let Some(id) = id else { return };
-            self.tapping.checked = true;
-            let id = std::str::from_utf8(id)
-                .ok()
-                .and_then(|t| t.parse::<u64>().ok());
-            self.tapping.tap = id.and_then(|id| taps.take(id));
+    /// Starts a message at the front of `buf` (skipping whitespace) unless one is
+    /// started; false when `buf` holds nothing but whitespace.
+    pub(crate) fn begin(&mut self, buf: &mut BytesMut) -> Result<bool, CodecError> {
+        if self.started {
+            return Ok(true);
         }
-        if let Some(tap) = &self.tapping.tap {
-            if upto > self.tapping.sent {
-                let chunk = Bytes::copy_from_slice(&buf[self.tapping.sent..upto]);
-                self.tapping.sent = upto;
-                if tap.send(chunk).is_err() {
-                    // The receiver gave up; the reply is still delivered whole.
-                    self.tapping.tap = None;
-                }
+        match buf.iter().position(|b| !b.is_ascii_whitespace()) {
+            None => {
+                buf.clear();
+                return Ok(false);
             }
+            Some(n) => buf.advance(n),
         }
+        if buf[0] != b'{' {
+            return Err(self.syntax(
+                0,
+                format!(
+                    "expected '{{' to start a message, found '{}'",
+                    buf[0] as char
+                ),
+            ));
+        }
+        self.started = true;
+        self.depth = 1;
+        self.pos = 1;
+        Ok(true)
+    }
+
+    /// True while a message is begun and not complete.
+    pub(crate) fn in_message(&self) -> bool {
+        self.started
+    }
+
+    /// How far into `buf` the current message is scanned.
+    pub(crate) fn scanned(&self) -> usize {
+        self.pos
+    }
+
+    /// The JSON text of the current message's `id` member, once it was scanned.
+    pub(crate) fn id<'a>(&self, buf: &'a [u8]) -> Option<&'a [u8]> {
+        self.members
+            .iter()
+            .find_map(|(k, v)| (&buf[k.clone()] == b"\"id\"").then(|| &buf[v.clone()]))
+    }
+
+    /// Records that the first `n` bytes of `buf` were taken away (handed on while the
+    /// message is still arriving): positions move down by `n`, and members that began
+    /// there are forgotten.
+    pub(crate) fn release(&mut self, n: usize) {
+        self.pos -= n;
+        self.key_start = self.key_start.saturating_sub(n);
+        self.key = self.key.start.saturating_sub(n)..self.key.end.saturating_sub(n);
+        self.value_start = self.value_start.saturating_sub(n);
+        self.members.retain(|(k, _)| k.start >= n);
+        for (k, v) in &mut self.members {
+            *k = k.start - n..k.end - n;
+            *v = v.start - n..v.end - n;
+        }
+    }
+
+    /// Scans what `buf` holds of the current message: the offset one past its end
+    /// once it is complete.
+    pub(crate) fn scan_message(&mut self, buf: &[u8]) -> Result<Option<usize>, CodecError> {
+        self.scan(buf)
+    }
+
+    /// Takes the complete message that ends at `end` out of `buf`.
+    pub(crate) fn finish(&mut self, buf: &mut BytesMut, end: usize) -> RawMessage {
+        let bytes = buf.split_to(end).freeze();
+        let members = std::mem::take(&mut self.members);
+        self.reset();
+        RawMessage { bytes, members }
+    }
+
+    /// Forgets the message being decoded (its bytes were handed on whole).
+    pub(crate) fn forget(&mut self) {
+        self.reset();
     }
 
     /// The limit on one incoming message, in bytes.
@@ -377,27 +375,8 @@ impl Decoder for JsonRpcCodec {
     type Error = CodecError;
 
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<RawMessage>, CodecError> {
-        if !self.started {
-            let skip = buf.iter().position(|b| !b.is_ascii_whitespace());
-            match skip {
-                None => {
-                    buf.clear();
-                    return Ok(None);
-                }
-                Some(n) => buf.advance(n),
-            }
-            if buf[0] != b'{' {
-                return Err(self.syntax(
-                    0,
-                    format!(
-                        "expected '{{' to start a message, found '{}'",
-                        buf[0] as char
-                    ),
-                ));
-            }
-            self.started = true;
-            self.depth = 1;
-            self.pos = 1;
+        if !self.begin(buf)? {
+            return Ok(None);
         }
         match self.scan(buf)? {
             Some(end) => {
@@ -406,12 +385,7 @@ impl Decoder for JsonRpcCodec {
                         limit: self.max_len,
                     });
                 }
-                self.feed_tap(buf, end);
-                self.tapping = Tapping::default();
-                let bytes = buf.split_to(end).freeze();
-                let members = std::mem::take(&mut self.members);
-                self.reset();
-                Ok(Some(RawMessage { bytes, members }))
+                Ok(Some(self.finish(buf, end)))
             }
             None => {
                 if buf.len() > self.max_len {
@@ -419,7 +393,6 @@ impl Decoder for JsonRpcCodec {
                         limit: self.max_len,
                     });
                 }
-                self.feed_tap(buf, self.pos);
                 // Reserve so the next read does not copy what we already hold each time.
                 buf.reserve(8192.min(self.max_len));
                 Ok(None)

@@ -31,6 +31,7 @@ pub mod monitor;
 pub mod ops;
 pub mod remote;
 pub mod schema;
+mod tap;
 pub mod transport;
 pub mod typed;
 mod writer;

@@ -1,0 +1,292 @@
+//! Replies decoded while they arrive. A request whose reply may be large (a monitor's
+//! initial contents) registers a tap for its id; when the reply's `id` is read, every
+//! byte of that reply goes to the tap as it comes instead of waiting in the read buffer,
+//! so the reply is held once (by whoever decodes it), not once in the buffer, once in
+//! transit and once decoded. The tap is a bounded channel: a decoder that falls behind
+//! stops the connection from reading, and the server from sending, until it catches up.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::mpsc;
+use tokio_util::codec::Decoder;
+
+use crate::codec::{CodecError, JsonRpcCodec, RawMessage};
+
+/// How many chunks of a reply may wait for its decoder (each is what one read
+/// brought, a few KiB).
+pub(crate) const TAP_CAPACITY: usize = 64;
+
+/// Where the bytes of a reply go while they arrive.
+pub(crate) type Tap = mpsc::Sender<Bytes>;
+
+/// The replies to be tapped, by request id. The client adds one before it sends the
+/// request; the decoder takes it out once it has read the reply's `id`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Taps(Arc<Mutex<HashMap<u64, Tap>>>);
+
+impl Taps {
+    fn lock(&self) -> MutexGuard<'_, HashMap<u64, Tap>> {
+        // Every critical section is one insert or remove: a poisoned map is still whole.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends the bytes of the reply to `id` to `tap` as they arrive.
+    pub(crate) fn insert(&self, id: u64, tap: Tap) {
+        self.lock().insert(id, tap);
+    }
+
+    /// Stops tapping the reply to `id`, if its bytes have not started arriving.
+    pub(crate) fn remove(&self, id: u64) {
+        self.lock().remove(&id);
+    }
+
+    fn take(&self, id: u64) -> Option<Tap> {
+        let mut map = self.lock();
+        if map.is_empty() {
+            return None;
+        }
+        map.remove(&id)
+    }
+}
+
+/// What the connection reads: whole messages, or the pieces of a tapped reply.
+#[derive(Debug)]
+pub(crate) enum Frame {
+    /// A whole message.
+    Message(RawMessage),
+    /// The next bytes of the reply to request `id`, for `tap`; `last` on its final
+    /// piece.
+    Piece {
+        id: u64,
+        tap: Tap,
+        bytes: Bytes,
+        last: bool,
+    },
+}
+
+/// The reply being handed to a tap.
+#[derive(Debug)]
+struct Tapping {
+    id: u64,
+    tap: Tap,
+    /// How many of the reply's bytes were handed on.
+    released: usize,
+}
+
+/// The framing codec, with the taps: a message whose `id` is tapped comes out in
+/// pieces, each as soon as it is scanned.
+#[derive(Debug)]
+pub(crate) struct TappingCodec {
+    inner: JsonRpcCodec,
+    taps: Taps,
+    /// True once the current message's `id` was looked up.
+    checked: bool,
+    tapping: Option<Tapping>,
+}
+
+impl TappingCodec {
+    pub(crate) fn new(inner: JsonRpcCodec, taps: Taps) -> TappingCodec {
+        TappingCodec {
+            inner,
+            taps,
+            checked: false,
+            tapping: None,
+        }
+    }
+
+    fn too_long(&self) -> CodecError {
+        CodecError::TooLong {
+            limit: self.inner.max_message_size(),
+        }
+    }
+}
+
+impl Decoder for TappingCodec {
+    type Item = Frame;
+    type Error = CodecError;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, CodecError> {
+        if !self.inner.begin(buf)? {
+            return Ok(None);
+        }
+        let end = self.inner.scan_message(buf)?;
+        let released = self.tapping.as_ref().map_or(0, |t| t.released);
+        let size = released + end.unwrap_or(buf.len());
+        if size > self.inner.max_message_size() {
+            return Err(self.too_long());
+        }
+        if !self.checked {
+            if let Some(id) = self.inner.id(buf) {
+                self.checked = true;
+                let id = std::str::from_utf8(id)
+                    .ok()
+                    .and_then(|t| t.parse::<u64>().ok());
+                self.tapping = id.and_then(|id| {
+                    self.taps.take(id).map(|tap| Tapping {
+                        id,
+                        tap,
+                        released: 0,
+                    })
+                });
+            }
+        }
+        if let Some(t) = &mut self.tapping {
+            let upto = end.unwrap_or_else(|| self.inner.scanned());
+            if upto == 0 {
+                return Ok(None);
+            }
+            let bytes = buf.split_to(upto).freeze();
+            t.released += upto;
+            let piece = Frame::Piece {
+                id: t.id,
+                tap: t.tap.clone(),
+                bytes,
+                last: end.is_some(),
+            };
+            if end.is_some() {
+                self.inner.forget();
+                self.checked = false;
+                self.tapping = None;
+            } else {
+                self.inner.release(upto);
+            }
+            return Ok(Some(piece));
+        }
+        match end {
+            Some(end) => {
+                self.checked = false;
+                Ok(Some(Frame::Message(self.inner.finish(buf, end))))
+            }
+            None => {
+                buf.reserve(8192.min(self.inner.max_message_size()));
+                Ok(None)
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, CodecError> {
+        match self.decode(buf)? {
+            Some(f) => Ok(Some(f)),
+            None if self.inner.in_message() => Err(CodecError::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "connection closed in the middle of a message ({} bytes)",
+                    buf.len() + self.tapping.as_ref().map_or(0, |t| t.released)
+                ),
+            ))),
+            None => Ok(None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feeds `text` to `codec` in `step`-byte reads; returns the frames and the
+    /// largest the read buffer grew.
+    fn feed(codec: &mut TappingCodec, text: &[u8], step: usize) -> (Vec<Frame>, usize) {
+        let mut buf = BytesMut::new();
+        let mut frames = Vec::new();
+        let mut most = 0;
+        for piece in text.chunks(step) {
+            buf.extend_from_slice(piece);
+            most = most.max(buf.len());
+            while let Some(f) = codec.decode(&mut buf).unwrap() {
+                frames.push(f);
+            }
+        }
+        (frames, most)
+    }
+
+    fn codec(limit: usize, tapped: &[u64]) -> (TappingCodec, Vec<mpsc::Receiver<Bytes>>) {
+        let taps = Taps::default();
+        let mut rxs = Vec::new();
+        for id in tapped {
+            let (tx, rx) = mpsc::channel(1);
+            taps.insert(*id, tx);
+            rxs.push(rx);
+        }
+        (TappingCodec::new(JsonRpcCodec::new(limit), taps), rxs)
+    }
+
+    fn big_reply(id: u64, n: usize) -> String {
+        let rows: Vec<String> = (0..n).map(|i| format!("\"row-{i}\"")).collect();
+        format!(
+            "{{\"id\":{id},\"result\":[{}],\"error\":null}}",
+            rows.join(",")
+        )
+    }
+
+    #[test]
+    fn a_tapped_reply_leaves_in_pieces_as_it_arrives_and_others_stay_whole() {
+        let (mut c, _rx) = codec(1 << 20, &[7]);
+        let reply = big_reply(7, 10_000);
+        let text = format!(
+            "{{\"id\":null,\"method\":\"update\",\"params\":[]}}{reply} {{\"id\":8,\"result\":[],\"error\":null}}"
+        );
+        let (frames, most) = feed(&mut c, text.as_bytes(), 4096);
+        let mut joined = Vec::new();
+        let mut whole = Vec::new();
+        let mut lasts = 0;
+        for f in frames {
+            match f {
+                Frame::Piece {
+                    id, bytes, last, ..
+                } => {
+                    assert_eq!(id, 7);
+                    joined.extend_from_slice(&bytes);
+                    lasts += usize::from(last);
+                }
+                Frame::Message(m) => whole.push(m),
+            }
+        }
+        assert_eq!(
+            joined,
+            reply.as_bytes(),
+            "the pieces are the reply, in order"
+        );
+        assert_eq!(lasts, 1);
+        assert_eq!(whole.len(), 2, "the notification and the untapped reply");
+        assert_eq!(&whole[1].member("id").unwrap()[..], b"8");
+        // The buffer never held more than a read and what was left of the last.
+        assert!(most <= 2 * 4096, "the buffer grew to {most}");
+        assert!(reply.len() > 50_000);
+    }
+
+    #[test]
+    fn the_size_limit_holds_for_a_tapped_reply_too() {
+        let (mut c, _rx) = codec(10_000, &[7]);
+        let reply = big_reply(7, 10_000);
+        let mut buf = BytesMut::new();
+        let mut err = None;
+        for piece in reply.as_bytes().chunks(1024) {
+            buf.extend_from_slice(piece);
+            match c.decode(&mut buf) {
+                Ok(_) => {}
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        assert!(
+            matches!(err, Some(CodecError::TooLong { limit: 10_000 })),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_reply_whose_id_comes_last_goes_to_its_tap_whole() {
+        let (mut c, _rx) = codec(1 << 20, &[3]);
+        let text = "{\"result\":[1,2,3],\"error\":null,\"id\":3}";
+        let (frames, _) = feed(&mut c, text.as_bytes(), 5);
+        let [Frame::Piece { bytes, last, .. }] = &frames[..] else {
+            panic!("{frames:?}")
+        };
+        assert!(*last);
+        assert_eq!(&bytes[..], text.as_bytes());
+    }
+}
