@@ -957,12 +957,40 @@ fn send_probe(shared: &Shared, writer: &Writer) -> Result<(), Error> {
         .map_err(Error::io)
 }
 
+/// Checks that the members of `msg` nobody parses (any but `id`, `method`, `params`,
+/// `result` and `error`) are JSON: the framer only matched their brackets.
+fn check_unread(msg: &RawMessage) -> Result<(), Error> {
+    const READ: [&[u8]; 5] = [
+        b"\"id\"",
+        b"\"method\"",
+        b"\"params\"",
+        b"\"result\"",
+        b"\"error\"",
+    ];
+    for (key, value) in msg.members() {
+        if READ.contains(&key) {
+            continue;
+        }
+        let name: String = serde_json::from_slice(key).map_err(|e| {
+            Error::protocol(format!(
+                "a message member's name {} is not a JSON string: {e}",
+                String::from_utf8_lossy(key)
+            ))
+        })?;
+        serde_json::from_slice::<serde::de::IgnoredAny>(value).map_err(|e| {
+            Error::protocol(format!("member {name:?} of a message is not JSON: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
 async fn dispatch(
     msg: RawMessage,
     writer: &Writer,
     notes: &mut Option<mpsc::Sender<Notification>>,
     shared: &Shared,
 ) -> Result<(), Error> {
+    check_unread(&msg)?;
     let id = msg.member("id");
     let id_is_null = id.as_deref().is_none_or(|i| i == b"null");
     if let Some(method) = msg.member("method") {
@@ -984,6 +1012,10 @@ async fn dispatch(
             return Ok(());
         }
         let reply = if method == "echo" {
+            // Sent back as it came: checked first, so that nothing invalid goes out.
+            serde_json::from_slice::<serde::de::IgnoredAny>(&params).map_err(|e| {
+                Error::protocol(format!("the params of the server's echo are not JSON: {e}"))
+            })?;
             Outgoing::Response {
                 id: id.unwrap_or_default(),
                 result: params,

@@ -65,6 +65,14 @@ impl RawMessage {
         })
     }
 
+    /// Every top-level member: its key as JSON text (quotes included) and its value's
+    /// JSON text, in the order they came.
+    pub fn members(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.members
+            .iter()
+            .map(|(k, v)| (&self.bytes[k.clone()], &self.bytes[v.clone()]))
+    }
+
     /// Builds a message from one JSON object's text, as the decoder would; for tests and
     /// for callers that frame messages themselves.
     pub fn from_bytes(bytes: impl Into<Bytes>) -> Result<RawMessage, CodecError> {

@@ -319,3 +319,33 @@ async fn a_decoded_reply_that_fails_is_an_error_and_the_connection_carries_on() 
         .unwrap();
     assert_eq!(call.await.unwrap().unwrap(), vec!["D".to_string()]);
 }
+
+#[tokio::test]
+async fn invalid_json_in_a_member_nobody_reads_is_a_protocol_error() {
+    for bad in [
+        r#"{"id":null,"method":"update","params":[],"extra":[1,,2]}"#,
+        r#"{"id":null,"method":"update","params":[],"extra":tru}"#,
+        r#"{"id":"e","method":"echo","params":[01]}"#,
+    ] {
+        let (c, _n, mut peer) = pair();
+        peer.write_all(bad.as_bytes()).await.unwrap();
+        let e = tokio::time::timeout(Duration::from_secs(5), c.closed())
+            .await
+            .unwrap();
+        assert!(e.is_protocol(), "{bad}: {e}");
+        assert!(e.to_string().contains("not JSON"), "{bad}: {e}");
+    }
+    // Valid extra members are ignored.
+    let (c, _n, mut peer) = pair();
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move { c.list_dbs().await }
+    });
+    let req = read_request(&mut peer).await;
+    let reply = format!(
+        r#"{{"id":{},"extra":{{"a":[1,2.5e3,"x",null,true]}},"result":["DB"],"error":null}}"#,
+        req["id"]
+    );
+    peer.write_all(reply.as_bytes()).await.unwrap();
+    assert_eq!(call.await.unwrap().unwrap(), ["DB"]);
+}
