@@ -4,80 +4,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::codec::CodecError;
-use crate::ops::OperationResult;
 
-/// An error the server sent in reply to a request: `{"error": E, "details": D}` (or a
-/// bare string, as for `canceled`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerError {
-    /// The short error name, e.g. `unknown database`, `constraint violation`.
-    pub error: String,
-    /// The server's longer explanation, when it gave one.
-    pub details: Option<String>,
-    /// The error exactly as received.
-    pub raw: serde_json::Value,
-}
-
-impl ServerError {
-    /// Reads an error from the `error` member of a reply or of a transaction result.
-    pub fn from_json(raw: serde_json::Value) -> ServerError {
-        let (error, details) = match &raw {
-            serde_json::Value::String(s) => (s.clone(), None),
-            serde_json::Value::Object(o) => (
-                o.get("error")
-                    .and_then(|e| e.as_str())
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| raw.to_string()),
-                o.get("details").and_then(|d| d.as_str()).map(str::to_owned),
-            ),
-            other => (other.to_string(), None),
-        };
-        ServerError {
-            error,
-            details,
-            raw,
-        }
-    }
-}
-
-impl fmt::Display for ServerError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.error)?;
-        if let Some(d) = &self.details {
-            write!(f, ": {d}")?;
-        }
-        Ok(())
-    }
-}
-
-/// A transaction that the server refused: which operation failed (or none, for an error
-/// found at commit such as a constraint or referential integrity violation), the server's
-/// error, and the results of the operations before it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TransactionError {
-    /// Index of the failing operation; `None` when the error came after all operations
-    /// (found when committing).
-    pub operation: Option<usize>,
-    /// Number of operations in the transaction.
-    pub operations: usize,
-    /// The server's error.
-    pub error: ServerError,
-    /// Results of the operations that succeeded before the failure.
-    pub results: Vec<OperationResult>,
-}
-
-impl fmt::Display for TransactionError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.operation {
-            Some(i) => write!(
-                f,
-                "transaction failed at operation {} of {}: {}",
-                i, self.operations, self.error
-            ),
-            None => write!(f, "transaction failed at commit: {}", self.error),
-        }
-    }
-}
+pub use crate::reply::{ServerError, TransactionError};
 
 /// The broad kind of an [`Error`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

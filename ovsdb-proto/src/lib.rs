@@ -30,6 +30,7 @@ pub mod model;
 pub mod monitor;
 pub mod ops;
 pub mod remote;
+pub mod reply;
 pub mod schema;
 mod tap;
 pub mod transport;
@@ -38,7 +39,8 @@ mod writer;
 
 pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, RequestId};
 pub use datum::{Atom, AtomicType, Datum, Row};
-pub use error::{Error, ErrorKind, ServerError, TransactionError};
+pub use error::{Error, ErrorKind};
+pub use reply::{ServerError, TransactionError};
 pub use monitor::{
     MonitorRequest, MonitorSelect, Notification, RowUpdate, RowUpdate2, TableUpdates, TableUpdates2,
 };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::row::CachedRow;
-use super::store::{Change, Event};
+use super::change::{Change, Event};
 
 /// The state of one index: key to the rows that have it (the rows themselves, so that
 /// a lookup reads no table).

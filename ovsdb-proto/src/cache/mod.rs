@@ -12,6 +12,7 @@
 //! Every change comes out of [`CacheEvents`] in order; a slow reader slows the cache
 //! down (and through it the server connection) rather than losing events.
 
+mod change;
 mod diff;
 mod index;
 mod row;
@@ -37,7 +38,8 @@ use crate::schema::DatabaseSchema;
 pub use diff::{apply_column, apply_row};
 pub use index::RowIndex;
 pub use row::CachedRow;
-pub use store::{Change, Event, Snapshot, TableRows, TypedChange};
+pub use change::{Change, Event, TableRows, TypedChange};
+pub use store::Snapshot;
 pub use typed::{TypedEvent, TypedEvents, TypedIndex, TypedTable};
 pub use wait::Expected;
 

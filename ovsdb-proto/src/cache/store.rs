@@ -11,12 +11,11 @@ use std::hash::Hash;
 
 use crate::model::Table;
 
+use super::change::{Change, Event, TableRows};
 use super::index::{AnyIndex, RowIndex, RowIndexSpec};
 use super::row::{CachedRow, Layouts, RowChange, TableChanges};
 use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
-/// The rows of one table by uuid.
-pub type TableRows = imbl::OrdMap<Uuid, Arc<CachedRow>>;
 
 /// One unique index: the values of its columns to the row that has them.
 type UniqueIndex = imbl::HashMap<Vec<crate::Datum>, Uuid>;
@@ -200,82 +199,6 @@ impl Snapshot {
             out.insert(name.clone(), serde_json::Value::Object(rows));
         }
         serde_json::Value::Object(out)
-    }
-}
-
-/// What happened to one row.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Change {
-    /// A new row.
-    Insert {
-        /// The row.
-        new: Arc<CachedRow>,
-    },
-    /// A changed row, before and after.
-    Update {
-        /// Before.
-        old: Arc<CachedRow>,
-        /// After.
-        new: Arc<CachedRow>,
-    },
-    /// A deleted row, as it last was.
-    Delete {
-        /// The last version.
-        old: Arc<CachedRow>,
-    },
-}
-
-/// One row's change in one table.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Event {
-    /// The table.
-    pub table: String,
-    /// The row.
-    pub uuid: Uuid,
-    /// The change.
-    pub change: Change,
-}
-
-/// A change decoded into a model type.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TypedChange<T> {
-    /// A new row.
-    Insert {
-        /// The row.
-        new: T,
-    },
-    /// A changed row.
-    Update {
-        /// Before.
-        old: T,
-        /// After.
-        new: T,
-    },
-    /// A deleted row, as it last was.
-    Delete {
-        /// The last version.
-        old: T,
-    },
-}
-
-impl Event {
-    /// The change decoded into `T`, if the event is for `T`'s table: how a consumer
-    /// handles the events of the tables it has models for.
-    pub fn decode<T: Table>(&self) -> Option<Result<TypedChange<T>, crate::model::DecodeError>> {
-        if self.table != T::NAME {
-            return None;
-        }
-        let d = |r: &CachedRow| T::from_row(self.uuid, r);
-        Some((|| {
-            Ok(match &self.change {
-                Change::Insert { new } => TypedChange::Insert { new: d(new)? },
-                Change::Update { old, new } => TypedChange::Update {
-                    old: d(old)?,
-                    new: d(new)?,
-                },
-                Change::Delete { old } => TypedChange::Delete { old: d(old)? },
-            })
-        })())
     }
 }
 

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::model::Table;
 
-use super::store::{Change, Event, TableRows, TypedChange};
+use super::change::{Change, Event, TableRows, TypedChange};
 use super::CacheEvent;
 
 /// A typed table's state in a snapshot.
