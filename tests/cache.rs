@@ -197,6 +197,28 @@ async fn tables_and_columns_the_server_lacks_are_reported_once_and_the_rest_is_c
 }
 
 #[tokio::test]
+async fn a_reader_follows_the_cache_and_keeps_its_last_contents_after_it() {
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let (cache, _) = Cache::start(config(&server.unix_remote()));
+    let reader = cache.reader();
+    let other = reader.clone();
+    reader.wait_until_ready().await;
+    assert!(other.is_ready());
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("r0"))])
+        .await
+        .unwrap();
+    assert!(
+        other
+            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                == 1)
+            .await
+    );
+    drop(cache);
+    assert_eq!(reader.snapshot().table("Logical_Switch").len(), 1);
+}
+
+#[tokio::test]
 async fn a_database_replaced_by_an_empty_one_is_resynced_with_deletes() {
     let mut server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;

@@ -23,8 +23,8 @@ use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, DEFAULT_MAX_MESSAGE_SIZE}
 use crate::error::{Error, ServerError};
 use crate::monitor::{MonitorRequest, MonitorSince, Notification, TableUpdates, TableUpdates2};
 use crate::ops::{Operation, OperationResult};
-use crate::reply::decode_transact_reply;
 use crate::remote::Remote;
+use crate::reply::decode_transact_reply;
 use crate::schema::DatabaseSchema;
 use crate::tap::{Frame, TappingCodec, Taps, TAP_CAPACITY};
 use crate::transport::{self, TlsConfig, Transport};

@@ -40,12 +40,12 @@ mod writer;
 pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, RequestId};
 pub use datum::{Atom, AtomicType, Datum, Row};
 pub use error::{Error, ErrorKind};
-pub use reply::{ServerError, TransactionError};
 pub use monitor::{
     MonitorRequest, MonitorSelect, Notification, RowUpdate, RowUpdate2, TableUpdates, TableUpdates2,
 };
 pub use ops::{Condition, Function, Mutation, Mutator, Operation, OperationResult, WaitUntil};
 pub use remote::Remote;
+pub use reply::{ServerError, TransactionError};
 pub use schema::{ColumnSchema, ColumnType, DatabaseSchema, DatumError, TableSchema};
 pub use transport::TlsConfig;
 pub use uuid::Uuid;

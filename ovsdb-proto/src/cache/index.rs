@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::row::CachedRow;
 use super::change::{Change, Event};
+use super::row::CachedRow;
 
 /// The state of one index: key to the rows that have it (the rows themselves, so that
 /// a lookup reads no table).

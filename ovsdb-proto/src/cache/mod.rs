@@ -35,10 +35,10 @@ use crate::ops::{Operation, OperationResult};
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 
+pub use change::{Change, Event, TableRows, TypedChange};
 pub use diff::{apply_column, apply_row};
 pub use index::RowIndex;
 pub use row::CachedRow;
-pub use change::{Change, Event, TableRows, TypedChange};
 pub use store::Snapshot;
 pub use typed::{TypedEvent, TypedEvents, TypedIndex, TypedTable};
 pub use wait::Expected;
@@ -261,12 +261,55 @@ impl CacheStats {
     }
 }
 
-/// A running cache. Dropping it stops its task and closes its connection.
-pub struct Cache {
-    stats: Arc<CacheStats>,
+/// A read-only handle on a cache's contents: cheap to clone, to hand to each reader
+/// (a controller's workers, an HTTP handler) without the [`Cache`] itself. It keeps
+/// showing the last contents once the cache is dropped.
+#[derive(Clone, Debug)]
+pub struct CacheReader {
     shared: store::Shared,
     ready: watch::Receiver<bool>,
     version: watch::Receiver<u64>,
+}
+
+impl CacheReader {
+    /// The current contents (an `Arc` clone, whatever their size).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.load()
+    }
+
+    /// True once the initial contents are in.
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
+    /// Waits until the initial contents are in.
+    pub async fn wait_until_ready(&self) {
+        let mut r = self.ready.clone();
+        let _ = r.wait_for(|ready| *ready).await;
+    }
+
+    /// Waits until `predicate` holds for the contents (read-your-writes: wait for the
+    /// row a transaction inserted or changed), at most `timeout`.
+    pub async fn wait_for(&self, timeout: Duration, predicate: impl Fn(&Snapshot) -> bool) -> bool {
+        let mut v = self.version.clone();
+        let check = async {
+            loop {
+                if predicate(&self.snapshot()) {
+                    return;
+                }
+                if v.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::time::timeout(timeout, check).await.is_ok()
+    }
+}
+
+/// A running cache. Dropping it stops its task and closes its connection.
+pub struct Cache {
+    stats: Arc<CacheStats>,
+    reader: CacheReader,
     client: watch::Receiver<Option<Client>>,
     schema: watch::Receiver<Option<Arc<DatabaseSchema>>>,
     skew: watch::Receiver<Option<Arc<crate::typed::SchemaSkew>>>,
@@ -315,9 +358,11 @@ impl Cache {
         (
             Cache {
                 stats,
-                shared,
-                ready,
-                version,
+                reader: CacheReader {
+                    shared,
+                    ready,
+                    version,
+                },
                 client,
                 schema,
                 skew,
@@ -376,13 +421,17 @@ impl Cache {
 
     /// The current contents.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.shared.load()
+        self.reader.snapshot()
+    }
+
+    /// A cloneable read-only handle on the contents.
+    pub fn reader(&self) -> CacheReader {
+        self.reader.clone()
     }
 
     /// Waits until the initial contents are in.
     pub async fn wait_until_ready(&self) {
-        let mut r = self.ready.clone();
-        let _ = r.wait_for(|ready| *ready).await;
+        self.reader.wait_until_ready().await
     }
 
     /// The connection the cache is synced over, if it is synced now.
@@ -465,17 +514,6 @@ impl Cache {
     /// Waits until `predicate` holds for the cache's contents (read-your-writes: wait
     /// for the row a transaction inserted or changed), at most `timeout`.
     pub async fn wait_for(&self, timeout: Duration, predicate: impl Fn(&Snapshot) -> bool) -> bool {
-        let mut v = self.version.clone();
-        let check = async {
-            loop {
-                if predicate(&self.snapshot()) {
-                    return;
-                }
-                if v.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
-        };
-        tokio::time::timeout(timeout, check).await.is_ok()
+        self.reader.wait_for(timeout, predicate).await
     }
 }

@@ -16,7 +16,6 @@ use super::index::{AnyIndex, RowIndex, RowIndexSpec};
 use super::row::{CachedRow, Layouts, RowChange, TableChanges};
 use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
-
 /// One unique index: the values of its columns to the row that has them.
 type UniqueIndex = imbl::HashMap<Vec<crate::Datum>, Uuid>;
 
