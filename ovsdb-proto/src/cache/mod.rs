@@ -12,14 +12,17 @@
 //! Every change comes out of [`CacheEvents`] in order; a slow reader slows the cache
 //! down (and through it the server connection) rather than losing events.
 
+mod backoff;
 mod change;
 mod diff;
+mod health;
 mod index;
 mod row;
 mod session;
 mod store;
 mod typed;
 mod wait;
+mod watcher;
 
 use std::collections::BTreeMap;
 use std::collections::VecDeque;

@@ -9,20 +9,18 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use crate::client::{connect_with, Client, Notifications};
-use crate::datum::{Atom, Datum, Row};
 use crate::error::{Error, ErrorKind};
-use crate::monitor::{MonitorRequest, Notification, RowUpdate2, TableUpdates2};
+use crate::monitor::{MonitorRequest, Notification};
 use crate::ops::Condition;
 use crate::remote::Remote;
-use crate::schema::DatabaseSchema;
 use crate::typed::SchemaSkew;
 
-use super::diff::apply_row;
-use super::row::{from_update2, Layout, Layouts, Since, SinceSeed, UpdatesSeed};
+use super::backoff::{backoff, pick, shuffled};
+use super::health::RaftSeen;
+use super::row::{from_update2, Layouts};
 use super::store::Writer;
+use super::watcher::{fit, monitor, to_update2, unusable, ServerWatch, SERVER_MONITOR};
 use super::{CacheConfig, CacheEvent, Published};
-
-const SERVER_MONITOR: &str = "cache-server";
 
 /// How long the cache waits for a behind [`crate::cache::CacheEvents`] reader before
 /// it says so.
@@ -33,11 +31,8 @@ const STALL_WARNING: Duration = Duration::from_secs(5);
 struct Progress {
     /// The last transaction applied, for `monitor_cond_since`.
     last_txn_id: Option<Uuid>,
-    /// The highest raft index seen, so that a server behind it is refused.
-    raft_index: i64,
-    /// The cluster id that index belongs to: a server of another cluster (the
-    /// cluster rebuilt from scratch) starts the count over.
-    cluster: Option<Uuid>,
+    /// The raft index seen, so that a server behind it is refused.
+    raft: RaftSeen,
     /// Whether the initial contents were announced.
     announced: bool,
     /// What is monitored now (conditions change while the cache runs).
@@ -129,16 +124,6 @@ struct Task {
     progress: Progress,
 }
 
-/// True for the errors an older server gives for what it does not have.
-fn is_unknown(e: &Error) -> bool {
-    e.as_server_error()
-        .is_some_and(|s| s.error == "unknown method" || s.error == "unknown database")
-}
-
-fn unusable(why: impl Into<String>) -> Error {
-    Error::unavailable(Error::closed(Some(why.into().into())))
-}
-
 impl Task {
     async fn run(mut self) {
         let mut failures: u32 = 0;
@@ -226,7 +211,7 @@ impl Task {
                     self.progress.set_conditions(&table, conditions);
                     let _ = reply.send(Ok(()));
                 }
-                Command::ResetRaftIndex => self.reset_raft_index(),
+                Command::ResetRaftIndex => self.progress.raft.forget(),
             }
         }
         let (client, mut notes) = connect_with(remote, &self.config.connect).await?;
@@ -240,7 +225,10 @@ impl Task {
                     self.config.database
                 ))
             })?;
-            self.check(&state, self.progress.raft_index)?;
+            self.progress
+                .raft
+                .admit(&state, self.config.leader_only, true)
+                .map_err(unusable)?;
         }
         // A monitor canceled by a schema conversion is set up again on this connection,
         // with the new schema.
@@ -257,40 +245,6 @@ impl Task {
                 other => return Ok(other),
             }
         }
-    }
-
-    fn reset_raft_index(&mut self) {
-        tracing::info!(
-            index = self.progress.raft_index,
-            "cache: the raft index seen is forgotten"
-        );
-        self.progress.raft_index = 0;
-    }
-
-    /// Refuses a server that is not usable (`seen` is the raft index it must reach, 0
-    /// for none), and records its index. A server of another cluster than the one the
-    /// index was seen on (rebuilt from scratch) starts the count over.
-    fn check(&mut self, state: &ServerState, mut seen: i64) -> Result<(), Error> {
-        if let Some(cid) = state.cid {
-            if self.progress.cluster.is_some_and(|c| c != cid) {
-                tracing::info!(
-                    old = ?self.progress.cluster,
-                    new = %cid,
-                    index = self.progress.raft_index,
-                    "cache: the cluster id changed; the raft index seen is forgotten"
-                );
-                self.progress.raft_index = 0;
-                seen = seen.min(0);
-            }
-            self.progress.cluster = Some(cid);
-        }
-        if let Some(why) = state.refuse(self.config.leader_only, seen) {
-            return Err(unusable(why));
-        }
-        if let Some(i) = state.index {
-            self.progress.raft_index = self.progress.raft_index.max(i);
-        }
-        Ok(())
     }
 
     /// Monitors the data tables and follows their changes.
@@ -371,7 +325,7 @@ impl Task {
                             let r = self.change_conditions(client, &table, conditions).await;
                             let _ = reply.send(r);
                         }
-                        Command::ResetRaftIndex => self.reset_raft_index(),
+                        Command::ResetRaftIndex => self.progress.raft.forget(),
                     }
                     continue;
                 }
@@ -403,7 +357,11 @@ impl Task {
                     };
                     if let Some(state) = watch.apply(updates)? {
                         // Leadership or connectivity lost: look for a usable server.
-                        if let Err(why) = self.check(&state, 0) {
+                        if let Err(why) =
+                            self.progress
+                                .raft
+                                .admit(&state, self.config.leader_only, false)
+                        {
                             return Ok(End::Again(format!("the server became unusable: {why}")));
                         }
                     }
@@ -513,312 +471,5 @@ impl Task {
         self.progress.use_id(new);
         self.progress.set_conditions(table, conditions);
         Ok(())
-    }
-}
-
-/// What of `wanted` can be monitored on a server whose schema is `schema`: the requests
-/// to send (every column named, so that the server leaves `_version` out and the cache
-/// knows which columns to complete with defaults), the layouts of the cached rows, and
-/// the tables and columns the server lacks, which are left out (as the C IDL does: the
-/// cache stays usable against an older server, those tables stay empty).
-fn fit(
-    db: &str,
-    wanted: &BTreeMap<String, MonitorRequest>,
-    schema: &DatabaseSchema,
-) -> Result<(BTreeMap<String, MonitorRequest>, Layouts, SchemaSkew), Error> {
-    let mut skew = SchemaSkew {
-        database: db.to_owned(),
-        server_version: schema.version.clone(),
-        ..SchemaSkew::default()
-    };
-    let mut requests = BTreeMap::new();
-    let mut layouts = Layouts::new();
-    for (t, r) in wanted {
-        let Some(ts) = schema.table(t) else {
-            skew.missing_tables.push(t.clone());
-            continue;
-        };
-        let mut r = r.clone();
-        let cols = match r.columns.take() {
-            None => ts.columns.keys().cloned().collect(),
-            Some(cols) => {
-                let (have, lack): (Vec<String>, Vec<String>) =
-                    cols.into_iter().partition(|c| ts.column(c).is_some());
-                if !lack.is_empty() {
-                    skew.missing_columns.insert(t.clone(), lack);
-                }
-                have
-            }
-        };
-        let layout = Layout::new(ts, &cols).map_err(Error::config)?;
-        r.columns = Some(cols);
-        requests.insert(t.clone(), r);
-        layouts.insert(t.clone(), Arc::new(layout));
-    }
-    Ok((requests, layouts, skew))
-}
-
-/// The server's `_Server.Database` row for the cached database, watched for the
-/// whole session.
-struct ServerWatch {
-    schema: DatabaseSchema,
-    row: Option<Row>,
-}
-
-impl ServerWatch {
-    /// Starts watching; `None` for a server from before `_Server` (or before
-    /// `monitor_cond`), which is standalone: nothing to check.
-    async fn start(client: &Client, database: &str) -> Result<Option<ServerWatch>, Error> {
-        let schema = match client.get_schema("_Server").await {
-            Ok(s) => s,
-            Err(e) if is_unknown(&e) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let mut req = BTreeMap::new();
-        req.insert(
-            "Database".to_string(),
-            // `cid` came later than the rest: asked for only where the server has it.
-            MonitorRequest::columns(
-                ["name", "model", "connected", "leader", "index", "cid"]
-                    .into_iter()
-                    .filter(|c| {
-                        schema
-                            .table("Database")
-                            .is_some_and(|t| t.column(c).is_some())
-                    }),
-            )
-            .matching(vec![Condition::eq("name", database)]),
-        );
-        let rows = match client
-            .monitor_cond("_Server", SERVER_MONITOR.into(), &req)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) if is_unknown(&e) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let mut watch = ServerWatch { schema, row: None };
-        watch.apply(rows)?;
-        Ok(Some(watch))
-    }
-
-    /// Applies an update (the monitor's condition lets only this database's row
-    /// through) and returns the new state, if the row exists.
-    fn apply(&mut self, updates: TableUpdates2) -> Result<Option<ServerState>, Error> {
-        for u in updates.into_values().flat_map(|rows| rows.into_values()) {
-            self.row = match u {
-                RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => Some(r),
-                RowUpdate2::Modify(d) => {
-                    let table = self
-                        .schema
-                        .table("Database")
-                        .ok_or_else(|| Error::protocol("_Server has no Database table"))?;
-                    let old = self.row.take().unwrap_or_default();
-                    Some(apply_row(table, &old, &d).map_err(Error::protocol)?)
-                }
-                RowUpdate2::Delete => None,
-            };
-        }
-        Ok(self.state())
-    }
-
-    fn state(&self) -> Option<ServerState> {
-        self.row.as_ref().map(ServerState::from_row)
-    }
-}
-
-/// The wait before attempt `failures + 1` after `failures` failures in a row: the
-/// minimum after none, then up to twice as long each time (capped at `max`), jittered.
-fn backoff(min: Duration, max: Duration, failures: u32) -> Duration {
-    let exp = min.saturating_mul(1u32 << failures.min(16)).min(max);
-    let fraction = (random_u64() % 1000) as u32;
-    min + (exp.saturating_sub(min)) * fraction / 1000
-}
-
-fn random_u64() -> u64 {
-    let b = Uuid::new_v4().into_bytes();
-    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[9], b[10]])
-}
-
-fn shuffled(remotes: &[Remote]) -> Vec<Remote> {
-    let mut v = remotes.to_vec();
-    for i in (1..v.len()).rev() {
-        let j = (random_u64() % (i as u64 + 1)) as usize;
-        v.swap(i, j);
-    }
-    v
-}
-
-/// Which of `order` to try next: going round from `from`, the first server not
-/// `tried` since the last session that synced; a server among `suspects` (it sent data
-/// that does not fit the schema) only when no other is left. `tried` must leave one
-/// out.
-fn pick(order: &[Remote], from: usize, tried: &[Remote], suspects: &[Remote]) -> usize {
-    let round = (0..order.len()).map(|k| (from + k) % order.len());
-    let untried = |&i: &usize| !tried.contains(&order[i]);
-    round
-        .clone()
-        .filter(untried)
-        .find(|&i| !suspects.contains(&order[i]))
-        .or_else(|| round.clone().find(untried))
-        .unwrap_or(from % order.len())
-}
-
-/// The server's view of the database, from `_Server.Database`.
-#[derive(Debug, Default)]
-struct ServerState {
-    clustered: bool,
-    connected: bool,
-    leader: bool,
-    index: Option<i64>,
-    /// The cluster id, once the server knows it.
-    cid: Option<Uuid>,
-}
-
-impl ServerState {
-    fn from_row(row: &crate::datum::Row) -> ServerState {
-        let boolean = |c: &str| {
-            matches!(
-                row.get(c).and_then(Datum::as_scalar),
-                Some(Atom::Boolean(true))
-            )
-        };
-        ServerState {
-            clustered: row
-                .get("model")
-                .and_then(Datum::as_scalar)
-                .and_then(Atom::as_str)
-                == Some("clustered"),
-            connected: boolean("connected"),
-            leader: boolean("leader"),
-            index: row
-                .get("index")
-                .and_then(Datum::as_scalar)
-                .and_then(Atom::as_integer),
-            cid: match row.get("cid").and_then(Datum::as_scalar) {
-                Some(Atom::Uuid(u)) => Some(*u),
-                _ => None,
-            },
-        }
-    }
-
-    /// Why this server cannot be used, if it cannot.
-    fn refuse(&self, leader_only: bool, seen_index: i64) -> Option<String> {
-        if !self.clustered {
-            return None;
-        }
-        if !self.connected {
-            Some("not connected to its cluster".into())
-        } else if leader_only && !self.leader {
-            Some("not the cluster leader".into())
-        } else if self.index.unwrap_or(0) < seen_index {
-            Some(format!(
-                "its raft index {} is behind the {seen_index} already seen",
-                self.index.unwrap_or(0)
-            ))
-        } else {
-            None
-        }
-    }
-}
-
-/// `monitor_cond_since`, or on a server that lacks it `monitor_cond`, or on one that
-/// lacks that too plain `monitor` (whose updates are turned into the `update2` form).
-/// The big replies are decoded straight into cached rows, while they arrive.
-async fn monitor(
-    client: Client,
-    db: &str,
-    id: &str,
-    requests: &BTreeMap<String, MonitorRequest>,
-    since: Option<Uuid>,
-    layouts: &Layouts,
-) -> Result<Since, Error> {
-    match client
-        .monitor_cond_since_with(db, id.into(), requests, since, SinceSeed(layouts.clone()))
-        .await
-    {
-        Err(e) if is_unknown(&e) => {}
-        other => return other,
-    }
-    tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
-    let updates = match client
-        .monitor_cond_with(db, id.into(), requests, UpdatesSeed(layouts.clone()))
-        .await
-    {
-        Err(e) if is_unknown(&e) => {
-            tracing::info!("cache: the server lacks monitor_cond; using monitor");
-            let plain: BTreeMap<String, MonitorRequest> = requests
-                .iter()
-                .map(|(t, r)| {
-                    let mut r = r.clone();
-                    r.conditions = None;
-                    (t.clone(), r)
-                })
-                .collect();
-            let updates = to_update2(client.monitor(db, id.into(), &plain).await?);
-            from_update2(layouts, updates).map_err(Error::protocol)?
-        }
-        other => other?,
-    };
-    Ok(Since {
-        found: false,
-        last_txn_id: Uuid::nil(),
-        updates,
-    })
-}
-
-/// Plain `monitor` updates in the `update2` form: a row without `new` is deleted; any
-/// other is replaced whole (its `new` holds every monitored column).
-fn to_update2(updates: crate::monitor::TableUpdates) -> TableUpdates2 {
-    updates
-        .into_iter()
-        .map(|(table, rows)| {
-            let rows = rows
-                .into_iter()
-                .map(|(uuid, u)| {
-                    let u2 = match u.new {
-                        Some(new) => RowUpdate2::Insert(new),
-                        None => RowUpdate2::Delete,
-                    };
-                    (uuid, u2)
-                })
-                .collect();
-            (table, rows)
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn remotes(names: &[&str]) -> Vec<Remote> {
-        names
-            .iter()
-            .map(|n| Remote::Unix(format!("/{n}").into()))
-            .collect()
-    }
-
-    #[test]
-    fn the_next_server_is_the_next_untried_one_and_a_suspect_comes_last() {
-        let order = remotes(&["a", "b", "c"]);
-        let some = |names: &str| -> Vec<Remote> {
-            names
-                .chars()
-                .map(|n| order[(n as u8 - b'a') as usize].clone())
-                .collect()
-        };
-        // Round robin while nothing is suspect.
-        assert_eq!(pick(&order, 0, &[], &[]), 0);
-        assert_eq!(pick(&order, 1, &some("a"), &[]), 1);
-        assert_eq!(pick(&order, 3, &[], &[]), 0, "wraps around");
-        // After a synced session on a (nothing tried since), b is next.
-        assert_eq!(pick(&order, 1, &[], &[]), 1);
-        // b sent malformed rows: c and a come first, b only when they failed too.
-        assert_eq!(pick(&order, 1, &[], &some("b")), 2);
-        assert_eq!(pick(&order, 3, &some("c"), &some("b")), 0);
-        assert_eq!(pick(&order, 1, &some("ca"), &some("b")), 1);
-        // Everything tried but one: that one.
-        assert_eq!(pick(&order, 0, &some("ac"), &[]), 1);
     }
 }

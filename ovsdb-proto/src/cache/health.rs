@@ -1,0 +1,175 @@
+//! Whether a server may be used: what its `_Server.Database` row says (clustered,
+//! connected, leader, raft index, cluster id), weighed against what the cache has
+//! seen. Pure functions, no I/O.
+
+use uuid::Uuid;
+
+use crate::datum::{Atom, Datum};
+
+/// The server's view of the database, from `_Server.Database`.
+#[derive(Debug, Default)]
+pub(super) struct ServerState {
+    pub(super) clustered: bool,
+    pub(super) connected: bool,
+    pub(super) leader: bool,
+    pub(super) index: Option<i64>,
+    /// The cluster id, once the server knows it.
+    pub(super) cid: Option<Uuid>,
+}
+
+impl ServerState {
+    pub(super) fn from_row(row: &crate::datum::Row) -> ServerState {
+        let boolean = |c: &str| {
+            matches!(
+                row.get(c).and_then(Datum::as_scalar),
+                Some(Atom::Boolean(true))
+            )
+        };
+        ServerState {
+            clustered: row
+                .get("model")
+                .and_then(Datum::as_scalar)
+                .and_then(Atom::as_str)
+                == Some("clustered"),
+            connected: boolean("connected"),
+            leader: boolean("leader"),
+            index: row
+                .get("index")
+                .and_then(Datum::as_scalar)
+                .and_then(Atom::as_integer),
+            cid: match row.get("cid").and_then(Datum::as_scalar) {
+                Some(Atom::Uuid(u)) => Some(*u),
+                _ => None,
+            },
+        }
+    }
+
+    /// Why this server cannot be used, if it cannot.
+    pub(super) fn refuse(&self, leader_only: bool, seen_index: i64) -> Option<String> {
+        if !self.clustered {
+            return None;
+        }
+        if !self.connected {
+            Some("not connected to its cluster".into())
+        } else if leader_only && !self.leader {
+            Some("not the cluster leader".into())
+        } else if self.index.unwrap_or(0) < seen_index {
+            Some(format!(
+                "its raft index {} is behind the {seen_index} already seen",
+                self.index.unwrap_or(0)
+            ))
+        } else {
+            None
+        }
+    }
+}
+
+/// The highest raft index the cache has seen, and the cluster it belongs to: a server
+/// behind it has missed writes the cache already shows, and is refused.
+#[derive(Debug, Default)]
+pub(super) struct RaftSeen {
+    index: i64,
+    cluster: Option<Uuid>,
+}
+
+impl RaftSeen {
+    /// Whether a server in `state` may be used (`Err` says why not); when it may, its
+    /// index is recorded. `caught_up` asks that its index be at least the one seen (when
+    /// choosing a server; a server already in use that reports a lower index later is
+    /// not refused for it). A server of another cluster than the one the index was seen
+    /// on (rebuilt from scratch) starts the count over.
+    pub(super) fn admit(
+        &mut self,
+        state: &ServerState,
+        leader_only: bool,
+        caught_up: bool,
+    ) -> Result<(), String> {
+        if let Some(cid) = state.cid {
+            if self.cluster.is_some_and(|c| c != cid) {
+                tracing::info!(
+                    old = ?self.cluster,
+                    new = %cid,
+                    index = self.index,
+                    "cache: the cluster id changed; the raft index seen is forgotten"
+                );
+                self.index = 0;
+            }
+            self.cluster = Some(cid);
+        }
+        let seen = if caught_up { self.index } else { 0 };
+        if let Some(why) = state.refuse(leader_only, seen) {
+            return Err(why);
+        }
+        if let Some(i) = state.index {
+            self.index = self.index.max(i);
+        }
+        Ok(())
+    }
+
+    /// Forgets the index seen (the caller knows it is wrong).
+    pub(super) fn forget(&mut self) {
+        tracing::info!(
+            index = self.index,
+            "cache: the raft index seen is forgotten"
+        );
+        self.index = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(index: i64, cid: u128) -> ServerState {
+        ServerState {
+            clustered: true,
+            connected: true,
+            leader: false,
+            index: Some(index),
+            cid: Some(Uuid::from_u128(cid)),
+        }
+    }
+
+    #[test]
+    fn a_standalone_server_is_always_usable() {
+        let mut seen = RaftSeen {
+            index: 100,
+            cluster: None,
+        };
+        assert!(seen.admit(&ServerState::default(), true, true).is_ok());
+    }
+
+    #[test]
+    fn a_member_must_be_connected_the_leader_when_asked_and_caught_up() {
+        let mut seen = RaftSeen::default();
+        let mut s = member(10, 1);
+        s.connected = false;
+        assert!(seen
+            .admit(&s, false, true)
+            .unwrap_err()
+            .contains("not connected"));
+        assert!(seen
+            .admit(&member(10, 1), true, true)
+            .unwrap_err()
+            .contains("leader"));
+        assert!(seen.admit(&member(10, 1), false, true).is_ok());
+        let e = seen.admit(&member(9, 1), false, true).unwrap_err();
+        assert!(e.contains("raft index 9 is behind the 10"), "{e}");
+        // A server in use may report a lower index (a new leader's first report).
+        assert!(seen.admit(&member(9, 1), false, false).is_ok());
+    }
+
+    #[test]
+    fn another_cluster_starts_over_and_a_forgotten_index_admits_any() {
+        let mut seen = RaftSeen::default();
+        assert!(seen.admit(&member(500, 1), false, true).is_ok());
+        assert!(seen.admit(&member(3, 1), false, true).is_err());
+        assert!(
+            seen.admit(&member(3, 2), false, true).is_ok(),
+            "rebuilt cluster"
+        );
+        assert!(seen.admit(&member(2, 2), false, true).is_err());
+        seen.forget();
+        assert!(seen.admit(&member(2, 2), false, true).is_ok());
+    }
+}
