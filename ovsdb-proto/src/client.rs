@@ -1,203 +1,42 @@
-//! The async client: one connection, many requests in flight matched by id, server
-//! notifications delivered as a stream, `echo` answered without the caller.
+//! The async client: the requests of RFC 7047 and the OVS extensions over one
+//! connection, many in flight at once.
 //!
-//! [`connect`] spawns the connection's two tasks (a reader and a writer) on the current
-//! tokio runtime and returns a cloneable [`Client`] plus the [`Notifications`] stream.
-//! The connection lives while a `Client` or the `Notifications` stream is alive.
+//! [`connect`] (from the `connect` module) spawns the connection's two tasks (see
+//! `connection.rs`) on the current tokio runtime and returns a cloneable [`Client`] plus
+//! the [`Notifications`] stream. The connection lives while a `Client` or the
+//! `Notifications` stream is alive.
 
-use std::collections::{BTreeMap, HashMap};
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
-use std::time::Duration;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use bytes::{Buf, Bytes};
-use futures_util::StreamExt;
+use bytes::Bytes;
 use serde::de::{DeserializeOwned, DeserializeSeed};
 use serde::Serialize;
-use tokio::sync::{mpsc, oneshot, watch};
-use tokio_util::codec::FramedRead;
-
-use crate::codec::{JsonRpcCodec, Outgoing, RawMessage, DEFAULT_MAX_MESSAGE_SIZE};
-use crate::error::{Error, ServerError};
-use crate::monitor::{MonitorRequest, MonitorSince, Notification, TableUpdates, TableUpdates2};
-use crate::ops::{Operation, OperationResult};
-use crate::remote::Remote;
-use crate::reply::decode_transact_reply;
-use crate::schema::DatabaseSchema;
-use crate::tap::{Frame, TappingCodec, Taps, TAP_CAPACITY};
-use crate::transport::{self, TlsConfig, Transport};
-use crate::writer::Writer;
+use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-/// How to connect.
-#[derive(Clone, Debug)]
-pub struct ConnectOptions {
-    /// TLS files, required for `ssl:` remotes.
-    pub tls: Option<TlsConfig>,
-    /// The largest incoming message accepted, in bytes.
-    pub max_message_size: usize,
-    /// How many notifications may wait unread before the connection stops reading
-    /// (backpressure: none is dropped).
-    pub notification_capacity: usize,
-    /// After this long without a message from the server, send it an `echo`; if that
-    /// long passes again without a message, the connection is declared dead (a peer
-    /// that vanished without closing TCP). `None` turns the probe off.
-    pub inactivity_probe: Option<Duration>,
-    /// The most bytes that may wait unsent because the server does not read (requests,
-    /// and the replies to its `echo` requests); past it the connection fails with an
-    /// error saying so, instead of buffering without bound.
-    pub max_unsent: usize,
-    /// How long a request waits for its reply before it fails with an unknown outcome
-    /// (the connection stays up; a late reply is dropped). `None` (the default, as in
-    /// OVS) waits as long as the connection lives.
-    pub request_timeout: Option<Duration>,
-}
-
-impl Default for ConnectOptions {
-    fn default() -> Self {
-        ConnectOptions {
-            tls: None,
-            max_message_size: DEFAULT_MAX_MESSAGE_SIZE,
-            notification_capacity: 1024,
-            inactivity_probe: Some(Duration::from_secs(5)),
-            max_unsent: 64 << 20,
-            request_timeout: None,
-        }
-    }
-}
+use crate::codec::Outgoing;
+pub use crate::connect::{connect, connect_with, ConnectOptions};
+pub use crate::connection::Notifications;
+use crate::connection::{Connection, Pending, Reply, Shared};
+use crate::error::Error;
+use crate::monitor::{MonitorRequest, MonitorSince, TableUpdates, TableUpdates2};
+use crate::ops::{Operation, OperationResult};
+use crate::reply::{decode_transact_reply, ServerError};
+use crate::schema::DatabaseSchema;
+use crate::tap::{decode_reply, Taps, TAP_CAPACITY};
+use crate::transport::Transport;
 
 /// The id of a request this client sent, for [`Client::cancel`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RequestId(pub u64);
 
-type Reply = Result<Bytes, Error>;
-
-struct Pending {
-    method: &'static str,
-    reply: oneshot::Sender<Reply>,
-}
-
-#[derive(Default)]
-struct State {
-    pending: HashMap<u64, Pending>,
-    /// Requests given up before their reply came (a timeout, a dropped call): their
-    /// late replies are dropped, not taken for a broken protocol.
-    abandoned: std::collections::HashSet<u64>,
-    closed: Option<Error>,
-}
-
-struct Shared {
-    next_id: AtomicU64,
-    /// Replies decoded while they arrive.
-    taps: Taps,
-    state: Mutex<State>,
-    /// Becomes true once the connection has ended.
-    ended: watch::Sender<bool>,
-    /// How long a request may wait for its reply.
-    request_timeout: Option<Duration>,
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A panic while holding this lock cannot leave the map inconsistent (every
-        // critical section is a single insert, remove or drain), so poisoning is ignored.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Ends the connection: every request in flight gets `err`, later ones get it too.
-    fn fail(&self, err: Error) {
-        let drained: Vec<(Pending, Error)> = {
-            let mut st = self.lock();
-            if st.closed.is_some() {
-                return;
-            }
-            tracing::debug!(error = %err, "ovsdb connection ended");
-            // Requests in flight were (or may have been) sent: their outcome is unknown.
-            let drained = st
-                .pending
-                .drain()
-                .map(|(_, p)| (p, Error::outcome_unknown(err.duplicate())))
-                .collect();
-            st.closed = Some(err);
-            drained
-        };
-        for (p, e) in drained {
-            let _ = p.reply.send(Err(e));
-        }
-        self.ended.send_replace(true);
-    }
-}
-
 /// A handle for sending requests on one connection; cheap to clone, usable from many
 /// tasks at once.
 #[derive(Clone)]
 pub struct Client {
-    shared: Arc<Shared>,
-    writer: Arc<Writer>,
-    _handle: Arc<Handle>,
-}
-
-/// Held by every [`Client`] clone and by [`Notifications`]; when the last one goes,
-/// the connection is closed.
-struct Handle {
-    shared: Arc<Shared>,
-    writer: Arc<Writer>,
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        self.writer.shutdown();
-        self.shared
-            .fail(Error::closed(Some("closed by the client".into())));
-    }
-}
-
-/// Messages the server sends unasked (`update`, `update2`, `update3`, `locked`,
-/// `stolen`, `monitor_canceled`, …), in the order received.
-///
-/// When this stream is not read, the connection stops reading once
-/// [`ConnectOptions::notification_capacity`] notifications wait: nothing is dropped.
-/// Drop the stream to say notifications are not wanted.
-pub struct Notifications {
-    rx: mpsc::Receiver<Notification>,
-    _handle: Arc<Handle>,
-}
-
-impl Notifications {
-    /// The next notification; `None` once the connection has ended.
-    pub async fn recv(&mut self) -> Option<Notification> {
-        self.rx.recv().await
-    }
-
-    /// A notification if one is waiting, without waiting.
-    pub fn try_recv(&mut self) -> Option<Notification> {
-        self.rx.try_recv().ok()
-    }
-}
-
-impl futures_util::Stream for Notifications {
-    type Item = Notification;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Notification>> {
-        self.rx.poll_recv(cx)
-    }
-}
-
-/// Connects to a remote given as `tcp:HOST:PORT`, `unix:PATH` (or `ssl:…` through
-/// [`connect_with`]), with default options.
-pub async fn connect(remote: &str) -> Result<(Client, Notifications), Error> {
-    let remote = Remote::parse(remote)?;
-    connect_with(&remote, &ConnectOptions::default()).await
-}
-
-/// Connects to `remote` with the given options.
-pub async fn connect_with(
-    remote: &Remote,
-    options: &ConnectOptions,
-) -> Result<(Client, Notifications), Error> {
-    let stream = transport::open(remote, options.tls.as_ref()).await?;
-    Ok(Client::from_transport(stream, options))
+    connection: Arc<Connection>,
 }
 
 impl Client {
@@ -207,75 +46,26 @@ impl Client {
         stream: T,
         options: &ConnectOptions,
     ) -> (Client, Notifications) {
-        let (read, write) = tokio::io::split(stream);
-        let (note_tx, note_rx) = mpsc::channel(options.notification_capacity.max(1));
-        let (ended, _) = watch::channel(false);
-        let taps = Taps::default();
-        let shared = Arc::new(Shared {
-            next_id: AtomicU64::new(1),
-            taps: taps.clone(),
-            state: Mutex::new(State::default()),
-            ended,
-            request_timeout: options.request_timeout,
-        });
-        let writer = Writer::new(Box::new(write), options.max_unsent);
-        let received = Arc::new(AtomicU64::new(0));
-        let reader = FramedRead::new(
-            Counting {
-                inner: read,
-                received: received.clone(),
-            },
-            TappingCodec::new(JsonRpcCodec::new(options.max_message_size), taps),
-        );
-        tokio::spawn({
-            let (writer, shared) = (writer.clone(), shared.clone());
-            async move {
-                if let Err(e) = writer.run(shared.ended.subscribe()).await {
-                    shared.fail(Error::io(e));
-                }
-            }
-        });
-        tokio::spawn(read_loop(
-            reader,
-            received,
-            writer.clone(),
-            note_tx,
-            shared.clone(),
-            options.inactivity_probe,
-        ));
-        let handle = Arc::new(Handle {
-            shared: shared.clone(),
-            writer: writer.clone(),
-        });
-        let client = Client {
-            shared,
-            writer,
-            _handle: handle.clone(),
-        };
-        (
-            client,
-            Notifications {
-                rx: note_rx,
-                _handle: handle,
-            },
-        )
+        let (connection, notifications) = Connection::start(stream, options);
+        (Client { connection }, notifications)
     }
 
     /// True when both handles use the same connection.
     pub fn same_connection(&self, other: &Client) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared)
+        Arc::ptr_eq(&self.connection, &other.connection)
     }
 
     /// True once the connection has ended.
     pub fn is_closed(&self) -> bool {
-        self.shared.lock().closed.is_some()
+        self.connection.shared.lock().closed.is_some()
     }
 
     /// Waits until the connection ends and returns why.
     pub async fn closed(&self) -> Error {
-        let mut rx = self.shared.ended.subscribe();
+        let mut rx = self.connection.shared.ended.subscribe();
         let _ = rx.wait_for(|ended| *ended).await;
-        self.shared
+        self.connection
+            .shared
             .lock()
             .closed
             .as_ref()
@@ -284,9 +74,13 @@ impl Client {
     }
 
     fn register(&self, method: &'static str) -> Result<(u64, oneshot::Receiver<Reply>), Error> {
-        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self
+            .connection
+            .shared
+            .next_id
+            .fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
-        let mut st = self.shared.lock();
+        let mut st = self.connection.shared.lock();
         if let Some(e) = &st.closed {
             return Err(Error::unavailable(e.duplicate()));
         }
@@ -317,12 +111,12 @@ impl Client {
                 }
             }
         }
-        let _forget = Forget(&self.shared, id);
-        if let Err(e) = self.writer.send(msg) {
-            self.shared.fail(Error::io(e));
+        let _forget = Forget(&self.connection.shared, id);
+        if let Err(e) = self.connection.writer.send(msg) {
+            self.connection.shared.fail(Error::io(e));
             return Err(Error::unavailable(self.closed_error()));
         }
-        let reply = match self.shared.request_timeout {
+        let reply = match self.connection.shared.request_timeout {
             None => rx.await,
             Some(t) => match tokio::time::timeout(t, rx).await {
                 Ok(r) => r,
@@ -340,7 +134,8 @@ impl Client {
     }
 
     fn closed_error(&self) -> Error {
-        self.shared
+        self.connection
+            .shared
             .lock()
             .closed
             .as_ref()
@@ -369,7 +164,7 @@ impl Client {
     {
         let (id, rx) = self.register(method)?;
         let (tap, chunks) = mpsc::channel(TAP_CAPACITY);
-        self.shared.taps.insert(id, tap);
+        self.connection.shared.taps.insert(id, tap);
         // Not tapped after this call ends, whichever way it ends.
         struct Untap<'a>(&'a Taps, u64);
         impl Drop for Untap<'_> {
@@ -377,7 +172,7 @@ impl Client {
                 self.0.remove(self.1);
             }
         }
-        let _untap = Untap(&self.shared.taps, id);
+        let _untap = Untap(&self.connection.shared.taps, id);
         let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed));
         // A tapped reply reaches the request only as "done": its result, or the
         // server's error, is what the decoder read.
@@ -493,15 +288,15 @@ impl Client {
     /// the cancel arrives may still commit.
     pub async fn cancel(&self, id: RequestId) -> Result<(), Error> {
         let params = serde_json::to_vec(&[id.0]).map_err(|e| Error::config(e.to_string()))?;
-        if let Err(e) = self.writer.send(Outgoing::Notification {
+        if let Err(e) = self.connection.writer.send(Outgoing::Notification {
             method: "cancel".into(),
             params: params.into(),
         }) {
-            self.shared.fail(Error::io(e));
+            self.connection.shared.fail(Error::io(e));
             return Err(self.closed_error());
         }
         self.echo(&serde_json::json!(["cancel barrier"])).await?;
-        let dropped = self.shared.lock().pending.remove(&id.0);
+        let dropped = self.connection.shared.lock().pending.remove(&id.0);
         if let Some(p) = dropped {
             let error = ServerError::from_json(serde_json::json!("canceled"));
             let _ = p.reply.send(Err(Error::server(p.method, error)));
@@ -510,7 +305,7 @@ impl Client {
     }
 
     /// `monitor`: starts monitoring tables of `db` and returns their initial contents;
-    /// later changes arrive as [`Notification::Update`] with the same `monitor_id`.
+    /// later changes arrive as [`Notification::Update`](crate::Notification::Update) with the same `monitor_id`.
     pub async fn monitor(
         &self,
         db: &str,
@@ -522,7 +317,7 @@ impl Client {
     }
 
     /// `monitor_cond`: like [`monitor`](Self::monitor) with conditions per table and the
-    /// `update2` form; later changes arrive as [`Notification::Update2`].
+    /// `update2` form; later changes arrive as [`Notification::Update2`](crate::Notification::Update2).
     pub async fn monitor_cond(
         &self,
         db: &str,
@@ -552,7 +347,7 @@ impl Client {
 
     /// `monitor_cond_since`: like [`monitor_cond`](Self::monitor_cond), but when the
     /// server still has transaction `last_txn_id` it sends only the changes after it.
-    /// Later changes arrive as [`Notification::Update3`]. `None` asks for everything.
+    /// Later changes arrive as [`Notification::Update3`](crate::Notification::Update3). `None` asks for everything.
     pub async fn monitor_cond_since(
         &self,
         db: &str,
@@ -630,12 +425,12 @@ impl Client {
     }
 
     /// `lock`: asks for a lock; true when granted now, false when queued (a
-    /// [`Notification::Locked`] follows when it is granted).
+    /// [`Notification::Locked`](crate::Notification::Locked) follows when it is granted).
     pub async fn lock(&self, name: &str) -> Result<bool, Error> {
         self.lock_call("lock", name).await
     }
 
-    /// `steal`: takes a lock from its holder, who gets [`Notification::Stolen`].
+    /// `steal`: takes a lock from its holder, who gets [`Notification::Stolen`](crate::Notification::Stolen).
     pub async fn steal(&self, name: &str) -> Result<bool, Error> {
         self.lock_call("steal", name).await
     }
@@ -676,112 +471,6 @@ impl Serialize for AsArrays<'_> {
     }
 }
 
-/// The bytes of a reply, as the connection's decoder taps them.
-struct Chunks {
-    rx: mpsc::Receiver<Bytes>,
-    current: Bytes,
-}
-
-impl std::io::Read for Chunks {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.current.is_empty() {
-            match self.rx.blocking_recv() {
-                Some(chunk) => self.current = chunk,
-                // The reply ended, or the connection did.
-                None => return Ok(0),
-            }
-        }
-        let n = out.len().min(self.current.len());
-        out[..n].copy_from_slice(&self.current[..n]);
-        self.current.advance(n);
-        Ok(n)
-    }
-}
-
-/// Decodes a whole reply message (`{"id": …, "result": …, "error": …}`) as it arrives,
-/// `seed` taking the result: the result, or the server's error.
-fn decode_reply<S: DeserializeSeed<'static>>(
-    rx: mpsc::Receiver<Bytes>,
-    seed: S,
-) -> Result<Result<S::Value, serde_json::Value>, serde_json::Error> {
-    use serde::de::{IgnoredAny, MapAccess, Visitor};
-
-    /// The result: `null` (beside an error) or what `S` reads.
-    struct NullOr<S>(S);
-    impl<S: DeserializeSeed<'static>> DeserializeSeed<'static> for NullOr<S> {
-        type Value = Option<S::Value>;
-        fn deserialize<D: serde::Deserializer<'static>>(
-            self,
-            d: D,
-        ) -> Result<Self::Value, D::Error> {
-            d.deserialize_option(self)
-        }
-    }
-    impl<S: DeserializeSeed<'static>> Visitor<'static> for NullOr<S> {
-        type Value = Option<S::Value>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a result")
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D: serde::Deserializer<'static>>(
-            self,
-            d: D,
-        ) -> Result<Self::Value, D::Error> {
-            self.0.deserialize(d).map(Some)
-        }
-    }
-
-    struct Envelope<S>(S);
-    impl<S: DeserializeSeed<'static>> Visitor<'static> for Envelope<S> {
-        type Value = Result<S::Value, serde_json::Value>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a JSON-RPC reply")
-        }
-        fn visit_map<A: MapAccess<'static>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut seed = Some(self.0);
-            let mut result = None;
-            let mut error = serde_json::Value::Null;
-            while let Some(key) = map.next_key::<String>()? {
-                match (key.as_str(), seed.take()) {
-                    ("result", Some(s)) => result = map.next_value_seed(NullOr(s))?,
-                    ("error", s) => {
-                        seed = s;
-                        error = map.next_value()?;
-                    }
-                    (_, s) => {
-                        seed = s;
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            if !error.is_null() {
-                return Ok(Err(error));
-            }
-            result_or_missing(result)
-        }
-    }
-
-    fn result_or_missing<V, E: serde::de::Error>(
-        result: Option<V>,
-    ) -> Result<Result<V, serde_json::Value>, E> {
-        result
-            .map(Ok)
-            .ok_or_else(|| E::custom("the reply has neither result nor error"))
-    }
-
-    let reader = std::io::BufReader::with_capacity(
-        64 * 1024,
-        Chunks {
-            rx,
-            current: Bytes::new(),
-        },
-    );
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
-}
-
 fn encode_params<P: Serialize + ?Sized>(method: &str, params: &P) -> Result<Bytes, Error> {
     serde_json::to_vec(params)
         .map(Bytes::from)
@@ -809,261 +498,4 @@ fn transact_params(db: &str, operations: &[Operation]) -> Result<Bytes, Error> {
     serde_json::to_vec(&Params(db, operations))
         .map(Bytes::from)
         .map_err(|e| Error::config(format!("cannot serialize transaction: {e}")))
-}
-
-/// A reader that counts the bytes it reads: any byte from the server is activity for
-/// the inactivity probe, as in OVS, so a long message in transit is not taken for a
-/// dead peer.
-struct Counting<R> {
-    inner: R,
-    received: Arc<AtomicU64>,
-}
-
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counting<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        let n = buf.filled().len() - before;
-        if n > 0 {
-            self.received.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        r
-    }
-}
-
-async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
-    mut stream: FramedRead<Counting<R>, TappingCodec>,
-    received: Arc<AtomicU64>,
-    writer: Arc<Writer>,
-    notes: mpsc::Sender<Notification>,
-    shared: Arc<Shared>,
-    probe: Option<Duration>,
-) {
-    let mut ended = shared.ended.subscribe();
-    let mut notes = Some(notes);
-    let mut probing = false;
-    let mut seen = 0u64;
-    loop {
-        let idle = async {
-            match probe {
-                Some(p) => tokio::time::sleep(p).await,
-                None => std::future::pending().await,
-            }
-        };
-        let next = tokio::select! {
-            m = stream.next() => m,
-            _ = ended.wait_for(|e| *e) => return,
-            _ = idle => {
-                // Bytes of a message still arriving are activity too.
-                let now = received.load(Ordering::Relaxed);
-                if now != seen {
-                    seen = now;
-                    probing = false;
-                    continue;
-                }
-                if probing {
-                    let p = probe.unwrap_or_default();
-                    shared.fail(Error::closed(Some(
-                        format!("no message from the server for {:?} after an inactivity probe", p).into(),
-                    )));
-                    return;
-                }
-                probing = true;
-                if let Err(e) = send_probe(&shared, &writer) {
-                    shared.fail(e);
-                    return;
-                }
-                continue;
-            }
-        };
-        probing = false;
-        seen = received.load(Ordering::Relaxed);
-        let msg = match next {
-            None => {
-                shared.fail(Error::closed(Some(
-                    "the server closed the connection".into(),
-                )));
-                return;
-            }
-            Some(Err(e)) => {
-                shared.fail(e.into());
-                return;
-            }
-            Some(Ok(Frame::Message(m))) => m,
-            Some(Ok(Frame::Piece {
-                id,
-                tap,
-                bytes,
-                last,
-            })) => {
-                // Waits while the decoder is behind: the connection stops reading. A
-                // decoder that gave up leaves the rest of the reply to be skipped.
-                let _ = tap.send(bytes).await;
-                if last {
-                    drop(tap);
-                    if let Err(e) = complete_tapped(id, &shared) {
-                        shared.fail(e);
-                        return;
-                    }
-                }
-                continue;
-            }
-        };
-        if let Err(e) = dispatch(msg, &writer, &mut notes, &shared).await {
-            shared.fail(e);
-            return;
-        }
-    }
-}
-
-/// Completes request `id`, whose reply went whole to its tap.
-fn complete_tapped(id: u64, shared: &Shared) -> Result<(), Error> {
-    let pending = {
-        let mut st = shared.lock();
-        match st.pending.remove(&id) {
-            Some(p) => p,
-            None if st.abandoned.remove(&id) => return Ok(()),
-            None => {
-                return Err(Error::protocol(format!(
-                    "reply to no request: id {id} is not in flight"
-                )))
-            }
-        }
-    };
-    let _ = pending.reply.send(Ok(Bytes::new()));
-    Ok(())
-}
-
-/// Sends an `echo` whose reply only shows the server is alive.
-fn send_probe(shared: &Shared, writer: &Writer) -> Result<(), Error> {
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let (tx, _rx) = oneshot::channel();
-    shared.lock().pending.insert(
-        id,
-        Pending {
-            method: "echo",
-            reply: tx,
-        },
-    );
-    writer
-        .send(Outgoing::Request {
-            id,
-            method: "echo".into(),
-            params: Bytes::from_static(b"[\"inactivity probe\"]"),
-        })
-        .map_err(Error::io)
-}
-
-/// Checks that the members of `msg` nobody parses (any but `id`, `method`, `params`,
-/// `result` and `error`) are JSON: the framer only matched their brackets.
-fn check_unread(msg: &RawMessage) -> Result<(), Error> {
-    const READ: [&[u8]; 5] = [
-        b"\"id\"",
-        b"\"method\"",
-        b"\"params\"",
-        b"\"result\"",
-        b"\"error\"",
-    ];
-    for (key, value) in msg.members() {
-        if READ.contains(&key) {
-            continue;
-        }
-        let name: String = serde_json::from_slice(key).map_err(|e| {
-            Error::protocol(format!(
-                "a message member's name {} is not a JSON string: {e}",
-                String::from_utf8_lossy(key)
-            ))
-        })?;
-        serde_json::from_slice::<serde::de::IgnoredAny>(value).map_err(|e| {
-            Error::protocol(format!("member {name:?} of a message is not JSON: {e}"))
-        })?;
-    }
-    Ok(())
-}
-
-async fn dispatch(
-    msg: RawMessage,
-    writer: &Writer,
-    notes: &mut Option<mpsc::Sender<Notification>>,
-    shared: &Shared,
-) -> Result<(), Error> {
-    check_unread(&msg)?;
-    let id = msg.member("id");
-    let id_is_null = id.as_deref().is_none_or(|i| i == b"null");
-    if let Some(method) = msg.member("method") {
-        let method: String = serde_json::from_slice(&method)
-            .map_err(|e| Error::protocol(format!("method name is not a string: {e}")))?;
-        let params = msg
-            .member("params")
-            .unwrap_or_else(|| Bytes::from_static(b"[]"));
-        if id_is_null {
-            let note = Notification::decode(&method, &params).map_err(Error::protocol)?;
-            if let Some(tx) = notes {
-                if tx.send(note).await.is_err() {
-                    tracing::debug!(
-                        "notifications stream dropped; later notifications are discarded"
-                    );
-                    *notes = None;
-                }
-            }
-            return Ok(());
-        }
-        let reply = if method == "echo" {
-            // Sent back as it came: checked first, so that nothing invalid goes out.
-            serde_json::from_slice::<serde::de::IgnoredAny>(&params).map_err(|e| {
-                Error::protocol(format!("the params of the server's echo are not JSON: {e}"))
-            })?;
-            Outgoing::Response {
-                id: id.unwrap_or_default(),
-                result: params,
-            }
-        } else {
-            tracing::warn!(%method, "server sent a request this client does not handle");
-            Outgoing::Response {
-                id: id.unwrap_or_default(),
-                result: Bytes::from_static(b"null"),
-            }
-        };
-        return writer.send(reply).map_err(Error::io);
-    }
-    let id_text = id.ok_or_else(|| Error::protocol("message has neither \"method\" nor \"id\""))?;
-    let id: u64 = serde_json::from_slice(&id_text).map_err(|_| {
-        Error::protocol(format!(
-            "reply to no request: id {} was never sent",
-            String::from_utf8_lossy(&id_text)
-        ))
-    })?;
-    let pending = {
-        let mut st = shared.lock();
-        match st.pending.remove(&id) {
-            Some(p) => p,
-            None if st.abandoned.remove(&id) => return Ok(()),
-            None => {
-                return Err(Error::protocol(format!(
-                    "reply to no request: id {id} is not in flight"
-                )))
-            }
-        }
-    };
-    let error = msg.member("error").filter(|e| &e[..] != b"null");
-    let reply = match error {
-        Some(e) => {
-            let raw: serde_json::Value = serde_json::from_slice(&e)
-                .map_err(|e| Error::protocol(format!("malformed error in reply {id}: {e}")))?;
-            Err(Error::server(pending.method, ServerError::from_json(raw)))
-        }
-        None => match msg.member("result") {
-            Some(r) => Ok(r),
-            None => Err(Error::protocol(format!(
-                "reply {id} to {} has neither result nor error",
-                pending.method
-            ))),
-        },
-    };
-    let _ = pending.reply.send(reply);
-    Ok(())
 }

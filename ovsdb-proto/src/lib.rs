@@ -23,6 +23,8 @@
 pub mod cache;
 pub mod client;
 pub mod codec;
+pub mod connect;
+mod connection;
 pub mod datum;
 pub mod error;
 pub mod lock;

@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
+use serde::de::DeserializeSeed;
 use tokio::sync::mpsc;
 use tokio_util::codec::Decoder;
 
@@ -179,6 +180,112 @@ impl Decoder for TappingCodec {
             None => Ok(None),
         }
     }
+}
+
+/// The bytes of a reply, as the connection's decoder taps them.
+pub(crate) struct Chunks {
+    rx: mpsc::Receiver<Bytes>,
+    current: Bytes,
+}
+
+impl std::io::Read for Chunks {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(chunk) => self.current = chunk,
+                // The reply ended, or the connection did.
+                None => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.current.len());
+        out[..n].copy_from_slice(&self.current[..n]);
+        self.current.advance(n);
+        Ok(n)
+    }
+}
+
+/// Decodes a whole reply message (`{"id": …, "result": …, "error": …}`) as it arrives,
+/// `seed` taking the result: the result, or the server's error.
+pub(crate) fn decode_reply<S: DeserializeSeed<'static>>(
+    rx: mpsc::Receiver<Bytes>,
+    seed: S,
+) -> Result<Result<S::Value, serde_json::Value>, serde_json::Error> {
+    use serde::de::{IgnoredAny, MapAccess, Visitor};
+
+    /// The result: `null` (beside an error) or what `S` reads.
+    struct NullOr<S>(S);
+    impl<S: DeserializeSeed<'static>> DeserializeSeed<'static> for NullOr<S> {
+        type Value = Option<S::Value>;
+        fn deserialize<D: serde::Deserializer<'static>>(
+            self,
+            d: D,
+        ) -> Result<Self::Value, D::Error> {
+            d.deserialize_option(self)
+        }
+    }
+    impl<S: DeserializeSeed<'static>> Visitor<'static> for NullOr<S> {
+        type Value = Option<S::Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a result")
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: serde::Deserializer<'static>>(
+            self,
+            d: D,
+        ) -> Result<Self::Value, D::Error> {
+            self.0.deserialize(d).map(Some)
+        }
+    }
+
+    struct Envelope<S>(S);
+    impl<S: DeserializeSeed<'static>> Visitor<'static> for Envelope<S> {
+        type Value = Result<S::Value, serde_json::Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON-RPC reply")
+        }
+        fn visit_map<A: MapAccess<'static>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut seed = Some(self.0);
+            let mut result = None;
+            let mut error = serde_json::Value::Null;
+            while let Some(key) = map.next_key::<String>()? {
+                match (key.as_str(), seed.take()) {
+                    ("result", Some(s)) => result = map.next_value_seed(NullOr(s))?,
+                    ("error", s) => {
+                        seed = s;
+                        error = map.next_value()?;
+                    }
+                    (_, s) => {
+                        seed = s;
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            if !error.is_null() {
+                return Ok(Err(error));
+            }
+            result_or_missing(result)
+        }
+    }
+
+    fn result_or_missing<V, E: serde::de::Error>(
+        result: Option<V>,
+    ) -> Result<Result<V, serde_json::Value>, E> {
+        result
+            .map(Ok)
+            .ok_or_else(|| E::custom("the reply has neither result nor error"))
+    }
+
+    let reader = std::io::BufReader::with_capacity(
+        64 * 1024,
+        Chunks {
+            rx,
+            current: Bytes::new(),
+        },
+    );
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
 }
 
 #[cfg(test)]

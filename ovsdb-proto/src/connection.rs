@@ -1,0 +1,435 @@
+//! One connection's machinery: the requests in flight matched by id, the reader task
+//! that frames what the server sends and hands it out (replies to their requests,
+//! pieces of tapped replies to their decoders, notifications to the stream, `echo`
+//! answered), and the inactivity probe.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::codec::FramedRead;
+
+use crate::codec::{JsonRpcCodec, Outgoing, RawMessage};
+use crate::connect::ConnectOptions;
+use crate::error::Error;
+use crate::monitor::Notification;
+use crate::reply::ServerError;
+use crate::tap::{Frame, TappingCodec, Taps};
+use crate::transport::Transport;
+use crate::writer::Writer;
+
+pub(crate) type Reply = Result<Bytes, Error>;
+
+pub(crate) struct Pending {
+    pub(crate) method: &'static str,
+    pub(crate) reply: oneshot::Sender<Reply>,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) pending: HashMap<u64, Pending>,
+    /// Requests given up before their reply came (a timeout, a dropped call): their
+    /// late replies are dropped, not taken for a broken protocol.
+    pub(crate) abandoned: std::collections::HashSet<u64>,
+    pub(crate) closed: Option<Error>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) next_id: AtomicU64,
+    /// Replies decoded while they arrive.
+    pub(crate) taps: Taps,
+    state: Mutex<State>,
+    /// Becomes true once the connection has ended.
+    pub(crate) ended: watch::Sender<bool>,
+    /// How long a request may wait for its reply.
+    pub(crate) request_timeout: Option<Duration>,
+}
+
+impl Shared {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the map inconsistent (every
+        // critical section is a single insert, remove or drain), so poisoning is ignored.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The request a reply with `id` answers; `None` for one given up already (its
+    /// late reply is dropped). A reply to no request breaks the protocol.
+    fn take_pending(&self, id: u64) -> Result<Option<Pending>, Error> {
+        let mut st = self.lock();
+        match st.pending.remove(&id) {
+            Some(p) => Ok(Some(p)),
+            None if st.abandoned.remove(&id) => Ok(None),
+            None => Err(Error::protocol(format!(
+                "reply to no request: id {id} is not in flight"
+            ))),
+        }
+    }
+
+    /// Ends the connection: every request in flight gets `err`, later ones get it too.
+    pub(crate) fn fail(&self, err: Error) {
+        let drained: Vec<(Pending, Error)> = {
+            let mut st = self.lock();
+            if st.closed.is_some() {
+                return;
+            }
+            tracing::debug!(error = %err, "ovsdb connection ended");
+            // Requests in flight were (or may have been) sent: their outcome is unknown.
+            let drained = st
+                .pending
+                .drain()
+                .map(|(_, p)| (p, Error::outcome_unknown(err.duplicate())))
+                .collect();
+            st.closed = Some(err);
+            drained
+        };
+        for (p, e) in drained {
+            let _ = p.reply.send(Err(e));
+        }
+        self.ended.send_replace(true);
+    }
+}
+
+/// One connection: the state its reader task shares with the requests, and its
+/// writer. Held by every [`Client`](crate::Client) clone and by [`Notifications`];
+/// when the last one goes, the connection is closed.
+pub(crate) struct Connection {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) writer: Arc<Writer>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.writer.shutdown();
+        self.shared
+            .fail(Error::closed(Some("closed by the client".into())));
+    }
+}
+
+/// Messages the server sends unasked (`update`, `update2`, `update3`, `locked`,
+/// `stolen`, `monitor_canceled`, …), in the order received.
+///
+/// When this stream is not read, the connection stops reading once
+/// [`ConnectOptions::notification_capacity`] notifications wait: nothing is dropped.
+/// Drop the stream to say notifications are not wanted.
+pub struct Notifications {
+    rx: mpsc::Receiver<Notification>,
+    _connection: Arc<Connection>,
+}
+
+impl Notifications {
+    /// The next notification; `None` once the connection has ended.
+    pub async fn recv(&mut self) -> Option<Notification> {
+        self.rx.recv().await
+    }
+
+    /// A notification if one is waiting, without waiting.
+    pub fn try_recv(&mut self) -> Option<Notification> {
+        self.rx.try_recv().ok()
+    }
+}
+
+impl futures_util::Stream for Notifications {
+    type Item = Notification;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Notification>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Connection {
+    /// Starts the connection's reader and writer tasks over `stream` on the current
+    /// tokio runtime.
+    pub(crate) fn start<T: Transport>(
+        stream: T,
+        options: &ConnectOptions,
+    ) -> (Arc<Connection>, Notifications) {
+        let (read, write) = tokio::io::split(stream);
+        let (note_tx, note_rx) = mpsc::channel(options.notification_capacity.max(1));
+        let (ended, _) = watch::channel(false);
+        let taps = Taps::default();
+        let shared = Arc::new(Shared {
+            next_id: AtomicU64::new(1),
+            taps: taps.clone(),
+            state: Mutex::new(State::default()),
+            ended,
+            request_timeout: options.request_timeout,
+        });
+        let writer = Writer::new(Box::new(write), options.max_unsent);
+        let received = Arc::new(AtomicU64::new(0));
+        let reader = FramedRead::new(
+            Counting {
+                inner: read,
+                received: received.clone(),
+            },
+            TappingCodec::new(JsonRpcCodec::new(options.max_message_size), taps),
+        );
+        tokio::spawn({
+            let (writer, shared) = (writer.clone(), shared.clone());
+            async move {
+                if let Err(e) = writer.run(shared.ended.subscribe()).await {
+                    shared.fail(Error::io(e));
+                }
+            }
+        });
+        tokio::spawn(read_loop(
+            reader,
+            received,
+            writer.clone(),
+            note_tx,
+            shared.clone(),
+            options.inactivity_probe,
+        ));
+        let connection = Arc::new(Connection { shared, writer });
+        (
+            connection.clone(),
+            Notifications {
+                rx: note_rx,
+                _connection: connection,
+            },
+        )
+    }
+}
+
+/// A reader that counts the bytes it reads: any byte from the server is activity for
+/// the inactivity probe, as in OVS, so a long message in transit is not taken for a
+/// dead peer.
+struct Counting<R> {
+    inner: R,
+    received: Arc<AtomicU64>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counting<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        if n > 0 {
+            self.received.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
+    mut stream: FramedRead<Counting<R>, TappingCodec>,
+    received: Arc<AtomicU64>,
+    writer: Arc<Writer>,
+    notes: mpsc::Sender<Notification>,
+    shared: Arc<Shared>,
+    probe: Option<Duration>,
+) {
+    let mut ended = shared.ended.subscribe();
+    let mut notes = Some(notes);
+    let mut probing = false;
+    let mut seen = 0u64;
+    loop {
+        let idle = async {
+            match probe {
+                Some(p) => tokio::time::sleep(p).await,
+                None => std::future::pending().await,
+            }
+        };
+        let next = tokio::select! {
+            m = stream.next() => m,
+            _ = ended.wait_for(|e| *e) => return,
+            _ = idle => {
+                // Bytes of a message still arriving are activity too.
+                let now = received.load(Ordering::Relaxed);
+                if now != seen {
+                    seen = now;
+                    probing = false;
+                    continue;
+                }
+                if probing {
+                    let p = probe.unwrap_or_default();
+                    shared.fail(Error::closed(Some(
+                        format!("no message from the server for {:?} after an inactivity probe", p).into(),
+                    )));
+                    return;
+                }
+                probing = true;
+                if let Err(e) = send_probe(&shared, &writer) {
+                    shared.fail(e);
+                    return;
+                }
+                continue;
+            }
+        };
+        probing = false;
+        seen = received.load(Ordering::Relaxed);
+        let msg = match next {
+            None => {
+                shared.fail(Error::closed(Some(
+                    "the server closed the connection".into(),
+                )));
+                return;
+            }
+            Some(Err(e)) => {
+                shared.fail(e.into());
+                return;
+            }
+            Some(Ok(Frame::Message(m))) => m,
+            Some(Ok(Frame::Piece {
+                id,
+                tap,
+                bytes,
+                last,
+            })) => {
+                // Waits while the decoder is behind: the connection stops reading. A
+                // decoder that gave up leaves the rest of the reply to be skipped.
+                let _ = tap.send(bytes).await;
+                if last {
+                    drop(tap);
+                    if let Err(e) = complete_tapped(id, &shared) {
+                        shared.fail(e);
+                        return;
+                    }
+                }
+                continue;
+            }
+        };
+        if let Err(e) = dispatch(msg, &writer, &mut notes, &shared).await {
+            shared.fail(e);
+            return;
+        }
+    }
+}
+
+/// Completes request `id`, whose reply went whole to its tap.
+fn complete_tapped(id: u64, shared: &Shared) -> Result<(), Error> {
+    let Some(pending) = shared.take_pending(id)? else {
+        return Ok(());
+    };
+    let _ = pending.reply.send(Ok(Bytes::new()));
+    Ok(())
+}
+
+/// Sends an `echo` whose reply only shows the server is alive.
+fn send_probe(shared: &Shared, writer: &Writer) -> Result<(), Error> {
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let (tx, _rx) = oneshot::channel();
+    shared.lock().pending.insert(
+        id,
+        Pending {
+            method: "echo",
+            reply: tx,
+        },
+    );
+    writer
+        .send(Outgoing::Request {
+            id,
+            method: "echo".into(),
+            params: Bytes::from_static(b"[\"inactivity probe\"]"),
+        })
+        .map_err(Error::io)
+}
+
+/// Checks that the members of `msg` nobody parses (any but `id`, `method`, `params`,
+/// `result` and `error`) are JSON: the framer only matched their brackets.
+fn check_unread(msg: &RawMessage) -> Result<(), Error> {
+    const READ: [&[u8]; 5] = [
+        b"\"id\"",
+        b"\"method\"",
+        b"\"params\"",
+        b"\"result\"",
+        b"\"error\"",
+    ];
+    for (key, value) in msg.members() {
+        if READ.contains(&key) {
+            continue;
+        }
+        let name: String = serde_json::from_slice(key).map_err(|e| {
+            Error::protocol(format!(
+                "a message member's name {} is not a JSON string: {e}",
+                String::from_utf8_lossy(key)
+            ))
+        })?;
+        serde_json::from_slice::<serde::de::IgnoredAny>(value).map_err(|e| {
+            Error::protocol(format!("member {name:?} of a message is not JSON: {e}"))
+        })?;
+    }
+    Ok(())
+}
+
+async fn dispatch(
+    msg: RawMessage,
+    writer: &Writer,
+    notes: &mut Option<mpsc::Sender<Notification>>,
+    shared: &Shared,
+) -> Result<(), Error> {
+    check_unread(&msg)?;
+    let id = msg.member("id");
+    let id_is_null = id.as_deref().is_none_or(|i| i == b"null");
+    if let Some(method) = msg.member("method") {
+        let method: String = serde_json::from_slice(&method)
+            .map_err(|e| Error::protocol(format!("method name is not a string: {e}")))?;
+        let params = msg
+            .member("params")
+            .unwrap_or_else(|| Bytes::from_static(b"[]"));
+        if id_is_null {
+            let note = Notification::decode(&method, &params).map_err(Error::protocol)?;
+            if let Some(tx) = notes {
+                if tx.send(note).await.is_err() {
+                    tracing::debug!(
+                        "notifications stream dropped; later notifications are discarded"
+                    );
+                    *notes = None;
+                }
+            }
+            return Ok(());
+        }
+        let reply = if method == "echo" {
+            // Sent back as it came: checked first, so that nothing invalid goes out.
+            serde_json::from_slice::<serde::de::IgnoredAny>(&params).map_err(|e| {
+                Error::protocol(format!("the params of the server's echo are not JSON: {e}"))
+            })?;
+            Outgoing::Response {
+                id: id.unwrap_or_default(),
+                result: params,
+            }
+        } else {
+            tracing::warn!(%method, "server sent a request this client does not handle");
+            Outgoing::Response {
+                id: id.unwrap_or_default(),
+                result: Bytes::from_static(b"null"),
+            }
+        };
+        return writer.send(reply).map_err(Error::io);
+    }
+    let id_text = id.ok_or_else(|| Error::protocol("message has neither \"method\" nor \"id\""))?;
+    let id: u64 = serde_json::from_slice(&id_text).map_err(|_| {
+        Error::protocol(format!(
+            "reply to no request: id {} was never sent",
+            String::from_utf8_lossy(&id_text)
+        ))
+    })?;
+    let Some(pending) = shared.take_pending(id)? else {
+        return Ok(());
+    };
+    let error = msg.member("error").filter(|e| &e[..] != b"null");
+    let reply = match error {
+        Some(e) => {
+            let raw: serde_json::Value = serde_json::from_slice(&e)
+                .map_err(|e| Error::protocol(format!("malformed error in reply {id}: {e}")))?;
+            Err(Error::server(pending.method, ServerError::from_json(raw)))
+        }
+        None => match msg.member("result") {
+            Some(r) => Ok(r),
+            None => Err(Error::protocol(format!(
+                "reply {id} to {} has neither result nor error",
+                pending.method
+            ))),
+        },
+    };
+    let _ = pending.reply.send(reply);
+    Ok(())
+}
