@@ -316,6 +316,23 @@ impl Client {
             .await
     }
 
+    /// [`monitor`](Self::monitor), with the result (`<table-updates>`) decoded by
+    /// `seed` while it arrives (see [`call_decoding`](Self::call_decoding)).
+    pub async fn monitor_with<S>(
+        &self,
+        db: &str,
+        monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+        seed: S,
+    ) -> Result<S::Value, Error>
+    where
+        S: DeserializeSeed<'static> + Send + 'static,
+        S::Value: Send + 'static,
+    {
+        let params = encode_params("monitor", &(db, monitor_id, AsArrays(requests)))?;
+        self.call_decoding("monitor", params, seed).await
+    }
+
     /// `monitor_cond`: like [`monitor`](Self::monitor) with conditions per table and the
     /// `update2` form; later changes arrive as [`Notification::Update2`](crate::Notification::Update2).
     pub async fn monitor_cond(

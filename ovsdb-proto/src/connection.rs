@@ -18,7 +18,7 @@ use tokio_util::codec::FramedRead;
 use crate::codec::{JsonRpcCodec, Outgoing, RawMessage};
 use crate::connect::ConnectOptions;
 use crate::error::Error;
-use crate::monitor::Notification;
+use crate::monitor::{Notification, RawNotification};
 use crate::reply::ServerError;
 use crate::tap::{Frame, TappingCodec, Taps};
 use crate::transport::Transport;
@@ -117,27 +117,58 @@ impl Drop for Connection {
 /// When this stream is not read, the connection stops reading once
 /// [`ConnectOptions::notification_capacity`] notifications wait: nothing is dropped.
 /// Drop the stream to say notifications are not wanted.
+///
+/// Notifications are decoded as they are read: one that does not decode ends the
+/// connection with a protocol error saying why, and the stream with it.
 pub struct Notifications {
-    rx: mpsc::Receiver<Notification>,
-    _connection: Arc<Connection>,
+    rx: mpsc::Receiver<RawNotification>,
+    connection: Arc<Connection>,
 }
 
 impl Notifications {
     /// The next notification; `None` once the connection has ended.
     pub async fn recv(&mut self) -> Option<Notification> {
-        self.rx.recv().await
+        let raw = self.rx.recv().await?;
+        self.decoded(raw)
     }
 
     /// A notification if one is waiting, without waiting.
     pub fn try_recv(&mut self) -> Option<Notification> {
-        self.rx.try_recv().ok()
+        let raw = self.rx.try_recv().ok()?;
+        self.decoded(raw)
+    }
+
+    /// The next notification as it came, for a caller that decodes it itself (and
+    /// ends the connection with [`Notifications::fail`] when it cannot).
+    pub async fn recv_raw(&mut self) -> Option<RawNotification> {
+        self.rx.recv().await
+    }
+
+    /// Ends the connection with a protocol error: the caller found a notification it
+    /// read with [`recv_raw`](Self::recv_raw) malformed.
+    pub fn fail(&mut self, why: impl Into<String>) {
+        self.connection.shared.fail(Error::protocol(why.into()));
+        self.rx.close();
+    }
+
+    fn decoded(&mut self, raw: RawNotification) -> Option<Notification> {
+        match raw.decode() {
+            Ok(note) => Some(note),
+            Err(e) => {
+                self.fail(e);
+                None
+            }
+        }
     }
 }
 
 impl futures_util::Stream for Notifications {
     type Item = Notification;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Notification>> {
-        self.rx.poll_recv(cx)
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(raw)) => Poll::Ready(self.decoded(raw)),
+            other => other.map(|_| None),
+        }
     }
 }
 
@@ -189,7 +220,7 @@ impl Connection {
             connection.clone(),
             Notifications {
                 rx: note_rx,
-                _connection: connection,
+                connection,
             },
         )
     }
@@ -223,7 +254,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     mut stream: FramedRead<Counting<R>, TappingCodec>,
     received: Arc<AtomicU64>,
     writer: Arc<Writer>,
-    notes: mpsc::Sender<Notification>,
+    notes: mpsc::Sender<RawNotification>,
     shared: Arc<Shared>,
     probe: Option<Duration>,
 ) {
@@ -363,7 +394,7 @@ fn check_unread(msg: &RawMessage) -> Result<(), Error> {
 async fn dispatch(
     msg: RawMessage,
     writer: &Writer,
-    notes: &mut Option<mpsc::Sender<Notification>>,
+    notes: &mut Option<mpsc::Sender<RawNotification>>,
     shared: &Shared,
 ) -> Result<(), Error> {
     check_unread(&msg)?;
@@ -376,13 +407,20 @@ async fn dispatch(
             .member("params")
             .unwrap_or_else(|| Bytes::from_static(b"[]"));
         if id_is_null {
-            let note = Notification::decode(&method, &params).map_err(Error::protocol)?;
-            if let Some(tx) = notes {
-                if tx.send(note).await.is_err() {
-                    tracing::debug!(
-                        "notifications stream dropped; later notifications are discarded"
-                    );
-                    *notes = None;
+            // Decoded by whoever reads it; with nobody reading, still checked.
+            let note = RawNotification { method, params };
+            match notes {
+                Some(tx) => {
+                    if let Err(unsent) = tx.send(note).await {
+                        tracing::debug!(
+                            "notifications stream dropped; later notifications are discarded"
+                        );
+                        *notes = None;
+                        unsent.0.decode().map_err(Error::protocol)?;
+                    }
+                }
+                None => {
+                    note.decode().map_err(Error::protocol)?;
                 }
             }
             return Ok(());

@@ -43,7 +43,8 @@ pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, R
 pub use datum::{Atom, AtomicType, Datum, Row};
 pub use error::{Error, ErrorKind};
 pub use monitor::{
-    MonitorRequest, MonitorSelect, Notification, RowUpdate, RowUpdate2, TableUpdates, TableUpdates2,
+    MonitorRequest, MonitorSelect, Notification, RawNotification, RowUpdate, RowUpdate2,
+    TableUpdates, TableUpdates2,
 };
 pub use ops::{Condition, Function, Mutation, Mutator, Operation, OperationResult, WaitUntil};
 pub use remote::Remote;

@@ -120,6 +120,24 @@ pub struct MonitorSince {
     pub updates: TableUpdates2,
 }
 
+/// A notification as it came: its method and the JSON text of its params, decoded
+/// when asked ([`RawNotification::decode`]), so that a reader with its own decoder (the
+/// cache, straight into its rows) reads the params once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawNotification {
+    /// The method, e.g. `update3`.
+    pub method: String,
+    /// The params array as JSON text.
+    pub params: bytes::Bytes,
+}
+
+impl RawNotification {
+    /// The notification decoded; a malformed one is an error naming the method.
+    pub fn decode(&self) -> Result<Notification, String> {
+        Notification::decode(&self.method, &self.params)
+    }
+}
+
 /// A message the server sent without being asked.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Notification {

@@ -14,6 +14,7 @@
 
 mod backoff;
 mod change;
+mod decode;
 mod diff;
 mod health;
 mod index;

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use uuid::Uuid;
 
@@ -20,10 +19,10 @@ use super::diff::apply_column;
 /// The monitored columns of one table, in name order, shared by all of its cached rows.
 #[derive(Debug, PartialEq)]
 pub struct Layout {
-    table: String,
-    names: Box<[String]>,
+    pub(super) table: String,
+    pub(super) names: Box<[String]>,
     types: Box<[ColumnType]>,
-    defaults: Box<[Datum]>,
+    pub(super) defaults: Box<[Datum]>,
     /// The schema's unique indexes whose columns are all monitored, as positions in
     /// `names` (sorted by name).
     indexes: Box<[Box<[usize]>]>,
@@ -75,7 +74,7 @@ impl Layout {
         self.names.iter().map(String::as_str)
     }
 
-    fn position(&self, column: &str) -> Option<usize> {
+    pub(super) fn position(&self, column: &str) -> Option<usize> {
         self.names.binary_search_by(|n| n.as_str().cmp(column)).ok()
     }
 
@@ -87,7 +86,7 @@ impl Layout {
     /// Checks the value of column `i` of row `uuid` against the column's type (element
     /// count, atom types, enums, ranges, lengths); the error names table, row, column
     /// and value.
-    fn check(&self, uuid: &Uuid, i: usize, value: &Datum) -> Result<(), String> {
+    pub(super) fn check(&self, uuid: &Uuid, i: usize, value: &Datum) -> Result<(), String> {
         self.types[i].check(value).map_err(|why| {
             format!(
                 "table {} row {uuid} column {}: {} does not fit the column: {why}",
@@ -123,14 +122,16 @@ fn shown(value: &Datum) -> String {
 /// [`Row`].
 #[derive(Clone)]
 pub struct CachedRow {
-    layout: Arc<Layout>,
-    values: Box<[Datum]>,
+    pub(super) layout: Arc<Layout>,
+    pub(super) values: Box<[Datum]>,
 }
 
 impl CachedRow {
-    /// Row `uuid` of `layout` from a generic row: columns the row lacks get their
-    /// defaults (ovsdb-server leaves out the columns that hold them), columns the layout
-    /// does not have are dropped. A value that does not fit its column is an error.
+    /// Row `uuid` of `layout` from a generic row, as the decoder makes it from the
+    /// wire: columns the row lacks get their defaults, columns the layout does not have
+    /// are dropped, a value that does not fit its column is an error. (The tests build
+    /// rows this way.)
+    #[cfg(test)]
     pub(crate) fn from_row(
         layout: &Arc<Layout>,
         uuid: &Uuid,
@@ -290,371 +291,16 @@ impl Serialize for CachedRow {
     }
 }
 
-/// One row's change, decoded against its table's layout.
-#[derive(Debug)]
-pub(crate) enum RowChange {
-    /// `initial` or `insert`: the whole row.
-    New(CachedRow),
-    /// `modify`: the columns' diffs.
-    Modify(Row),
-    /// `delete`.
-    Delete,
-}
-
-/// The changes to one table in one update message.
-#[derive(Debug)]
-pub(crate) struct TableChanges {
-    pub(crate) layout: Arc<Layout>,
-    pub(crate) rows: Vec<(Uuid, RowChange)>,
-}
-
 /// The layouts of every monitored table, by name.
 pub(crate) type Layouts = BTreeMap<String, Arc<Layout>>;
-
-/// An `update2`-form update already decoded into generic rows, brought to the layouts.
-pub(crate) fn from_update2(
-    layouts: &Layouts,
-    updates: crate::monitor::TableUpdates2,
-) -> Result<Vec<TableChanges>, String> {
-    use crate::monitor::RowUpdate2;
-    updates
-        .into_iter()
-        .map(|(table, rows)| {
-            let layout = layout_of(layouts, &table)?;
-            let rows = rows
-                .into_iter()
-                .map(|(uuid, u)| {
-                    let change = match u {
-                        RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => {
-                            RowChange::New(CachedRow::from_row(&layout, &uuid, r)?)
-                        }
-                        RowUpdate2::Modify(d) => RowChange::Modify(d),
-                        RowUpdate2::Delete => RowChange::Delete,
-                    };
-                    Ok((uuid, change))
-                })
-                .collect::<Result<_, String>>()?;
-            Ok(TableChanges { layout, rows })
-        })
-        .collect()
-}
-
-fn layout_of(layouts: &Layouts, table: &str) -> Result<Arc<Layout>, String> {
-    layouts
-        .get(table)
-        .cloned()
-        .ok_or_else(|| format!("update for table {table}, which is not monitored"))
-}
-
-/// Decodes `<table-updates2>` (`{"Table": {"uuid": {"initial": row}, …}, …}`) straight
-/// into cached rows, with no generic row in between.
-pub(crate) struct UpdatesSeed(pub(crate) Layouts);
-
-impl<'de> DeserializeSeed<'de> for UpdatesSeed {
-    type Value = Vec<TableChanges>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for UpdatesSeed {
-    type Value = Vec<TableChanges>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("table updates, an object of tables")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut out = Vec::new();
-        while let Some(table) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let layout = layout_of(&self.0, &table).map_err(serde::de::Error::custom)?;
-            let rows = map.next_value_seed(TableSeed(&layout))?;
-            out.push(TableChanges { layout, rows });
-        }
-        Ok(out)
-    }
-}
-
-struct TableSeed<'a>(&'a Arc<Layout>);
-
-impl<'de> DeserializeSeed<'de> for TableSeed<'_> {
-    type Value = Vec<(Uuid, RowChange)>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for TableSeed<'_> {
-    type Value = Vec<(Uuid, RowChange)>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the updates of table {}, by row uuid", self.0.table)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
-        while let Some(uuid) = map.next_key_seed(UuidKey(&self.0.table))? {
-            let change = map.next_value_seed(ChangeSeed(self.0, &uuid))?;
-            rows.push((uuid, change));
-        }
-        Ok(rows)
-    }
-}
-
-struct ChangeSeed<'a>(&'a Arc<Layout>, &'a Uuid);
-
-impl<'de> DeserializeSeed<'de> for ChangeSeed<'_> {
-    type Value = RowChange;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ChangeSeed<'_> {
-    type Value = RowChange;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a row update: {\"initial\"|\"insert\"|\"modify\": row} or {\"delete\": null}")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let kind = map
-            .next_key_seed(KindKey)?
-            .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
-        let change = match kind {
-            Kind::New => RowChange::New(map.next_value_seed(RowSeed(self.0, self.1))?),
-            Kind::Modify => RowChange::Modify(map.next_value()?),
-            Kind::Delete => {
-                map.next_value::<IgnoredAny>()?;
-                RowChange::Delete
-            }
-        };
-        if map.next_key::<IgnoredAny>()?.is_some() {
-            return Err(serde::de::Error::custom(
-                "a row update with more than one kind",
-            ));
-        }
-        Ok(change)
-    }
-}
-
-/// A row's uuid, as a key of a table's updates.
-struct UuidKey<'a>(&'a str);
-
-impl<'de> DeserializeSeed<'de> for UuidKey<'_> {
-    type Value = Uuid;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for UuidKey<'_> {
-    type Value = Uuid;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a row uuid")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Uuid, E> {
-        v.parse()
-            .map_err(|_| E::custom(format!("table {}: row key {v:?} is not a uuid", self.0)))
-    }
-}
-
-/// The kind of a row update.
-enum Kind {
-    New,
-    Modify,
-    Delete,
-}
-
-struct KindKey;
-
-impl<'de> DeserializeSeed<'de> for KindKey {
-    type Value = Kind;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KindKey {
-    type Value = Kind;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("\"initial\", \"insert\", \"modify\" or \"delete\"")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Kind, E> {
-        match v {
-            "initial" | "insert" => Ok(Kind::New),
-            "modify" => Ok(Kind::Modify),
-            "delete" => Ok(Kind::Delete),
-            other => Err(E::custom(format!("unknown row update kind {other:?}"))),
-        }
-    }
-}
-
-/// Decodes a row object against a layout.
-struct RowSeed<'a>(&'a Arc<Layout>, &'a Uuid);
-
-impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
-    type Value = CachedRow;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RowSeed<'_> {
-    type Value = CachedRow;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a row of table {}", self.0.table)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let layout = self.0;
-        let n = layout.names.len();
-        // Filled in place: columns not sent keep a placeholder (an empty set, which
-        // allocates nothing) until they get their defaults.
-        let mut values: Vec<Datum> = Vec::with_capacity(n);
-        values.resize_with(n, || Datum::Set(Vec::new()));
-        let mut seen = Seen::new(n);
-        while let Some(at) = map.next_key_seed(ColumnKey(layout))? {
-            match at {
-                Some(i) => {
-                    values[i] = map.next_value()?;
-                    layout
-                        .check(self.1, i, &values[i])
-                        .map_err(serde::de::Error::custom)?;
-                    seen.set(i);
-                }
-                // A column not asked for (`_version`, say): not cached.
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        for (i, value) in values.iter_mut().enumerate() {
-            if !seen.get(i) {
-                *value = layout.defaults[i].clone();
-            }
-        }
-        let values = values.into_boxed_slice();
-        Ok(CachedRow {
-            layout: layout.clone(),
-            values,
-        })
-    }
-}
-
-/// Which columns a row sent: a bit set, on the stack for tables of up to 128 columns.
-enum Seen {
-    Small(u128),
-    Large(Vec<bool>),
-}
-
-impl Seen {
-    fn new(n: usize) -> Seen {
-        if n <= 128 {
-            Seen::Small(0)
-        } else {
-            Seen::Large(vec![false; n])
-        }
-    }
-
-    fn set(&mut self, i: usize) {
-        match self {
-            Seen::Small(bits) => *bits |= 1 << i,
-            Seen::Large(v) => v[i] = true,
-        }
-    }
-
-    fn get(&self, i: usize) -> bool {
-        match self {
-            Seen::Small(bits) => bits & (1 << i) != 0,
-            Seen::Large(v) => v[i],
-        }
-    }
-}
-
-/// A column name, as its position in the layout (`None` for a column it lacks).
-struct ColumnKey<'a>(&'a Layout);
-
-impl<'de> DeserializeSeed<'de> for ColumnKey<'_> {
-    type Value = Option<usize>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ColumnKey<'_> {
-    type Value = Option<usize>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a column name")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(self.0.position(v))
-    }
-}
-
-/// Decodes a `monitor_cond_since` result, `[found, last-txn-id, table-updates2]`.
-pub(crate) struct SinceSeed(pub(crate) Layouts);
-
-/// A decoded `monitor_cond_since` result.
-pub(crate) struct Since {
-    pub(crate) found: bool,
-    pub(crate) last_txn_id: Uuid,
-    pub(crate) updates: Vec<TableChanges>,
-}
-
-impl<'de> DeserializeSeed<'de> for SinceSeed {
-    type Value = Since;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for SinceSeed {
-    type Value = Since;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[found, last-txn-id, table-updates2]")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let missing = |what: &str| serde::de::Error::custom(format!("the reply lacks {what}"));
-        let found = seq.next_element()?.ok_or_else(|| missing("found"))?;
-        let last_txn_id = seq.next_element()?.ok_or_else(|| missing("last-txn-id"))?;
-        let updates = seq
-            .next_element_seed(UpdatesSeed(self.0))?
-            .ok_or_else(|| missing("the table updates"))?;
-        if seq.next_element::<IgnoredAny>()?.is_some() {
-            return Err(serde::de::Error::custom(
-                "the reply has more than three elements",
-            ));
-        }
-        Ok(Since {
-            found,
-            last_txn_id,
-            updates,
-        })
-    }
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::de::DeserializeSeed;
     use serde_json::json;
+
+    use crate::cache::decode::{decode_note, PlainUpdatesSeed, RowChange, UpdatesSeed};
 
     fn layouts() -> Layouts {
         let schema = crate::schema::DatabaseSchema::from_json(&json!({
@@ -782,14 +428,27 @@ mod tests {
                 e.contains(why) && where_(&e, column),
                 "{column} {value}: {e}"
             );
-            // Through a generic row (a notification).
-            let datum = Datum::from_json(&value).unwrap();
-            let generic: Row = [(column.to_string(), datum.clone())].into();
-            let e = CachedRow::from_row(&l["T"], &a, generic).unwrap_err();
+            // In the plain form (an old server's `monitor`).
+            let text = json!({"T": {A: {"new": {column: value}}}}).to_string();
+            let mut de = serde_json::Deserializer::from_str(&text);
+            let e = PlainUpdatesSeed(l.clone())
+                .deserialize(&mut de)
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains(why) && where_(&e, column),
                 "{column} {value}: {e}"
             );
+            // In an update3 notification of the cache's monitor.
+            let params = json!(["m", A, {"T": {A: {"insert": {column: value}}}}]).to_string();
+            let e = decode_note("update3", params.as_bytes(), "m", "s", &l)
+                .unwrap()
+                .unwrap_err();
+            assert!(
+                e.contains(why) && where_(&e, column),
+                "{column} {value}: {e}"
+            );
+            let datum = Datum::from_json(&value).unwrap();
             // As the result of a modify.
             let row = CachedRow::from_row(&l["T"], &a, Row::new()).unwrap();
             let e = row

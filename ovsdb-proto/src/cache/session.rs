@@ -16,10 +16,11 @@ use crate::remote::Remote;
 use crate::typed::SchemaSkew;
 
 use super::backoff::{backoff, pick, shuffled};
+use super::decode::{decode_note, Note};
 use super::health::RaftSeen;
-use super::row::{from_update2, Layouts};
+use super::row::Layouts;
 use super::store::Writer;
-use super::watcher::{fit, monitor, to_update2, unusable, ServerWatch, SERVER_MONITOR};
+use super::watcher::{fit, monitor, unusable, ServerWatch, SERVER_MONITOR};
 use super::{CacheConfig, CacheEvent, Published};
 
 /// How long the cache waits for a behind [`crate::cache::CacheEvents`] reader before
@@ -317,8 +318,8 @@ impl Task {
         self.published.ready.send_replace(true);
 
         loop {
-            let note = tokio::select! {
-                note = notes.recv() => note,
+            let raw = tokio::select! {
+                raw = notes.recv_raw() => raw,
                 Some(command) = self.commands.recv() => {
                     match command {
                         Command::SetConditions { table, conditions, reply } => {
@@ -330,28 +331,61 @@ impl Task {
                     continue;
                 }
             };
-            let Some(note) = note else {
+            let Some(raw) = raw else {
                 return Ok(End::Failed(client.closed().await));
             };
             let current = self.progress.monitor_id.as_str();
-            let (updates, txn) = match note {
-                Notification::Update3 {
-                    monitor_id,
-                    last_txn_id,
-                    updates,
-                } if monitor_id == current => (updates, Some(last_txn_id)),
-                Notification::Update2 {
-                    monitor_id,
-                    updates,
-                } if monitor_id == current => (updates, None),
-                Notification::Update {
-                    monitor_id,
-                    updates,
-                } if monitor_id == current => (to_update2(updates), None),
-                Notification::Update2 {
-                    monitor_id,
-                    updates,
-                } if monitor_id == SERVER_MONITOR => {
+            let note = match decode_note(
+                &raw.method,
+                &raw.params,
+                current,
+                SERVER_MONITOR,
+                &layouts,
+            ) {
+                Some(Ok(note)) => note,
+                // A malformed update: the cache may have missed it, so the next
+                // session fetches everything.
+                Some(Err(e)) => {
+                    self.progress.last_txn_id = None;
+                    notes.fail(e.clone());
+                    return Err(Error::protocol(e));
+                }
+                None => {
+                    let note = match raw.decode() {
+                        Ok(note) => note,
+                        Err(e) => {
+                            notes.fail(e.clone());
+                            return Err(Error::protocol(e));
+                        }
+                    };
+                    match note {
+                        Notification::MonitorCanceled(id) if id == current => {
+                            return Ok(End::Canceled(format!("the server canceled monitor {id}")));
+                        }
+                        Notification::MonitorCanceled(id) if id == SERVER_MONITOR => {
+                            // Without it leadership changes go unseen: a new connection,
+                            // after a backoff.
+                            return Ok(End::Failed(unusable(
+                                "the server canceled the _Server monitor",
+                            )));
+                        }
+                        Notification::MonitorCanceled(id) => {
+                            tracing::debug!(%id, "cache: a cancel of a monitor this cache does not have, ignored");
+                        }
+                        other => tracing::debug!(?other, "cache: notification ignored"),
+                    }
+                    continue;
+                }
+            };
+            match note {
+                Note::Data { txn, changes } => {
+                    let batch = self.changes(self.writer.apply(changes))?;
+                    if let Some(t) = txn {
+                        self.progress.last_txn_id = Some(t).filter(|u| !u.is_nil());
+                    }
+                    self.publish(batch).await;
+                }
+                Note::Server(updates) => {
                     let Some(watch) = server.as_mut() else {
                         continue;
                     };
@@ -365,33 +399,11 @@ impl Task {
                             return Ok(End::Again(format!("the server became unusable: {why}")));
                         }
                     }
-                    continue;
                 }
-                Notification::MonitorCanceled(id) if id == current => {
-                    return Ok(End::Canceled(format!("the server canceled monitor {id}")));
+                Note::Other(id) => {
+                    tracing::debug!(%id, "cache: an update for a monitor this cache does not have, ignored");
                 }
-                Notification::MonitorCanceled(id) if id == SERVER_MONITOR => {
-                    // Without it leadership changes go unseen: a new connection, after
-                    // a backoff.
-                    return Ok(End::Failed(unusable(
-                        "the server canceled the _Server monitor",
-                    )));
-                }
-                Notification::MonitorCanceled(id) => {
-                    tracing::debug!(%id, "cache: a cancel of a monitor this cache does not have, ignored");
-                    continue;
-                }
-                other => {
-                    tracing::debug!(?other, "cache: notification ignored");
-                    continue;
-                }
-            };
-            let changes = from_update2(&layouts, updates);
-            let batch = self.changes(changes.and_then(|c| self.writer.apply(c)))?;
-            if let Some(t) = txn {
-                self.progress.last_txn_id = Some(t).filter(|u| !u.is_nil());
             }
-            self.publish(batch).await;
         }
     }
 

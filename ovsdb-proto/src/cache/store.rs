@@ -12,8 +12,9 @@ use std::hash::Hash;
 use crate::model::Table;
 
 use super::change::{Change, Event, TableRows};
+use super::decode::{RowChange, TableChanges};
 use super::index::{AnyIndex, RowIndex, RowIndexSpec};
-use super::row::{CachedRow, Layouts, RowChange, TableChanges};
+use super::row::{CachedRow, Layouts};
 use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
 /// One unique index: the values of its columns to the row that has them.
@@ -449,7 +450,8 @@ mod tests {
 
     use serde::de::DeserializeSeed;
 
-    use crate::cache::row::{Layout, UpdatesSeed};
+    use crate::cache::decode::UpdatesSeed;
+    use crate::cache::row::Layout;
     use crate::schema::DatabaseSchema;
 
     fn layouts() -> Layouts {

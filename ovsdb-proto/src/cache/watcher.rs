@@ -16,9 +16,10 @@ use crate::ops::Condition;
 use crate::schema::DatabaseSchema;
 use crate::typed::SchemaSkew;
 
+use super::decode::{PlainUpdatesSeed, Since, SinceSeed, UpdatesSeed};
 use super::diff::apply_row;
 use super::health::ServerState;
-use super::row::{from_update2, Layout, Layouts, Since, SinceSeed, UpdatesSeed};
+use super::row::{Layout, Layouts};
 
 /// The id of the `_Server` monitor.
 pub(super) const SERVER_MONITOR: &str = "cache-server";
@@ -180,8 +181,9 @@ pub(super) async fn monitor(
                     (t.clone(), r)
                 })
                 .collect();
-            let updates = to_update2(client.monitor(db, id.into(), &plain).await?);
-            from_update2(layouts, updates).map_err(Error::protocol)?
+            client
+                .monitor_with(db, id.into(), &plain, PlainUpdatesSeed(layouts.clone()))
+                .await?
         }
         other => other?,
     };
@@ -190,25 +192,4 @@ pub(super) async fn monitor(
         last_txn_id: Uuid::nil(),
         updates,
     })
-}
-
-/// Plain `monitor` updates in the `update2` form: a row without `new` is deleted; any
-/// other is replaced whole (its `new` holds every monitored column).
-pub(super) fn to_update2(updates: crate::monitor::TableUpdates) -> TableUpdates2 {
-    updates
-        .into_iter()
-        .map(|(table, rows)| {
-            let rows = rows
-                .into_iter()
-                .map(|(uuid, u)| {
-                    let u2 = match u.new {
-                        Some(new) => RowUpdate2::Insert(new),
-                        None => RowUpdate2::Delete,
-                    };
-                    (uuid, u2)
-                })
-                .collect();
-            (table, rows)
-        })
-        .collect()
 }

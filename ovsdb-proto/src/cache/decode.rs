@@ -1,0 +1,608 @@
+//! The one decoder of what the server sends the cache: monitor replies and update
+//! notifications, in every form (`update3`, `update2`, plain `update`), read straight
+//! into cached rows against each table's [`Layout`], with no generic row in between.
+//! Every value is checked against its column as it is read.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use uuid::Uuid;
+
+use crate::datum::{Datum, Row};
+
+use super::row::{CachedRow, Layout, Layouts};
+
+/// One row's change, decoded against its table's layout.
+#[derive(Debug)]
+pub(crate) enum RowChange {
+    /// `initial` or `insert`: the whole row.
+    New(CachedRow),
+    /// `modify`: the columns' diffs.
+    Modify(Row),
+    /// `delete`.
+    Delete,
+}
+
+/// The changes to one table in one update message.
+#[derive(Debug)]
+pub(crate) struct TableChanges {
+    pub(crate) layout: Arc<Layout>,
+    pub(crate) rows: Vec<(Uuid, RowChange)>,
+}
+
+fn layout_of(layouts: &Layouts, table: &str) -> Result<Arc<Layout>, String> {
+    layouts
+        .get(table)
+        .cloned()
+        .ok_or_else(|| format!("update for table {table}, which is not monitored"))
+}
+
+/// How rows' changes are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// `update2`/`update3`: `{"initial"|"insert"|"modify": row}` or `{"delete": null}`.
+    Two,
+    /// Plain `update` (RFC 7047): `{"old": row, "new": row}`; no `new` is a delete, and
+    /// `new` holds every monitored column.
+    Plain,
+}
+
+/// Decodes `<table-updates2>` (`{"Table": {"uuid": {"initial": row}, …}, …}`) straight
+/// into cached rows, with no generic row in between.
+pub(crate) struct UpdatesSeed(pub(crate) Layouts);
+
+/// Decodes plain `<table-updates>` (`{"Table": {"uuid": {"old": row, "new": row}}}`)
+/// straight into cached rows.
+pub(crate) struct PlainUpdatesSeed(pub(crate) Layouts);
+
+impl<'de> DeserializeSeed<'de> for PlainUpdatesSeed {
+    type Value = Vec<TableChanges>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(TablesVisitor(&self.0, Form::Plain))
+    }
+}
+
+/// The tables of an update, in either form.
+struct TablesVisitor<'a>(&'a Layouts, Form);
+
+impl<'de> Visitor<'de> for TablesVisitor<'_> {
+    type Value = Vec<TableChanges>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("table updates, an object of tables")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::new();
+        while let Some(table) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let layout = layout_of(self.0, &table).map_err(serde::de::Error::custom)?;
+            let rows = map.next_value_seed(TableSeed(&layout, self.1))?;
+            out.push(TableChanges { layout, rows });
+        }
+        Ok(out)
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for UpdatesSeed {
+    type Value = Vec<TableChanges>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(TablesVisitor(&self.0, Form::Two))
+    }
+}
+
+struct TableSeed<'a>(&'a Arc<Layout>, Form);
+
+impl<'de> DeserializeSeed<'de> for TableSeed<'_> {
+    type Value = Vec<(Uuid, RowChange)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TableSeed<'_> {
+    type Value = Vec<(Uuid, RowChange)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the updates of table {}, by row uuid", self.0.table)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some(uuid) = map.next_key_seed(UuidKey(&self.0.table))? {
+            let change = match self.1 {
+                Form::Two => map.next_value_seed(ChangeSeed(self.0, &uuid))?,
+                Form::Plain => map.next_value_seed(PlainChangeSeed(self.0, &uuid))?,
+            };
+            rows.push((uuid, change));
+        }
+        Ok(rows)
+    }
+}
+
+struct ChangeSeed<'a>(&'a Arc<Layout>, &'a Uuid);
+
+impl<'de> DeserializeSeed<'de> for ChangeSeed<'_> {
+    type Value = RowChange;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChangeSeed<'_> {
+    type Value = RowChange;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a row update: {\"initial\"|\"insert\"|\"modify\": row} or {\"delete\": null}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let kind = map
+            .next_key_seed(KindKey)?
+            .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
+        let change = match kind {
+            Kind::New => RowChange::New(map.next_value_seed(RowSeed(self.0, self.1))?),
+            Kind::Modify => RowChange::Modify(map.next_value()?),
+            Kind::Delete => {
+                map.next_value::<IgnoredAny>()?;
+                RowChange::Delete
+            }
+        };
+        if map.next_key::<IgnoredAny>()?.is_some() {
+            return Err(serde::de::Error::custom(
+                "a row update with more than one kind",
+            ));
+        }
+        Ok(change)
+    }
+}
+
+/// One row's change in the plain form: `new` is the whole row; without it the row is
+/// gone.
+struct PlainChangeSeed<'a>(&'a Arc<Layout>, &'a Uuid);
+
+impl<'de> DeserializeSeed<'de> for PlainChangeSeed<'_> {
+    type Value = RowChange;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PlainChangeSeed<'_> {
+    type Value = RowChange;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a row update: {\"old\": row, \"new\": row}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut new = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "new" => new = Some(map.next_value_seed(RowSeed(self.0, self.1))?),
+                "old" => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                other => {
+                    return Err(serde::de::Error::custom(format!(
+                        "a row update with member {other:?}"
+                    )))
+                }
+            }
+        }
+        Ok(new.map_or(RowChange::Delete, RowChange::New))
+    }
+}
+
+/// A row's uuid, as a key of a table's updates.
+struct UuidKey<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for UuidKey<'_> {
+    type Value = Uuid;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for UuidKey<'_> {
+    type Value = Uuid;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a row uuid")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Uuid, E> {
+        v.parse()
+            .map_err(|_| E::custom(format!("table {}: row key {v:?} is not a uuid", self.0)))
+    }
+}
+
+/// The kind of a row update.
+enum Kind {
+    New,
+    Modify,
+    Delete,
+}
+
+struct KindKey;
+
+impl<'de> DeserializeSeed<'de> for KindKey {
+    type Value = Kind;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KindKey {
+    type Value = Kind;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("\"initial\", \"insert\", \"modify\" or \"delete\"")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Kind, E> {
+        match v {
+            "initial" | "insert" => Ok(Kind::New),
+            "modify" => Ok(Kind::Modify),
+            "delete" => Ok(Kind::Delete),
+            other => Err(E::custom(format!("unknown row update kind {other:?}"))),
+        }
+    }
+}
+
+/// Decodes a row object against a layout.
+struct RowSeed<'a>(&'a Arc<Layout>, &'a Uuid);
+
+impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
+    type Value = CachedRow;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for RowSeed<'_> {
+    type Value = CachedRow;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "a row of table {}", self.0.table)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let layout = self.0;
+        let n = layout.names.len();
+        // Filled in place: columns not sent keep a placeholder (an empty set, which
+        // allocates nothing) until they get their defaults.
+        let mut values: Vec<Datum> = Vec::with_capacity(n);
+        values.resize_with(n, || Datum::Set(Vec::new()));
+        let mut seen = Seen::new(n);
+        while let Some(at) = map.next_key_seed(ColumnKey(layout))? {
+            match at {
+                Some(i) => {
+                    values[i] = map.next_value()?;
+                    layout
+                        .check(self.1, i, &values[i])
+                        .map_err(serde::de::Error::custom)?;
+                    seen.set(i);
+                }
+                // A column not asked for (`_version`, say): not cached.
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        for (i, value) in values.iter_mut().enumerate() {
+            if !seen.get(i) {
+                *value = layout.defaults[i].clone();
+            }
+        }
+        let values = values.into_boxed_slice();
+        Ok(CachedRow {
+            layout: layout.clone(),
+            values,
+        })
+    }
+}
+
+/// Which columns a row sent: a bit set, on the stack for tables of up to 128 columns.
+enum Seen {
+    Small(u128),
+    Large(Vec<bool>),
+}
+
+impl Seen {
+    fn new(n: usize) -> Seen {
+        if n <= 128 {
+            Seen::Small(0)
+        } else {
+            Seen::Large(vec![false; n])
+        }
+    }
+
+    fn set(&mut self, i: usize) {
+        match self {
+            Seen::Small(bits) => *bits |= 1 << i,
+            Seen::Large(v) => v[i] = true,
+        }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        match self {
+            Seen::Small(bits) => bits & (1 << i) != 0,
+            Seen::Large(v) => v[i],
+        }
+    }
+}
+
+/// A column name, as its position in the layout (`None` for a column it lacks).
+struct ColumnKey<'a>(&'a Layout);
+
+impl<'de> DeserializeSeed<'de> for ColumnKey<'_> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ColumnKey<'_> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a column name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(self.0.position(v))
+    }
+}
+
+/// Decodes a `monitor_cond_since` result, `[found, last-txn-id, table-updates2]`.
+pub(crate) struct SinceSeed(pub(crate) Layouts);
+
+/// A decoded `monitor_cond_since` result.
+pub(crate) struct Since {
+    pub(crate) found: bool,
+    pub(crate) last_txn_id: Uuid,
+    pub(crate) updates: Vec<TableChanges>,
+}
+
+impl<'de> DeserializeSeed<'de> for SinceSeed {
+    type Value = Since;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for SinceSeed {
+    type Value = Since;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[found, last-txn-id, table-updates2]")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let missing = |what: &str| serde::de::Error::custom(format!("the reply lacks {what}"));
+        let found = seq.next_element()?.ok_or_else(|| missing("found"))?;
+        let last_txn_id = seq.next_element()?.ok_or_else(|| missing("last-txn-id"))?;
+        let updates = seq
+            .next_element_seed(UpdatesSeed(self.0))?
+            .ok_or_else(|| missing("the table updates"))?;
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(serde::de::Error::custom(
+                "the reply has more than three elements",
+            ));
+        }
+        Ok(Since {
+            found,
+            last_txn_id,
+            updates,
+        })
+    }
+}
+
+/// What an update notification holds, for the cache.
+#[derive(Debug)]
+pub(crate) enum Note {
+    /// Changes seen by the cache's data monitor, and for `update3` the transaction
+    /// after them.
+    Data {
+        txn: Option<Uuid>,
+        changes: Vec<TableChanges>,
+    },
+    /// Changes seen by the `_Server` monitor (generic rows: one small row).
+    Server(crate::monitor::TableUpdates2),
+    /// Changes for another monitor id (one this cache replaced or never had).
+    Other(serde_json::Value),
+}
+
+/// Decodes an `update`/`update2`/`update3` notification's params: the data monitor's
+/// (`data`) straight into cached rows, the `_Server` monitor's (`server`) into generic
+/// rows, any other monitor's skipped. `None` for any other method.
+pub(crate) fn decode_note(
+    method: &str,
+    params: &[u8],
+    data: &str,
+    server: &str,
+    layouts: &Layouts,
+) -> Option<Result<Note, String>> {
+    let (form, txn) = match method {
+        "update3" => (Form::Two, true),
+        "update2" => (Form::Two, false),
+        "update" => (Form::Plain, false),
+        _ => return None,
+    };
+    let seed = NoteSeed {
+        form,
+        txn,
+        data,
+        server,
+        layouts,
+    };
+    let mut de = serde_json::Deserializer::from_slice(params);
+    let note = seed
+        .deserialize(&mut de)
+        .and_then(|note| de.end().map(|()| note))
+        .map_err(|e| format!("malformed {method} notification: {e}"));
+    Some(note)
+}
+
+struct NoteSeed<'a> {
+    form: Form,
+    txn: bool,
+    data: &'a str,
+    server: &'a str,
+    layouts: &'a Layouts,
+}
+
+impl<'de> DeserializeSeed<'de> for NoteSeed<'_> {
+    type Value = Note;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for NoteSeed<'_> {
+    type Value = Note;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[monitor-id, (last-txn-id,) table-updates]")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let missing = |what: &str| serde::de::Error::custom(format!("the params lack {what}"));
+        let id: serde_json::Value = seq
+            .next_element()?
+            .ok_or_else(|| missing("the monitor id"))?;
+        let txn = match self.txn {
+            true => Some(
+                seq.next_element::<Uuid>()?
+                    .ok_or_else(|| missing("the last transaction id"))?,
+            ),
+            false => None,
+        };
+        let note = if id.as_str() == Some(self.data) {
+            let changes = match self.form {
+                Form::Two => seq.next_element_seed(UpdatesSeed(self.layouts.clone()))?,
+                Form::Plain => seq.next_element_seed(PlainUpdatesSeed(self.layouts.clone()))?,
+            };
+            Note::Data {
+                txn,
+                changes: changes.ok_or_else(|| missing("the table updates"))?,
+            }
+        } else if id.as_str() == Some(self.server) && self.form == Form::Two {
+            Note::Server(
+                seq.next_element()?
+                    .ok_or_else(|| missing("the table updates"))?,
+            )
+        } else {
+            seq.next_element::<IgnoredAny>()?
+                .ok_or_else(|| missing("the table updates"))?;
+            Note::Other(id)
+        };
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(serde::de::Error::custom(
+                "the params have too many elements",
+            ));
+        }
+        Ok(note)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn layouts() -> Layouts {
+        let schema = crate::schema::DatabaseSchema::from_json(&json!({
+            "name": "D", "version": "1.0.0",
+            "tables": {"T": {"columns": {"name": {"type": "string"}}}}
+        }))
+        .unwrap();
+        let t = schema.table("T").unwrap();
+        [(
+            "T".to_string(),
+            Arc::new(Layout::new(t, &["name".to_string()]).unwrap()),
+        )]
+        .into()
+    }
+
+    const A: &str = "00000000-0000-0000-0000-00000000000a";
+
+    fn note(method: &str, params: serde_json::Value) -> Result<Note, String> {
+        decode_note(
+            method,
+            params.to_string().as_bytes(),
+            "data",
+            "server",
+            &layouts(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn notifications_go_to_the_monitor_they_are_for() {
+        let Note::Data { txn, changes } = note(
+            "update3",
+            json!(["data", A, {"T": {A: {"insert": {"name": "a"}}}}]),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert_eq!(txn, Some(A.parse().unwrap()));
+        let RowChange::New(row) = &changes[0].rows[0].1 else {
+            panic!("{changes:?}")
+        };
+        assert_eq!(row["name"], Datum::scalar("a"));
+        // The plain form: a row with no "new" is gone.
+        let Note::Data { txn: None, changes } = note(
+            "update",
+            json!(["data", {"T": {A: {"old": {"name": "a"}}}}]),
+        )
+        .unwrap() else {
+            panic!()
+        };
+        assert!(matches!(changes[0].rows[0].1, RowChange::Delete));
+        assert!(matches!(
+            note(
+                "update2",
+                json!(["server", {"Database": {A: {"modify": {"x": 1}}}}])
+            ),
+            Ok(Note::Server(_))
+        ));
+        // Another monitor's rows are skipped, whatever their tables.
+        assert!(matches!(
+            note("update2", json!(["cache-0", {"Unknown": {}}])),
+            Ok(Note::Other(_))
+        ));
+        assert!(decode_note("locked", b"[\"l\"]", "data", "server", &layouts()).is_none());
+    }
+
+    #[test]
+    fn malformed_notifications_say_why() {
+        for (method, params, want) in [
+            ("update3", json!(["data"]), "last transaction id"),
+            ("update2", json!(["data"]), "table updates"),
+            ("update2", json!(["data", {}, 1]), "too many"),
+            ("update2", json!(["data", {"U": {}}]), "table U"),
+            (
+                "update",
+                json!(["data", {"T": {A: {"new": {"name": 1}}}}]),
+                "column name",
+            ),
+        ] {
+            let e = note(method, params.clone()).unwrap_err();
+            assert!(e.contains(want) && e.contains(method), "{params}: {e}");
+        }
+    }
+}
