@@ -26,6 +26,7 @@ pub mod codec;
 pub mod connect;
 mod connection;
 pub mod datum;
+mod diff;
 pub mod error;
 pub mod lock;
 pub mod model;

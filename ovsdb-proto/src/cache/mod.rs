@@ -15,7 +15,6 @@
 mod backoff;
 mod change;
 mod decode;
-mod diff;
 mod health;
 mod index;
 mod row;
@@ -39,8 +38,8 @@ use crate::ops::{Operation, OperationResult};
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 
+pub use crate::diff::{apply_column, apply_row};
 pub use change::{Change, Event, TableRows, TypedChange};
-pub use diff::{apply_column, apply_row};
 pub use index::RowIndex;
 pub use row::CachedRow;
 pub use store::Snapshot;

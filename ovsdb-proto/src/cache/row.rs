@@ -14,7 +14,7 @@ use crate::datum::{Datum, Row};
 use crate::model::ColumnSource;
 use crate::schema::{ColumnType, TableSchema};
 
-use super::diff::apply_column;
+use crate::diff::apply_column;
 
 /// The monitored columns of one table, in name order, shared by all of its cached rows.
 #[derive(Debug, PartialEq)]

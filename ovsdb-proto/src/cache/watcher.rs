@@ -17,9 +17,9 @@ use crate::schema::DatabaseSchema;
 use crate::typed::SchemaSkew;
 
 use super::decode::{PlainUpdatesSeed, Since, SinceSeed, UpdatesSeed};
-use super::diff::apply_row;
 use super::health::ServerState;
 use super::row::{Layout, Layouts};
+use crate::diff::apply_row;
 
 /// The id of the `_Server` monitor.
 pub(super) const SERVER_MONITOR: &str = "cache-server";

@@ -127,10 +127,18 @@ pub trait ColumnValue: Sized + Clone + PartialEq {
     fn from_datum(datum: &Datum) -> Result<Self, String>;
     /// The value on the wire.
     fn to_datum(&self) -> Datum;
-    /// Applies an `update2` `modify` entry: the new value for a scalar; for a set the
-    /// elements to add or remove; for a map the pairs to add, change or remove.
+    /// Applies an `update2` `modify` entry as ovsdb-server makes it: the new value for
+    /// a column of at most one value; for a set the elements to add or remove; for a
+    /// map the pairs to add, change or remove. (The same function as the cache's.)
     fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
-        *self = Self::from_datum(diff)?;
+        let kind = Self::kind();
+        let single = kind.max == Some(1);
+        let new = if single {
+            diff.clone()
+        } else {
+            crate::diff::apply_diff(false, kind.value.is_some(), &self.to_datum(), diff)?
+        };
+        *self = Self::from_datum_owned(new)?;
         Ok(())
     }
     /// True when this is the value a new row gets when the column is left out.
@@ -291,18 +299,6 @@ impl<T: AtomValue + Ord> ColumnValue for BTreeSet<T> {
             other => Err(format!("{other} is not a set")),
         }
     }
-    fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
-        for atom in diff
-            .as_set()
-            .ok_or_else(|| format!("{diff} is not a set"))?
-        {
-            let v = T::from_atom(atom)?;
-            if !self.remove(&v) {
-                self.insert(v);
-            }
-        }
-        Ok(())
-    }
     fn is_default(&self) -> bool {
         self.is_empty()
     }
@@ -339,25 +335,6 @@ impl<K: AtomValue + Ord, V: AtomValue + PartialEq> ColumnValue for BTreeMap<K, V
             Datum::Set(s) if s.is_empty() => Ok(BTreeMap::new()),
             other => Err(format!("{other} is not a map")),
         }
-    }
-    fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
-        // A pair whose key is absent is added; one equal to the current pair removes it;
-        // one with a new value replaces the value.
-        for (k, v) in diff
-            .as_map()
-            .ok_or_else(|| format!("{diff} is not a map"))?
-        {
-            let (k, v) = (K::from_atom(k)?, V::from_atom(v)?);
-            match self.get(&k) {
-                Some(old) if *old == v => {
-                    self.remove(&k);
-                }
-                _ => {
-                    self.insert(k, v);
-                }
-            }
-        }
-        Ok(())
     }
     fn is_default(&self) -> bool {
         self.is_empty()

@@ -1,7 +1,7 @@
-//! Applying the `modify` entries of `update2`/`update3` to untyped rows, as
-//! ovsdb-server makes them: for a column that holds at most one value (a scalar, an
-//! optional value) the new value; for a set the elements to toggle; for a map the
-//! pairs to add, change or (when equal to the current pair) remove.
+//! Applying the `modify` entries of `update2`/`update3`, as ovsdb-server makes them, to
+//! cached rows, generic rows and model types alike: for a column that holds at most one
+//! value (a scalar, an optional value) the new value; for a set the elements to toggle;
+//! for a map the pairs to add, change or (when equal to the current pair) remove.
 
 use std::collections::BTreeMap;
 
@@ -10,13 +10,25 @@ use crate::schema::{ColumnType, Max, TableSchema};
 
 /// Applies one column's diff.
 pub fn apply_column(ty: &ColumnType, old: &Datum, diff: &Datum) -> Result<Datum, String> {
+    apply_diff(ty.max == Max::Limited(1), ty.is_map(), old, diff)
+}
+
+/// Applies a diff to a value of a column that holds at most one value (`single`) or
+/// several, a map (`map`) or a set: the one diff function, for cached rows and model
+/// types alike.
+pub(crate) fn apply_diff(
+    single: bool,
+    map: bool,
+    old: &Datum,
+    diff: &Datum,
+) -> Result<Datum, String> {
     // ovsdb-server diffs only columns that may hold several values; for the others
     // (`max` 1, optional ones included) the diff is the new value, empty when the
     // value was removed.
-    if ty.max == Max::Limited(1) {
+    if single {
         return Ok(diff.clone());
     }
-    if ty.is_map() {
+    if map {
         let mut map: BTreeMap<Atom, Atom> = old
             .as_map()
             .ok_or_else(|| format!("current value {old} is not a map"))?
