@@ -219,6 +219,65 @@ async fn a_reader_follows_the_cache_and_keeps_its_last_contents_after_it() {
 }
 
 #[tokio::test]
+async fn a_typed_table_that_is_also_subscribed_decodes_each_row_once() {
+    use nb_model::LogicalSwitch;
+    use ovsdb_proto::cache::{TypedChange, TypedEvent, TypedTable};
+    use std::sync::Arc;
+
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let mut cfg = config(&server.unix_remote());
+    cfg.typed(TypedTable::<LogicalSwitch>::new());
+    let mut switches = cfg.subscribe::<LogicalSwitch>();
+    let (cache, _) = Cache::start(cfg);
+    cache.wait_until_ready().await;
+    async fn next(
+        s: &mut ovsdb_proto::cache::TypedEvents<LogicalSwitch>,
+    ) -> (ovsdb_proto::Uuid, TypedChange<Arc<LogicalSwitch>>) {
+        loop {
+            let e = tokio::time::timeout(Duration::from_secs(10), s.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            if let TypedEvent::Change { uuid, change } = e {
+                return (uuid, change);
+            }
+        }
+    }
+    w.transact(NB, &[Operation::insert("Logical_Switch", named("once"))])
+        .await
+        .unwrap();
+    let (uuid, TypedChange::Insert { new: inserted }) = next(&mut switches).await else {
+        panic!("not an insert")
+    };
+    let kept = cache.snapshot().get_typed::<LogicalSwitch>(&uuid).unwrap();
+    assert!(
+        Arc::ptr_eq(&inserted, &kept),
+        "the event's row is the snapshot's"
+    );
+    w.transact(
+        NB,
+        &[Operation::Update {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::eq("name", "once")],
+            row: named("twice"),
+        }],
+    )
+    .await
+    .unwrap();
+    let (_, TypedChange::Update { old, new }) = next(&mut switches).await else {
+        panic!("not an update")
+    };
+    assert!(
+        Arc::ptr_eq(&old, &inserted),
+        "the old row was not decoded again"
+    );
+    assert_eq!(new.name, "twice");
+    let kept = cache.snapshot().get_typed::<LogicalSwitch>(&uuid).unwrap();
+    assert!(Arc::ptr_eq(&new, &kept));
+}
+
+#[tokio::test]
 async fn a_database_replaced_by_an_empty_one_is_resynced_with_deletes() {
     let mut server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;

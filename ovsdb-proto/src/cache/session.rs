@@ -19,7 +19,7 @@ use super::backoff::{backoff, pick, shuffled};
 use super::decode::{decode_note, Note};
 use super::health::RaftSeen;
 use super::row::Layouts;
-use super::store::Writer;
+use super::store::{Snapshot, Writer};
 use super::watcher::{fit, monitor, unusable, ServerWatch, SERVER_MONITOR};
 use super::{CacheConfig, CacheEvent, Published};
 
@@ -172,10 +172,14 @@ impl Task {
                 End::Failed(e) => Some(e.to_string()),
             };
             if let Some(error) = trouble {
-                self.publish(vec![CacheEvent::Unusable {
-                    remote: remote.to_string(),
-                    error,
-                }])
+                let now = self.writer.shared().load();
+                self.publish(
+                    vec![CacheEvent::Unusable {
+                        remote: remote.to_string(),
+                        error,
+                    }],
+                    &now,
+                )
                 .await;
             }
             match end {
@@ -293,6 +297,7 @@ impl Task {
         let id = self.progress.next_id();
         let reply = monitor(client.clone(), &db, &id, &requests, since, &layouts).await?;
         self.progress.use_id(id);
+        let before = self.writer.shared().load();
         let applied = if reply.found {
             self.writer.apply(reply.updates)
         } else {
@@ -308,7 +313,7 @@ impl Task {
             batch.push(CacheEvent::Ready);
             self.progress.announced = true;
         }
-        self.publish(batch).await;
+        self.publish(batch, &before).await;
         // The connection and schema first: a caller woken by `ready` may transact at
         // once.
         self.published
@@ -379,11 +384,12 @@ impl Task {
             };
             match note {
                 Note::Data { txn, changes } => {
+                    let before = self.writer.shared().load();
                     let batch = self.changes(self.writer.apply(changes))?;
                     if let Some(t) = txn {
                         self.progress.last_txn_id = Some(t).filter(|u| !u.is_nil());
                     }
-                    self.publish(batch).await;
+                    self.publish(batch, &before).await;
                 }
                 Note::Server(updates) => {
                     let Some(watch) = server.as_mut() else {
@@ -423,11 +429,15 @@ impl Task {
         }
     }
 
-    async fn publish(&self, batch: Vec<CacheEvent>) {
+    /// Sends `batch`, which took the contents from `before` to what they are now.
+    async fn publish(&self, batch: Vec<CacheEvent>, before: &Snapshot) {
         self.published.version.send_modify(|v| *v += 1);
         if !batch.is_empty() {
+            let after = self.writer.shared().load();
             for s in &self.config.subscribers {
-                s.deliver(&batch).await;
+                let table = s.table();
+                s.deliver(&batch, before.typed_any(table), after.typed_any(table))
+                    .await;
             }
             // Waits while the reader is behind: backpressure, never a dropped event. A
             // dropped stream means nobody listens; the cache itself carries on. A kept

@@ -72,6 +72,11 @@ impl Snapshot {
         Some((*uuid, self.get(table, uuid)?))
     }
 
+    /// The typed state of `table`, if it is kept typed.
+    pub(crate) fn typed_any(&self, table: &str) -> Option<&AnyState> {
+        self.typed.get(table)
+    }
+
     /// The decoded rows of `T`, if the cache was configured to keep them
     /// ([`CacheConfig::typed`](super::CacheConfig::typed)); a cheap clone.
     pub fn rows<T: Table>(&self) -> Option<imbl::HashMap<Uuid, Arc<T>>> {

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::model::Table;
 
 use super::change::{Change, Event, TableRows, TypedChange};
+use super::row::CachedRow;
 use super::CacheEvent;
 
 /// A typed table's state in a snapshot.
@@ -242,8 +243,10 @@ pub enum TypedEvent<T> {
     Change {
         /// The row.
         uuid: Uuid,
-        /// What happened to it, in the model's terms.
-        change: TypedChange<T>,
+        /// What happened to it, in the model's terms. For a table also kept typed
+        /// ([`CacheConfig::typed`](super::CacheConfig::typed)) the rows are those of
+        /// the snapshots before and after, shared, not decoded again.
+        change: TypedChange<Arc<T>>,
     },
     /// A row changed but does not decode into the model (a value the model cannot
     /// hold); the untyped events and the snapshot still have it.
@@ -289,10 +292,14 @@ impl<T> TypedEvents<T> {
 /// Where the cache task sends one table's typed events.
 pub(crate) trait Subscriber: Send + Sync {
     fn table(&self) -> &'static str;
-    /// Sends this table's share of `batch`, waiting while the reader is behind.
+    /// Sends this table's share of `batch`, waiting while the reader is behind;
+    /// `before` and `after` are the table's typed states (when it is kept typed) in the
+    /// snapshots the batch went between.
     fn deliver<'a>(
         &'a self,
         batch: &'a [CacheEvent],
+        before: Option<&'a AnyState>,
+        after: Option<&'a AnyState>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 }
 
@@ -320,7 +327,11 @@ impl<T: Table> Subscriber for TypedSubscriber<T> {
     fn deliver<'a>(
         &'a self,
         batch: &'a [CacheEvent],
+        before: Option<&'a AnyState>,
+        after: Option<&'a AnyState>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+        let typed = |s: Option<&'a AnyState>| s.and_then(|s| s.downcast_ref::<TypedState<T>>());
+        let (before, after) = (typed(before), typed(after));
         Box::pin(async move {
             if self.tx.is_closed() {
                 return;
@@ -330,16 +341,19 @@ impl<T: Table> Subscriber for TypedSubscriber<T> {
                 .filter_map(|e| match e {
                     CacheEvent::Ready => Some(TypedEvent::Ready),
                     CacheEvent::Unusable { .. } | CacheEvent::Skew(_) => None,
-                    CacheEvent::Change(e) => e.decode::<T>().map(|d| match d {
-                        Ok(change) => TypedEvent::Change {
-                            uuid: e.uuid,
-                            change,
-                        },
-                        Err(error) => TypedEvent::Undecodable {
-                            uuid: e.uuid,
-                            error,
-                        },
-                    }),
+                    CacheEvent::Change(e) if e.table == T::NAME => {
+                        Some(match typed_change::<T>(e, before, after) {
+                            Ok(change) => TypedEvent::Change {
+                                uuid: e.uuid,
+                                change,
+                            },
+                            Err(error) => TypedEvent::Undecodable {
+                                uuid: e.uuid,
+                                error,
+                            },
+                        })
+                    }
+                    CacheEvent::Change(_) => None,
                 })
                 .collect();
             if !mine.is_empty() {
@@ -348,4 +362,31 @@ impl<T: Table> Subscriber for TypedSubscriber<T> {
             }
         })
     }
+}
+
+/// A change of `T`'s table in the model's terms: the rows of the typed states
+/// `before` and `after` when the table is kept typed (each row decoded once, by the
+/// writer), else decoded here.
+fn typed_change<T: Table>(
+    e: &Event,
+    before: Option<&TypedState<T>>,
+    after: Option<&TypedState<T>>,
+) -> Result<TypedChange<Arc<T>>, crate::model::DecodeError> {
+    let shared =
+        |s: Option<&TypedState<T>>, row: &CachedRow| match s.and_then(|s| s.rows.get(&e.uuid)) {
+            Some(t) => Ok(t.clone()),
+            None => T::from_row(e.uuid, row).map(Arc::new),
+        };
+    Ok(match &e.change {
+        Change::Insert { new } => TypedChange::Insert {
+            new: shared(after, new)?,
+        },
+        Change::Update { old, new } => TypedChange::Update {
+            old: shared(before, old)?,
+            new: shared(after, new)?,
+        },
+        Change::Delete { old } => TypedChange::Delete {
+            old: shared(before, old)?,
+        },
+    })
 }
