@@ -267,7 +267,7 @@ impl BaseType {
                 }
             }
             Atom::Real(r) => return self.check_real(*r, atom),
-            Atom::String(s) => {
+            Atom::String(s) if self.min_length.is_some() || self.max_length.is_some() => {
                 let n = s.chars().count() as u64;
                 if let Some(min) = self.min_length {
                     if n < min {

@@ -112,10 +112,12 @@ impl<'de> Visitor<'de> for TableSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        let order = Order::default();
         while let Some(uuid) = map.next_key_seed(UuidKey(&self.0.table))? {
+            let row = RowSeed(self.0, &uuid, &order);
             let change = match self.1 {
-                Form::Two => map.next_value_seed(ChangeSeed(self.0, &uuid))?,
-                Form::Plain => map.next_value_seed(PlainChangeSeed(self.0, &uuid))?,
+                Form::Two => map.next_value_seed(ChangeSeed(row))?,
+                Form::Plain => map.next_value_seed(PlainChangeSeed(row))?,
             };
             rows.push((uuid, change));
         }
@@ -123,7 +125,7 @@ impl<'de> Visitor<'de> for TableSeed<'_> {
     }
 }
 
-struct ChangeSeed<'a>(&'a Arc<Layout>, &'a Uuid);
+struct ChangeSeed<'a>(RowSeed<'a>);
 
 impl<'de> DeserializeSeed<'de> for ChangeSeed<'_> {
     type Value = RowChange;
@@ -145,7 +147,7 @@ impl<'de> Visitor<'de> for ChangeSeed<'_> {
             .next_key_seed(KindKey)?
             .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
         let change = match kind {
-            Kind::New => RowChange::New(map.next_value_seed(RowSeed(self.0, self.1))?),
+            Kind::New => RowChange::New(map.next_value_seed(self.0)?),
             Kind::Modify => RowChange::Modify(map.next_value()?),
             Kind::Delete => {
                 map.next_value::<IgnoredAny>()?;
@@ -163,7 +165,7 @@ impl<'de> Visitor<'de> for ChangeSeed<'_> {
 
 /// One row's change in the plain form: `new` is the whole row; without it the row is
 /// gone.
-struct PlainChangeSeed<'a>(&'a Arc<Layout>, &'a Uuid);
+struct PlainChangeSeed<'a>(RowSeed<'a>);
 
 impl<'de> DeserializeSeed<'de> for PlainChangeSeed<'_> {
     type Value = RowChange;
@@ -182,13 +184,18 @@ impl<'de> Visitor<'de> for PlainChangeSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut new = None;
+        let mut row = Some(self.0);
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match &*key {
-                "new" => new = Some(map.next_value_seed(RowSeed(self.0, self.1))?),
-                "old" => {
+            match (&*key, row.take()) {
+                ("new", Some(seed)) => new = Some(map.next_value_seed(seed)?),
+                ("new", None) => {
+                    return Err(serde::de::Error::custom("a row update with two \"new\""))
+                }
+                ("old", seed) => {
+                    row = seed;
                     map.next_value::<IgnoredAny>()?;
                 }
-                other => {
+                (other, _) => {
                     return Err(serde::de::Error::custom(format!(
                         "a row update with member {other:?}"
                     )))
@@ -257,8 +264,14 @@ impl<'de> Visitor<'de> for KindKey {
     }
 }
 
-/// Decodes a row object against a layout.
-struct RowSeed<'a>(&'a Arc<Layout>, &'a Uuid);
+/// The order the server sends a table's columns in, as positions in the layout,
+/// learned from the rows before: ovsdb-server writes every row's columns in the same
+/// order, so each column name is checked against one guess instead of searched for.
+#[derive(Default)]
+struct Order(std::cell::RefCell<Vec<Option<usize>>>);
+
+/// Decodes row `uuid` against a layout.
+struct RowSeed<'a>(&'a Arc<Layout>, &'a Uuid, &'a Order);
 
 impl<'de> DeserializeSeed<'de> for RowSeed<'_> {
     type Value = CachedRow;
@@ -283,7 +296,9 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
         let mut values: Vec<Datum> = Vec::with_capacity(n);
         values.resize_with(n, || Datum::Set(Vec::new()));
         let mut seen = Seen::new(n);
-        while let Some(at) = map.next_key_seed(ColumnKey(layout))? {
+        let mut nth = 0;
+        while let Some(at) = map.next_key_seed(ColumnKey(layout, self.2, nth))? {
+            nth += 1;
             match at {
                 Some(i) => {
                     values[i] = map.next_value()?;
@@ -341,8 +356,9 @@ impl Seen {
     }
 }
 
-/// A column name, as its position in the layout (`None` for a column it lacks).
-struct ColumnKey<'a>(&'a Layout);
+/// The `nth` column name of a row, as its position in the layout (`None` for a column
+/// it lacks).
+struct ColumnKey<'a>(&'a Layout, &'a Order, usize);
 
 impl<'de> DeserializeSeed<'de> for ColumnKey<'_> {
     type Value = Option<usize>;
@@ -360,7 +376,19 @@ impl<'de> Visitor<'de> for ColumnKey<'_> {
     }
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(self.0.position(v))
+        let ColumnKey(layout, order, nth) = self;
+        let mut order = order.0.borrow_mut();
+        if let Some(Some(guess)) = order.get(nth) {
+            if layout.names[*guess] == v {
+                return Ok(Some(*guess));
+            }
+        }
+        let at = layout.position(v);
+        if order.len() <= nth {
+            order.resize(nth + 1, None);
+        }
+        order[nth] = at;
+        Ok(at)
     }
 }
 

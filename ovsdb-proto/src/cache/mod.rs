@@ -46,6 +46,39 @@ pub use store::Snapshot;
 pub use typed::{TypedEvent, TypedEvents, TypedIndex, TypedTable};
 pub use wait::Expected;
 
+/// Decodes a `<table-updates>` (`plain`) or `<table-updates2>` text straight into
+/// cached rows of every column of its tables in `schema`, as the cache does with a
+/// monitor reply; returns the number of rows. For the decoder's benchmark; not part of
+/// the API.
+#[doc(hidden)]
+pub fn __decode_updates(
+    schema: &DatabaseSchema,
+    text: &[u8],
+    plain: bool,
+) -> Result<Vec<(uuid::Uuid, CachedRow)>, String> {
+    use serde::de::DeserializeSeed;
+    let mut layouts = row::Layouts::new();
+    for (name, table) in &schema.tables {
+        let cols: Vec<String> = table.columns.keys().cloned().collect();
+        layouts.insert(name.clone(), Arc::new(row::Layout::new(table, &cols)?));
+    }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let changes = if plain {
+        decode::PlainUpdatesSeed(layouts).deserialize(&mut de)
+    } else {
+        decode::UpdatesSeed(layouts).deserialize(&mut de)
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(changes
+        .into_iter()
+        .flat_map(|t| t.rows)
+        .filter_map(|(u, c)| match c {
+            decode::RowChange::New(row) => Some((u, row)),
+            _ => None,
+        })
+        .collect())
+}
+
 /// What to cache and where from.
 #[derive(Clone)]
 pub struct CacheConfig {
