@@ -262,17 +262,18 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     let mut notes = Some(notes);
     let mut probing = false;
     let mut seen = 0u64;
+    // One timer for the connection, checked each interval rather than restarted for
+    // each message: an interval with no byte received sends a probe, a second one
+    // ends the connection.
+    let period = probe.unwrap_or(Duration::from_secs(3600 * 24 * 365));
+    let idle = tokio::time::sleep(period);
+    tokio::pin!(idle);
     loop {
-        let idle = async {
-            match probe {
-                Some(p) => tokio::time::sleep(p).await,
-                None => std::future::pending().await,
-            }
-        };
         let next = tokio::select! {
             m = stream.next() => m,
             _ = ended.wait_for(|e| *e) => return,
-            _ = idle => {
+            _ = &mut idle, if probe.is_some() => {
+                idle.as_mut().reset(tokio::time::Instant::now() + period);
                 // Bytes of a message still arriving are activity too.
                 let now = received.load(Ordering::Relaxed);
                 if now != seen {
@@ -281,9 +282,8 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
                     continue;
                 }
                 if probing {
-                    let p = probe.unwrap_or_default();
                     shared.fail(Error::closed(Some(
-                        format!("no message from the server for {:?} after an inactivity probe", p).into(),
+                        format!("no message from the server for {period:?} after an inactivity probe").into(),
                     )));
                     return;
                 }
@@ -295,8 +295,6 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
                 continue;
             }
         };
-        probing = false;
-        seen = received.load(Ordering::Relaxed);
         let msg = match next {
             None => {
                 shared.fail(Error::closed(Some(
