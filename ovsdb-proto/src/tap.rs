@@ -15,9 +15,12 @@ use tokio_util::codec::Decoder;
 
 use crate::codec::{CodecError, JsonRpcCodec, RawMessage};
 
-/// How many chunks of a reply may wait for its decoder (each is what one read
-/// brought, a few KiB).
-pub(crate) const TAP_CAPACITY: usize = 64;
+/// How many pieces of a reply may wait for its decoder (each is what one read brought,
+/// up to 64 KiB).
+pub(crate) const TAP_CAPACITY: usize = 32;
+
+/// How much a read may bring while a tapped reply arrives.
+const PIECE: usize = 64 * 1024;
 
 /// Where the bytes of a reply go while they arrive.
 pub(crate) type Tap = mpsc::Sender<Bytes>;
@@ -152,6 +155,9 @@ impl Decoder for TappingCodec {
                 self.tapping = None;
             } else {
                 self.inner.release(upto);
+                // Large reads while a large reply streams: fewer pieces, fewer wakeups
+                // of its decoder.
+                buf.reserve(PIECE);
             }
             return Ok(Some(piece));
         }

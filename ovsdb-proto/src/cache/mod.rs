@@ -79,6 +79,42 @@ pub fn __decode_updates(
         .collect())
 }
 
+/// Decodes a whole plain `monitor` reply message (envelope included) as the cache
+/// does, fed in pieces of `piece` bytes through a channel from another thread, as the
+/// connection hands them over. For the decoder's benchmark; not part of the API.
+#[doc(hidden)]
+pub fn __decode_reply(
+    schema: &DatabaseSchema,
+    message: &[u8],
+    piece: usize,
+) -> Result<usize, String> {
+    let mut layouts = row::Layouts::new();
+    for (name, table) in &schema.tables {
+        let cols: Vec<String> = table.columns.keys().cloned().collect();
+        layouts.insert(name.clone(), Arc::new(row::Layout::new(table, &cols)?));
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel(crate::tap::TAP_CAPACITY);
+    let feeder = {
+        let message = bytes::Bytes::copy_from_slice(message);
+        std::thread::spawn(move || {
+            for at in (0..message.len()).step_by(piece) {
+                let end = (at + piece).min(message.len());
+                if tx.blocking_send(message.slice(at..end)).is_err() {
+                    return;
+                }
+            }
+        })
+    };
+    let n = crate::tap::decode_reply(rx, decode::PlainUpdatesSeed(layouts))
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|t| t.rows.len())
+        .sum();
+    let _ = feeder.join();
+    Ok(n)
+}
+
 /// What to cache and where from.
 #[derive(Clone)]
 pub struct CacheConfig {
