@@ -75,14 +75,19 @@ fn update2_diffs_apply_per_column_kind() {
         &row(serde_json::json!({"name": "p", "tag": 5, "addresses": ["set", ["a", "b"]], "options": ["map", [["x", "1"]]]})),
     )
     .unwrap();
+    // As ovsdb-server makes diffs: an optional value's diff is its new value (the empty
+    // set when removed); sets toggle; maps add, change or remove pairs.
     p.apply_diff(&row(serde_json::json!({
-        "name": "q", "tag": 5, "addresses": ["set", ["b", "c"]], "options": ["map", [["x", "1"], ["y", "2"]]]
+        "name": "q", "tag": 6, "addresses": ["set", ["b", "c"]], "options": ["map", [["x", "1"], ["y", "2"]]]
     })))
     .unwrap();
     assert_eq!(p.name, "q");
-    assert_eq!(p.tag, None, "the diff toggled 5 out");
+    assert_eq!(p.tag, Some(6), "the optional value was replaced");
     assert_eq!(p.addresses, ["a".to_string(), "c".to_string()].into());
     assert_eq!(p.options, [("y".to_string(), "2".to_string())].into());
+    p.apply_diff(&row(serde_json::json!({"tag": ["set", []]})))
+        .unwrap();
+    assert_eq!(p.tag, None, "the optional value was removed");
     // A bad diff changes nothing.
     let before = p.clone();
     let e = p
