@@ -59,6 +59,20 @@ async fn restart_and_reconnect(server: &mut OvsdbServer, cache: &Cache) {
     assert!(back, "the cache did not reconnect");
 }
 
+/// Renames the switch named `from` through `w`.
+async fn rename(w: &Client, from: &str, to: &str) {
+    w.transact(
+        NB,
+        &[Operation::Update {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::eq("name", from)],
+            row: named(to),
+        }],
+    )
+    .await
+    .unwrap();
+}
+
 fn switches(prefix: &str, n: usize) -> Vec<String> {
     (0..n).map(|i| format!("{prefix}{i}")).collect()
 }
@@ -255,16 +269,7 @@ async fn a_typed_table_that_is_also_subscribed_decodes_each_row_once() {
         Arc::ptr_eq(&inserted, &kept),
         "the event's row is the snapshot's"
     );
-    w.transact(
-        NB,
-        &[Operation::Update {
-            table: "Logical_Switch".into(),
-            conditions: vec![Condition::eq("name", "once")],
-            row: named("twice"),
-        }],
-    )
-    .await
-    .unwrap();
+    rename(&w, "once", "twice").await;
     let (_, TypedChange::Update { old, new }) = next(&mut switches).await else {
         panic!("not an update")
     };
@@ -801,16 +806,7 @@ async fn each_table_has_its_own_typed_event_stream() {
         } => assert_eq!(new.name, "p1"),
         other => panic!("{other:?}"),
     }
-    w.transact(
-        NB,
-        &[Operation::Update {
-            table: "Logical_Switch".into(),
-            conditions: vec![Condition::eq("name", "sw")],
-            row: named("sw2"),
-        }],
-    )
-    .await
-    .unwrap();
+    rename(&w, "sw", "sw2").await;
     match next(&mut switches).await {
         TypedEvent::Change {
             uuid: u,

@@ -329,8 +329,8 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
-        let params = encode_params("monitor", &(db, monitor_id, AsArrays(requests)))?;
-        self.call_decoding("monitor", params, seed).await
+        self.monitor_decoding("monitor", db, monitor_id, requests, seed)
+            .await
     }
 
     /// `monitor_cond`: like [`monitor`](Self::monitor) with conditions per table and the
@@ -358,8 +358,25 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
-        let params = encode_params("monitor_cond", &(db, monitor_id, AsArrays(requests)))?;
-        self.call_decoding("monitor_cond", params, seed).await
+        self.monitor_decoding("monitor_cond", db, monitor_id, requests, seed)
+            .await
+    }
+
+    /// `monitor` or `monitor_cond` (`method`), the result decoded by `seed`.
+    async fn monitor_decoding<S>(
+        &self,
+        method: &'static str,
+        db: &str,
+        monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+        seed: S,
+    ) -> Result<S::Value, Error>
+    where
+        S: DeserializeSeed<'static> + Send + 'static,
+        S::Value: Send + 'static,
+    {
+        let params = encode_params(method, &(db, monitor_id, AsArrays(requests)))?;
+        self.call_decoding(method, params, seed).await
     }
 
     /// `monitor_cond_since`: like [`monitor_cond`](Self::monitor_cond), but when the
