@@ -17,8 +17,9 @@ mod change;
 mod decode;
 mod health;
 mod index;
+mod reflector;
 mod row;
-mod session;
+mod server;
 mod store;
 mod typed;
 mod wait;
@@ -386,7 +387,7 @@ pub struct Cache {
     schema: watch::Receiver<Option<Arc<DatabaseSchema>>>,
     skew: watch::Receiver<Option<Arc<crate::typed::SchemaSkew>>>,
     database: String,
-    commands: mpsc::Sender<session::Command>,
+    commands: mpsc::Sender<watcher::Command>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -420,7 +421,7 @@ impl Cache {
             skew: skew_tx,
         };
         let (commands, commands_rx) = mpsc::channel(16);
-        let task = tokio::spawn(session::run(
+        let task = tokio::spawn(reflector::run(
             config,
             writer,
             published,
@@ -460,7 +461,7 @@ impl Cache {
     ) -> Result<(), Error> {
         let (reply, rx) = tokio::sync::oneshot::channel();
         self.commands
-            .send(session::Command::SetConditions {
+            .send(watcher::Command::SetConditions {
                 table: table.to_owned(),
                 conditions,
                 reply,
@@ -481,7 +482,7 @@ impl Cache {
     /// next check of a server (within the backoff wait).
     pub async fn reset_raft_index(&self) -> Result<(), Error> {
         self.commands
-            .send(session::Command::ResetRaftIndex)
+            .send(watcher::Command::ResetRaftIndex)
             .await
             .map_err(|_| Error::closed(Some("the cache stopped".into())))
     }

@@ -1,195 +1,482 @@
-//! One session's conversation with a server: which of the wanted tables and columns
-//! it has, the `_Server` watch that tells leadership and raft progress, and the monitor
-//! request with its fallbacks for older servers (`monitor_cond_since`, then
-//! `monitor_cond`, then plain `monitor`).
+//! The watcher: picks a server, checks it is usable, monitors, and starts over on any
+//! failure, as a stream of [`WatchEvent`]s (the contents of a server once synced, each
+//! change after, each server found unusable) that the reflector applies to the store.
+//! It never touches the store itself: the reflector answers each batch of rows with
+//! whether it applied, and a batch that did not makes the watcher start over from the
+//! server's whole contents.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::client::Client;
-use crate::datum::Row;
-use crate::error::Error;
-use crate::monitor::{MonitorRequest, RowUpdate2, TableUpdates2};
+use crate::client::{connect_with, Client, Notifications};
+use crate::error::{Error, ErrorKind};
+use crate::monitor::{MonitorRequest, Notification};
 use crate::ops::Condition;
+use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 use crate::typed::SchemaSkew;
 
-use super::decode::{PlainUpdatesSeed, Since, SinceSeed, UpdatesSeed};
-use super::health::ServerState;
-use super::row::{Layout, Layouts};
-use crate::diff::apply_row;
+use super::backoff::{backoff, pick, shuffled};
+use super::decode::{decode_note, Note, TableChanges};
+use super::health::RaftSeen;
+use super::row::Layouts;
+use super::server::{fit, monitor, unusable, ServerWatch, SERVER_MONITOR};
+use super::CacheConfig;
 
-/// The id of the `_Server` monitor.
-pub(super) const SERVER_MONITOR: &str = "cache-server";
-
-/// True for the errors an older server gives for what it does not have.
-pub(super) fn is_unknown(e: &Error) -> bool {
-    e.as_server_error()
-        .is_some_and(|s| s.error == "unknown method" || s.error == "unknown database")
+/// What the cache has seen so far, kept across sessions.
+#[derive(Default)]
+struct Progress {
+    /// The last transaction applied, for `monitor_cond_since`.
+    last_txn_id: Option<Uuid>,
+    /// The raft index seen, so that a server behind it is refused.
+    raft: RaftSeen,
+    /// What is monitored now (conditions change while the cache runs).
+    requests: BTreeMap<String, MonitorRequest>,
+    /// The id of the data monitor now, `cache-N`.
+    monitor_id: String,
+    /// The last N used.
+    seq: u64,
+    /// The column layouts the cached rows follow.
+    layouts: Layouts,
+    /// What the last server's schema lacked of what is monitored (reported when it
+    /// changes).
+    skew: Option<SchemaSkew>,
 }
 
-pub(super) fn unusable(why: impl Into<String>) -> Error {
-    Error::unavailable(Error::closed(Some(why.into().into())))
+impl Progress {
+    /// The id the next data monitor gets.
+    fn next_id(&self) -> String {
+        format!("cache-{}", self.seq + 1)
+    }
+
+    /// Records that the monitor now reports under `id` (from [`Progress::next_id`]).
+    fn use_id(&mut self, id: String) {
+        self.seq += 1;
+        self.monitor_id = id;
+    }
+
+    fn set_conditions(&mut self, table: &str, conditions: Vec<Condition>) {
+        self.requests
+            .entry(table.to_owned())
+            .or_default()
+            .conditions = Some(conditions);
+    }
 }
 
-/// What of `wanted` can be monitored on a server whose schema is `schema`: the requests
-/// to send (every column named, so that the server leaves `_version` out and the cache
-/// knows which columns to complete with defaults), the layouts of the cached rows, and
-/// the tables and columns the server lacks, which are left out (as the C IDL does: the
-/// cache stays usable against an older server, those tables stay empty).
-pub(super) fn fit(
-    db: &str,
-    wanted: &BTreeMap<String, MonitorRequest>,
-    schema: &DatabaseSchema,
-) -> Result<(BTreeMap<String, MonitorRequest>, Layouts, SchemaSkew), Error> {
-    let mut skew = SchemaSkew {
-        database: db.to_owned(),
-        server_version: schema.version.clone(),
-        ..SchemaSkew::default()
+/// A request from the [`Cache`](super::Cache) handle to its task.
+pub(super) enum Command {
+    /// Replace the conditions of one table's monitor.
+    SetConditions {
+        table: String,
+        conditions: Vec<Condition>,
+        reply: tokio::sync::oneshot::Sender<Result<(), Error>>,
+    },
+    /// Forget the raft index seen, so that a server behind it is used again.
+    ResetRaftIndex,
+}
+
+/// Why a session ended.
+enum End {
+    /// Start a new session at once (leadership moved).
+    Again(String),
+    /// The server canceled the monitor (a schema conversion): monitor again on the
+    /// same connection.
+    Canceled(String),
+    /// Wait before the next attempt.
+    Failed(Error),
+}
+
+/// A server's contents, once a session synced.
+pub(super) struct Contents {
+    /// All of them (`resync`) or the changes since the last transaction seen.
+    pub(super) updates: Vec<TableChanges>,
+    pub(super) resync: bool,
+    pub(super) layouts: Layouts,
+    /// What the server lacks of the monitored tables and columns, when that changed.
+    pub(super) skew: Option<SchemaSkew>,
+    pub(super) schema: Arc<DatabaseSchema>,
+    /// The connection they came over, to transact on.
+    pub(super) client: Client,
+}
+
+/// What the watcher reports to the reflector.
+pub(super) enum WatchEvent {
+    /// A server's contents are in; `ack` says whether they applied.
+    Synced {
+        contents: Box<Contents>,
+        ack: oneshot::Sender<Result<(), String>>,
+    },
+    /// Changes seen by the live monitor; `ack` says whether they applied.
+    Changed {
+        changes: Vec<TableChanges>,
+        ack: oneshot::Sender<Result<(), String>>,
+    },
+    /// A server could not be used, or stopped being usable.
+    Unusable { remote: String, error: String },
+    /// The connection the contents came over is gone.
+    Disconnected,
+}
+
+/// Runs the watcher until the reflector stops reading its events.
+pub(super) async fn run(
+    config: CacheConfig,
+    events: mpsc::Sender<WatchEvent>,
+    commands: mpsc::Receiver<Command>,
+) {
+    let progress = Progress {
+        requests: config.tables.clone(),
+        ..Progress::default()
     };
-    let mut requests = BTreeMap::new();
-    let mut layouts = Layouts::new();
-    for (t, r) in wanted {
-        let Some(ts) = schema.table(t) else {
-            skew.missing_tables.push(t.clone());
-            continue;
+    Watcher {
+        config,
+        events,
+        commands,
+        progress,
+        synced: false,
+    }
+    .run()
+    .await
+}
+
+/// The watcher's state, kept across sessions.
+struct Watcher {
+    config: CacheConfig,
+    events: mpsc::Sender<WatchEvent>,
+    commands: mpsc::Receiver<Command>,
+    progress: Progress,
+    /// True once the current session's contents applied.
+    synced: bool,
+}
+
+impl Watcher {
+    /// Reports `event`; false when nobody listens any more (the cache is gone).
+    async fn emit(&self, event: WatchEvent) -> bool {
+        self.events.send(event).await.is_ok()
+    }
+
+    /// Reports rows and waits until the reflector says whether they applied. When
+    /// they did not, the cache and the server disagree: the resume position is
+    /// forgotten, so that the next session fetches everything.
+    async fn emit_rows(
+        &mut self,
+        event: impl FnOnce(oneshot::Sender<Result<(), String>>) -> WatchEvent,
+    ) -> Result<(), Error> {
+        let (ack, applied) = oneshot::channel();
+        let outcome = match self.emit(event(ack)).await {
+            true => applied
+                .await
+                .unwrap_or_else(|_| Err("the cache stopped".into())),
+            false => Err("the cache stopped".into()),
         };
-        let mut r = r.clone();
-        let cols = match r.columns.take() {
-            None => ts.columns.keys().cloned().collect(),
-            Some(cols) => {
-                let (have, lack): (Vec<String>, Vec<String>) =
-                    cols.into_iter().partition(|c| ts.column(c).is_some());
-                if !lack.is_empty() {
-                    skew.missing_columns.insert(t.clone(), lack);
-                }
-                have
+        outcome.map_err(|e| {
+            self.progress.last_txn_id = None;
+            Error::protocol(format!("cannot apply an update: {e}"))
+        })
+    }
+
+    async fn run(mut self) {
+        let mut failures: u32 = 0;
+        // Servers that sent what does not fit the schema (rows whose values do not fit
+        // their columns, updates that do not apply): tried after the others until one
+        // of their sessions ends without such an error.
+        let mut suspects: Vec<Remote> = Vec::new();
+        // The remotes tried since the last session that synced.
+        let mut tried: Vec<Remote> = Vec::new();
+        let mut order = shuffled(&self.config.remotes);
+        let mut next = 0usize;
+        loop {
+            if order.is_empty() {
+                tracing::error!("cache: no remote to connect to");
+                return;
             }
-        };
-        let layout = Layout::new(ts, &cols).map_err(Error::config)?;
-        r.columns = Some(cols);
-        requests.insert(t.clone(), r);
-        layouts.insert(t.clone(), Arc::new(layout));
-    }
-    Ok((requests, layouts, skew))
-}
-
-/// The server's `_Server.Database` row for the cached database, watched for the
-/// whole session.
-pub(super) struct ServerWatch {
-    schema: DatabaseSchema,
-    row: Option<Row>,
-}
-
-impl ServerWatch {
-    /// Starts watching; `None` for a server from before `_Server` (or before
-    /// `monitor_cond`), which is standalone: nothing to check.
-    pub(super) async fn start(
-        client: &Client,
-        database: &str,
-    ) -> Result<Option<ServerWatch>, Error> {
-        let schema = match client.get_schema("_Server").await {
-            Ok(s) => s,
-            Err(e) if is_unknown(&e) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let mut req = BTreeMap::new();
-        req.insert(
-            "Database".to_string(),
-            // `cid` came later than the rest: asked for only where the server has it.
-            MonitorRequest::columns(
-                ["name", "model", "connected", "leader", "index", "cid"]
-                    .into_iter()
-                    .filter(|c| {
-                        schema
-                            .table("Database")
-                            .is_some_and(|t| t.column(c).is_some())
-                    }),
-            )
-            .matching(vec![Condition::eq("name", database)]),
-        );
-        let rows = match client
-            .monitor_cond("_Server", SERVER_MONITOR.into(), &req)
-            .await
-        {
-            Ok(r) => r,
-            Err(e) if is_unknown(&e) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let mut watch = ServerWatch { schema, row: None };
-        watch.apply(rows)?;
-        Ok(Some(watch))
-    }
-
-    /// Applies an update (the monitor's condition lets only this database's row
-    /// through) and returns the new state, if the row exists.
-    pub(super) fn apply(&mut self, updates: TableUpdates2) -> Result<Option<ServerState>, Error> {
-        for u in updates.into_values().flat_map(|rows| rows.into_values()) {
-            self.row = match u {
-                RowUpdate2::Initial(r) | RowUpdate2::Insert(r) => Some(r),
-                RowUpdate2::Modify(d) => {
-                    let table = self
-                        .schema
-                        .table("Database")
-                        .ok_or_else(|| Error::protocol("_Server has no Database table"))?;
-                    let old = self.row.take().unwrap_or_default();
-                    Some(apply_row(table, &old, &d).map_err(Error::protocol)?)
-                }
-                RowUpdate2::Delete => None,
+            if self.events.is_closed() {
+                return;
+            }
+            if tried.len() >= order.len() {
+                // Every server failed: a new round, in a new order.
+                tried.clear();
+                order = shuffled(&self.config.remotes);
+            }
+            let at = pick(&order, next, &tried, &suspects);
+            let remote = order[at].clone();
+            next = at + 1;
+            tried.push(remote.clone());
+            self.synced = false;
+            let end = self.session(&remote).await.unwrap_or_else(End::Failed);
+            self.emit(WatchEvent::Disconnected).await;
+            // A session that synced was healthy: what failed before it is forgotten,
+            // and the reconnect after it waits the minimum.
+            if self.synced {
+                failures = 0;
+                tried.clear();
+            }
+            let malformed = matches!(&end, End::Failed(e) if e.kind() == ErrorKind::Protocol);
+            let was_suspect = suspects.contains(&remote);
+            if malformed && !was_suspect {
+                suspects.push(remote.clone());
+            } else if !malformed && was_suspect {
+                suspects.retain(|r| *r != remote);
+            }
+            let trouble = match &end {
+                End::Again(why) => Some(why.clone()),
+                End::Canceled(_) => None,
+                End::Failed(e) => Some(e.to_string()),
             };
-        }
-        Ok(self.state())
-    }
-
-    pub(super) fn state(&self) -> Option<ServerState> {
-        self.row.as_ref().map(ServerState::from_row)
-    }
-}
-
-/// `monitor_cond_since`, or on a server that lacks it `monitor_cond`, or on one that
-/// lacks that too plain `monitor` (whose updates are turned into the `update2` form).
-/// The big replies are decoded straight into cached rows, while they arrive.
-pub(super) async fn monitor(
-    client: Client,
-    db: &str,
-    id: &str,
-    requests: &BTreeMap<String, MonitorRequest>,
-    since: Option<Uuid>,
-    layouts: &Layouts,
-) -> Result<Since, Error> {
-    match client
-        .monitor_cond_since_with(db, id.into(), requests, since, SinceSeed(layouts.clone()))
-        .await
-    {
-        Err(e) if is_unknown(&e) => {}
-        other => return other,
-    }
-    tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
-    let updates = match client
-        .monitor_cond_with(db, id.into(), requests, UpdatesSeed(layouts.clone()))
-        .await
-    {
-        Err(e) if is_unknown(&e) => {
-            tracing::info!("cache: the server lacks monitor_cond; using monitor");
-            let plain: BTreeMap<String, MonitorRequest> = requests
-                .iter()
-                .map(|(t, r)| {
-                    let mut r = r.clone();
-                    r.conditions = None;
-                    (t.clone(), r)
+            if let Some(error) = trouble {
+                self.emit(WatchEvent::Unusable {
+                    remote: remote.to_string(),
+                    error,
                 })
-                .collect();
-            client
-                .monitor_with(db, id.into(), &plain, PlainUpdatesSeed(layouts.clone()))
-                .await?
+                .await;
+            }
+            match end {
+                End::Again(why) | End::Canceled(why) => {
+                    tracing::info!(%remote, %why, "cache: starting over");
+                    failures = 0;
+                }
+                End::Failed(e) if malformed => {
+                    let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(%remote, error = %e, ?wait, "cache: malformed data from the server; trying the next one");
+                    tokio::time::sleep(wait).await;
+                }
+                End::Failed(e) => {
+                    let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
+                    failures = failures.saturating_add(1);
+                    tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
+                    tokio::time::sleep(wait).await;
+                }
+            }
         }
-        other => other?,
-    };
-    Ok(Since {
-        found: false,
-        last_txn_id: Uuid::nil(),
-        updates,
-    })
+    }
+
+    /// One connection: check the server, then monitor until something ends it.
+    async fn session(&mut self, remote: &Remote) -> Result<End, Error> {
+        // Conditions changed while disconnected apply to this session's monitor.
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::SetConditions {
+                    table,
+                    conditions,
+                    reply,
+                } => {
+                    self.progress.set_conditions(&table, conditions);
+                    let _ = reply.send(Ok(()));
+                }
+                Command::ResetRaftIndex => self.progress.raft.forget(),
+            }
+        }
+        let (client, mut notes) = connect_with(remote, &self.config.connect).await?;
+        // Servers too old for this just say so; the connection then still works.
+        let _ = client.set_db_change_aware(true).await;
+        let mut server = ServerWatch::start(&client, &self.config.database).await?;
+        if let Some(watch) = &server {
+            let state = watch.state().ok_or_else(|| {
+                unusable(format!(
+                    "the server has no database {}",
+                    self.config.database
+                ))
+            })?;
+            self.progress
+                .raft
+                .admit(&state, self.config.leader_only, true)
+                .map_err(unusable)?;
+        }
+        // A monitor canceled by a schema conversion is set up again on this connection,
+        // with the new schema.
+        // A server that keeps canceling is not asked again at once.
+        let mut cancels = 0u32;
+        loop {
+            match self.monitor(&client, &mut notes, &mut server).await? {
+                End::Canceled(why) => {
+                    let wait = backoff(self.config.min_backoff, self.config.max_backoff, cancels);
+                    cancels = cancels.saturating_add(1);
+                    tracing::info!(%remote, %why, ?wait, "cache: monitoring again");
+                    tokio::time::sleep(wait).await;
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// Monitors the data tables and follows their changes.
+    async fn monitor(
+        &mut self,
+        client: &Client,
+        notes: &mut Notifications,
+        server: &mut Option<ServerWatch>,
+    ) -> Result<End, Error> {
+        let db = self.config.database.clone();
+        let schema = client.get_schema(&db).await?;
+        let (requests, layouts, skew) = fit(&db, &self.progress.requests, &schema)?;
+        let mut skew_changed = None;
+        if self.progress.skew.as_ref() != Some(&skew) {
+            if !skew.is_empty() {
+                tracing::warn!(
+                    database = %db,
+                    server = %skew.server_version,
+                    missing_tables = ?skew.missing_tables,
+                    missing_columns = ?skew.missing_columns,
+                    "cache: the server lacks monitored tables or columns; they stay empty"
+                );
+            }
+            skew_changed = Some(skew.clone());
+            self.progress.skew = Some(skew);
+        }
+        // Rows keep the layout they were cached with; a new one (after a schema
+        // conversion) takes a full resync, so that no table mixes layouts. So does a
+        // table that came or went.
+        let mut layouts = layouts;
+        let mut since = self.progress.last_txn_id;
+        if !layouts.keys().eq(self.progress.layouts.keys()) {
+            since = None;
+        }
+        for (t, layout) in &mut layouts {
+            match self.progress.layouts.get(t) {
+                Some(old) if old == layout => *layout = old.clone(),
+                _ => since = None,
+            }
+        }
+        self.progress.layouts = layouts.clone();
+        let id = self.progress.next_id();
+        let reply = monitor(client.clone(), &db, &id, &requests, since, &layouts).await?;
+        self.progress.use_id(id);
+        let contents = Box::new(Contents {
+            updates: reply.updates,
+            resync: !reply.found,
+            layouts: layouts.clone(),
+            skew: skew_changed,
+            schema: Arc::new(schema),
+            client: client.clone(),
+        });
+        self.emit_rows(move |ack| WatchEvent::Synced { contents, ack })
+            .await?;
+        self.synced = true;
+        self.progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
+
+        loop {
+            let raw = tokio::select! {
+                raw = notes.recv_raw() => raw,
+                Some(command) = self.commands.recv() => {
+                    match command {
+                        Command::SetConditions { table, conditions, reply } => {
+                            let r = self.change_conditions(client, &table, conditions).await;
+                            let _ = reply.send(r);
+                        }
+                        Command::ResetRaftIndex => self.progress.raft.forget(),
+                    }
+                    continue;
+                }
+            };
+            let Some(raw) = raw else {
+                return Ok(End::Failed(client.closed().await));
+            };
+            let current = self.progress.monitor_id.as_str();
+            let note = match decode_note(
+                &raw.method,
+                &raw.params,
+                current,
+                SERVER_MONITOR,
+                &layouts,
+            ) {
+                Some(Ok(note)) => note,
+                // A malformed update: the cache may have missed it, so the next
+                // session fetches everything.
+                Some(Err(e)) => {
+                    self.progress.last_txn_id = None;
+                    notes.fail(e.clone());
+                    return Err(Error::protocol(e));
+                }
+                None => {
+                    let note = match raw.decode() {
+                        Ok(note) => note,
+                        Err(e) => {
+                            notes.fail(e.clone());
+                            return Err(Error::protocol(e));
+                        }
+                    };
+                    match note {
+                        Notification::MonitorCanceled(id) if id == current => {
+                            return Ok(End::Canceled(format!("the server canceled monitor {id}")));
+                        }
+                        Notification::MonitorCanceled(id) if id == SERVER_MONITOR => {
+                            // Without it leadership changes go unseen: a new connection,
+                            // after a backoff.
+                            return Ok(End::Failed(unusable(
+                                "the server canceled the _Server monitor",
+                            )));
+                        }
+                        Notification::MonitorCanceled(id) => {
+                            tracing::debug!(%id, "cache: a cancel of a monitor this cache does not have, ignored");
+                        }
+                        other => tracing::debug!(?other, "cache: notification ignored"),
+                    }
+                    continue;
+                }
+            };
+            match note {
+                Note::Data { txn, changes } => {
+                    self.emit_rows(|ack| WatchEvent::Changed { changes, ack })
+                        .await?;
+                    if let Some(t) = txn {
+                        self.progress.last_txn_id = Some(t).filter(|u| !u.is_nil());
+                    }
+                }
+                Note::Server(updates) => {
+                    let Some(watch) = server.as_mut() else {
+                        continue;
+                    };
+                    if let Some(state) = watch.apply(updates)? {
+                        // Leadership or connectivity lost: look for a usable server.
+                        if let Err(why) =
+                            self.progress
+                                .raft
+                                .admit(&state, self.config.leader_only, false)
+                        {
+                            return Ok(End::Again(format!("the server became unusable: {why}")));
+                        }
+                    }
+                }
+                Note::Other(id) => {
+                    tracing::debug!(%id, "cache: an update for a monitor this cache does not have, ignored");
+                }
+            }
+        }
+    }
+
+    /// Changes a live monitor's conditions with `monitor_cond_change`; the server then
+    /// sends what the change adds and removes, under the new monitor id.
+    async fn change_conditions(
+        &mut self,
+        client: &Client,
+        table: &str,
+        conditions: Vec<Condition>,
+    ) -> Result<(), Error> {
+        if !self.progress.requests.contains_key(table) {
+            return Err(Error::config(format!(
+                "table {table} is not monitored by this cache"
+            )));
+        }
+        if !self.progress.layouts.contains_key(table) {
+            // The server lacks the table: the conditions wait for one that has it.
+            self.progress.set_conditions(table, conditions);
+            return Ok(());
+        }
+        let old = self.progress.monitor_id.clone();
+        let new = self.progress.next_id();
+        let change: BTreeMap<String, MonitorRequest> = [(
+            table.to_owned(),
+            MonitorRequest::default().matching(conditions.clone()),
+        )]
+        .into();
+        client
+            .monitor_cond_change(old.into(), new.clone().into(), &change)
+            .await?;
+        self.progress.use_id(new);
+        self.progress.set_conditions(table, conditions);
+        Ok(())
+    }
 }
