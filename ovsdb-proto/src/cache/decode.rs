@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use uuid::Uuid;
 
-use crate::datum::{Datum, Row};
+use crate::datum::Datum;
 
 use super::row::{CachedRow, Layout, Layouts};
 
@@ -18,8 +18,8 @@ use super::row::{CachedRow, Layout, Layouts};
 pub(crate) enum RowChange {
     /// `initial` or `insert`: the whole row.
     New(CachedRow),
-    /// `modify`: the columns' diffs.
-    Modify(Row),
+    /// `modify`: the changed columns' diffs, by position in the layout.
+    Modify(Vec<(usize, Datum)>),
     /// `delete`.
     Delete,
 }
@@ -48,26 +48,32 @@ pub(crate) enum Form {
     Plain,
 }
 
-/// Decodes `<table-updates2>` (`{"Table": {"uuid": {"initial": row}, …}, …}`) straight
-/// into cached rows, with no generic row in between.
-pub(crate) struct UpdatesSeed(pub(crate) Layouts);
+/// Decodes `<table-updates2>` (`{"Table": {"uuid": {"initial": row}, …}, …}`), or in
+/// the plain form `<table-updates>` (`{"Table": {"uuid": {"old": row, "new": row}}}`),
+/// straight into cached rows, with no generic row in between. Owns its layouts, for a
+/// reply decoded on another thread.
+pub(crate) struct UpdatesSeed(pub(crate) Layouts, pub(crate) Form);
 
-/// Decodes plain `<table-updates>` (`{"Table": {"uuid": {"old": row, "new": row}}}`)
-/// straight into cached rows.
-pub(crate) struct PlainUpdatesSeed(pub(crate) Layouts);
-
-impl<'de> DeserializeSeed<'de> for PlainUpdatesSeed {
+impl<'de> DeserializeSeed<'de> for UpdatesSeed {
     type Value = Vec<TableChanges>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(TablesVisitor(&self.0, Form::Plain))
+        Tables(&self.0, self.1).deserialize(d)
     }
 }
 
-/// The tables of an update, in either form.
-struct TablesVisitor<'a>(&'a Layouts, Form);
+/// The tables of an update, in either form, against borrowed layouts.
+struct Tables<'a>(&'a Layouts, Form);
 
-impl<'de> Visitor<'de> for TablesVisitor<'_> {
+impl<'de> DeserializeSeed<'de> for Tables<'_> {
+    type Value = Vec<TableChanges>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Tables<'_> {
     type Value = Vec<TableChanges>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -82,14 +88,6 @@ impl<'de> Visitor<'de> for TablesVisitor<'_> {
             out.push(TableChanges { layout, rows });
         }
         Ok(out)
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for UpdatesSeed {
-    type Value = Vec<TableChanges>;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(TablesVisitor(&self.0, Form::Two))
     }
 }
 
@@ -148,7 +146,7 @@ impl<'de> Visitor<'de> for ChangeSeed<'_> {
             .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
         let change = match kind {
             Kind::New => RowChange::New(map.next_value_seed(self.0)?),
-            Kind::Modify => RowChange::Modify(map.next_value()?),
+            Kind::Modify => RowChange::Modify(map.next_value_seed(DiffSeed(self.0 .0))?),
             Kind::Delete => {
                 map.next_value::<IgnoredAny>()?;
                 RowChange::Delete
@@ -203,6 +201,40 @@ impl<'de> Visitor<'de> for PlainChangeSeed<'_> {
             }
         }
         Ok(new.map_or(RowChange::Delete, RowChange::New))
+    }
+}
+
+/// A `modify` entry's columns, by position in the layout; a column the layout lacks
+/// is an error.
+struct DiffSeed<'a>(&'a Layout);
+
+impl<'de> DeserializeSeed<'de> for DiffSeed<'_> {
+    type Value = Vec<(usize, Datum)>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DiffSeed<'_> {
+    type Value = Vec<(usize, Datum)>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the changed columns of a row of table {}", self.0.table)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut diff = Vec::new();
+        while let Some(column) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let at = self.0.position(&column).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "modify of column {column}, which table {} does not monitor",
+                    self.0.table
+                ))
+            })?;
+            diff.push((at, map.next_value()?));
+        }
+        Ok(diff)
     }
 }
 
@@ -422,7 +454,7 @@ impl<'de> Visitor<'de> for SinceSeed {
         let found = seq.next_element()?.ok_or_else(|| missing("found"))?;
         let last_txn_id = seq.next_element()?.ok_or_else(|| missing("last-txn-id"))?;
         let updates = seq
-            .next_element_seed(UpdatesSeed(self.0))?
+            .next_element_seed(Tables(&self.0, Form::Two))?
             .ok_or_else(|| missing("the table updates"))?;
         if seq.next_element::<IgnoredAny>()?.is_some() {
             return Err(serde::de::Error::custom(
@@ -519,10 +551,7 @@ impl<'de> Visitor<'de> for NoteSeed<'_> {
             false => None,
         };
         let note = if id.as_str() == Some(self.data) {
-            let changes = match self.form {
-                Form::Two => seq.next_element_seed(UpdatesSeed(self.layouts.clone()))?,
-                Form::Plain => seq.next_element_seed(PlainUpdatesSeed(self.layouts.clone()))?,
-            };
+            let changes = seq.next_element_seed(Tables(self.layouts, self.form))?;
             Note::Data {
                 txn,
                 changes: changes.ok_or_else(|| missing("the table updates"))?,

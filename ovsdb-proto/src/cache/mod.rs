@@ -64,12 +64,14 @@ pub fn __decode_updates(
         layouts.insert(name.clone(), Arc::new(row::Layout::new(table, &cols)?));
     }
     let mut de = serde_json::Deserializer::from_slice(text);
-    let changes = if plain {
-        decode::PlainUpdatesSeed(layouts).deserialize(&mut de)
+    let form = if plain {
+        decode::Form::Plain
     } else {
-        decode::UpdatesSeed(layouts).deserialize(&mut de)
-    }
-    .map_err(|e| e.to_string())?;
+        decode::Form::Two
+    };
+    let changes = decode::UpdatesSeed(layouts, form)
+        .deserialize(&mut de)
+        .map_err(|e| e.to_string())?;
     Ok(changes
         .into_iter()
         .flat_map(|t| t.rows)
@@ -106,7 +108,7 @@ pub fn __decode_reply(
             }
         })
     };
-    let n = crate::tap::decode_reply(rx, decode::PlainUpdatesSeed(layouts))
+    let n = crate::tap::decode_reply(rx, decode::UpdatesSeed(layouts, decode::Form::Plain))
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?
         .iter()

@@ -127,55 +127,24 @@ pub struct CachedRow {
 }
 
 impl CachedRow {
-    /// Row `uuid` of `layout` from a generic row, as the decoder makes it from the
-    /// wire: columns the row lacks get their defaults, columns the layout does not have
-    /// are dropped, a value that does not fit its column is an error. (The tests build
-    /// rows this way.)
-    #[cfg(test)]
-    pub(crate) fn from_row(
-        layout: &Arc<Layout>,
+    /// This row (`uuid`) with an `update2` `modify` entry applied (each changed
+    /// column's diff, by position in the layout); the row itself is untouched. A result
+    /// that does not fit its column is an error.
+    pub(crate) fn apply_diff(
+        &self,
         uuid: &Uuid,
-        row: Row,
+        diff: &[(usize, Datum)],
     ) -> Result<CachedRow, String> {
-        let mut given = row.into_iter().peekable();
-        let mut values = Vec::with_capacity(layout.names.len());
-        for (i, name) in layout.names.iter().enumerate() {
-            while given.peek().is_some_and(|(c, _)| c < name) {
-                given.next();
-            }
-            let value = match given.next_if(|(c, _)| c == name) {
-                Some((_, d)) => {
-                    layout.check(uuid, i, &d)?;
-                    d
-                }
-                None => layout.defaults[i].clone(),
-            };
-            values.push(value);
-        }
-        Ok(CachedRow {
-            layout: layout.clone(),
-            values: values.into(),
-        })
-    }
-
-    /// This row (`uuid`) with an `update2` `modify` entry applied; the row itself is
-    /// untouched. A result that does not fit its column is an error.
-    pub(crate) fn apply_diff(&self, uuid: &Uuid, diff: &Row) -> Result<CachedRow, String> {
         // The modified columns computed from the old values, the others copied: each
         // value is copied once.
         let mut changed: Vec<Option<Datum>> = vec![None; self.values.len()];
-        for (column, d) in diff {
-            let i = self.layout.position(column).ok_or_else(|| {
-                format!(
-                    "modify of column {column}, which table {} does not monitor",
-                    self.layout.table
-                )
-            })?;
+        for (i, d) in diff {
+            let i = *i;
             let base = changed[i].as_ref().unwrap_or(&self.values[i]);
             let new = apply_column(&self.layout.types[i], base, d).map_err(|e| {
                 format!(
-                    "table {} row {uuid} column {column}: {e}",
-                    self.layout.table
+                    "table {} row {uuid} column {}: {e}",
+                    self.layout.table, self.layout.names[i]
                 )
             })?;
             self.layout.check(uuid, i, &new)?;
@@ -300,7 +269,7 @@ mod tests {
     use serde::de::DeserializeSeed;
     use serde_json::json;
 
-    use crate::cache::decode::{decode_note, PlainUpdatesSeed, RowChange, UpdatesSeed};
+    use crate::cache::decode::{decode_note, Form, RowChange, TableChanges, UpdatesSeed};
 
     fn layouts() -> Layouts {
         let schema = crate::schema::DatabaseSchema::from_json(&json!({
@@ -321,29 +290,52 @@ mod tests {
 
     const A: &str = "00000000-0000-0000-0000-00000000000a";
 
+    /// Decodes table updates in `form`, as the cache does.
+    fn decode(
+        l: &Layouts,
+        form: Form,
+        updates: serde_json::Value,
+    ) -> Result<Vec<TableChanges>, String> {
+        let text = updates.to_string();
+        let mut de = serde_json::Deserializer::from_str(&text);
+        UpdatesSeed(l.clone(), form)
+            .deserialize(&mut de)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Row A of table T, decoded from `row`.
+    fn row(l: &Layouts, row: serde_json::Value) -> CachedRow {
+        match decode(l, Form::Two, json!({"T": {A: {"initial": row}}})).unwrap()[0]
+            .rows
+            .pop()
+        {
+            Some((_, RowChange::New(row))) => row,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A `modify` of row A of table T, decoded from `diff`.
+    fn diff(l: &Layouts, diff: serde_json::Value) -> Result<Vec<(usize, Datum)>, String> {
+        match decode(l, Form::Two, json!({"T": {A: {"modify": diff}}}))?[0]
+            .rows
+            .pop()
+        {
+            Some((_, RowChange::Modify(d))) => Ok(d),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn rows_decode_against_the_layout_with_defaults_for_left_out_columns() {
         let l = layouts();
-        let text =
-            json!({"T": {A: {"initial": {"name": "a", "_version": ["uuid", A]}}}}).to_string();
-        let mut de = serde_json::Deserializer::from_str(&text);
-        let changes = UpdatesSeed(l.clone()).deserialize(&mut de).unwrap();
-        let RowChange::New(row) = &changes[0].rows[0].1 else {
-            panic!("{changes:?}")
-        };
+        let row = row(&l, json!({"name": "a", "_version": ["uuid", A]}));
         assert_eq!(row["name"], Datum::scalar("a"));
         assert_eq!(row["n"], Datum::Set(vec![]));
         assert_eq!(row.len(), 6, "{row:?}");
         assert!(row.get("_version").is_none());
-        // The same through a generic row.
-        let generic: Row = [("name".to_string(), Datum::scalar("a"))].into();
+        assert_eq!(row, row.to_row());
         assert_eq!(
-            &CachedRow::from_row(&l["T"], &A.parse().unwrap(), generic).unwrap(),
-            row
-        );
-        assert_eq!(*row, row.to_row());
-        assert_eq!(
-            serde_json::to_value(row).unwrap(),
+            serde_json::to_value(&row).unwrap(),
             json!({"ids": ["map", []], "kind": ["set", []], "n": ["set", []], "name": "a", "port": ["set", []], "tags": ["set", []]})
         );
     }
@@ -352,20 +344,13 @@ mod tests {
     fn diffs_apply_to_a_copy() {
         let l = layouts();
         let a: Uuid = A.parse().unwrap();
-        let row = CachedRow::from_row(
-            &l["T"],
-            &a,
-            [("tags".to_string(), Datum::set(["x", "y"]))].into(),
-        )
-        .unwrap();
+        let row = row(&l, json!({"tags": ["set", ["x", "y"]]}));
         let next = row
-            .apply_diff(&a, &[("tags".to_string(), Datum::set(["y", "z"]))].into())
+            .apply_diff(&a, &diff(&l, json!({"tags": ["set", ["y", "z"]]})).unwrap())
             .unwrap();
         assert_eq!(next["tags"], Datum::set(["x", "z"]));
         assert_eq!(row["tags"], Datum::set(["x", "y"]));
-        let e = row
-            .apply_diff(&a, &[("other".to_string(), Datum::scalar(1))].into())
-            .unwrap_err();
+        let e = diff(&l, json!({"other": 1})).unwrap_err();
         assert!(e.contains("other") && e.contains("table T"), "{e}");
     }
 
@@ -382,12 +367,7 @@ mod tests {
             ),
             (json!({"T": {A: {"insert": {"name": {"x": 1}}}}}), ""),
         ] {
-            let text = bad.to_string();
-            let mut de = serde_json::Deserializer::from_str(&text);
-            let e = UpdatesSeed(l.clone())
-                .deserialize(&mut de)
-                .unwrap_err()
-                .to_string();
+            let e = decode(&l, Form::Two, bad.clone()).unwrap_err();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }
@@ -417,47 +397,34 @@ mod tests {
             e.contains("table T") && e.contains(A) && e.contains(&format!("column {column}"))
         };
         for (column, value, why) in misfits() {
-            // Streamed straight into cached rows (a monitor reply).
-            let text = json!({"T": {A: {"initial": {column: value}}}}).to_string();
-            let mut de = serde_json::Deserializer::from_str(&text);
-            let e = UpdatesSeed(l.clone())
-                .deserialize(&mut de)
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains(why) && where_(&e, column),
-                "{column} {value}: {e}"
-            );
-            // In the plain form (an old server's `monitor`).
-            let text = json!({"T": {A: {"new": {column: value}}}}).to_string();
-            let mut de = serde_json::Deserializer::from_str(&text);
-            let e = PlainUpdatesSeed(l.clone())
-                .deserialize(&mut de)
-                .unwrap_err()
-                .to_string();
-            assert!(
-                e.contains(why) && where_(&e, column),
-                "{column} {value}: {e}"
-            );
+            let mut errors = vec![
+                // Streamed straight into cached rows (a monitor reply).
+                decode(
+                    &l,
+                    Form::Two,
+                    json!({"T": {A: {"initial": {column: value}}}}),
+                )
+                .unwrap_err(),
+                // In the plain form (an old server's `monitor`).
+                decode(&l, Form::Plain, json!({"T": {A: {"new": {column: value}}}})).unwrap_err(),
+            ];
             // In an update3 notification of the cache's monitor.
             let params = json!(["m", A, {"T": {A: {"insert": {column: value}}}}]).to_string();
-            let e = decode_note("update3", params.as_bytes(), "m", "s", &l)
-                .unwrap()
-                .unwrap_err();
-            assert!(
-                e.contains(why) && where_(&e, column),
-                "{column} {value}: {e}"
+            errors.push(
+                decode_note("update3", params.as_bytes(), "m", "s", &l)
+                    .unwrap()
+                    .unwrap_err(),
             );
-            let datum = Datum::from_json(&value).unwrap();
             // As the result of a modify.
-            let row = CachedRow::from_row(&l["T"], &a, Row::new()).unwrap();
-            let e = row
-                .apply_diff(&a, &[(column.to_string(), datum)].into())
-                .unwrap_err();
-            assert!(
-                e.contains(why) && where_(&e, column),
-                "{column} {value}: {e}"
-            );
+            let empty = row(&l, json!({}));
+            let d = diff(&l, json!({column: value})).unwrap();
+            errors.push(empty.apply_diff(&a, &d).unwrap_err());
+            for e in errors {
+                assert!(
+                    e.contains(why) && where_(&e, column),
+                    "{column} {value}: {e}"
+                );
+            }
         }
     }
 
@@ -466,10 +433,9 @@ mod tests {
         let l = layouts();
         let a: Uuid = A.parse().unwrap();
         // "n" holds at most one value: a diff is its new value, so two are too many.
-        let row =
-            CachedRow::from_row(&l["T"], &a, [("n".to_string(), Datum::scalar(1))].into()).unwrap();
+        let row = row(&l, json!({"n": 1}));
         let e = row
-            .apply_diff(&a, &[("n".to_string(), Datum::set([1, 2]))].into())
+            .apply_diff(&a, &diff(&l, json!({"n": ["set", [1, 2]]})).unwrap())
             .unwrap_err();
         assert!(e.contains("has 2 elements"), "{e}");
     }
@@ -477,16 +443,13 @@ mod tests {
     #[test]
     fn values_that_fit_are_kept() {
         let l = layouts();
-        let text = json!({"T": {A: {"initial": {
-            "name": "x", "n": 3, "kind": "b", "port": 100, "ids": ["map", [["a", 1]]],
-            "tags": ["set", ["p", "q"]]
-        }}}})
-        .to_string();
-        let mut de = serde_json::Deserializer::from_str(&text);
-        let changes = UpdatesSeed(l.clone()).deserialize(&mut de).unwrap();
-        let RowChange::New(row) = &changes[0].rows[0].1 else {
-            panic!("{changes:?}")
-        };
+        let row = row(
+            &l,
+            json!({
+                "name": "x", "n": 3, "kind": "b", "port": 100, "ids": ["map", [["a", 1]]],
+                "tags": ["set", ["p", "q"]]
+            }),
+        );
         assert_eq!(row["port"], Datum::scalar(100));
         assert_eq!(row["ids"], Datum::map([("a", 1)]));
     }

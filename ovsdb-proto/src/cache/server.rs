@@ -16,7 +16,7 @@ use crate::ops::Condition;
 use crate::schema::DatabaseSchema;
 use crate::typed::SchemaSkew;
 
-use super::decode::{PlainUpdatesSeed, Since, SinceSeed, UpdatesSeed};
+use super::decode::{Form, Since, SinceSeed, UpdatesSeed};
 use super::health::ServerState;
 use super::row::{Layout, Layouts};
 use crate::diff::apply_row;
@@ -168,7 +168,12 @@ pub(super) async fn monitor(
     }
     tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
     let updates = match client
-        .monitor_cond_with(db, id.into(), requests, UpdatesSeed(layouts.clone()))
+        .monitor_cond_with(
+            db,
+            id.into(),
+            requests,
+            UpdatesSeed(layouts.clone(), Form::Two),
+        )
         .await
     {
         Err(e) if is_unknown(&e) => {
@@ -182,7 +187,12 @@ pub(super) async fn monitor(
                 })
                 .collect();
             client
-                .monitor_with(db, id.into(), &plain, PlainUpdatesSeed(layouts.clone()))
+                .monitor_with(
+                    db,
+                    id.into(),
+                    &plain,
+                    UpdatesSeed(layouts.clone(), Form::Plain),
+                )
                 .await?
         }
         other => other?,

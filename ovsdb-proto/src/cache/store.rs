@@ -455,7 +455,7 @@ mod tests {
 
     use serde::de::DeserializeSeed;
 
-    use crate::cache::decode::UpdatesSeed;
+    use crate::cache::decode::{Form, UpdatesSeed};
     use crate::cache::row::Layout;
     use crate::schema::DatabaseSchema;
 
@@ -470,7 +470,7 @@ mod tests {
     }
 
     fn updates(l: &Layouts, j: serde_json::Value) -> Vec<TableChanges> {
-        UpdatesSeed(l.clone()).deserialize(&j).unwrap()
+        UpdatesSeed(l.clone(), Form::Two).deserialize(&j).unwrap()
     }
 
     const A: &str = "00000000-0000-0000-0000-00000000000a";
