@@ -177,9 +177,31 @@ impl JsonRpcCodec {
         Ok(true)
     }
 
-    /// True while a message is begun and not complete.
-    pub(crate) fn in_message(&self) -> bool {
-        self.started
+    /// Refuses a message that has reached `size` bytes when that is over the limit.
+    pub(crate) fn check_size(&self, size: usize) -> Result<(), CodecError> {
+        if size > self.max_len {
+            return Err(CodecError::TooLong {
+                limit: self.max_len,
+            });
+        }
+        Ok(())
+    }
+
+    /// At the end of the stream: an error when a message was begun and is not complete
+    /// (`held` bytes of it were read).
+    pub(crate) fn check_eof(&self, held: usize) -> Result<(), CodecError> {
+        if !self.started {
+            return Ok(());
+        }
+        Err(CodecError::Io(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("connection closed in the middle of a message ({held} bytes)"),
+        )))
+    }
+
+    /// Makes room for the next read, so that it does not copy what is held each time.
+    pub(crate) fn reserve(&self, buf: &mut BytesMut) {
+        buf.reserve(8192.min(self.max_len));
     }
 
     /// How far into `buf` the current message is scanned.
@@ -386,23 +408,12 @@ impl Decoder for JsonRpcCodec {
         if !self.begin(buf)? {
             return Ok(None);
         }
-        match self.scan(buf)? {
-            Some(end) => {
-                if end > self.max_len {
-                    return Err(CodecError::TooLong {
-                        limit: self.max_len,
-                    });
-                }
-                Ok(Some(self.finish(buf, end)))
-            }
+        let end = self.scan(buf)?;
+        self.check_size(end.unwrap_or(buf.len()))?;
+        match end {
+            Some(end) => Ok(Some(self.finish(buf, end))),
             None => {
-                if buf.len() > self.max_len {
-                    return Err(CodecError::TooLong {
-                        limit: self.max_len,
-                    });
-                }
-                // Reserve so the next read does not copy what we already hold each time.
-                buf.reserve(8192.min(self.max_len));
+                self.reserve(buf);
                 Ok(None)
             }
         }
@@ -411,14 +422,7 @@ impl Decoder for JsonRpcCodec {
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<RawMessage>, CodecError> {
         match self.decode(buf)? {
             Some(m) => Ok(Some(m)),
-            None if self.started => Err(CodecError::Io(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!(
-                    "connection closed in the middle of a message ({} bytes)",
-                    buf.len()
-                ),
-            ))),
-            None => Ok(None),
+            None => self.check_eof(buf.len()).map(|()| None),
         }
     }
 }

@@ -99,12 +99,6 @@ impl TappingCodec {
             tapping: None,
         }
     }
-
-    fn too_long(&self) -> CodecError {
-        CodecError::TooLong {
-            limit: self.inner.max_message_size(),
-        }
-    }
 }
 
 impl Decoder for TappingCodec {
@@ -117,10 +111,7 @@ impl Decoder for TappingCodec {
         }
         let end = self.inner.scan_message(buf)?;
         let released = self.tapping.as_ref().map_or(0, |t| t.released);
-        let size = released + end.unwrap_or(buf.len());
-        if size > self.inner.max_message_size() {
-            return Err(self.too_long());
-        }
+        self.inner.check_size(released + end.unwrap_or(buf.len()))?;
         if !self.checked {
             if let Some(id) = self.inner.id(buf) {
                 self.checked = true;
@@ -167,7 +158,7 @@ impl Decoder for TappingCodec {
                 Ok(Some(Frame::Message(self.inner.finish(buf, end))))
             }
             None => {
-                buf.reserve(8192.min(self.inner.max_message_size()));
+                self.inner.reserve(buf);
                 Ok(None)
             }
         }
@@ -176,14 +167,10 @@ impl Decoder for TappingCodec {
     fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, CodecError> {
         match self.decode(buf)? {
             Some(f) => Ok(Some(f)),
-            None if self.inner.in_message() => Err(CodecError::Io(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                format!(
-                    "connection closed in the middle of a message ({} bytes)",
-                    buf.len() + self.tapping.as_ref().map_or(0, |t| t.released)
-                ),
-            ))),
-            None => Ok(None),
+            None => {
+                let released = self.tapping.as_ref().map_or(0, |t| t.released);
+                self.inner.check_eof(buf.len() + released).map(|()| None)
+            }
         }
     }
 }
