@@ -619,3 +619,47 @@ fn max_message_size_refuses_a_larger_reply() {
     );
     server.join().unwrap();
 }
+
+#[test]
+fn monitor_reports_a_table_the_server_lacks_and_follows_the_rest() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let server = integration_tests::nb_server();
+    let mut child = Command::new(ours())
+        .args([
+            "--timeout=10",
+            "monitor",
+            &server.unix_remote(),
+            "OVN_Northbound",
+            "Logical_Switch",
+            "No_Such_Table",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    // The first line is ready; closing stdin then ends it with the snapshot.
+    let mut first = [0u8; 18];
+    stdout.read_exact(&mut first).unwrap();
+    assert_eq!(&first, b"{\"event\":\"ready\"}\n");
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let (mut out, mut err) = (String::new(), String::new());
+    stdout.read_to_string(&mut out).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("lacks tables [\"No_Such_Table\"]"),
+        "the missing table was not reported: {err}"
+    );
+    let snapshot: Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(snapshot["tables"]["Logical_Switch"].is_object(), "{out}");
+}
