@@ -639,7 +639,7 @@ fn monitor_reports_a_table_the_server_lacks_and_follows_the_rest() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     // The first line is ready; closing stdin then ends it with the snapshot.
     let mut first = [0u8; 18];
