@@ -103,6 +103,17 @@ impl Layout {
     }
 }
 
+/// The hash a unique index files a row under: of its key's values in the index's column
+/// order. Fixed keys, so the same values always hash the same.
+pub(crate) fn key_hash<'a>(values: impl Iterator<Item = &'a Datum>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::hash::DefaultHasher::new();
+    for v in values {
+        v.hash(&mut h);
+    }
+    h.finish()
+}
+
 /// A value as it is shown in an error: at most about 200 characters of it.
 fn shown(value: &Datum) -> String {
     let mut text = value.to_string();
@@ -198,9 +209,18 @@ impl CachedRow {
             .collect()
     }
 
-    /// The values of one of the layout's indexes.
-    pub(crate) fn key(&self, index: &[usize]) -> Vec<Datum> {
-        index.iter().map(|&i| self.values[i].clone()).collect()
+    /// The hash of the values of one of the layout's indexes (as [`key_hash`] of them).
+    pub(crate) fn key_hash(&self, index: &[usize]) -> u64 {
+        key_hash(index.iter().map(|&i| &self.values[i]))
+    }
+
+    /// True when the values at `index` are `key`, in order.
+    pub(crate) fn has_key<'a>(
+        &self,
+        index: &[usize],
+        mut key: impl Iterator<Item = &'a Datum>,
+    ) -> bool {
+        index.iter().all(|&i| key.next() == Some(&self.values[i])) && key.next().is_none()
     }
 
     /// True when the values at `index` are the same in both rows (of one layout).

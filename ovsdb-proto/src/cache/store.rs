@@ -14,11 +14,23 @@ use crate::model::Table;
 use super::change::{Change, Event, TableRows};
 use super::decode::{RowChange, TableChanges};
 use super::index::{AnyIndex, RowIndex, RowIndexSpec};
-use super::row::{CachedRow, Layouts};
+use super::row::{key_hash, CachedRow, Layouts};
 use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
-/// One unique index: the values of its columns to the row that has them.
-type UniqueIndex = imbl::HashMap<Vec<crate::Datum>, Uuid>;
+/// One unique index: the rows by the hash of their values in its columns
+/// ([`key_hash`]), as `(hash, uuid)` pairs. A lookup reads the few rows under a hash and
+/// compares their values, so the index holds no copy of any value (OVS's IDL indexes do
+/// the same). Two rows may share a key for a moment inside one update; both are kept.
+type UniqueIndex = imbl::OrdSet<(u64, u128)>;
+
+/// A table's kept unique index: its column names (in name order), their positions in
+/// the table's layout, and the rows.
+#[derive(Clone)]
+struct KeptIndex {
+    names: Vec<String>,
+    at: Box<[usize]>,
+    rows: UniqueIndex,
+}
 
 /// One consistent view of every cached table.
 #[derive(Clone, Default)]
@@ -28,7 +40,7 @@ pub struct Snapshot {
     typed: BTreeMap<String, AnyState>,
     /// The schema's unique indexes of each table: the columns, and the rows' values
     /// there.
-    indexes: BTreeMap<String, Vec<(Vec<String>, UniqueIndex)>>,
+    indexes: BTreeMap<String, Vec<KeptIndex>>,
     /// The caller's row indexes, by slot.
     row_indexes: Vec<AnyIndex>,
 }
@@ -61,15 +73,23 @@ impl Snapshot {
     ) -> Option<(Uuid, Arc<CachedRow>)> {
         let mut wanted: Vec<(&str, &crate::Datum)> = key.iter().map(|(c, d)| (*c, d)).collect();
         wanted.sort_by(|a, b| a.0.cmp(b.0));
-        let (_, index) = self.indexes.get(table)?.iter().find(|(names, _)| {
-            names
+        let index = self.indexes.get(table)?.iter().find(|i| {
+            i.names
                 .iter()
                 .map(String::as_str)
                 .eq(wanted.iter().map(|w| w.0))
         })?;
-        let values: Vec<crate::Datum> = wanted.into_iter().map(|(_, d)| d.clone()).collect();
-        let uuid = index.get(&values)?;
-        Some((*uuid, self.get(table, uuid)?))
+        let hash = key_hash(wanted.iter().map(|w| w.1));
+        let rows = self.tables.get(table)?;
+        index
+            .rows
+            .range((hash, 0)..=(hash, u128::MAX))
+            .map(|&(_, u)| Uuid::from_u128(u))
+            .find_map(|uuid| {
+                let row = rows.get(&uuid)?;
+                row.has_key(&index.at, wanted.iter().map(|w| w.1))
+                    .then(|| (uuid, row.clone()))
+            })
     }
 
     /// The typed state of `table`, if it is kept typed.
@@ -424,7 +444,11 @@ fn update_indexes(next: &mut Snapshot, events: &[Event]) {
         if !next.indexes.contains_key(&e.table) {
             let all = layout
                 .indexes()
-                .map(|i| (layout.index_name(i), UniqueIndex::new()))
+                .map(|at| KeptIndex {
+                    names: layout.index_name(at),
+                    at: at.into(),
+                    rows: UniqueIndex::new(),
+                })
                 .collect();
             next.indexes.insert(e.table.clone(), all);
         }
@@ -435,14 +459,13 @@ fn update_indexes(next: &mut Snapshot, events: &[Event]) {
                     continue; // the key did not change
                 }
             }
-            let map = &mut kept[at].1;
-            if let Some(k) = old.map(|o| o.key(index)) {
-                if map.get(&k) == Some(&e.uuid) {
-                    map.remove(&k);
-                }
+            let rows = &mut kept[at].rows;
+            let uuid = e.uuid.as_u128();
+            if let Some(o) = old {
+                rows.remove(&(o.key_hash(index), uuid));
             }
-            if let Some(k) = new.map(|n| n.key(index)) {
-                map.insert(k, e.uuid);
+            if let Some(n) = new {
+                rows.insert((n.key_hash(index), uuid));
             }
         }
     }
@@ -547,5 +570,59 @@ mod tests {
         assert!(kinds.contains(&(C.to_string(), "insert")));
         assert!(kinds.contains(&(B.to_string(), "delete")));
         assert_eq!(w.shared().load().len(), 2);
+    }
+
+    #[test]
+    fn a_unique_index_finds_rows_by_value_and_keeps_both_of_a_shared_key() {
+        let schema =
+            DatabaseSchema::from_json(&json!({"name": "D", "version": "1.0.0", "tables": {
+                "T": {"columns": {"name": {"type": "string"}, "n": {"type": "integer"}},
+                      "indexes": [["name", "n"]]}
+            }}))
+            .unwrap();
+        let layout = Layout::new(schema.table("T").unwrap(), &["n".into(), "name".into()]).unwrap();
+        let l: Layouts = [("T".to_string(), Arc::new(layout))].into();
+        let w = Writer::default();
+        let key = |name: &str, n: i64| {
+            [
+                ("n", crate::Datum::scalar(n)),
+                ("name", crate::Datum::scalar(name)),
+            ]
+        };
+        let found = |name: &str, n: i64| {
+            w.shared()
+                .load()
+                .find_with_uuid("T", &key(name, n))
+                .map(|(u, _)| u.to_string())
+        };
+        w.apply(updates(
+            &l,
+            json!({"T": {A: {"initial": {"name": "a", "n": 1}}, B: {"initial": {"name": "b", "n": 1}}}}),
+        ))
+        .unwrap();
+        assert_eq!(found("a", 1).as_deref(), Some(A));
+        assert_eq!(found("b", 1).as_deref(), Some(B));
+        assert_eq!(found("a", 2), None, "same name, other n");
+        assert_eq!(found("c", 1), None);
+        // Key columns in any order, but all of them.
+        let (n, name) = key("a", 1).into();
+        assert!(w.shared().load().find("T", &[name.clone(), n]).is_some());
+        assert!(w.shared().load().find("T", &[name]).is_none());
+        // Two rows with one key (as for a moment inside an update): each is kept, and
+        // the one left is found when the other goes, whichever that is.
+        let share = json!({"T": {C: {"insert": {"name": "b", "n": 1}}}});
+        w.apply(updates(&l, share.clone())).unwrap();
+        w.apply(updates(&l, json!({"T": {C: {"delete": null}}})))
+            .unwrap();
+        assert_eq!(found("b", 1).as_deref(), Some(B));
+        w.apply(updates(&l, share)).unwrap();
+        w.apply(updates(&l, json!({"T": {B: {"delete": null}}})))
+            .unwrap();
+        assert_eq!(found("b", 1).as_deref(), Some(C));
+        // A changed key moves the row.
+        w.apply(updates(&l, json!({"T": {A: {"modify": {"n": 5}}}})))
+            .unwrap();
+        assert_eq!(found("a", 1), None);
+        assert_eq!(found("a", 5).as_deref(), Some(A));
     }
 }
