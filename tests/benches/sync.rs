@@ -159,10 +159,15 @@ fn floor(path: &str, request: &str, len: usize) -> Duration {
 }
 
 fn peak_mib() -> f64 {
+    status_mib("VmHWM:")
+}
+
+/// A memory figure of this process from /proc/self/status (`VmHWM:`, `VmRSS:`), in MiB.
+fn status_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kb: f64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
@@ -192,6 +197,7 @@ fn child(args: &[String]) {
                 cache.wait_until_ready().await;
                 let d = start.elapsed();
                 assert_eq!(cache.snapshot().len(), rows);
+                eprintln!("cache: {:.0} MiB resident at ready", status_mib("VmRSS:"));
                 if args.get(3).map(String::as_str) == Some("extras") {
                     extras(&cache, &mut events, &args[1]).await;
                 }
