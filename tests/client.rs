@@ -277,7 +277,7 @@ async fn update_mutate_delete_report_counts_and_change_rows() {
     assert_eq!((r[0].count(), r[1].count()), (Some(1), Some(1)));
     let rows = r[2].rows().unwrap();
     assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0]["external_ids"], Datum::Map(vec![]));
+    assert_eq!(rows[0]["external_ids"], Datum::Map(Box::default()));
 }
 
 #[tokio::test]

@@ -222,20 +222,20 @@ impl fmt::Display for Atom {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Datum {
     /// A set of atoms; a scalar is a set of one.
-    Set(Vec<Atom>),
+    Set(Box<[Atom]>),
     /// Key/value pairs.
-    Map(Vec<(Atom, Atom)>),
+    Map(Box<[(Atom, Atom)]>),
 }
 
 impl Datum {
     /// The empty set, the value of an optional column that holds nothing.
     pub fn empty() -> Datum {
-        Datum::Set(Vec::new())
+        Datum::Set(Box::default())
     }
 
     /// A set holding one atom: a scalar column's value.
     pub fn scalar(atom: impl Into<Atom>) -> Datum {
-        Datum::Set(vec![atom.into()])
+        Datum::Set(vec![atom.into()].into())
     }
 
     /// A set of atoms, sorted and with duplicates removed.
@@ -243,7 +243,7 @@ impl Datum {
         let mut v: Vec<Atom> = atoms.into_iter().map(Into::into).collect();
         v.sort();
         v.dedup();
-        Datum::Set(v)
+        Datum::Set(v.into())
     }
 
     /// A map, sorted by key; when a key repeats, the last value given wins.
@@ -262,7 +262,7 @@ impl Datum {
 
     /// A `["named-uuid", NAME]` scalar referring to a row inserted by the same transaction.
     pub fn named_uuid(name: impl Into<String>) -> Datum {
-        Datum::Set(vec![Atom::NamedUuid(name.into())])
+        Datum::Set(vec![Atom::NamedUuid(name.into())].into())
     }
 
     /// Number of elements (set) or pairs (map).
@@ -384,7 +384,7 @@ impl Serialize for Datum {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Datum::Set(v) if v.len() == 1 => v[0].serialize(s),
-            Datum::Set(v) => Tagged("set", v.as_slice()).serialize(s),
+            Datum::Set(v) => Tagged("set", &**v).serialize(s),
             Datum::Map(m) => Tagged("map", &Pairs(m)).serialize(s),
         }
     }
@@ -576,9 +576,8 @@ fn finish_set<E: de::Error>(mut v: Vec<Atom>) -> Result<Datum, E> {
             )));
         }
     }
-    // Decoding grows the vector by doubling; a cached datum should not keep the slack.
-    v.shrink_to_fit();
-    Ok(Datum::Set(v))
+    // A boxed slice keeps none of the slack decoding grew the vector with.
+    Ok(Datum::Set(v.into()))
 }
 
 fn finish_map<E: de::Error>(mut v: Vec<(Atom, Atom)>) -> Result<Datum, E> {
@@ -591,8 +590,7 @@ fn finish_map<E: de::Error>(mut v: Vec<(Atom, Atom)>) -> Result<Datum, E> {
             )));
         }
     }
-    v.shrink_to_fit();
-    Ok(Datum::Map(v))
+    Ok(Datum::Map(v.into()))
 }
 
 pub(crate) struct DatumVisitor;
@@ -605,27 +603,27 @@ impl<'de> Visitor<'de> for DatumVisitor {
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<Datum, E> {
-        Ok(Datum::Set(vec![Atom::Integer(v)]))
+        Ok(Datum::Set(vec![Atom::Integer(v)].into()))
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Datum, E> {
-        AtomVisitor.visit_u64(v).map(|a| Datum::Set(vec![a]))
+        AtomVisitor.visit_u64(v).map(|a| Datum::Set(vec![a].into()))
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Datum, E> {
-        Ok(Datum::Set(vec![Atom::Real(v)]))
+        Ok(Datum::Set(vec![Atom::Real(v)].into()))
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<Datum, E> {
-        Ok(Datum::Set(vec![Atom::Boolean(v)]))
+        Ok(Datum::Set(vec![Atom::Boolean(v)].into()))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Datum, E> {
-        Ok(Datum::Set(vec![Atom::String(v.to_owned())]))
+        Ok(Datum::Set(vec![Atom::String(v.to_owned())].into()))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Datum, E> {
-        Ok(Datum::Set(vec![Atom::String(v)]))
+        Ok(Datum::Set(vec![Atom::String(v)].into()))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Datum, A::Error> {
@@ -645,7 +643,7 @@ impl<'de> Visitor<'de> for DatumVisitor {
                     .ok_or_else(|| de::Error::custom("[\"map\"] lacks its array of pairs"))?;
                 finish_map(pairs.into_iter().map(|p| (p.0, p.1)).collect())?
             }
-            "uuid" | "named-uuid" => Datum::Set(vec![tagged_uuid(tag.as_str(), &mut seq)?]),
+            "uuid" | "named-uuid" => Datum::Set(vec![tagged_uuid(tag.as_str(), &mut seq)?].into()),
             other => {
                 return Err(de::Error::custom(format_args!(
                     "unknown array form [\"{other}\", …]: expected \"set\", \"map\", \"uuid\" or \"named-uuid\""
@@ -703,7 +701,14 @@ mod tests {
             round_trip("[\"map\",[[\"b\",2],[\"a\",1]]]"),
             Datum::map([("a", 1), ("b", 2)])
         );
-        assert_eq!(round_trip("[\"map\",[]]"), Datum::Map(vec![]));
+        assert_eq!(round_trip("[\"map\",[]]"), Datum::Map(Box::default()));
+    }
+
+    #[test]
+    fn a_value_is_three_words() {
+        // Every cached column pays for this much whether or not it holds anything:
+        // a boxed slice (no capacity word) and the tag.
+        assert_eq!(std::mem::size_of::<Datum>(), 24);
     }
 
     #[test]
@@ -764,7 +769,7 @@ mod tests {
         ]);
         assert_eq!(
             d,
-            Datum::Set(vec![1.into(), 3.into(), "a".into(), "b".into()])
+            Datum::Set(vec![1.into(), 3.into(), "a".into(), "b".into()].into())
         );
     }
 }

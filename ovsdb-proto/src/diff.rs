@@ -70,7 +70,7 @@ pub(crate) fn apply_diff(
         }
     }
     set.extend(t.cloned());
-    Ok(Datum::Set(set))
+    Ok(Datum::Set(set.into()))
 }
 
 /// Applies a `modify` entry to a row; the result is a new row, the old one untouched.

@@ -165,7 +165,7 @@ impl BaseType {
                             ));
                         }
                     }
-                    base.enum_values = Some(atoms);
+                    base.enum_values = Some(atoms.into_vec());
                 }
                 base.min_integer = opt_i64(o, "minInteger", path)?;
                 base.max_integer = opt_i64(o, "maxInteger", path)?;
@@ -464,7 +464,7 @@ impl ColumnType {
     pub fn default_datum(&self) -> Datum {
         if self.min == 0 {
             return if self.is_map() {
-                Datum::Map(Vec::new())
+                Datum::Map(Box::default())
             } else {
                 Datum::empty()
             };

@@ -326,7 +326,7 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
         // Filled in place: columns not sent keep a placeholder (an empty set, which
         // allocates nothing) until they get their defaults.
         let mut values: Vec<Datum> = Vec::with_capacity(n);
-        values.resize_with(n, || Datum::Set(Vec::new()));
+        values.resize_with(n, || Datum::Set(Box::default()));
         let mut seen = Seen::new(n);
         let mut nth = 0;
         while let Some(at) = map.next_key_seed(ColumnKey(layout, self.2, nth))? {

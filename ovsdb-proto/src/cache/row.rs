@@ -350,7 +350,7 @@ mod tests {
         let l = layouts();
         let row = row(&l, json!({"name": "a", "_version": ["uuid", A]}));
         assert_eq!(row["name"], Datum::scalar("a"));
-        assert_eq!(row["n"], Datum::Set(vec![]));
+        assert_eq!(row["n"], Datum::Set(Box::default()));
         assert_eq!(row.len(), 6, "{row:?}");
         assert!(row.get("_version").is_none());
         assert_eq!(row, row.to_row());

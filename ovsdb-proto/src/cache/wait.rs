@@ -131,7 +131,7 @@ pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Ve
                         continue;
                     };
                     let atoms: Vec<Atom> = match &value {
-                        Datum::Set(s) => s.clone(),
+                        Datum::Set(s) => s.to_vec(),
                         // Inserted pairs: their keys are present. Deleted pairs or keys:
                         // only a key deletion is sure to remove the key.
                         Datum::Map(pairs) if present => {

@@ -232,7 +232,7 @@ impl<T: Table> ColumnValue for Ref<T> {
         __scalar_from_datum(datum)
     }
     fn to_datum(&self) -> Datum {
-        Datum::Set(vec![self.to_atom()])
+        Datum::Set(vec![self.to_atom()].into())
     }
     fn is_default(&self) -> bool {
         self.target == RefTarget::Uuid(Uuid::nil())

@@ -158,7 +158,7 @@ pub trait ColumnValue: Sized + Clone + PartialEq {
     /// The value from a bare string on the wire (a scalar string column); the default
     /// goes through [`Datum`].
     fn from_wire_str(s: &str) -> Result<Self, String> {
-        Self::from_datum(&Datum::Set(vec![Atom::String(s.to_owned())]))
+        Self::from_datum(&Datum::Set(vec![Atom::String(s.to_owned())].into()))
     }
 }
 
@@ -190,7 +190,7 @@ macro_rules! scalar_column {
                 <$t as AtomValue>::from_atom(one_atom(datum)?)
             }
             fn to_datum(&self) -> Datum {
-                Datum::Set(vec![self.to_atom()])
+                Datum::Set(vec![self.to_atom()].into())
             }
             #[allow(clippy::float_cmp)]
             fn is_default(&self) -> bool {
@@ -220,7 +220,7 @@ macro_rules! impl_scalar_column {
                 $crate::model::__scalar_from_datum(datum)
             }
             fn to_datum(&self) -> $crate::Datum {
-                $crate::Datum::Set(::std::vec![$crate::model::AtomValue::to_atom(self)])
+                $crate::Datum::Set(::std::vec![$crate::model::AtomValue::to_atom(self)].into())
             }
             fn is_default(&self) -> bool {
                 *self == <$t as ::std::default::Default>::default()
@@ -255,14 +255,14 @@ impl<T: AtomValue + PartialEq> ColumnValue for Option<T> {
     }
     fn to_datum(&self) -> Datum {
         match self {
-            Some(v) => Datum::Set(vec![v.to_atom()]),
+            Some(v) => Datum::Set(vec![v.to_atom()].into()),
             None => Datum::empty(),
         }
     }
     fn from_datum_owned(datum: Datum) -> Result<Self, String> {
         match datum {
-            Datum::Set(mut atoms) if atoms.len() <= 1 => {
-                atoms.pop().map(T::from_atom_owned).transpose()
+            Datum::Set(atoms) if atoms.len() <= 1 => {
+                atoms.into_vec().pop().map(T::from_atom_owned).transpose()
             }
             other => Err(format!("{other} holds more than one value")),
         }
@@ -295,7 +295,11 @@ impl<T: AtomValue + Ord> ColumnValue for BTreeSet<T> {
     }
     fn from_datum_owned(datum: Datum) -> Result<Self, String> {
         match datum {
-            Datum::Set(atoms) => atoms.into_iter().map(T::from_atom_owned).collect(),
+            Datum::Set(atoms) => atoms
+                .into_vec()
+                .into_iter()
+                .map(T::from_atom_owned)
+                .collect(),
             other => Err(format!("{other} is not a set")),
         }
     }
@@ -329,6 +333,7 @@ impl<K: AtomValue + Ord, V: AtomValue + PartialEq> ColumnValue for BTreeMap<K, V
     fn from_datum_owned(datum: Datum) -> Result<Self, String> {
         match datum {
             Datum::Map(pairs) => pairs
+                .into_vec()
                 .into_iter()
                 .map(|(k, v)| Ok((K::from_atom_owned(k)?, V::from_atom_owned(v)?)))
                 .collect(),

@@ -76,7 +76,7 @@ impl<'de, V: ColumnValue> Visitor<'de> for ScalarVisitor<V> {
     }
 
     fn visit_i64<E: de::Error>(self, v: i64) -> Result<V, E> {
-        V::from_datum(&Datum::Set(vec![Atom::Integer(v)])).map_err(E::custom)
+        V::from_datum(&Datum::Set(vec![Atom::Integer(v)].into())).map_err(E::custom)
     }
 
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<V, E> {
@@ -85,11 +85,11 @@ impl<'de, V: ColumnValue> Visitor<'de> for ScalarVisitor<V> {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<V, E> {
-        V::from_datum(&Datum::Set(vec![Atom::Real(v)])).map_err(E::custom)
+        V::from_datum(&Datum::Set(vec![Atom::Real(v)].into())).map_err(E::custom)
     }
 
     fn visit_bool<E: de::Error>(self, v: bool) -> Result<V, E> {
-        V::from_datum(&Datum::Set(vec![Atom::Boolean(v)])).map_err(E::custom)
+        V::from_datum(&Datum::Set(vec![Atom::Boolean(v)].into())).map_err(E::custom)
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<V, E> {
