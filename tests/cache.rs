@@ -543,7 +543,7 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
             port(name, ns),
             format!("p{i}"),
         ));
-        refs.push(ovsdb_proto::Atom::NamedUuid(format!("p{i}")));
+        refs.push(ovsdb_proto::Atom::NamedUuid(format!("p{i}").into()));
     }
     let mut sw = named("sw0");
     sw.insert("ports".into(), Datum::set(refs));

@@ -53,7 +53,7 @@ impl Builder<'_> {
                     while (s.len() as u64) < base.min_length.unwrap_or(0) {
                         s.push('x');
                     }
-                    Atom::String(s)
+                    Atom::String(s.into())
                 }
             },
             AtomicType::Uuid => match &base.ref_table {
@@ -62,7 +62,7 @@ impl Builder<'_> {
                     if base.ref_type == RefType::Strong {
                         self.kept.insert(name.clone());
                     }
-                    Atom::NamedUuid(name)
+                    Atom::NamedUuid(name.into())
                 }
                 None => Atom::Uuid(Uuid::new_v4()),
             },
@@ -132,7 +132,7 @@ impl Builder<'_> {
             let (ptable, pcol) = (ptable.to_owned(), pcol.to_owned());
             let pname = self.insert(&ptable, false, None);
             let prow = &mut self.ops.last_mut().unwrap().2;
-            prow.insert(pcol, Datum::set([Atom::NamedUuid(name.clone())]));
+            prow.insert(pcol, Datum::set([Atom::NamedUuid(name.clone().into())]));
             let _ = pname;
             self.kept.insert(name);
         }

@@ -10,6 +10,8 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// The string type of [`Atom::String`]: short strings inline, longer ones on the heap.
+pub use compact_str::CompactString;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::ser::{SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
@@ -76,12 +78,12 @@ pub enum Atom {
     Real(f64),
     /// A boolean.
     Boolean(bool),
-    /// A string.
-    String(String),
+    /// A string; one of up to 24 bytes is held inline, with no allocation of its own.
+    String(CompactString),
     /// A row's uuid, `["uuid", "…"]` on the wire.
     Uuid(Uuid),
     /// A row inserted earlier in the same transaction, `["named-uuid", NAME]` on the wire.
-    NamedUuid(String),
+    NamedUuid(Box<str>),
 }
 
 impl Atom {
@@ -162,7 +164,8 @@ impl std::hash::Hash for Atom {
             Atom::Integer(i) => i.hash(state),
             Atom::Real(r) => r.to_bits().hash(state),
             Atom::Boolean(b) => b.hash(state),
-            Atom::String(s) | Atom::NamedUuid(s) => s.hash(state),
+            Atom::String(s) => s.as_str().hash(state),
+            Atom::NamedUuid(s) => s.hash(state),
             Atom::Uuid(u) => u.hash(state),
         }
     }
@@ -193,12 +196,12 @@ impl From<bool> for Atom {
 }
 impl From<&str> for Atom {
     fn from(v: &str) -> Self {
-        Atom::String(v.to_owned())
+        Atom::String(CompactString::new(v))
     }
 }
 impl From<String> for Atom {
     fn from(v: String) -> Self {
-        Atom::String(v)
+        Atom::String(v.into())
     }
 }
 impl From<Uuid> for Atom {
@@ -262,7 +265,7 @@ impl Datum {
 
     /// A `["named-uuid", NAME]` scalar referring to a row inserted by the same transaction.
     pub fn named_uuid(name: impl Into<String>) -> Datum {
-        Datum::Set(vec![Atom::NamedUuid(name.into())].into())
+        Datum::Set(vec![Atom::NamedUuid(name.into().into_boxed_str())].into())
     }
 
     /// Number of elements (set) or pairs (map).
@@ -363,7 +366,7 @@ impl Serialize for Atom {
                 let mut buf = Uuid::encode_buffer();
                 Tagged("uuid", u.hyphenated().encode_lower(&mut buf) as &str).serialize(s)
             }
-            Atom::NamedUuid(n) => Tagged("named-uuid", n.as_str()).serialize(s),
+            Atom::NamedUuid(n) => Tagged("named-uuid", &**n).serialize(s),
         }
     }
 }
@@ -424,7 +427,7 @@ fn tagged_uuid<'de, A: SeqAccess<'de>>(tag: &str, seq: &mut A) -> Result<Atom, A
             text.as_str()
         )));
     }
-    Ok(Atom::NamedUuid(text.as_str().to_owned()))
+    Ok(Atom::NamedUuid(text.as_str().into()))
 }
 
 pub(crate) struct AtomVisitor;
@@ -457,11 +460,11 @@ impl<'de> Visitor<'de> for AtomVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Atom, E> {
-        Ok(Atom::String(v.to_owned()))
+        Ok(Atom::String(CompactString::new(v)))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Atom, E> {
-        Ok(Atom::String(v))
+        Ok(Atom::String(v.into()))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Atom, A::Error> {
@@ -619,11 +622,11 @@ impl<'de> Visitor<'de> for DatumVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Datum, E> {
-        Ok(Datum::Set(vec![Atom::String(v.to_owned())].into()))
+        Ok(Datum::Set(vec![Atom::String(CompactString::new(v))].into()))
     }
 
     fn visit_string<E: de::Error>(self, v: String) -> Result<Datum, E> {
-        Ok(Datum::Set(vec![Atom::String(v)].into()))
+        Ok(Datum::Set(vec![Atom::String(v.into())].into()))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Datum, A::Error> {
@@ -705,10 +708,13 @@ mod tests {
     }
 
     #[test]
-    fn a_value_is_three_words() {
+    fn a_value_and_an_atom_are_three_words() {
         // Every cached column pays for this much whether or not it holds anything:
         // a boxed slice (no capacity word) and the tag.
         assert_eq!(std::mem::size_of::<Datum>(), 24);
+        // An atom is as big as its inline string, the tag kept in the string's spare
+        // last byte.
+        assert_eq!(std::mem::size_of::<Atom>(), 24);
     }
 
     #[test]

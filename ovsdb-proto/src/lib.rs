@@ -41,7 +41,7 @@ pub mod typed;
 mod writer;
 
 pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, RequestId};
-pub use datum::{Atom, AtomicType, Datum, Row};
+pub use datum::{Atom, AtomicType, CompactString, Datum, Row};
 pub use error::{Error, ErrorKind};
 pub use monitor::{
     MonitorRequest, MonitorSelect, Notification, RawNotification, RowUpdate, RowUpdate2,

@@ -473,7 +473,7 @@ impl ColumnType {
             AtomicType::Integer => Atom::Integer(0),
             AtomicType::Real => Atom::Real(0.0),
             AtomicType::Boolean => Atom::Boolean(false),
-            AtomicType::String => Atom::String(String::new()),
+            AtomicType::String => Atom::String(String::new().into()),
             AtomicType::Uuid => Atom::Uuid(uuid::Uuid::nil()),
         };
         Datum::scalar(atom)

@@ -636,7 +636,7 @@ pub fn resolve_named(datum: &Datum, result: &TransactionResult) -> Datum {
     let fix = |a: &Atom| match a {
         Atom::NamedUuid(n) => result
             .named
-            .get(n)
+            .get(&**n)
             .map(|u| Atom::Uuid(*u))
             .unwrap_or_else(|| a.clone()),
         other => other.clone(),

@@ -28,7 +28,7 @@ async fn populate(remote: &str, switches: usize, ports: usize) -> usize {
         let mut refs = Vec::new();
         for p in 0..ports {
             let name = format!("p{s}-{p}");
-            refs.push(Atom::NamedUuid(format!("p{p}")));
+            refs.push(Atom::NamedUuid(format!("p{p}").into()));
             ops.push(Operation::insert_named(
                 "Logical_Switch_Port",
                 row(vec![

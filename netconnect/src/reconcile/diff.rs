@@ -152,7 +152,7 @@ fn atoms(d: &Datum) -> Box<dyn Iterator<Item = &Atom> + '_> {
 /// The placeholders a datum holds.
 fn placeholders(d: &Datum) -> impl Iterator<Item = &str> {
     atoms(d).filter_map(|a| match a {
-        Atom::NamedUuid(p) => Some(p.as_str()),
+        Atom::NamedUuid(p) => Some(&**p),
         _ => None,
     })
 }
@@ -318,7 +318,7 @@ fn plan_with(
             Some(e) => Atom::Uuid(e.uuid),
             None => {
                 fresh += 1;
-                Atom::NamedUuid(format!("row{fresh}"))
+                Atom::NamedUuid(format!("row{fresh}").into())
             }
         };
         resolved.insert(r.placeholder.as_str(), atom);
@@ -362,7 +362,7 @@ fn plan_with(
     }
     let resolve_atom = |a: &Atom| -> Result<Atom, PlanError> {
         match a {
-            Atom::NamedUuid(p) => resolved.get(p.as_str()).cloned().ok_or_else(|| {
+            Atom::NamedUuid(p) => resolved.get(&**p).cloned().ok_or_else(|| {
                 let (table, name) = parse_foreign(p).unwrap_or(("?", p));
                 PlanError::MissingDependency {
                     table: table.into(),
@@ -379,7 +379,7 @@ fn plan_with(
         for a in elements {
             match a {
                 Atom::NamedUuid(p) if p.starts_with('$') => {
-                    out.extend(selected.get(p.as_str()).into_iter().flatten().cloned())
+                    out.extend(selected.get(&**p).into_iter().flatten().cloned())
                 }
                 a => out.push(resolve_atom(a)?),
             }
@@ -596,7 +596,7 @@ fn plan_with(
         for p in children {
             // A row not wanted after all (a shared row another party holds) is not
             // attached.
-            let Some(child) = resolved.get(p.as_str()) else {
+            let Some(child) = resolved.get(&**p) else {
                 continue;
             };
             attached.insert((parent, att.column, child.clone()));

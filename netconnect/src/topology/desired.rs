@@ -63,7 +63,7 @@ impl Owner {
     pub fn of(external_ids: &Datum) -> Option<Owner> {
         let get = |k: &str| {
             external_ids
-                .get(&Atom::String(k.to_owned()))
+                .get(&Atom::from(k))
                 .and_then(Atom::as_str)
                 .map(str::to_owned)
         };
@@ -112,7 +112,7 @@ impl Selection {
         name_ok
             && self.external_ids.iter().all(|(k, v)| {
                 row.get("external_ids")
-                    .and_then(|d| d.get(&Atom::String(k.clone())))
+                    .and_then(|d| d.get(&Atom::from(k.as_str())))
                     .and_then(Atom::as_str)
                     == Some(v.as_str())
             })

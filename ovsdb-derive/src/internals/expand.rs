@@ -254,7 +254,7 @@ fn expand_enum(m: &Enumeration) -> TokenStream {
                 }
 
                 fn to_atom(&self) -> ::ovsdb_proto::Atom {
-                    ::ovsdb_proto::Atom::String(::std::string::String::from(self.as_str()))
+                    ::ovsdb_proto::Atom::String(::ovsdb_proto::CompactString::new(self.as_str()))
                 }
             }
 

@@ -52,7 +52,7 @@ fn by_uuid(conditions: &[Condition]) -> Option<Uuid> {
 /// Replaces named-uuids with the uuids the transaction gave them.
 fn resolve(d: &Datum, named: &BTreeMap<String, Uuid>) -> Option<Datum> {
     let fix = |a: &Atom| match a {
-        Atom::NamedUuid(n) => named.get(n).map(|u| Atom::Uuid(*u)),
+        Atom::NamedUuid(n) => named.get(&**n).map(|u| Atom::Uuid(*u)),
         other => Some(other.clone()),
     };
     Some(match d {

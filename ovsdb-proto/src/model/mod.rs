@@ -219,7 +219,7 @@ impl<T: Table> AtomValue for Ref<T> {
     fn to_atom(&self) -> Atom {
         match &self.target {
             RefTarget::Uuid(u) => Atom::Uuid(*u),
-            RefTarget::Named(n) => Atom::NamedUuid(n.clone()),
+            RefTarget::Named(n) => Atom::NamedUuid(n.clone().into()),
         }
     }
 }

@@ -95,7 +95,7 @@ impl AtomValue for String {
     const ATOMIC_TYPE: AtomicType = AtomicType::String;
     fn from_atom_owned(atom: Atom) -> Result<Self, String> {
         match atom {
-            Atom::String(s) => Ok(s),
+            Atom::String(s) => Ok(s.into_string()),
             other => Err(wrong(&other, AtomicType::String)),
         }
     }
@@ -105,7 +105,7 @@ impl AtomValue for String {
             .ok_or_else(|| wrong(atom, AtomicType::String))
     }
     fn to_atom(&self) -> Atom {
-        Atom::String(self.clone())
+        Atom::String(self.clone().into())
     }
 }
 
@@ -158,7 +158,7 @@ pub trait ColumnValue: Sized + Clone + PartialEq {
     /// The value from a bare string on the wire (a scalar string column); the default
     /// goes through [`Datum`].
     fn from_wire_str(s: &str) -> Result<Self, String> {
-        Self::from_datum(&Datum::Set(vec![Atom::String(s.to_owned())].into()))
+        Self::from_datum(&Datum::Set(vec![Atom::String(s.to_owned().into())].into()))
     }
 }
 
