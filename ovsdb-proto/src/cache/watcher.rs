@@ -342,8 +342,11 @@ impl Watcher {
         }
         self.progress.layouts = layouts.clone();
         let id = self.progress.next_id();
+        let asked = std::time::Instant::now();
         let reply = monitor(client.clone(), &db, &id, &requests, since, &layouts).await?;
         self.progress.use_id(id);
+        let rows: usize = reply.updates.iter().map(|t| t.rows.len()).sum();
+        let decoded = asked.elapsed();
         let contents = Box::new(Contents {
             updates: reply.updates,
             resync: !reply.found,
@@ -352,8 +355,16 @@ impl Watcher {
             schema: Arc::new(schema),
             client: client.clone(),
         });
+        let resync = !reply.found;
         self.emit_rows(move |ack| WatchEvent::Synced { contents, ack })
             .await?;
+        tracing::debug!(
+            rows,
+            resync,
+            ?decoded,
+            applied = ?asked.elapsed() - decoded,
+            "cache: monitor reply decoded (from the request) and applied"
+        );
         self.synced = true;
         self.progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
 
