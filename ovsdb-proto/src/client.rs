@@ -25,7 +25,7 @@ use crate::monitor::{MonitorRequest, MonitorSince, TableUpdates, TableUpdates2};
 use crate::ops::{Operation, OperationResult};
 use crate::reply::{decode_transact_reply, ServerError};
 use crate::schema::DatabaseSchema;
-use crate::tap::{decode_reply, Taps, TAP_CAPACITY};
+use crate::tap::{decode_reply, Cut, Taps, TAP_CAPACITY};
 use crate::transport::Transport;
 
 /// The id of a request this client sent, for [`Client::cancel`].
@@ -162,6 +162,22 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
+        self.call_decoding_cut(method, params, seed, None).await
+    }
+
+    /// [`call_decoding`](Self::call_decoding), with the rows at `cut`'s path cut out of
+    /// the reply for the seed to read from slices.
+    pub(crate) async fn call_decoding_cut<S>(
+        &self,
+        method: &'static str,
+        params: Bytes,
+        seed: S,
+        cut: Option<Cut>,
+    ) -> Result<S::Value, Error>
+    where
+        S: DeserializeSeed<'static> + Send + 'static,
+        S::Value: Send + 'static,
+    {
         let (id, rx) = self.register(method)?;
         let (tap, chunks) = mpsc::channel(TAP_CAPACITY);
         self.connection.shared.taps.insert(id, tap);
@@ -173,7 +189,7 @@ impl Client {
             }
         }
         let _untap = Untap(&self.connection.shared.taps, id);
-        let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed));
+        let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed, cut));
         // A tapped reply reaches the request only as "done": its result, or the
         // server's error, is what the decoder read.
         self.send_request(id, method, params, rx).await?;
@@ -329,7 +345,7 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
-        self.monitor_decoding("monitor", db, monitor_id, requests, seed)
+        self.monitor_decoding("monitor", db, monitor_id, requests, seed, None)
             .await
     }
 
@@ -358,25 +374,27 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
-        self.monitor_decoding("monitor_cond", db, monitor_id, requests, seed)
+        self.monitor_decoding("monitor_cond", db, monitor_id, requests, seed, None)
             .await
     }
 
-    /// `monitor` or `monitor_cond` (`method`), the result decoded by `seed`.
-    async fn monitor_decoding<S>(
+    /// `monitor` or `monitor_cond` (`method`), the result decoded by `seed`, with the
+    /// rows cut out of it if `cut` says so.
+    pub(crate) async fn monitor_decoding<S>(
         &self,
         method: &'static str,
         db: &str,
         monitor_id: serde_json::Value,
         requests: &BTreeMap<String, MonitorRequest>,
         seed: S,
+        cut: Option<Cut>,
     ) -> Result<S::Value, Error>
     where
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
         let params = encode_params(method, &(db, monitor_id, AsArrays(requests)))?;
-        self.call_decoding(method, params, seed).await
+        self.call_decoding_cut(method, params, seed, cut).await
     }
 
     /// `monitor_cond_since`: like [`monitor_cond`](Self::monitor_cond), but when the
@@ -418,12 +436,32 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
+        self.monitor_cond_since_cut(db, monitor_id, requests, last_txn_id, seed, None)
+            .await
+    }
+
+    /// [`monitor_cond_since_with`](Self::monitor_cond_since_with), with the rows cut
+    /// out of the reply if `cut` says so.
+    pub(crate) async fn monitor_cond_since_cut<S>(
+        &self,
+        db: &str,
+        monitor_id: serde_json::Value,
+        requests: &BTreeMap<String, MonitorRequest>,
+        last_txn_id: Option<Uuid>,
+        seed: S,
+        cut: Option<Cut>,
+    ) -> Result<S::Value, Error>
+    where
+        S: DeserializeSeed<'static> + Send + 'static,
+        S::Value: Send + 'static,
+    {
         let since = last_txn_id.unwrap_or(Uuid::nil());
         let params = encode_params(
             "monitor_cond_since",
             &(db, monitor_id, AsArrays(requests), since),
         )?;
-        self.call_decoding("monitor_cond_since", params, seed).await
+        self.call_decoding_cut("monitor_cond_since", params, seed, cut)
+            .await
     }
 
     /// `monitor_cond_change`: changes the conditions (and columns) of a live

@@ -25,6 +25,7 @@ pub mod client;
 pub mod codec;
 pub mod connect;
 mod connection;
+mod cut;
 pub mod datum;
 mod diff;
 pub mod error;

@@ -181,12 +181,20 @@ pub(crate) struct Chunks {
     current: Bytes,
 }
 
+impl Iterator for Chunks {
+    type Item = Bytes;
+
+    /// The next piece; none once the reply ended, or the connection did.
+    fn next(&mut self) -> Option<Bytes> {
+        self.rx.blocking_recv()
+    }
+}
+
 impl std::io::Read for Chunks {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         while self.current.is_empty() {
-            match self.rx.blocking_recv() {
+            match self.next() {
                 Some(chunk) => self.current = chunk,
-                // The reply ended, or the connection did.
                 None => return Ok(0),
             }
         }
@@ -198,10 +206,12 @@ impl std::io::Read for Chunks {
 }
 
 /// Decodes a whole reply message (`{"id": …, "result": …, "error": …}`) as it arrives,
-/// `seed` taking the result: the result, or the server's error.
+/// `seed` taking the result: the result, or the server's error. With `cut`, the rows
+/// at its path are cut out of the text for the seed to take (see [`crate::cut`]).
 pub(crate) fn decode_reply<S: DeserializeSeed<'static>>(
     rx: mpsc::Receiver<Bytes>,
     seed: S,
+    cut: Option<Cut>,
 ) -> Result<Result<S::Value, serde_json::Value>, serde_json::Error> {
     use serde::de::{IgnoredAny, MapAccess, Visitor};
 
@@ -270,15 +280,34 @@ pub(crate) fn decode_reply<S: DeserializeSeed<'static>>(
             .ok_or_else(|| E::custom("the reply has neither result nor error"))
     }
 
-    let reader = std::io::BufReader::with_capacity(
-        64 * 1024,
-        Chunks {
-            rx,
-            current: Bytes::new(),
-        },
-    );
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
+    let chunks = Chunks {
+        rx,
+        current: Bytes::new(),
+    };
+    match cut {
+        Some(Cut { path, rows }) => {
+            // The text left is small; the rows are read from slices.
+            let reader = std::io::BufReader::with_capacity(
+                8 * 1024,
+                crate::cut::RowCutter::new(chunks, path, rows),
+            );
+            let mut de = serde_json::Deserializer::from_reader(reader);
+            serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
+        }
+        None => {
+            let reader = std::io::BufReader::with_capacity(64 * 1024, chunks);
+            let mut de = serde_json::Deserializer::from_reader(reader);
+            serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
+        }
+    }
+}
+
+/// The rows to cut out of a reply: where they are, and where they go.
+pub(crate) struct Cut {
+    /// The path to them.
+    pub(crate) path: &'static [crate::cut::Step],
+    /// Their texts, for the seed.
+    pub(crate) rows: crate::cut::RowTexts,
 }
 
 #[cfg(test)]

@@ -178,6 +178,11 @@ fn status_mib(field: &str) -> f64 {
 /// `--child floor PATH REQUEST LEN` or `--child cache REMOTE ROWS`; prints "SECONDS
 /// PEAK_MIB".
 fn child(args: &[String]) {
+    // RUST_LOG=ovsdb_proto=debug shows the cache's decode and apply times.
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let elapsed = match args[0].as_str() {
         "floor" => floor(&args[1], &args[2], args[3].parse().unwrap()),
         "cache" => {

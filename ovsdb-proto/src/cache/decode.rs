@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::datum::Datum;
 
 use super::row::{CachedRow, Layout, Layouts};
+use crate::cut::RowTexts;
 
 /// One row's change, decoded against its table's layout.
 #[derive(Debug)]
@@ -52,18 +53,25 @@ pub(crate) enum Form {
 /// the plain form `<table-updates>` (`{"Table": {"uuid": {"old": row, "new": row}}}`),
 /// straight into cached rows, with no generic row in between. Owns its layouts, for a
 /// reply decoded on another thread.
-pub(crate) struct UpdatesSeed(pub(crate) Layouts, pub(crate) Form);
+/// With [`RowTexts`], the rows were cut out of the text ([`crate::cut`]) and are read
+/// from there.
+pub(crate) struct UpdatesSeed(
+    pub(crate) Layouts,
+    pub(crate) Form,
+    pub(crate) Option<RowTexts>,
+);
 
 impl<'de> DeserializeSeed<'de> for UpdatesSeed {
     type Value = Vec<TableChanges>;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        Tables(&self.0, self.1).deserialize(d)
+        Tables(&self.0, self.1, self.2.as_ref()).deserialize(d)
     }
 }
 
-/// The tables of an update, in either form, against borrowed layouts.
-struct Tables<'a>(&'a Layouts, Form);
+/// The tables of an update, in either form, against borrowed layouts; the rows in the
+/// text or cut out of it.
+struct Tables<'a>(&'a Layouts, Form, Option<&'a RowTexts>);
 
 impl<'de> DeserializeSeed<'de> for Tables<'_> {
     type Value = Vec<TableChanges>;
@@ -84,14 +92,14 @@ impl<'de> Visitor<'de> for Tables<'_> {
         let mut out = Vec::new();
         while let Some(table) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let layout = layout_of(self.0, &table).map_err(serde::de::Error::custom)?;
-            let rows = map.next_value_seed(TableSeed(&layout, self.1))?;
+            let rows = map.next_value_seed(TableSeed(&layout, self.1, self.2))?;
             out.push(TableChanges { layout, rows });
         }
         Ok(out)
     }
 }
 
-struct TableSeed<'a>(&'a Arc<Layout>, Form);
+struct TableSeed<'a>(&'a Arc<Layout>, Form, Option<&'a RowTexts>);
 
 impl<'de> DeserializeSeed<'de> for TableSeed<'_> {
     type Value = Vec<(Uuid, RowChange)>;
@@ -111,15 +119,137 @@ impl<'de> Visitor<'de> for TableSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
         let order = Order::default();
-        while let Some(uuid) = map.next_key_seed(UuidKey(&self.0.table))? {
-            let row = RowSeed(self.0, &uuid, &order);
-            let change = match self.1 {
-                Form::Two => map.next_value_seed(ChangeSeed(row))?,
-                Form::Plain => map.next_value_seed(PlainChangeSeed(row))?,
+        // Small tables (every update but the biggest) here; the rows of a big one past
+        // the first few hundred on every core.
+        while rows.len() < ON_ONE_THREAD {
+            let Some(uuid) = map.next_key_seed(UuidKey(&self.0.table))? else {
+                return Ok(rows);
+            };
+            let change = match self.2 {
+                None => map.next_value_seed(self.1.seed(self.0, &uuid, &order))?,
+                Some(texts) => {
+                    match map.next_value_seed(self.1.cut_or_row(self.0, &uuid, &order))? {
+                        Entry::Row(change) => change,
+                        Entry::Cut(n) => texts
+                            .take(n)
+                            .and_then(|text| self.1.decode(self.0, &uuid, &order, &text))
+                            .map_err(serde::de::Error::custom)?,
+                    }
+                }
             };
             rows.push((uuid, change));
         }
+        super::parallel::rest_of_table(self.0, self.1, self.2, &mut map, &mut rows)?;
         Ok(rows)
+    }
+}
+
+/// How many rows of a table are decoded on the reading thread before the rest go to
+/// workers ([`super::parallel`]).
+const ON_ONE_THREAD: usize = 512;
+
+impl Form {
+    /// The seed of one row's change in this form.
+    pub(super) fn seed<'a>(
+        self,
+        layout: &'a Arc<Layout>,
+        uuid: &'a Uuid,
+        order: &'a Order,
+    ) -> ChangeOf<'a> {
+        ChangeOf(self, RowSeed(layout, uuid, order))
+    }
+}
+
+impl Form {
+    /// The seed of one row's change in this form, or of the number a cutter put in
+    /// its place.
+    pub(super) fn cut_or_row<'a>(
+        self,
+        layout: &'a Arc<Layout>,
+        uuid: &'a Uuid,
+        order: &'a Order,
+    ) -> CutOrRow<'a> {
+        CutOrRow(self.seed(layout, uuid, order))
+    }
+
+    /// Decodes one row's change from its own text (one a cutter cut out, say).
+    pub(super) fn decode(
+        self,
+        layout: &Arc<Layout>,
+        uuid: &Uuid,
+        order: &Order,
+        text: &[u8],
+    ) -> Result<RowChange, String> {
+        let mut de = serde_json::Deserializer::from_slice(text);
+        self.seed(layout, uuid, order)
+            .deserialize(&mut de)
+            .and_then(|change| de.end().map(|()| change))
+            .map_err(|e| without_position(&e))
+    }
+}
+
+/// The message of an error in one row's text, without serde_json's "at line 1 column
+/// N": a place in that text, not in the message it came in.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&position) {
+        Some(message) => message.to_owned(),
+        None => text,
+    }
+}
+
+/// A row's change where a cutter may have left the row's number instead.
+pub(super) enum Entry {
+    /// The row was there, and is decoded.
+    Row(RowChange),
+    /// The number of the row cut out.
+    Cut(u64),
+}
+
+/// Reads an [`Entry`].
+pub(super) struct CutOrRow<'a>(ChangeOf<'a>);
+
+impl<'de> DeserializeSeed<'de> for CutOrRow<'_> {
+    type Value = Entry;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CutOrRow<'_> {
+    type Value = Entry;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a row update")
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Entry, E> {
+        Ok(Entry::Cut(n))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Entry, A::Error> {
+        let ChangeOf(form, row) = self.0;
+        match form {
+            Form::Two => ChangeSeed(row).visit_map(map),
+            Form::Plain => PlainChangeSeed(row).visit_map(map),
+        }
+        .map(Entry::Row)
+    }
+}
+
+/// One row's change, in either form.
+pub(super) struct ChangeOf<'a>(Form, RowSeed<'a>);
+
+impl<'de> DeserializeSeed<'de> for ChangeOf<'_> {
+    type Value = RowChange;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        match self.0 {
+            Form::Two => ChangeSeed(self.1).deserialize(d),
+            Form::Plain => PlainChangeSeed(self.1).deserialize(d),
+        }
     }
 }
 
@@ -239,7 +369,7 @@ impl<'de> Visitor<'de> for DiffSeed<'_> {
 }
 
 /// A row's uuid, as a key of a table's updates.
-struct UuidKey<'a>(&'a str);
+pub(super) struct UuidKey<'a>(pub(super) &'a str);
 
 impl<'de> DeserializeSeed<'de> for UuidKey<'_> {
     type Value = Uuid;
@@ -300,7 +430,7 @@ impl<'de> Visitor<'de> for KindKey {
 /// learned from the rows before: ovsdb-server writes every row's columns in the same
 /// order, so each column name is checked against one guess instead of searched for.
 #[derive(Default)]
-struct Order(std::cell::RefCell<Vec<Option<usize>>>);
+pub(super) struct Order(std::cell::RefCell<Vec<Option<usize>>>);
 
 /// Decodes row `uuid` against a layout.
 struct RowSeed<'a>(&'a Arc<Layout>, &'a Uuid, &'a Order);
@@ -425,7 +555,7 @@ impl<'de> Visitor<'de> for ColumnKey<'_> {
 }
 
 /// Decodes a `monitor_cond_since` result, `[found, last-txn-id, table-updates2]`.
-pub(crate) struct SinceSeed(pub(crate) Layouts);
+pub(crate) struct SinceSeed(pub(crate) Layouts, pub(crate) Option<RowTexts>);
 
 /// A decoded `monitor_cond_since` result.
 pub(crate) struct Since {
@@ -454,7 +584,7 @@ impl<'de> Visitor<'de> for SinceSeed {
         let found = seq.next_element()?.ok_or_else(|| missing("found"))?;
         let last_txn_id = seq.next_element()?.ok_or_else(|| missing("last-txn-id"))?;
         let updates = seq
-            .next_element_seed(Tables(&self.0, Form::Two))?
+            .next_element_seed(Tables(&self.0, Form::Two, self.1.as_ref()))?
             .ok_or_else(|| missing("the table updates"))?;
         if seq.next_element::<IgnoredAny>()?.is_some() {
             return Err(serde::de::Error::custom(
@@ -551,7 +681,7 @@ impl<'de> Visitor<'de> for NoteSeed<'_> {
             false => None,
         };
         let note = if id.as_str() == Some(self.data) {
-            let changes = seq.next_element_seed(Tables(self.layouts, self.form))?;
+            let changes = seq.next_element_seed(Tables(self.layouts, self.form, None))?;
             Note::Data {
                 txn,
                 changes: changes.ok_or_else(|| missing("the table updates"))?,

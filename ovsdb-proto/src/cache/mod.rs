@@ -17,6 +17,7 @@ mod change;
 mod decode;
 mod health;
 mod index;
+mod parallel;
 mod reflector;
 mod row;
 mod server;
@@ -69,7 +70,7 @@ pub fn __decode_updates(
     } else {
         decode::Form::Two
     };
-    let changes = decode::UpdatesSeed(layouts, form)
+    let changes = decode::UpdatesSeed(layouts, form, None)
         .deserialize(&mut de)
         .map_err(|e| e.to_string())?;
     Ok(changes
@@ -108,7 +109,14 @@ pub fn __decode_reply(
             }
         })
     };
-    let n = crate::tap::decode_reply(rx, decode::UpdatesSeed(layouts, decode::Form::Plain))
+    // As the cache reads a monitor reply: its rows cut out and decoded from slices.
+    let rows = crate::cut::RowTexts::default();
+    let seed = decode::UpdatesSeed(layouts, decode::Form::Plain, Some(rows.clone()));
+    let cut = crate::tap::Cut {
+        path: crate::cut::ROWS,
+        rows,
+    };
+    let n = crate::tap::decode_reply(rx, seed, Some(cut))
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?
         .iter()

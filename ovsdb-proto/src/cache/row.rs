@@ -318,7 +318,7 @@ mod tests {
     ) -> Result<Vec<TableChanges>, String> {
         let text = updates.to_string();
         let mut de = serde_json::Deserializer::from_str(&text);
-        UpdatesSeed(l.clone(), form)
+        UpdatesSeed(l.clone(), form, None)
             .deserialize(&mut de)
             .map_err(|e| e.to_string())
     }

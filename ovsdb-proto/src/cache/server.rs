@@ -9,11 +9,13 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::client::Client;
+use crate::cut::{RowTexts, ROWS, SINCE_ROWS};
 use crate::datum::Row;
 use crate::error::Error;
 use crate::monitor::{MonitorRequest, RowUpdate2, TableUpdates2};
 use crate::ops::Condition;
 use crate::schema::DatabaseSchema;
+use crate::tap::Cut;
 use crate::typed::SchemaSkew;
 
 use super::decode::{Form, Since, SinceSeed, UpdatesSeed};
@@ -159,20 +161,37 @@ pub(super) async fn monitor(
     since: Option<Uuid>,
     layouts: &Layouts,
 ) -> Result<Since, Error> {
+    // Each reply's rows are cut out of it while it arrives and decoded from slices
+    // ([`crate::cut`]).
+    let cut = |path| {
+        let rows = RowTexts::default();
+        (rows.clone(), Some(Cut { path, rows }))
+    };
+    let (rows, since_cut) = cut(SINCE_ROWS);
     match client
-        .monitor_cond_since_with(db, id.into(), requests, since, SinceSeed(layouts.clone()))
+        .monitor_cond_since_cut(
+            db,
+            id.into(),
+            requests,
+            since,
+            SinceSeed(layouts.clone(), Some(rows)),
+            since_cut,
+        )
         .await
     {
         Err(e) if is_unknown(&e) => {}
         other => return other,
     }
     tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
+    let (rows, cond_cut) = cut(ROWS);
     let updates = match client
-        .monitor_cond_with(
+        .monitor_decoding(
+            "monitor_cond",
             db,
             id.into(),
             requests,
-            UpdatesSeed(layouts.clone(), Form::Two),
+            UpdatesSeed(layouts.clone(), Form::Two, Some(rows)),
+            cond_cut,
         )
         .await
     {
@@ -186,12 +205,15 @@ pub(super) async fn monitor(
                     (t.clone(), r)
                 })
                 .collect();
+            let (rows, plain_cut) = cut(ROWS);
             client
-                .monitor_with(
+                .monitor_decoding(
+                    "monitor",
                     db,
                     id.into(),
                     &plain,
-                    UpdatesSeed(layouts.clone(), Form::Plain),
+                    UpdatesSeed(layouts.clone(), Form::Plain, Some(rows)),
+                    plain_cut,
                 )
                 .await?
         }

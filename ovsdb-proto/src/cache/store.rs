@@ -493,7 +493,9 @@ mod tests {
     }
 
     fn updates(l: &Layouts, j: serde_json::Value) -> Vec<TableChanges> {
-        UpdatesSeed(l.clone(), Form::Two).deserialize(&j).unwrap()
+        UpdatesSeed(l.clone(), Form::Two, None)
+            .deserialize(&j)
+            .unwrap()
     }
 
     const A: &str = "00000000-0000-0000-0000-00000000000a";

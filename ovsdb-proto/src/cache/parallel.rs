@@ -1,0 +1,356 @@
+//! A big table's rows decoded on every core. The thread reading the reply only finds
+//! each row's text (a cutter already did, or serde, checking it is JSON) and hands rows
+//! over in batches; workers build the cached rows from those slices, which serde reads
+//! several times faster than a stream. The rows come out in the order the server sent
+//! them, and an error is the first one in that order, as a decoder on one thread would
+//! report it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use serde::de::MapAccess;
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::decode::{Entry, Form, Order, RowChange, UuidKey};
+use super::row::Layout;
+use crate::cut::RowTexts;
+
+/// Rows handed to a worker at a time.
+const BATCH: usize = 256;
+
+/// One row as the reader found it.
+enum Found {
+    /// Its text, read by serde.
+    Text(Box<RawValue>),
+    /// Its text, cut out of the reply.
+    Cut(Vec<u8>),
+    /// Decoded already (a row the cutter left in place).
+    Decoded(RowChange),
+}
+
+/// One batch: its place in the reply, and each row's uuid and what was found of it.
+type Batch = (usize, Vec<(Uuid, Found)>);
+
+/// What a worker made of one batch.
+type Decoded = (usize, Result<Vec<(Uuid, RowChange)>, String>);
+
+/// Decodes the rest of a table's rows from `map` (a serde_json map of `uuid: change`,
+/// the form's row changes, or with `texts` the numbers of rows cut out) on worker
+/// threads, appending them to `rows`.
+pub(super) fn rest_of_table<'de, A: MapAccess<'de>>(
+    layout: &Arc<Layout>,
+    form: Form,
+    texts: Option<&RowTexts>,
+    map: &mut A,
+    rows: &mut Vec<(Uuid, RowChange)>,
+) -> Result<(), A::Error> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let failed = AtomicBool::new(false);
+    let (to_workers, from_reader) = mpsc::sync_channel::<Batch>(2 * workers);
+    let from_reader = Mutex::new(from_reader);
+    let (done, decoded) = mpsc::channel::<Decoded>();
+    let (batches, decoded, read) = std::thread::scope(|s| {
+        for _ in 0..workers {
+            let (from_reader, done, failed) = (&from_reader, done.clone(), &failed);
+            s.spawn(move || work(layout, form, from_reader, done, failed));
+        }
+        drop(done);
+        let (batches, read) = hand_over(layout, form, texts, map, &to_workers, &failed);
+        drop(to_workers);
+        // Every worker ends once the batches run out; all of them are in by then.
+        (batches, decoded.iter().collect::<Vec<_>>(), read)
+    });
+    let mut decoded = decoded;
+    decoded.sort_unstable_by_key(|(n, _)| *n);
+    // A worker's error comes first: every batch it saw was read before the reader
+    // stopped.
+    if let Some((_, Err(e))) = decoded.iter().find(|(_, r)| r.is_err()) {
+        return Err(serde::de::Error::custom(e));
+    }
+    read?;
+    debug_assert_eq!(decoded.len(), batches);
+    for (_, r) in decoded {
+        rows.extend(r.expect("errors returned above"));
+    }
+    Ok(())
+}
+
+/// Reads the rows of `map` and sends them to the workers in batches, until the map
+/// ends, a worker fails or the text is not JSON; returns how many batches it sent.
+fn hand_over<'de, A: MapAccess<'de>>(
+    layout: &Arc<Layout>,
+    form: Form,
+    texts: Option<&RowTexts>,
+    map: &mut A,
+    to_workers: &mpsc::SyncSender<Batch>,
+    failed: &AtomicBool,
+) -> (usize, Result<(), A::Error>) {
+    let mut sent = 0;
+    let mut batch = Vec::with_capacity(BATCH);
+    let order = Order::default();
+    loop {
+        let uuid = match map.next_key_seed(UuidKey(&layout.table)) {
+            Ok(Some(uuid)) => uuid,
+            Ok(None) => break,
+            Err(e) => return (sent, Err(e)),
+        };
+        let found = match texts {
+            None => map.next_value::<Box<RawValue>>().map(Found::Text),
+            Some(texts) => match map.next_value_seed(form.cut_or_row(layout, &uuid, &order)) {
+                Ok(Entry::Row(change)) => Ok(Found::Decoded(change)),
+                Ok(Entry::Cut(n)) => texts
+                    .take(n)
+                    .map(Found::Cut)
+                    .map_err(serde::de::Error::custom),
+                Err(e) => Err(e),
+            },
+        };
+        match found {
+            Ok(found) => batch.push((uuid, found)),
+            Err(e) => return (sent, Err(e)),
+        }
+        if batch.len() == BATCH {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
+            if failed.load(Ordering::Relaxed) || to_workers.send((sent, full)).is_err() {
+                return (sent, Ok(()));
+            }
+            sent += 1;
+        }
+    }
+    if !batch.is_empty() && to_workers.send((sent, batch)).is_ok() {
+        sent += 1;
+    }
+    (sent, Ok(()))
+}
+
+/// A worker: decodes batches until there are none left or one fails.
+fn work(
+    layout: &Arc<Layout>,
+    form: Form,
+    from_reader: &Mutex<mpsc::Receiver<Batch>>,
+    done: mpsc::Sender<Decoded>,
+    failed: &AtomicBool,
+) {
+    let order = Order::default();
+    loop {
+        // The lock is held only while waiting for one batch.
+        let next = match from_reader.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok((n, batch)) = next else { return };
+        let result = batch
+            .into_iter()
+            .map(|(uuid, found)| {
+                let change = match found {
+                    Found::Text(text) => form.decode(layout, &uuid, &order, text.get().as_bytes()),
+                    Found::Cut(text) => form.decode(layout, &uuid, &order, &text),
+                    Found::Decoded(change) => Ok(change),
+                }?;
+                Ok((uuid, change))
+            })
+            .collect::<Result<Vec<_>, String>>();
+        if result.is_err() {
+            failed.store(true, Ordering::Relaxed);
+        }
+        if done.send((n, result)).is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use serde::de::DeserializeSeed;
+    use serde_json::json;
+    use uuid::Uuid;
+
+    use crate::cache::decode::{Form, RowChange, SinceSeed, UpdatesSeed};
+    use crate::cache::row::{CachedRow, Layout, Layouts};
+    use crate::cut::{RowTexts, ROWS, SINCE_ROWS};
+    use crate::schema::DatabaseSchema;
+    use crate::tap::{decode_reply, Cut};
+
+    fn layouts() -> Layouts {
+        let schema =
+            DatabaseSchema::from_json(&json!({"name": "D", "version": "1.0.0", "tables": {
+                "T": {"columns": {
+                    "name": {"type": "string"},
+                    "tags": {"type": {"key": "string", "min": 0, "max": "unlimited"}},
+                    "n": {"type": {"key": {"type": "integer", "maxInteger": 1000}}}
+                }}
+            }}))
+            .unwrap();
+        let t = schema.table("T").unwrap();
+        let cols: Vec<String> = t.columns.keys().cloned().collect();
+        [("T".to_string(), Arc::new(Layout::new(t, &cols).unwrap()))].into()
+    }
+
+    fn uuid(i: usize) -> Uuid {
+        Uuid::from_u128(0x1000_0000 + i as u128)
+    }
+
+    /// Row `i`'s columns, with strings that hold braces, quotes and escapes.
+    fn columns(i: usize) -> serde_json::Value {
+        let tags: Vec<String> = (0..i % 4).map(|t| format!("t{t}}}{{\"\\")).collect();
+        json!({"name": format!("r{i} {{\"}}[ \u{e9}"), "tags": ["set", tags], "n": i % 1000})
+    }
+
+    /// `{"T": {uuid: {kind: row}}}` for `n` rows; `bad` replaces rows' columns.
+    fn tables(n: usize, kind: &str, bad: &[(usize, serde_json::Value)]) -> serde_json::Value {
+        let rows: serde_json::Map<String, serde_json::Value> = (0..n)
+            .map(|i| {
+                let row = bad
+                    .iter()
+                    .find(|(at, _)| *at == i)
+                    .map_or_else(|| columns(i), |(_, row)| row.clone());
+                (uuid(i).to_string(), json!({ kind: row }))
+            })
+            .collect();
+        json!({ "T": rows })
+    }
+
+    fn rows(changes: Vec<crate::cache::decode::TableChanges>) -> Vec<(Uuid, CachedRow)> {
+        changes
+            .into_iter()
+            .flat_map(|t| t.rows)
+            .map(|(u, c)| match c {
+                RowChange::New(row) => (u, row),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    /// A reply message as the cache reads it: in 4 KiB pieces from another thread,
+    /// the rows cut out.
+    fn tapped(message: String, since: bool) -> Result<Vec<(Uuid, CachedRow)>, String> {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let feeder = std::thread::spawn(move || {
+            let message = Bytes::from(message);
+            for at in (0..message.len()).step_by(4096) {
+                let end = (at + 4096).min(message.len());
+                if tx.blocking_send(message.slice(at..end)).is_err() {
+                    return;
+                }
+            }
+        });
+        let texts = RowTexts::default();
+        let cut = |path| {
+            Some(Cut {
+                path,
+                rows: texts.clone(),
+            })
+        };
+        let decoded = if since {
+            decode_reply(
+                rx,
+                SinceSeed(layouts(), Some(texts.clone())),
+                cut(SINCE_ROWS),
+            )
+            .map(|r| r.map(|s| s.updates))
+        } else {
+            decode_reply(
+                rx,
+                UpdatesSeed(layouts(), Form::Plain, Some(texts.clone())),
+                cut(ROWS),
+            )
+        };
+        feeder.join().unwrap();
+        match decoded {
+            Ok(Ok(changes)) => Ok(rows(changes)),
+            Ok(Err(server)) => Err(format!("server error {server}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Table updates in `form` read from one slice (the rows found by serde).
+    fn sliced(text: &str, form: Form) -> Result<Vec<(Uuid, CachedRow)>, String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        UpdatesSeed(layouts(), form, None)
+            .deserialize(&mut de)
+            .map(rows)
+            .map_err(|e| e.to_string())
+    }
+
+    /// Table updates read from a `serde_json::Value`.
+    fn from_value(value: &serde_json::Value, form: Form) -> Result<Vec<(Uuid, CachedRow)>, String> {
+        UpdatesSeed(layouts(), form, None)
+            .deserialize(value)
+            .map(rows)
+            .map_err(|e| e.to_string())
+    }
+
+    const N: usize = 3000;
+
+    #[test]
+    fn a_big_table_decodes_the_same_in_order_on_every_path() {
+        // Each row alone, in a table of one: decoded on the reading thread.
+        let alone: Vec<(Uuid, CachedRow)> = (0..N)
+            .flat_map(|i| {
+                let one = json!({"T": {uuid(i).to_string(): {"new": columns(i)}}});
+                sliced(&one.to_string(), Form::Plain).unwrap()
+            })
+            .collect();
+        assert_eq!(alone.len(), N);
+        let plain = tables(N, "new", &[]);
+        let two = tables(N, "initial", &[]);
+        let message = json!({"id": 7, "result": plain, "error": null}).to_string();
+        let since = json!({"result": [false, Uuid::nil().to_string(), two], "id": 7}).to_string();
+        assert!(tapped(message, false).unwrap() == alone, "tapped");
+        assert!(tapped(since, true).unwrap() == alone, "tapped, since");
+        assert!(
+            sliced(&plain.to_string(), Form::Plain).unwrap() == alone,
+            "slice"
+        );
+        assert!(
+            sliced(&two.to_string(), Form::Two).unwrap() == alone,
+            "slice, update2"
+        );
+        assert!(from_value(&plain, Form::Plain).unwrap() == alone, "value");
+    }
+
+    #[test]
+    fn the_first_bad_row_of_a_big_table_fails_it_by_name_on_every_path() {
+        let bad = [
+            (2200, json!({"name": "x", "n": 5000})),
+            (1500, json!({"name": "y", "n": 5001})),
+            (2900, json!({"name": 1})),
+        ];
+        let plain = tables(N, "new", &bad);
+        let message = json!({"id": 7, "result": plain, "error": null}).to_string();
+        let first = format!("table T row {} column n: 5001 does not fit", uuid(1500));
+        for (path, e) in [
+            ("tapped", tapped(message, false).unwrap_err()),
+            (
+                "slice",
+                sliced(&plain.to_string(), Form::Plain).unwrap_err(),
+            ),
+            ("value", from_value(&plain, Form::Plain).unwrap_err()),
+        ] {
+            assert!(e.contains(&first), "{path}: {e}");
+        }
+    }
+
+    #[test]
+    fn invalid_json_inside_or_after_the_rows_of_a_big_table_fails_it() {
+        let plain = tables(N, "new", &[]).to_string();
+        let row = format!("\"{}\":{{\"new\":", uuid(2000));
+        let at = plain.find(&row).unwrap() + row.len();
+        let cases = [
+            // A row with a trailing comma, and one with its object unclosed in an array.
+            format!("{}{{\"name\":\"a\",}},{}", &plain[..at], &plain[at..]),
+            plain.replacen(&row, &format!("{row}{{\"tags\":[\"set\",[\"a\"}}],"), 1),
+            // Bad text after the last row.
+            format!("{}]", &plain[..plain.len() - 1]),
+        ];
+        for text in cases {
+            let message = format!("{{\"id\":7,\"result\":{text},\"error\":null}}");
+            assert!(tapped(message, false).is_err(), "tapped: {text:.80}");
+            assert!(sliced(&text, Form::Plain).is_err(), "slice");
+        }
+    }
+}

@@ -1,0 +1,436 @@
+//! Rows cut out of a reply while it streams. serde_json reads a stream a byte at a time
+//! and is several times slower at it than at reading a slice, so a big monitor reply is
+//! not handed to it whole: a cutter between the pieces and the parser takes each row
+//! (the object at a given path, such as `result`/`2`/table/uuid) out of the text and puts
+//! its number in its place. The parser reads the small remainder (the envelope, the
+//! tables, the uuids) and the decoder reads each row from its own slice, on as many
+//! threads as it likes.
+//!
+//! The cutter only matches braces, outside strings; it checks nothing. A row whose text
+//! is not one JSON object fails when it is decoded, and whatever else is wrong fails in
+//! the parser, so the reply is accepted exactly when it would have been whole.
+
+use std::collections::VecDeque;
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+
+/// One step of the path to the rows, from the reply object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The member of this name.
+    Key(&'static str),
+    /// The array element at this index.
+    Index(usize),
+    /// Every member.
+    AnyKey,
+}
+
+/// `monitor_cond_since`'s rows: `{"result": [found, last-txn-id, {table: {uuid: row}}]}`.
+pub(crate) const SINCE_ROWS: &[Step] = &[
+    Step::Key("result"),
+    Step::Index(2),
+    Step::AnyKey,
+    Step::AnyKey,
+];
+
+/// `monitor` and `monitor_cond`'s rows: `{"result": {table: {uuid: row}}}`.
+pub(crate) const ROWS: &[Step] = &[Step::Key("result"), Step::AnyKey, Step::AnyKey];
+
+/// The rows cut out of one reply, in order, for its decoder to take. Cutter and decoder
+/// are on one thread; the lock is never contended.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RowTexts(Arc<Mutex<VecDeque<CutRow>>>);
+
+/// A row cut out: its number and its text.
+type CutRow = (u64, Vec<u8>);
+
+impl RowTexts {
+    /// The text of the row the parser read number `n` in place of.
+    pub(crate) fn take(&self, n: u64) -> Result<Vec<u8>, String> {
+        let mut rows = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match rows.pop_front() {
+            Some((m, text)) if m == n => Ok(text),
+            _ => Err(format!("row {n} of the reply was not cut out")),
+        }
+    }
+
+    fn put(&self, n: u64, text: Vec<u8>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back((n, text));
+    }
+}
+
+/// What a container of the text expects next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    Key,
+    Colon,
+    Value,
+    Comma,
+}
+
+/// An object or array the cutter is inside of.
+#[derive(Debug)]
+struct Level {
+    object: bool,
+    /// The current element of an array.
+    index: usize,
+    /// The current member's name, while it is one the path names.
+    key: Vec<u8>,
+    expect: Expect,
+    /// Whether this container is on the path (it and its parents matched their steps).
+    on_path: bool,
+}
+
+/// Where the cutter is in the text.
+#[derive(Debug)]
+enum Mode {
+    Structure,
+    /// In a string outside a row; `key` when it is a member name being kept.
+    String {
+        key: bool,
+        escaped: bool,
+    },
+    /// In a row: its brace depth, and whether in a string.
+    Row {
+        depth: usize,
+        string: bool,
+        escaped: bool,
+    },
+}
+
+/// A [`Read`] of the pieces of a reply with its rows cut out (see the module docs).
+pub(crate) struct RowCutter<I> {
+    pieces: I,
+    piece: Bytes,
+    path: &'static [Step],
+    rows: RowTexts,
+    stack: Vec<Level>,
+    mode: Mode,
+    /// The row being cut.
+    row: Vec<u8>,
+    /// How many rows were cut.
+    cut: u64,
+    /// Text for the parser, not yet read, from `at`.
+    out: Vec<u8>,
+    at: usize,
+}
+
+impl<I: Iterator<Item = Bytes>> RowCutter<I> {
+    /// Cuts the objects at `path` out of the reply in `pieces` into `rows`.
+    pub(crate) fn new(pieces: I, path: &'static [Step], rows: RowTexts) -> Self {
+        RowCutter {
+            pieces,
+            piece: Bytes::new(),
+            path,
+            rows,
+            stack: Vec::new(),
+            mode: Mode::Structure,
+            row: Vec::new(),
+            cut: 0,
+            out: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// Whether a value starting now in the innermost container is on the path, and
+    /// whether it is a row.
+    fn value_on_path(&self) -> (bool, bool) {
+        let depth = self.stack.len();
+        let Some(top) = self.stack.last() else {
+            // The reply itself is the root of the path.
+            return (true, self.path.is_empty());
+        };
+        let matches = top.on_path
+            && match self.path.get(depth - 1) {
+                Some(Step::Key(name)) => top.object && top.key == name.as_bytes(),
+                Some(Step::Index(i)) => !top.object && top.index == *i,
+                Some(Step::AnyKey) => top.object,
+                None => false,
+            };
+        (matches, matches && depth == self.path.len())
+    }
+
+    /// Whether the member name now starting is one to keep (the path names it).
+    fn keeps_key(&self) -> bool {
+        let depth = self.stack.len();
+        self.stack.last().is_some_and(|top| {
+            top.on_path && matches!(self.path.get(depth - 1), Some(Step::Key(_)))
+        })
+    }
+
+    /// Cuts one piece: its structure goes to `out`, its rows to `rows`.
+    fn scan(&mut self, piece: &[u8]) {
+        let mut i = 0;
+        while i < piece.len() {
+            match &mut self.mode {
+                Mode::Row {
+                    depth,
+                    string,
+                    escaped,
+                } => {
+                    let start = i;
+                    let mut done = false;
+                    while i < piece.len() {
+                        if *escaped {
+                            *escaped = false;
+                            i += 1;
+                        } else if *string {
+                            match memchr::memchr2(b'"', b'\\', &piece[i..]) {
+                                None => i = piece.len(),
+                                Some(j) => {
+                                    i += j;
+                                    if piece[i] == b'\\' {
+                                        *escaped = true;
+                                    } else {
+                                        *string = false;
+                                    }
+                                    i += 1;
+                                }
+                            }
+                        } else {
+                            match memchr::memchr3(b'"', b'{', b'}', &piece[i..]) {
+                                None => i = piece.len(),
+                                Some(j) => {
+                                    i += j;
+                                    match piece[i] {
+                                        b'"' => *string = true,
+                                        b'{' => *depth += 1,
+                                        _ => {
+                                            *depth -= 1;
+                                            if *depth == 0 {
+                                                i += 1;
+                                                done = true;
+                                                break;
+                                            }
+                                        }
+                                    }
+                                    i += 1;
+                                }
+                            }
+                        }
+                    }
+                    self.row.extend_from_slice(&piece[start..i]);
+                    if done {
+                        let text = std::mem::take(&mut self.row);
+                        self.rows.put(self.cut, text);
+                        self.out.extend_from_slice(self.cut.to_string().as_bytes());
+                        self.cut += 1;
+                        self.mode = Mode::Structure;
+                        self.value_done();
+                    }
+                }
+                Mode::String { key, escaped } => {
+                    let start = i;
+                    let mut ended = false;
+                    while i < piece.len() {
+                        if *escaped {
+                            *escaped = false;
+                            i += 1;
+                            continue;
+                        }
+                        match memchr::memchr2(b'"', b'\\', &piece[i..]) {
+                            None => i = piece.len(),
+                            Some(j) => {
+                                i += j;
+                                if piece[i] == b'\\' {
+                                    *escaped = true;
+                                    i += 1;
+                                } else {
+                                    ended = true;
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    let key = *key;
+                    self.out.extend_from_slice(&piece[start..i]);
+                    if key {
+                        if let Some(top) = self.stack.last_mut() {
+                            top.key.extend_from_slice(&piece[start..i]);
+                        }
+                    }
+                    if ended {
+                        self.out.push(b'"');
+                        i += 1;
+                        self.mode = Mode::Structure;
+                        match self.stack.last_mut() {
+                            Some(top) if top.object && top.expect == Expect::Key => {
+                                top.expect = Expect::Colon
+                            }
+                            _ => self.value_done(),
+                        }
+                    }
+                }
+                Mode::Structure => {
+                    let b = piece[i];
+                    i += 1;
+                    match b {
+                        b'"' => {
+                            self.out.push(b);
+                            let key = self
+                                .stack
+                                .last()
+                                .is_some_and(|t| t.object && t.expect == Expect::Key);
+                            let keep = key && self.keeps_key();
+                            if let Some(top) = self.stack.last_mut() {
+                                top.key.clear();
+                            }
+                            self.mode = Mode::String {
+                                key: keep,
+                                escaped: false,
+                            };
+                        }
+                        b'{' | b'[' => {
+                            let (on_path, row) = self.value_on_path();
+                            if row && b == b'{' {
+                                self.row.push(b);
+                                self.mode = Mode::Row {
+                                    depth: 1,
+                                    string: false,
+                                    escaped: false,
+                                };
+                            } else {
+                                self.out.push(b);
+                                let object = b == b'{';
+                                self.stack.push(Level {
+                                    object,
+                                    index: 0,
+                                    key: Vec::new(),
+                                    expect: if object { Expect::Key } else { Expect::Value },
+                                    on_path,
+                                });
+                            }
+                        }
+                        b'}' | b']' => {
+                            self.out.push(b);
+                            self.stack.pop();
+                            self.value_done();
+                        }
+                        b':' => {
+                            self.out.push(b);
+                            if let Some(top) = self.stack.last_mut() {
+                                top.expect = Expect::Value;
+                            }
+                        }
+                        b',' => {
+                            self.out.push(b);
+                            if let Some(top) = self.stack.last_mut() {
+                                if top.object {
+                                    top.expect = Expect::Key;
+                                } else {
+                                    top.index += 1;
+                                    top.expect = Expect::Value;
+                                }
+                            }
+                        }
+                        _ => self.out.push(b),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A value ended in the innermost container.
+    fn value_done(&mut self) {
+        if let Some(top) = self.stack.last_mut() {
+            top.expect = Expect::Comma;
+        }
+    }
+}
+
+impl<I: Iterator<Item = Bytes>> Read for RowCutter<I> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.at == self.out.len() {
+            self.out.clear();
+            self.at = 0;
+            if self.piece.is_empty() {
+                match self.pieces.next() {
+                    Some(piece) => self.piece = piece,
+                    // The end; a row cut short stays unread, so the parser reports the
+                    // reply cut short.
+                    None => return Ok(0),
+                }
+            }
+            let piece = std::mem::take(&mut self.piece);
+            self.scan(&piece);
+        }
+        let n = buf.len().min(self.out.len() - self.at);
+        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text the parser reads and the rows cut, for `text` fed in `step`-byte pieces.
+    fn cut(text: &str, path: &'static [Step], step: usize) -> (String, Vec<String>) {
+        let pieces: Vec<Bytes> = text
+            .as_bytes()
+            .chunks(step)
+            .map(Bytes::copy_from_slice)
+            .collect();
+        let rows = RowTexts::default();
+        let mut cutter = RowCutter::new(pieces.into_iter(), path, rows.clone());
+        let mut out = String::new();
+        cutter.read_to_string(&mut out).unwrap();
+        let texts = (0..cutter.cut)
+            .map(|n| String::from_utf8(rows.take(n).unwrap()).unwrap())
+            .collect();
+        (out, texts)
+    }
+
+    #[test]
+    fn rows_at_the_path_are_cut_out_and_numbered_wherever_the_pieces_split() {
+        let text = r#"{"id":1,"result":[false,"0-1",{"T":{"u1":{"initial":{"a":"}{\"","b":[{"c":1}]}},"u2":{"delete":null}},"U":{}}],"error":null}"#;
+        for step in 1..=text.len() {
+            let (out, rows) = cut(text, SINCE_ROWS, step);
+            assert_eq!(
+                out, r#"{"id":1,"result":[false,"0-1",{"T":{"u1":0,"u2":1},"U":{}}],"error":null}"#,
+                "pieces of {step}"
+            );
+            assert_eq!(
+                rows,
+                [
+                    r#"{"initial":{"a":"}{\"","b":[{"c":1}]}}"#,
+                    r#"{"delete":null}"#
+                ],
+                "pieces of {step}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_path_is_cut() {
+        // `result` elsewhere, escaped, or a row that is not an object: left in place.
+        let text = r#"{"error":{"result":{"T":{"u":{}}}},"re\u0073ult":{"T":{"u":{}}},"result":{"T":{"u":null,"v":{"new":{}}}},"id":"result"}"#;
+        let (out, rows) = cut(text, ROWS, 7);
+        assert_eq!(
+            out,
+            r#"{"error":{"result":{"T":{"u":{}}}},"re\u0073ult":{"T":{"u":{}}},"result":{"T":{"u":null,"v":0}},"id":"result"}"#
+        );
+        assert_eq!(rows, [r#"{"new":{}}"#]);
+        // The since form's rows are the third element's, not the first's.
+        let (out, rows) = cut(
+            r#"{"result":[{"T":{"u":{}}},"x",{"T":{"u":{}}}]}"#,
+            SINCE_ROWS,
+            3,
+        );
+        assert_eq!(out, r#"{"result":[{"T":{"u":{}}},"x",{"T":{"u":0}}]}"#);
+        assert_eq!(rows, ["{}"]);
+    }
+
+    #[test]
+    fn a_row_cut_short_is_not_read() {
+        let (out, rows) = cut(r#"{"result":{"T":{"u":{"new":{"a":"#, ROWS, 4);
+        assert_eq!(out, r#"{"result":{"T":{"u":"#);
+        assert!(rows.is_empty());
+    }
+}
