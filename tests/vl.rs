@@ -137,6 +137,54 @@ async fn create_query_update_delete_follow_the_seed() {
         "not ours"
     );
 
+    // Another writer's columns and map keys on the rows (ovn-northd's `up` on the
+    // switch port among them) are not the plugin's: the update keeps them.
+    sb.nbctl(&[
+        "set",
+        "logical_switch_port",
+        "stor-ovn-ls-24",
+        "up=true",
+        "external_ids:site=a",
+    ])
+    .unwrap();
+    sb.nbctl(&[
+        "set",
+        "logical_switch",
+        "ovn-ls-24",
+        "other_config:mcast_snoop=true",
+    ])
+    .unwrap();
+    sb.nbctl(&[
+        "set",
+        "logical_router_port",
+        "rtos-ovn-ls-24",
+        "ipv6_ra_configs:send_periodic=false",
+    ])
+    .unwrap();
+    let seen = |cache: &Cache| {
+        let snap = cache.snapshot();
+        let lrp = snap
+            .table("Logical_Router_Port")
+            .values()
+            .any(|r| r["ipv6_ra_configs"].len() == 1);
+        let ls = snap
+            .table("Logical_Switch")
+            .values()
+            .any(|r| r["other_config"].len() == 2);
+        let lsp = snap
+            .table("Logical_Switch_Port")
+            .values()
+            .any(|r| r["external_ids"].get(&"site".into()).is_some());
+        lrp && ls && lsp
+    };
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while !seen(&cache) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the cache shows the other writer's values");
+
     // Update moves everything to the new subnet in one transaction.
     let u = vl::update(&cache, &p, "ovn-ls-24", "172.16.124.0/24", "172.16.124.1")
         .await
@@ -148,6 +196,29 @@ async fn create_query_update_delete_follow_the_seed() {
     );
     assert_eq!(u.snat.as_ref().unwrap().logical_ip, "172.16.124.0/24");
     assert_eq!(u.route.as_ref().unwrap().ip_prefix, "172.16.124.0/24");
+    let get = |table: &str, row: &str, column: &str| {
+        sb.nbctl(&["get", table, row, column])
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(get("logical_switch_port", "stor-ovn-ls-24", "up"), "true");
+    assert_eq!(
+        get("logical_switch_port", "stor-ovn-ls-24", "external_ids:site"),
+        "a"
+    );
+    assert_eq!(
+        get("logical_switch", "ovn-ls-24", "other_config:mcast_snoop"),
+        "\"true\""
+    );
+    assert_eq!(
+        get(
+            "logical_router_port",
+            "rtos-ovn-ls-24",
+            "ipv6_ra_configs:send_periodic"
+        ),
+        "\"false\""
+    );
 
     vl::create(&cache, &p, "ovn-ls-25", "172.16.25.0/24", "172.16.25.1")
         .await

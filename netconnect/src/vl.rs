@@ -24,7 +24,7 @@ use nb_model::{
 };
 use ovsdb_proto::cache::{Cache, Snapshot};
 use ovsdb_proto::model::{Ref, Table};
-use ovsdb_proto::{Condition, Operation, WaitUntil};
+use ovsdb_proto::{Atom, Condition, Datum, Operation, WaitUntil};
 
 use crate::topology::desired::{OWNER_CONTROLLER, OWNER_NAME, OWNER_TYPE};
 use crate::topology::mac;
@@ -187,6 +187,35 @@ fn rows(plugin: &Plugin, name: &str, subnet: IpNet, gateway: IpNet) -> VirtualNe
         route,
         snat,
     }
+}
+
+/// Row `actual` with what this plugin writes changed from `before` (what it wrote) to
+/// `want`: the columns either sets (to other than the column's default) and, in map
+/// columns, only the keys either has. Everything else is someone else's and is kept.
+fn ours<T: Table + Default>(actual: &T, before: &T, want: &T) -> Result<T, VlError> {
+    let blank = T::default().to_row();
+    let before = before.to_row();
+    let mut row = actual.to_row();
+    for (column, value) in want.to_row() {
+        let default = blank.get(&column);
+        if default == Some(&value) && default == before.get(&column) {
+            continue; // neither sets it
+        }
+        let merged = match (row.get(&column), before.get(&column), &value) {
+            (Some(Datum::Map(now)), Some(Datum::Map(had)), Datum::Map(wanted)) => {
+                let mine = |k: &Atom| had.iter().chain(wanted.iter()).any(|(m, _)| m == k);
+                Datum::map(
+                    now.iter()
+                        .filter(|(k, _)| !mine(k))
+                        .chain(wanted.iter())
+                        .cloned(),
+                )
+            }
+            _ => value,
+        };
+        row.insert(column, merged);
+    }
+    T::from_row(actual.uuid(), &row).map_err(|e| VlError::Invalid(e.to_string()))
 }
 
 fn router(snap: &Snapshot, name: &str) -> Result<LogicalRouter, VlError> {
@@ -384,28 +413,30 @@ pub async fn update(
     let (subnet, gateway) = check(subnet, gateway)?;
     let snap = cache.snapshot();
     let old = query(&snap, plugin, name)?.ok_or_else(|| VlError::NotFound(name.to_owned()))?;
+    // What this plugin wrote for the old subnet and writes for the new one: only those
+    // columns and map keys change; the rest of each row (the `up` ovn-northd sets on
+    // the switch port, keys another controller added) stays as it is.
+    let before = rows(plugin, name, old.subnet, old.gateway);
     let want = rows(plugin, name, subnet, gateway);
     let db = cache.db::<OvnNorthbound>()?;
     let mut txn = db.transaction();
-    let mut switch = want.switch.clone();
-    switch.uuid = old.switch.uuid;
-    switch.ports = old.switch.ports.clone();
-    txn.update(&old.switch, &switch);
-    let mut lrp = want.router_port.clone();
-    lrp.uuid = old.router_port.uuid;
-    txn.update(&old.router_port, &lrp);
-    let mut lsp = want.switch_port.clone();
-    lsp.uuid = old.switch_port.uuid;
-    txn.update(&old.switch_port, &lsp);
-    if let (Some(o), Some(w)) = (&old.route, &want.route) {
-        let mut r = w.clone();
-        r.uuid = o.uuid;
-        txn.update(o, &r);
+    txn.update(
+        &old.switch,
+        &ours(&old.switch, &before.switch, &want.switch)?,
+    );
+    txn.update(
+        &old.router_port,
+        &ours(&old.router_port, &before.router_port, &want.router_port)?,
+    );
+    txn.update(
+        &old.switch_port,
+        &ours(&old.switch_port, &before.switch_port, &want.switch_port)?,
+    );
+    if let (Some(o), Some(b), Some(w)) = (&old.route, &before.route, &want.route) {
+        txn.update(o, &ours(o, b, w)?);
     }
-    if let (Some(o), Some(w)) = (&old.snat, &want.snat) {
-        let mut n = w.clone();
-        n.uuid = o.uuid;
-        txn.update(o, &n);
+    if let (Some(o), Some(b), Some(w)) = (&old.snat, &before.snat, &want.snat) {
+        txn.update(o, &ours(o, b, w)?);
     }
     txn.commit_and_wait(cache, plugin.wait).await?;
     query(&cache.snapshot(), plugin, name)?.ok_or_else(|| VlError::NotFound(name.to_owned()))
@@ -450,6 +481,33 @@ pub async fn delete(cache: &Cache, plugin: &Plugin, name: &str) -> Result<(), Vl
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_update_changes_only_what_the_plugin_writes() {
+        let mut before = LogicalSwitch::named("n");
+        before.other_config = [("subnet".into(), "a".into()), ("old".into(), "x".into())].into();
+        let mut want = LogicalSwitch::named("n");
+        want.other_config = [("subnet".into(), "b".into())].into();
+        let mut actual = before.clone();
+        actual
+            .other_config
+            .insert("mcast_snoop".into(), "true".into());
+        actual.external_ids.insert("site".into(), "a".into());
+        actual.ports = [Ref::new(ovsdb_proto::Uuid::from_u128(7))].into();
+        let got = ours(&actual, &before, &want).unwrap();
+        // Its keys follow `want` (one dropped), another writer's key and columns stay.
+        assert_eq!(
+            got.other_config,
+            [
+                ("mcast_snoop".to_string(), "true".to_string()),
+                ("subnet".into(), "b".into())
+            ]
+            .into()
+        );
+        assert_eq!(got.external_ids, actual.external_ids);
+        assert_eq!(got.ports, actual.ports);
+        assert_eq!(got.name, "n");
+    }
 
     #[test]
     fn subnets_and_gateways_are_checked() {
