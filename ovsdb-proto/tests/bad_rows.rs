@@ -6,17 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, CacheEvents};
-use ovsdb_proto::codec::JsonRpcCodec;
 use ovsdb_proto::{Datum, Remote};
 use serde_json::{json, Value};
-use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
-use tokio_util::codec::FramedRead;
 
 mod common;
-use common::text;
 
 const A: &str = "00000000-0000-0000-0000-00000000000a";
 const B: &str = "00000000-0000-0000-0000-00000000000b";
@@ -46,41 +41,23 @@ fn serve(initial: Value, after: After) -> (Remote, Arc<AtomicUsize>, Arc<AtomicU
             let (stream, _) = listener.accept().await.unwrap();
             c.fetch_add(1, Ordering::SeqCst);
             let (m, initial) = (m.clone(), initial.clone());
-            tokio::spawn(async move {
-                let (read, mut write) = stream.into_split();
-                let mut frames = FramedRead::new(read, JsonRpcCodec::default());
-                while let Some(Ok(msg)) = frames.next().await {
-                    let method = text(msg.member("method"));
-                    let params = text(msg.member("params"));
-                    let (result, error) = common::old_server_answer(
-                        method.as_str().unwrap_or(""),
-                        &params,
-                        initial.clone(),
-                    );
-                    let reply =
-                        json!({"id": text(msg.member("id")), "result": result, "error": error});
-                    if write.write_all(reply.to_string().as_bytes()).await.is_err() {
-                        return;
-                    }
-                    if method != "monitor" {
-                        continue;
-                    }
+            tokio::spawn(common::serve_old(
+                stream,
+                initial,
+                async move |params, write| {
                     m.fetch_add(1, Ordering::SeqCst);
                     match after {
-                        After::Stay => {}
+                        After::Stay => true,
                         After::HangUp => {
                             tokio::time::sleep(Duration::from_millis(50)).await;
-                            return;
+                            false
                         }
                         After::Update(update) => {
-                            let note = json!({"id": null, "method": "update", "params": [params[1], update()]});
-                            if write.write_all(note.to_string().as_bytes()).await.is_err() {
-                                return;
-                            }
+                            common::notify(write, "update", json!([params[1], update()])).await
                         }
                     }
-                }
-            });
+                },
+            ));
         }
     });
     (Remote::Unix(path), connections, monitors)

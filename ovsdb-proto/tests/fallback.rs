@@ -4,17 +4,12 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, Change};
-use ovsdb_proto::codec::JsonRpcCodec;
 use ovsdb_proto::{Datum, Remote};
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
-use tokio_util::codec::FramedRead;
 
 mod common;
-use common::text;
 
 const A: &str = "00000000-0000-0000-0000-00000000000a";
 const B: &str = "00000000-0000-0000-0000-00000000000b";
@@ -22,30 +17,13 @@ const B: &str = "00000000-0000-0000-0000-00000000000b";
 /// Serves one connection as a pre-2.9 ovsdb-server would.
 async fn old_server(listener: UnixListener) {
     let (stream, _) = listener.accept().await.unwrap();
-    let (read, mut write) = stream.into_split();
-    let mut frames = FramedRead::new(read, JsonRpcCodec::default());
-    while let Some(Ok(msg)) = frames.next().await {
-        let method = text(msg.member("method"));
-        let id = text(msg.member("id"));
-        let params = text(msg.member("params"));
-        let (result, error) = common::old_server_answer(
-            method.as_str().unwrap_or(""),
-            &params,
-            json!({"T": {A: {"new": {"name": "a"}}}}),
-        );
-        let reply = json!({"id": id, "result": result, "error": error});
-        write.write_all(reply.to_string().as_bytes()).await.unwrap();
-        if method == "monitor" {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            let update = json!({"id": null, "method": "update", "params": [
-                params[1], {"T": {B: {"new": {"name": "b"}}, A: {"old": {"name": "a"}, "new": {"name": "a2"}}}}
-            ]});
-            write
-                .write_all(update.to_string().as_bytes())
-                .await
-                .unwrap();
-        }
-    }
+    let initial = json!({"T": {A: {"new": {"name": "a"}}}});
+    common::serve_old(stream, initial, async |params, write| {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let update = json!({"T": {B: {"new": {"name": "b"}}, A: {"old": {"name": "a"}, "new": {"name": "a2"}}}});
+        common::notify(write, "update", json!([params[1], update])).await
+    })
+    .await;
 }
 
 #[tokio::test]

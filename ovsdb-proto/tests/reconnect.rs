@@ -5,17 +5,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use ovsdb_proto::cache::{Cache, CacheConfig};
-use ovsdb_proto::codec::JsonRpcCodec;
 use ovsdb_proto::Remote;
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
-use tokio_util::codec::FramedRead;
 
 mod common;
-use common::text;
 
 /// Accepts connections, syncs each client (plain `monitor`, as an old server), and
 /// hangs up 50 ms later; records when each connection came and when it was closed.
@@ -23,22 +18,11 @@ async fn hang_up_after_sync(listener: UnixListener, times: Arc<Mutex<Vec<(Instan
     loop {
         let (stream, _) = listener.accept().await.unwrap();
         let came = Instant::now();
-        let (read, mut write) = stream.into_split();
-        let mut frames = FramedRead::new(read, JsonRpcCodec::default());
-        while let Some(Ok(msg)) = frames.next().await {
-            let method = text(msg.member("method"));
-            let id = text(msg.member("id"));
-            let params = text(msg.member("params"));
-            let (result, error) =
-                common::old_server_answer(method.as_str().unwrap_or(""), &params, json!({}));
-            let reply = json!({"id": id, "result": result, "error": error});
-            write.write_all(reply.to_string().as_bytes()).await.unwrap();
-            if method == "monitor" {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                break;
-            }
-        }
-        drop(write);
+        common::serve_old(stream, json!({}), async |_, _| {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            false
+        })
+        .await;
         times.lock().unwrap().push((came, Instant::now()));
     }
 }
@@ -91,35 +75,19 @@ async fn cancel_every_monitor(listener: UnixListener, seen: Arc<Mutex<(usize, us
         let (stream, _) = listener.accept().await.unwrap();
         seen.lock().unwrap().0 += 1;
         let seen = seen.clone();
-        tokio::spawn(async move {
-            let (read, mut write) = stream.into_split();
-            let mut frames = FramedRead::new(read, JsonRpcCodec::default());
-            while let Some(Ok(msg)) = frames.next().await {
-                let method = text(msg.member("method"));
-                let id = text(msg.member("id"));
-                let params = text(msg.member("params"));
-                let (result, error) =
-                    common::old_server_answer(method.as_str().unwrap_or(""), &params, json!({}));
-                let reply = json!({"id": id, "result": result, "error": error});
-                if write.write_all(reply.to_string().as_bytes()).await.is_err() {
-                    return;
-                }
-                if method == "monitor" {
-                    seen.lock().unwrap().1 += 1;
-                    for mid in [json!("not-this-clients"), params[1].clone()] {
-                        let cancel =
-                            json!({"id": null, "method": "monitor_canceled", "params": [mid]});
-                        if write
-                            .write_all(cancel.to_string().as_bytes())
-                            .await
-                            .is_err()
-                        {
-                            return;
-                        }
+        tokio::spawn(common::serve_old(
+            stream,
+            json!({}),
+            async move |params, write| {
+                seen.lock().unwrap().1 += 1;
+                for mid in [json!("not-this-clients"), params[1].clone()] {
+                    if !common::notify(write, "monitor_canceled", json!([mid])).await {
+                        return false;
                     }
                 }
-            }
-        });
+                true
+            },
+        ));
     }
 }
 
