@@ -3,8 +3,9 @@
 //! else. Peak memory (VmHWM, reset
 //! before each phase) is reported for each.
 //!
-//! `cargo bench -p integration-tests --bench sync [-- SWITCHES PORTS_PER_SWITCH]`
-//! (default 2000 switches with 50 ports each, plus one ACL per switch: 104k rows)
+//! `cargo bench -p integration-tests --bench sync [-- SWITCHES PORTS_PER_SWITCH ACLS_PER_SWITCH]`
+//! (default 2000 switches with 50 ports and one ACL each: 104k rows; `2000 50 10` is
+//! the 122k-row NB of issue 11)
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -20,7 +21,7 @@ fn row(pairs: Vec<(&str, Datum)>) -> Row {
     pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
-async fn populate(remote: &str, switches: usize, ports: usize) -> usize {
+async fn populate(remote: &str, switches: usize, ports: usize, acls: usize) -> usize {
     let (c, _) = ovsdb_proto::connect(remote).await.unwrap();
     let mut rows = 0;
     for s in 0..switches {
@@ -57,22 +58,30 @@ async fn populate(remote: &str, switches: usize, ports: usize) -> usize {
                 format!("p{p}"),
             ));
         }
-        ops.push(Operation::insert_named(
-            "ACL",
-            row(vec![
-                ("priority", Datum::scalar(1001)),
-                ("direction", Datum::scalar("to-lport")),
-                ("match", Datum::scalar(format!("outport == @pg{s} && ip4"))),
-                ("action", Datum::scalar("allow-related")),
-            ]),
-            "acl",
-        ));
+        for a in 0..acls {
+            ops.push(Operation::insert_named(
+                "ACL",
+                row(vec![
+                    ("priority", Datum::scalar(1001 + a as i64)),
+                    ("direction", Datum::scalar("to-lport")),
+                    (
+                        "match",
+                        Datum::scalar(format!("outport == @pg{s} && ip4 && tcp.dst == {a}")),
+                    ),
+                    ("action", Datum::scalar("allow-related")),
+                ]),
+                format!("acl{a}"),
+            ));
+        }
         ops.push(Operation::insert(
             "Logical_Switch",
             row(vec![
                 ("name", Datum::scalar(format!("ls{s}"))),
                 ("ports", Datum::set(refs)),
-                ("acls", Datum::named_uuid("acl")),
+                (
+                    "acls",
+                    Datum::set((0..acls).map(|a| Atom::NamedUuid(format!("acl{a}").into()))),
+                ),
                 (
                     "other_config",
                     Datum::map([("subnet", format!("10.{}.{}.0/24", s / 256, s % 256))]),
@@ -80,7 +89,7 @@ async fn populate(remote: &str, switches: usize, ports: usize) -> usize {
             ]),
         ));
         c.transact("OVN_Northbound", &ops).await.unwrap();
-        rows += ports + 2;
+        rows += ports + acls + 1;
     }
     rows
 }
@@ -318,6 +327,7 @@ fn main() {
     let counts: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let switches = counts.first().copied().unwrap_or(2000);
     let ports = counts.get(1).copied().unwrap_or(50);
+    let acls = counts.get(2).copied().unwrap_or(1);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -328,7 +338,7 @@ fn main() {
     let path = remote.trim_start_matches("unix:").to_owned();
 
     let t = Instant::now();
-    let rows = rt.block_on(populate(&remote, switches, ports));
+    let rows = rt.block_on(populate(&remote, switches, ports, acls));
     println!(
         "ovsdb-server {}: {rows} rows written in {:.1?}",
         install.ovs_version(),
