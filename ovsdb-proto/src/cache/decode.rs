@@ -158,9 +158,7 @@ impl Form {
     ) -> ChangeOf<'a> {
         ChangeOf(self, RowSeed(layout, uuid, order))
     }
-}
 
-impl Form {
     /// The seed of one row's change in this form, or of the number a cutter put in
     /// its place.
     pub(super) fn cut_or_row<'a>(
