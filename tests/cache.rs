@@ -1002,3 +1002,71 @@ async fn typed_transactions_go_through_the_cache_with_their_typed_results() {
     assert!(snap.get("Logical_Switch", &sw_uuid).is_some());
     assert!(snap.get("Logical_Switch_Port", &port_uuid).is_some());
 }
+
+#[tokio::test]
+async fn a_big_table_syncs_whole_and_follows_one_update_of_every_row() {
+    // Past its first 512 rows a table is decoded on worker threads: from the monitor
+    // reply with its rows cut out while it streams, and from an update2 naming every
+    // row. Both must land whole and in place.
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let mut ops = Vec::new();
+    let mut refs = Vec::new();
+    for i in 0..3000 {
+        let port: Row = [
+            ("name".to_string(), Datum::scalar(format!("p{i}"))),
+            (
+                "external_ids".to_string(),
+                Datum::map([("n", i.to_string()), ("odd", "}{\"[".to_string())]),
+            ),
+        ]
+        .into_iter()
+        .collect();
+        ops.push(Operation::insert_named(
+            "Logical_Switch_Port",
+            port,
+            format!("p{i}"),
+        ));
+        refs.push(ovsdb_proto::Atom::NamedUuid(format!("p{i}").into()));
+    }
+    let mut sw = named("sw0");
+    sw.insert("ports".into(), Datum::set(refs));
+    ops.push(Operation::insert("Logical_Switch", sw));
+    w.transact(NB, &ops).await.unwrap();
+
+    let (cache, _events) = Cache::start(config(&server.unix_remote()));
+    tokio::time::timeout(Duration::from_secs(20), cache.wait_until_ready())
+        .await
+        .unwrap();
+    settle(&cache, &w).await;
+    let snap = cache.snapshot();
+    assert_eq!(snap.table("Logical_Switch_Port").len(), 3000);
+    let p2999 = snap
+        .find("Logical_Switch_Port", &[("name", Datum::scalar("p2999"))])
+        .unwrap();
+    assert_eq!(
+        p2999["external_ids"],
+        Datum::map([("n", "2999"), ("odd", "}{\"[")])
+    );
+
+    w.transact(
+        NB,
+        &[Operation::Update {
+            table: "Logical_Switch_Port".into(),
+            conditions: vec![],
+            row: [("tag_request".to_string(), Datum::scalar(7))]
+                .into_iter()
+                .collect(),
+        }],
+    )
+    .await
+    .unwrap();
+    settle(&cache, &w).await;
+    let tagged = cache
+        .snapshot()
+        .table("Logical_Switch_Port")
+        .values()
+        .filter(|p| p["tag_request"] == Datum::scalar(7))
+        .count();
+    assert_eq!(tagged, 3000);
+}
