@@ -120,27 +120,45 @@ impl<'de> Visitor<'de> for TableSeed<'_> {
         let mut rows = Vec::with_capacity(map.size_hint().unwrap_or(0));
         let order = Order::default();
         // Small tables (every update but the biggest) here; the rows of a big one past
-        // the first few hundred on every core.
-        while rows.len() < ON_ONE_THREAD {
+        // the first few hundred on every core, or here if no thread could start.
+        if !self.here(&mut map, &mut rows, &order, ON_ONE_THREAD)?
+            && !super::parallel::rest_of_table(self.0, self.1, self.2, &mut map, &mut rows)?
+        {
+            self.here(&mut map, &mut rows, &order, usize::MAX)?;
+        }
+        Ok(rows)
+    }
+}
+
+impl TableSeed<'_> {
+    /// Decodes rows on this thread until `rows` holds `limit` of them; true when the
+    /// table ended first.
+    fn here<'de, A: MapAccess<'de>>(
+        &self,
+        map: &mut A,
+        rows: &mut Vec<(Uuid, RowChange)>,
+        order: &Order,
+        limit: usize,
+    ) -> Result<bool, A::Error> {
+        while rows.len() < limit {
             let Some(uuid) = map.next_key_seed(UuidKey(&self.0.table))? else {
-                return Ok(rows);
+                return Ok(true);
             };
             let change = match self.2 {
-                None => map.next_value_seed(self.1.seed(self.0, &uuid, &order))?,
+                None => map.next_value_seed(self.1.seed(self.0, &uuid, order))?,
                 Some(texts) => {
-                    match map.next_value_seed(self.1.cut_or_row(self.0, &uuid, &order))? {
+                    match map.next_value_seed(self.1.cut_or_row(self.0, &uuid, order))? {
                         Entry::Row(change) => change,
                         Entry::Cut(n) => texts
                             .take(n)
-                            .and_then(|text| self.1.decode(self.0, &uuid, &order, &text))
+                            .and_then(|text| self.1.decode(self.0, &uuid, order, &text))
                             .map_err(serde::de::Error::custom)?,
                     }
                 }
             };
             rows.push((uuid, change));
         }
-        super::parallel::rest_of_table(self.0, self.1, self.2, &mut map, &mut rows)?;
-        Ok(rows)
+        Ok(false)
     }
 }
 

@@ -37,31 +37,43 @@ type Decoded = (usize, Result<Vec<(Uuid, RowChange)>, String>);
 
 /// Decodes the rest of a table's rows from `map` (a serde_json map of `uuid: change`,
 /// the form's row changes, or with `texts` the numbers of rows cut out) on worker
-/// threads, appending them to `rows`.
+/// threads, appending them to `rows`. False, with nothing read, when no worker thread
+/// could be started: the caller decodes the rows itself.
 pub(super) fn rest_of_table<'de, A: MapAccess<'de>>(
     layout: &Arc<Layout>,
     form: Form,
     texts: Option<&RowTexts>,
     map: &mut A,
     rows: &mut Vec<(Uuid, RowChange)>,
-) -> Result<(), A::Error> {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+) -> Result<bool, A::Error> {
+    let workers = workers();
     let failed = AtomicBool::new(false);
-    let (to_workers, from_reader) = mpsc::sync_channel::<Batch>(2 * workers);
+    let (to_workers, from_reader) = mpsc::sync_channel::<Batch>(2 * workers.max(1));
     let from_reader = Mutex::new(from_reader);
     let (done, decoded) = mpsc::channel::<Decoded>();
-    let (batches, decoded, read) = std::thread::scope(|s| {
+    let ran = std::thread::scope(|s| {
+        let mut started = 0;
         for _ in 0..workers {
             let (from_reader, done, failed) = (&from_reader, done.clone(), &failed);
-            s.spawn(move || work(layout, form, from_reader, done, failed));
+            let worker = std::thread::Builder::new()
+                .name("ovsdb-decode".into())
+                .spawn_scoped(s, move || work(layout, form, from_reader, done, failed));
+            if worker.is_ok() {
+                started += 1;
+            }
         }
         drop(done);
+        if started == 0 {
+            return None;
+        }
         let (batches, read) = hand_over(layout, form, texts, map, &to_workers, &failed);
         drop(to_workers);
         // Every worker ends once the batches run out; all of them are in by then.
-        (batches, decoded.iter().collect::<Vec<_>>(), read)
+        Some((batches, decoded.iter().collect::<Vec<_>>(), read))
     });
-    let mut decoded = decoded;
+    let Some((batches, mut decoded, read)) = ran else {
+        return Ok(false);
+    };
     decoded.sort_unstable_by_key(|(n, _)| *n);
     // A worker's error comes first: every batch it saw was read before the reader
     // stopped.
@@ -73,7 +85,22 @@ pub(super) fn rest_of_table<'de, A: MapAccess<'de>>(
     for (_, r) in decoded {
         rows.extend(r.expect("errors returned above"));
     }
-    Ok(())
+    Ok(true)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many workers to start, in place of one per core (for tests).
+    static WORKERS: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// How many workers to start: one per core.
+fn workers() -> usize {
+    #[cfg(test)]
+    if let Some(n) = WORKERS.with(|w| w.get()) {
+        return n;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Reads the rows of `map` and sends them to the workers in batches, until the map
@@ -312,6 +339,29 @@ mod tests {
             "slice, update2"
         );
         assert!(from_value(&plain, Form::Plain).unwrap() == alone, "value");
+    }
+
+    #[test]
+    fn with_no_worker_thread_a_big_table_is_decoded_on_the_reading_thread() {
+        let plain = tables(N, "new", &[]);
+        let message = json!({"id": 7, "result": plain, "error": null}).to_string();
+        let tapped_by_workers = tapped(message.clone(), false).unwrap();
+        let sliced_by_workers = sliced(&plain.to_string(), Form::Plain).unwrap();
+        // On a thread of its own, where no worker may start; in time, or it hangs.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            super::WORKERS.with(|w| w.set(Some(0)));
+            let _ = tx.send((
+                tapped(message, false),
+                sliced(&plain.to_string(), Form::Plain),
+            ));
+        });
+        let (tapped_here, sliced_here) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("decoded without workers within a minute");
+        assert_eq!(tapped_by_workers.len(), N);
+        assert!(tapped_here.unwrap() == tapped_by_workers, "tapped");
+        assert!(sliced_here.unwrap() == sliced_by_workers, "slice");
     }
 
     #[test]
