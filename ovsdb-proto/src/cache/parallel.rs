@@ -49,20 +49,22 @@ pub(super) fn rest_of_table<'de, A: MapAccess<'de>>(
     let workers = workers();
     let failed = AtomicBool::new(false);
     let (to_workers, from_reader) = mpsc::sync_channel::<Batch>(2 * workers.max(1));
-    let from_reader = Mutex::new(from_reader);
+    // Held by the workers alone: should they all end early (a panic), the reader's
+    // next send fails instead of waiting for ever.
+    let from_reader = Arc::new(Mutex::new(from_reader));
     let (done, decoded) = mpsc::channel::<Decoded>();
     let ran = std::thread::scope(|s| {
         let mut started = 0;
         for _ in 0..workers {
-            let (from_reader, done, failed) = (&from_reader, done.clone(), &failed);
+            let (from_reader, done, failed) = (from_reader.clone(), done.clone(), &failed);
             let worker = std::thread::Builder::new()
                 .name("ovsdb-decode".into())
-                .spawn_scoped(s, move || work(layout, form, from_reader, done, failed));
+                .spawn_scoped(s, move || work(layout, form, &from_reader, done, failed));
             if worker.is_ok() {
                 started += 1;
             }
         }
-        drop(done);
+        drop((done, from_reader));
         if started == 0 {
             return None;
         }
