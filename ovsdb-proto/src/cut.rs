@@ -118,7 +118,14 @@ pub(crate) struct RowCutter<I> {
     /// Text for the parser, not yet read, from `at`.
     out: Vec<u8>,
     at: usize,
+    /// Containers open past [`DEEPEST`], counted, not kept.
+    deeper: usize,
 }
+
+/// The most containers the cutter keeps track of: more than any path to rows, and past
+/// serde_json's own limit, so a text nested deeper fails in the parser, while the
+/// cutter's memory stays bounded whatever the nesting.
+const DEEPEST: usize = 256;
 
 impl<I: Iterator<Item = Bytes>> RowCutter<I> {
     /// Cuts the objects at `path` out of the reply in `pieces` into `rows`.
@@ -134,6 +141,7 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
             cut: 0,
             out: Vec::new(),
             at: 0,
+            deeper: 0,
         }
     }
 
@@ -294,6 +302,9 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                                     string: false,
                                     escaped: false,
                                 };
+                            } else if self.stack.len() >= DEEPEST {
+                                self.out.push(b);
+                                self.deeper += 1;
                             } else {
                                 self.out.push(b);
                                 let object = b == b'{';
@@ -308,7 +319,11 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                         }
                         b'}' | b']' => {
                             self.out.push(b);
-                            self.stack.pop();
+                            if self.deeper > 0 {
+                                self.deeper -= 1;
+                            } else {
+                                self.stack.pop();
+                            }
                             self.value_done();
                         }
                         b':' => {
@@ -432,5 +447,24 @@ mod tests {
         let (out, rows) = cut(r#"{"result":{"T":{"u":{"new":{"a":"#, ROWS, 4);
         assert_eq!(out, r#"{"result":{"T":{"u":"#);
         assert!(rows.is_empty());
+    }
+
+    #[test]
+    fn nesting_past_the_deepest_kept_is_passed_on_not_kept() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let text = format!(r#"{{"x":{deep},"result":{{"T":{{"u":{{}}}}}}}}"#);
+        let pieces = vec![Bytes::from(text.clone())];
+        let rows = RowTexts::default();
+        let mut cutter = RowCutter::new(pieces.into_iter(), ROWS, rows.clone());
+        let mut out = String::new();
+        cutter.read_to_string(&mut out).unwrap();
+        assert!(
+            cutter.stack.capacity() <= 2 * DEEPEST,
+            "{}",
+            cutter.stack.capacity()
+        );
+        // The structure after it is still followed.
+        assert_eq!(out, text.replace(r#"{"u":{}}"#, r#"{"u":0}"#));
+        assert_eq!(rows.take(0).unwrap(), b"{}");
     }
 }
