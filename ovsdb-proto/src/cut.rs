@@ -35,6 +35,9 @@ pub(crate) const SINCE_ROWS: &[Step] = &[
     Step::AnyKey,
 ];
 
+/// The longest member name a path names.
+const LONGEST_KEY: usize = 6;
+
 /// `monitor` and `monitor_cond`'s rows: `{"result": {table: {uuid: row}}}`.
 pub(crate) const ROWS: &[Step] = &[Step::Key("result"), Step::AnyKey, Step::AnyKey];
 
@@ -259,7 +262,11 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                     self.out.extend_from_slice(&piece[start..i]);
                     if key {
                         if let Some(top) = self.stack.last_mut() {
-                            top.key.extend_from_slice(&piece[start..i]);
+                            // Past the longest name a path has, a member name cannot
+                            // match: what is kept stops growing there.
+                            let room = LONGEST_KEY + 1 - top.key.len().min(LONGEST_KEY + 1);
+                            let part = &piece[start..i];
+                            top.key.extend_from_slice(&part[..part.len().min(room)]);
                         }
                     }
                     if ended {
@@ -447,6 +454,25 @@ mod tests {
         let (out, rows) = cut(r#"{"result":{"T":{"u":{"new":{"a":"#, ROWS, 4);
         assert_eq!(out, r#"{"result":{"T":{"u":"#);
         assert!(rows.is_empty());
+    }
+
+    #[test]
+    fn every_name_a_path_has_fits_the_longest_kept() {
+        for path in [SINCE_ROWS, ROWS] {
+            for step in path {
+                if let Step::Key(name) = step {
+                    assert!(name.len() <= LONGEST_KEY, "{name}");
+                }
+            }
+        }
+        // A longer member name that starts like one is not taken for it.
+        let text = format!(
+            r#"{{"result{}":{{"T":{{"u":{{}}}}}},"result":{{"T":{{"v":{{}}}}}}}}"#,
+            "x".repeat(10_000)
+        );
+        let (out, rows) = cut(&text, ROWS, 5);
+        assert_eq!(out, text.replace(r#""v":{}"#, r#""v":0"#));
+        assert_eq!(rows, ["{}"]);
     }
 
     #[test]
