@@ -446,7 +446,11 @@ impl<'de> Visitor<'de> for KindKey {
 /// learned from the rows before: ovsdb-server writes every row's columns in the same
 /// order, so each column name is checked against one guess instead of searched for.
 #[derive(Default)]
-pub(super) struct Order(std::cell::RefCell<Vec<Option<usize>>>);
+pub(super) struct Order {
+    guesses: std::cell::RefCell<Vec<Option<usize>>>,
+    /// A row's columns while it is decoded, kept for the next row's.
+    columns: std::cell::Cell<Vec<(usize, Datum)>>,
+}
 
 /// Decodes row `uuid` against a layout.
 struct RowSeed<'a>(&'a Arc<Layout>, &'a Uuid, &'a Order);
@@ -469,20 +473,25 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let layout = self.0;
         let n = layout.names.len();
-        // Filled in place: columns not sent keep a placeholder (an empty set, which
-        // allocates nothing) until they get their defaults.
-        let mut values: Vec<Datum> = Vec::with_capacity(n);
-        values.resize_with(n, || Datum::Set(Box::default()));
+        // The columns sent, by position, gathered in a buffer kept for the table's
+        // next row; columns not sent hold their defaults.
+        let mut columns = self.2.columns.take();
+        columns.clear();
         let mut seen = Seen::new(n);
         let mut nth = 0;
         while let Some(at) = map.next_key_seed(ColumnKey(layout, self.2, nth))? {
             nth += 1;
             match at {
                 Some(i) => {
-                    values[i] = map.next_value()?;
+                    let value: Datum = map.next_value()?;
                     layout
-                        .check(self.1, i, &values[i])
+                        .check(self.1, i, &value)
                         .map_err(serde::de::Error::custom)?;
+                    if seen.get(i) {
+                        // A column sent twice: the last one counts.
+                        columns.retain(|(c, _)| *c != i);
+                    }
+                    columns.push((i, value));
                     seen.set(i);
                 }
                 // A column not asked for (`_version`, say): not cached.
@@ -491,16 +500,9 @@ impl<'de> Visitor<'de> for RowSeed<'_> {
                 }
             }
         }
-        for (i, value) in values.iter_mut().enumerate() {
-            if !seen.get(i) {
-                *value = layout.defaults[i].clone();
-            }
-        }
-        let values = values.into_boxed_slice();
-        Ok(CachedRow {
-            layout: layout.clone(),
-            values,
-        })
+        let row = CachedRow::from_columns(layout, &mut columns);
+        self.2.columns.set(columns);
+        Ok(row)
     }
 }
 
@@ -555,7 +557,7 @@ impl<'de> Visitor<'de> for ColumnKey<'_> {
 
     fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
         let ColumnKey(layout, order, nth) = self;
-        let mut order = order.0.borrow_mut();
+        let mut order = order.guesses.borrow_mut();
         if let Some(Some(guess)) = order.get(nth) {
             if layout.names[*guess] == v {
                 return Ok(Some(*guess));

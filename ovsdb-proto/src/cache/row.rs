@@ -130,14 +130,90 @@ fn shown(value: &Datum) -> String {
 
 /// One cached row: the values of its table's monitored columns. Read a column with
 /// [`CachedRow::get`] or `row["column"]`; [`CachedRow::to_row`] gives a generic
-/// [`Row`].
+/// [`Row`]. Only the values that differ from their column's default are stored (most
+/// of an OVN row's columns are empty); the others are read from the layout.
 #[derive(Clone)]
 pub struct CachedRow {
-    pub(super) layout: Arc<Layout>,
-    pub(super) values: Box<[Datum]>,
+    layout: Arc<Layout>,
+    /// Which columns are stored.
+    present: Present,
+    /// The stored values, in column order.
+    values: Box<[Datum]>,
+}
+
+/// Which of a row's columns hold other than their default: bit `i` for column `i`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Present {
+    /// Up to 128 columns, in place.
+    Few([u64; 2]),
+    /// More.
+    Many(Box<[u64]>),
+}
+
+impl Present {
+    fn new(columns: usize) -> Present {
+        if columns <= 128 {
+            Present::Few([0; 2])
+        } else {
+            Present::Many(vec![0; columns.div_ceil(64)].into())
+        }
+    }
+
+    fn words(&self) -> &[u64] {
+        match self {
+            Present::Few(w) => w,
+            Present::Many(w) => w,
+        }
+    }
+
+    fn set(&mut self, i: usize) {
+        let words = match self {
+            Present::Few(w) => &mut w[..],
+            Present::Many(w) => &mut w[..],
+        };
+        words[i / 64] |= 1 << (i % 64);
+    }
+
+    fn has(&self, i: usize) -> bool {
+        self.words()[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    /// How many columns before `i` are stored: where `i`'s value is.
+    fn rank(&self, i: usize) -> usize {
+        let words = self.words();
+        let below: u32 = words[..i / 64].iter().map(|w| w.count_ones()).sum();
+        let mask = (1u64 << (i % 64)) - 1;
+        (below + (words[i / 64] & mask).count_ones()) as usize
+    }
 }
 
 impl CachedRow {
+    /// A row of `layout` from values by column position (each column at most once, in
+    /// any order; a column not given holds its default). Values equal to their
+    /// column's default are not stored.
+    pub(super) fn from_columns(layout: &Arc<Layout>, columns: &mut Vec<(usize, Datum)>) -> Self {
+        columns.retain(|(i, v)| *v != layout.defaults[*i]);
+        columns.sort_unstable_by_key(|(i, _)| *i);
+        let mut present = Present::new(layout.names.len());
+        for (i, _) in columns.iter() {
+            present.set(*i);
+        }
+        CachedRow {
+            layout: layout.clone(),
+            present,
+            values: columns.drain(..).map(|(_, v)| v).collect(),
+        }
+    }
+
+    /// The value of column `i`.
+    fn value(&self, i: usize) -> &Datum {
+        if self.present.has(i) {
+            &self.values[self.present.rank(i)]
+        } else {
+            &self.layout.defaults[i]
+        }
+    }
+
     /// This row (`uuid`) with an `update2` `modify` entry applied (each changed
     /// column's diff, by position in the layout); the row itself is untouched. A result
     /// that does not fit its column is an error.
@@ -148,10 +224,10 @@ impl CachedRow {
     ) -> Result<CachedRow, String> {
         // The modified columns computed from the old values, the others copied: each
         // value is copied once.
-        let mut changed: Vec<Option<Datum>> = vec![None; self.values.len()];
+        let mut changed: Vec<Option<Datum>> = vec![None; self.len()];
         for (i, d) in diff {
             let i = *i;
-            let base = changed[i].as_ref().unwrap_or(&self.values[i]);
+            let base = changed[i].as_ref().unwrap_or_else(|| self.value(i));
             let new = apply_column(&self.layout.types[i], base, d).map_err(|e| {
                 format!(
                     "table {} row {uuid} column {}: {e}",
@@ -161,15 +237,15 @@ impl CachedRow {
             self.layout.check(uuid, i, &new)?;
             changed[i] = Some(new);
         }
-        let values = changed
+        let mut columns: Vec<(usize, Datum)> = changed
             .into_iter()
-            .zip(self.values.iter())
-            .map(|(new, old)| new.unwrap_or_else(|| old.clone()))
+            .enumerate()
+            .filter_map(|(i, new)| match new {
+                Some(new) => Some((i, new)),
+                None => self.present.has(i).then(|| (i, self.value(i).clone())),
+            })
             .collect();
-        Ok(CachedRow {
-            layout: self.layout.clone(),
-            values,
-        })
+        Ok(CachedRow::from_columns(&self.layout, &mut columns))
     }
 
     /// The layout the row follows.
@@ -184,22 +260,25 @@ impl CachedRow {
 
     /// The value of `column`, if it is monitored.
     pub fn get(&self, column: &str) -> Option<&Datum> {
-        self.layout.position(column).map(|i| &self.values[i])
+        self.layout.position(column).map(|i| self.value(i))
     }
 
     /// Every column with its value, in name order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &Datum)> {
-        self.layout.columns().zip(self.values.iter())
+        self.layout
+            .columns()
+            .enumerate()
+            .map(|(i, c)| (c, self.value(i)))
     }
 
     /// The number of columns.
     pub fn len(&self) -> usize {
-        self.values.len()
+        self.layout.names.len()
     }
 
     /// True for a row of no column.
     pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
+        self.layout.names.is_empty()
     }
 
     /// A generic copy of the row.
@@ -211,7 +290,7 @@ impl CachedRow {
 
     /// The hash of the values of one of the layout's indexes (as [`key_hash`] of them).
     pub(crate) fn key_hash(&self, index: &[usize]) -> u64 {
-        key_hash(index.iter().map(|&i| &self.values[i]))
+        key_hash(index.iter().map(|&i| self.value(i)))
     }
 
     /// True when the values at `index` are `key`, in order.
@@ -220,12 +299,12 @@ impl CachedRow {
         index: &[usize],
         mut key: impl Iterator<Item = &'a Datum>,
     ) -> bool {
-        index.iter().all(|&i| key.next() == Some(&self.values[i])) && key.next().is_none()
+        index.iter().all(|&i| key.next() == Some(self.value(i))) && key.next().is_none()
     }
 
     /// True when the values at `index` are the same in both rows (of one layout).
     pub(crate) fn same_at(&self, other: &CachedRow, index: &[usize]) -> bool {
-        index.iter().all(|&i| self.values[i] == other.values[i])
+        index.iter().all(|&i| self.value(i) == other.value(i))
     }
 }
 
@@ -237,7 +316,9 @@ impl ColumnSource for CachedRow {
 
 impl PartialEq for CachedRow {
     fn eq(&self, other: &CachedRow) -> bool {
+        // Both store exactly their non-default values, so equal rows store the same.
         (Arc::ptr_eq(&self.layout, &other.layout) || self.layout.names == other.layout.names)
+            && self.present == other.present
             && self.values == other.values
     }
 }
@@ -472,5 +553,86 @@ mod tests {
         );
         assert_eq!(row["port"], Datum::scalar(100));
         assert_eq!(row["ids"], Datum::map([("a", 1)]));
+    }
+
+    #[test]
+    fn only_values_other_than_their_defaults_are_stored() {
+        let l = layouts();
+        let r = row(
+            &l,
+            json!({"name": "x", "tags": ["set", []], "ids": ["map", [["a", 1]]]}),
+        );
+        // name and ids stored; n, tags, kind and port are their defaults.
+        assert_eq!(r.values.len(), 2);
+        assert_eq!(r["name"], Datum::scalar("x"));
+        assert_eq!(r["tags"], Datum::empty());
+        assert_eq!(r["ids"], Datum::map([("a", 1)]));
+        assert_eq!(r.len(), 6);
+        let names: Vec<&str> = r.iter().map(|(c, _)| c).collect();
+        assert_eq!(names, ["ids", "kind", "n", "name", "port", "tags"]);
+        // A default sent or left out is the same row.
+        let sent = row(
+            &l,
+            json!({"name": "x", "ids": ["map", [["a", 1]]], "n": ["set", []]}),
+        );
+        assert!(sent == r);
+        assert_eq!(sent.to_row(), r.to_row());
+        // A name left empty is its default too, and not stored.
+        assert_eq!(row(&l, json!({"name": ""})).values.len(), 0);
+    }
+
+    #[test]
+    fn a_column_sent_twice_takes_the_last_value() {
+        let l = layouts();
+        let text =
+            format!(r#"{{"T": {{"{A}": {{"initial": {{"name": "a", "n": 1, "name": "b"}}}}}}}}"#);
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let mut t = UpdatesSeed(l.clone(), Form::Two, None)
+            .deserialize(&mut de)
+            .unwrap();
+        let Some((_, RowChange::New(r))) = t[0].rows.pop() else {
+            panic!("a row")
+        };
+        assert_eq!(r["name"], Datum::scalar("b"));
+        assert_eq!(r["n"], Datum::scalar(1));
+        assert_eq!(r.values.len(), 2);
+    }
+
+    #[test]
+    fn a_modify_stores_values_that_leave_their_default_and_drops_those_back_to_it() {
+        let l = layouts();
+        let r = row(&l, json!({"name": "x", "n": 3}));
+        let uuid: Uuid = A.parse().unwrap();
+        // n removed (an optional column's diff is its new value: empty), port set.
+        let m = r
+            .apply_diff(
+                &uuid,
+                &diff(&l, json!({"n": ["set", []], "port": 7})).unwrap(),
+            )
+            .unwrap();
+        assert_eq!(m["n"], Datum::empty());
+        assert_eq!(m["port"], Datum::scalar(7));
+        assert_eq!(m["name"], Datum::scalar("x"));
+        assert_eq!(m.values.len(), 2, "name and port");
+        assert!(m == row(&l, json!({"name": "x", "port": 7})));
+        assert_eq!(r["n"], Datum::scalar(3), "the old row is untouched");
+    }
+
+    #[test]
+    fn presence_of_more_than_128_columns_is_kept_apart() {
+        let mut p = Present::new(200);
+        assert!(matches!(p, Present::Many(_)));
+        for i in [0, 63, 64, 127, 128, 199] {
+            p.set(i);
+        }
+        assert!(p.has(128) && p.has(199) && !p.has(1) && !p.has(198));
+        assert_eq!(p.rank(0), 0);
+        assert_eq!(p.rank(128), 4);
+        assert_eq!(p.rank(199), 5);
+        let mut few = Present::new(128);
+        few.set(127);
+        few.set(5);
+        assert!(matches!(few, Present::Few(_)));
+        assert_eq!(few.rank(127), 1);
     }
 }
