@@ -345,8 +345,8 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
-        self.monitor_decoding("monitor", db, monitor_id, requests, seed, None)
-            .await
+        let params = monitor_params("monitor", db, monitor_id, requests, None)?;
+        self.call_decoding("monitor", params, seed).await
     }
 
     /// `monitor_cond`: like [`monitor`](Self::monitor) with conditions per table and the
@@ -374,27 +374,8 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
-        self.monitor_decoding("monitor_cond", db, monitor_id, requests, seed, None)
-            .await
-    }
-
-    /// `monitor` or `monitor_cond` (`method`), the result decoded by `seed`, with the
-    /// rows cut out of it if `cut` says so.
-    pub(crate) async fn monitor_decoding<S>(
-        &self,
-        method: &'static str,
-        db: &str,
-        monitor_id: serde_json::Value,
-        requests: &BTreeMap<String, MonitorRequest>,
-        seed: S,
-        cut: Option<Cut>,
-    ) -> Result<S::Value, Error>
-    where
-        S: DeserializeSeed<'static> + Send + 'static,
-        S::Value: Send + 'static,
-    {
-        let params = encode_params(method, &(db, monitor_id, AsArrays(requests)))?;
-        self.call_decoding_cut(method, params, seed, cut).await
+        let params = monitor_params("monitor_cond", db, monitor_id, requests, None)?;
+        self.call_decoding("monitor_cond", params, seed).await
     }
 
     /// `monitor_cond_since`: like [`monitor_cond`](Self::monitor_cond), but when the
@@ -436,32 +417,14 @@ impl Client {
         S: DeserializeSeed<'static> + Send + 'static,
         S::Value: Send + 'static,
     {
-        self.monitor_cond_since_cut(db, monitor_id, requests, last_txn_id, seed, None)
-            .await
-    }
-
-    /// [`monitor_cond_since_with`](Self::monitor_cond_since_with), with the rows cut
-    /// out of the reply if `cut` says so.
-    pub(crate) async fn monitor_cond_since_cut<S>(
-        &self,
-        db: &str,
-        monitor_id: serde_json::Value,
-        requests: &BTreeMap<String, MonitorRequest>,
-        last_txn_id: Option<Uuid>,
-        seed: S,
-        cut: Option<Cut>,
-    ) -> Result<S::Value, Error>
-    where
-        S: DeserializeSeed<'static> + Send + 'static,
-        S::Value: Send + 'static,
-    {
-        let since = last_txn_id.unwrap_or(Uuid::nil());
-        let params = encode_params(
+        let params = monitor_params(
             "monitor_cond_since",
-            &(db, monitor_id, AsArrays(requests), since),
+            db,
+            monitor_id,
+            requests,
+            Some(last_txn_id.unwrap_or(Uuid::nil())),
         )?;
-        self.call_decoding_cut("monitor_cond_since", params, seed, cut)
-            .await
+        self.call_decoding("monitor_cond_since", params, seed).await
     }
 
     /// `monitor_cond_change`: changes the conditions (and columns) of a live
@@ -540,6 +503,20 @@ impl Serialize for AsArrays<'_> {
             m.serialize_entry(table, &[request])?;
         }
         m.end()
+    }
+}
+
+/// The params of `monitor` or `monitor_cond` (`since` none), or of `monitor_cond_since`.
+pub(crate) fn monitor_params(
+    method: &str,
+    db: &str,
+    monitor_id: serde_json::Value,
+    requests: &BTreeMap<String, MonitorRequest>,
+    since: Option<Uuid>,
+) -> Result<Bytes, Error> {
+    match since {
+        None => encode_params(method, &(db, monitor_id, AsArrays(requests))),
+        Some(since) => encode_params(method, &(db, monitor_id, AsArrays(requests), since)),
     }
 }
 

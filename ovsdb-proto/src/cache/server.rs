@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::client::Client;
+use crate::client::{monitor_params, Client};
 use crate::cut::{RowTexts, ROWS, SINCE_ROWS};
 use crate::datum::Row;
 use crate::error::Error;
@@ -150,6 +150,29 @@ impl ServerWatch {
     }
 }
 
+/// Sends `method` with `params`; the reply's rows are cut out of it at `path` while it
+/// arrives ([`crate::cut`]) and the seed `seed` makes of them decodes it.
+async fn ask<S>(
+    client: &Client,
+    method: &'static str,
+    params: bytes::Bytes,
+    path: &'static [crate::cut::Step],
+    seed: impl FnOnce(RowTexts) -> S,
+) -> Result<S::Value, Error>
+where
+    S: serde::de::DeserializeSeed<'static> + Send + 'static,
+    S::Value: Send + 'static,
+{
+    let rows = RowTexts::default();
+    let cut = Cut {
+        path,
+        rows: rows.clone(),
+    };
+    client
+        .call_decoding_cut(method, params, seed(rows), Some(cut))
+        .await
+}
+
 /// `monitor_cond_since`, or on a server that lacks it `monitor_cond`, or on one that
 /// lacks that too plain `monitor` (whose updates are turned into the `update2` form).
 /// The big replies are decoded straight into cached rows, while they arrive.
@@ -161,40 +184,17 @@ pub(super) async fn monitor(
     since: Option<Uuid>,
     layouts: &Layouts,
 ) -> Result<Since, Error> {
-    // Each reply's rows are cut out of it while it arrives and decoded from slices
-    // ([`crate::cut`]).
-    let cut = |path| {
-        let rows = RowTexts::default();
-        (rows.clone(), Some(Cut { path, rows }))
-    };
-    let (rows, since_cut) = cut(SINCE_ROWS);
-    match client
-        .monitor_cond_since_cut(
-            db,
-            id.into(),
-            requests,
-            since,
-            SinceSeed(layouts.clone(), Some(rows)),
-            since_cut,
-        )
-        .await
-    {
+    let since = Some(since.unwrap_or(Uuid::nil()));
+    let params = monitor_params("monitor_cond_since", db, id.into(), requests, since)?;
+    let seed = |rows| SinceSeed(layouts.clone(), Some(rows));
+    match ask(&client, "monitor_cond_since", params, SINCE_ROWS, seed).await {
         Err(e) if is_unknown(&e) => {}
         other => return other,
     }
     tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
-    let (rows, cond_cut) = cut(ROWS);
-    let updates = match client
-        .monitor_decoding(
-            "monitor_cond",
-            db,
-            id.into(),
-            requests,
-            UpdatesSeed(layouts.clone(), Form::Two, Some(rows)),
-            cond_cut,
-        )
-        .await
-    {
+    let params = monitor_params("monitor_cond", db, id.into(), requests, None)?;
+    let seed = |rows| UpdatesSeed(layouts.clone(), Form::Two, Some(rows));
+    let updates = match ask(&client, "monitor_cond", params, ROWS, seed).await {
         Err(e) if is_unknown(&e) => {
             tracing::info!("cache: the server lacks monitor_cond; using monitor");
             let plain: BTreeMap<String, MonitorRequest> = requests
@@ -205,17 +205,9 @@ pub(super) async fn monitor(
                     (t.clone(), r)
                 })
                 .collect();
-            let (rows, plain_cut) = cut(ROWS);
-            client
-                .monitor_decoding(
-                    "monitor",
-                    db,
-                    id.into(),
-                    &plain,
-                    UpdatesSeed(layouts.clone(), Form::Plain, Some(rows)),
-                    plain_cut,
-                )
-                .await?
+            let params = monitor_params("monitor", db, id.into(), &plain, None)?;
+            let seed = |rows| UpdatesSeed(layouts.clone(), Form::Plain, Some(rows));
+            ask(&client, "monitor", params, ROWS, seed).await?
         }
         other => other?,
     };
