@@ -146,15 +146,13 @@ impl TableSeed<'_> {
             };
             let change = match self.2 {
                 None => map.next_value_seed(self.1.seed(self.0, &uuid, order))?,
-                Some(texts) => {
-                    match map.next_value_seed(self.1.cut_or_row(self.0, &uuid, order))? {
-                        Entry::Row(change) => change,
-                        Entry::Cut(n) => texts
-                            .take(n)
-                            .and_then(|text| self.1.decode(self.0, &uuid, order, &text))
-                            .map_err(serde::de::Error::custom)?,
-                    }
-                }
+                Some(texts) => match self.1.cut_entry(map, texts, self.0, &uuid, order)? {
+                    Entry::Row(change) => change,
+                    Entry::Text(text) => self
+                        .1
+                        .decode(self.0, &uuid, order, &text)
+                        .map_err(serde::de::Error::custom)?,
+                },
             };
             rows.push((uuid, change));
         }
@@ -177,15 +175,23 @@ impl Form {
         ChangeOf(self, RowSeed(layout, uuid, order))
     }
 
-    /// The seed of one row's change in this form, or of the number a cutter put in
-    /// its place.
-    pub(super) fn cut_or_row<'a>(
+    /// The next row's change of `map`, whose rows were cut out into `texts`: decoded,
+    /// when the cutter left the row in place, or its text.
+    pub(super) fn cut_entry<'de, A: MapAccess<'de>>(
         self,
-        layout: &'a Arc<Layout>,
-        uuid: &'a Uuid,
-        order: &'a Order,
-    ) -> CutOrRow<'a> {
-        CutOrRow(self.seed(layout, uuid, order))
+        map: &mut A,
+        texts: &RowTexts,
+        layout: &Arc<Layout>,
+        uuid: &Uuid,
+        order: &Order,
+    ) -> Result<Entry, A::Error> {
+        match map.next_value_seed(CutOrRow(self.seed(layout, uuid, order)))? {
+            CutOr::Row(change) => Ok(Entry::Row(change)),
+            CutOr::Cut(n) => texts
+                .take(n)
+                .map(Entry::Text)
+                .map_err(serde::de::Error::custom),
+        }
     }
 
     /// Decodes one row's change from its own text (one a cutter cut out, say).
@@ -215,19 +221,25 @@ fn without_position(e: &serde_json::Error) -> String {
     }
 }
 
-/// A row's change where a cutter may have left the row's number instead.
+/// A row's change where rows may have been cut out of the text.
 pub(super) enum Entry {
-    /// The row was there, and is decoded.
+    /// The row was in place, and is decoded.
     Row(RowChange),
-    /// The number of the row cut out.
+    /// The row's text, cut out.
+    Text(Vec<u8>),
+}
+
+/// What is in a row's place: the row, or the number a cutter left.
+enum CutOr {
+    Row(RowChange),
     Cut(u64),
 }
 
-/// Reads an [`Entry`].
-pub(super) struct CutOrRow<'a>(ChangeOf<'a>);
+/// Reads a [`CutOr`].
+struct CutOrRow<'a>(ChangeOf<'a>);
 
 impl<'de> DeserializeSeed<'de> for CutOrRow<'_> {
-    type Value = Entry;
+    type Value = CutOr;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_any(self)
@@ -235,23 +247,18 @@ impl<'de> DeserializeSeed<'de> for CutOrRow<'_> {
 }
 
 impl<'de> Visitor<'de> for CutOrRow<'_> {
-    type Value = Entry;
+    type Value = CutOr;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a row update")
+        self.0.expecting(f)
     }
 
-    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Entry, E> {
-        Ok(Entry::Cut(n))
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<CutOr, E> {
+        Ok(CutOr::Cut(n))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Entry, A::Error> {
-        let ChangeOf(form, row) = self.0;
-        match form {
-            Form::Two => ChangeSeed(row).visit_map(map),
-            Form::Plain => PlainChangeSeed(row).visit_map(map),
-        }
-        .map(Entry::Row)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<CutOr, A::Error> {
+        self.0.visit_map(map).map(CutOr::Row)
     }
 }
 
@@ -262,92 +269,71 @@ impl<'de> DeserializeSeed<'de> for ChangeOf<'_> {
     type Value = RowChange;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChangeOf<'_> {
+    type Value = RowChange;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            Form::Two => {
+                "a row update: {\"initial\"|\"insert\"|\"modify\": row} or {\"delete\": null}"
+            }
+            Form::Plain => "a row update: {\"old\": row, \"new\": row}",
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         match self.0 {
-            Form::Two => ChangeSeed(self.1).deserialize(d),
-            Form::Plain => PlainChangeSeed(self.1).deserialize(d),
+            Form::Two => update2(self.1, map),
+            Form::Plain => plain(self.1, map),
         }
     }
 }
 
-struct ChangeSeed<'a>(RowSeed<'a>);
-
-impl<'de> DeserializeSeed<'de> for ChangeSeed<'_> {
-    type Value = RowChange;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
+/// `{"initial"|"insert"|"modify": row}` or `{"delete": null}`.
+fn update2<'de, A: MapAccess<'de>>(row: RowSeed<'_>, mut map: A) -> Result<RowChange, A::Error> {
+    let kind = map
+        .next_key_seed(KindKey)?
+        .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
+    let change = match kind {
+        Kind::New => RowChange::New(map.next_value_seed(row)?),
+        Kind::Modify => RowChange::Modify(map.next_value_seed(DiffSeed(row.0))?),
+        Kind::Delete => {
+            map.next_value::<IgnoredAny>()?;
+            RowChange::Delete
+        }
+    };
+    if map.next_key::<IgnoredAny>()?.is_some() {
+        return Err(serde::de::Error::custom(
+            "a row update with more than one kind",
+        ));
     }
+    Ok(change)
 }
 
-impl<'de> Visitor<'de> for ChangeSeed<'_> {
-    type Value = RowChange;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a row update: {\"initial\"|\"insert\"|\"modify\": row} or {\"delete\": null}")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let kind = map
-            .next_key_seed(KindKey)?
-            .ok_or_else(|| serde::de::Error::custom("an empty row update"))?;
-        let change = match kind {
-            Kind::New => RowChange::New(map.next_value_seed(self.0)?),
-            Kind::Modify => RowChange::Modify(map.next_value_seed(DiffSeed(self.0 .0))?),
-            Kind::Delete => {
+/// The plain form: `new` is the whole row; without it the row is gone.
+fn plain<'de, A: MapAccess<'de>>(row: RowSeed<'_>, mut map: A) -> Result<RowChange, A::Error> {
+    let mut new = None;
+    let mut row = Some(row);
+    while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        match (&*key, row.take()) {
+            ("new", Some(seed)) => new = Some(map.next_value_seed(seed)?),
+            ("new", None) => return Err(serde::de::Error::custom("a row update with two \"new\"")),
+            ("old", seed) => {
+                row = seed;
                 map.next_value::<IgnoredAny>()?;
-                RowChange::Delete
             }
-        };
-        if map.next_key::<IgnoredAny>()?.is_some() {
-            return Err(serde::de::Error::custom(
-                "a row update with more than one kind",
-            ));
-        }
-        Ok(change)
-    }
-}
-
-/// One row's change in the plain form: `new` is the whole row; without it the row is
-/// gone.
-struct PlainChangeSeed<'a>(RowSeed<'a>);
-
-impl<'de> DeserializeSeed<'de> for PlainChangeSeed<'_> {
-    type Value = RowChange;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for PlainChangeSeed<'_> {
-    type Value = RowChange;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a row update: {\"old\": row, \"new\": row}")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut new = None;
-        let mut row = Some(self.0);
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match (&*key, row.take()) {
-                ("new", Some(seed)) => new = Some(map.next_value_seed(seed)?),
-                ("new", None) => {
-                    return Err(serde::de::Error::custom("a row update with two \"new\""))
-                }
-                ("old", seed) => {
-                    row = seed;
-                    map.next_value::<IgnoredAny>()?;
-                }
-                (other, _) => {
-                    return Err(serde::de::Error::custom(format!(
-                        "a row update with member {other:?}"
-                    )))
-                }
+            (other, _) => {
+                return Err(serde::de::Error::custom(format!(
+                    "a row update with member {other:?}"
+                )))
             }
         }
-        Ok(new.map_or(RowChange::Delete, RowChange::New))
     }
+    Ok(new.map_or(RowChange::Delete, RowChange::New))
 }
 
 /// A `modify` entry's columns, by position in the layout; a column the layout lacks

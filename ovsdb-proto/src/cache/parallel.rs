@@ -23,10 +23,8 @@ const BATCH: usize = 256;
 enum Found {
     /// Its text, read by serde.
     Text(Box<RawValue>),
-    /// Its text, cut out of the reply.
-    Cut(Vec<u8>),
-    /// Decoded already (a row the cutter left in place).
-    Decoded(RowChange),
+    /// Its text cut out of the reply, or the row the cutter left in place.
+    Entry(Entry),
 }
 
 /// One batch: its place in the reply, and each row's uuid and what was found of it.
@@ -126,14 +124,9 @@ fn hand_over<'de, A: MapAccess<'de>>(
         };
         let found = match texts {
             None => map.next_value::<Box<RawValue>>().map(Found::Text),
-            Some(texts) => match map.next_value_seed(form.cut_or_row(layout, &uuid, &order)) {
-                Ok(Entry::Row(change)) => Ok(Found::Decoded(change)),
-                Ok(Entry::Cut(n)) => texts
-                    .take(n)
-                    .map(Found::Cut)
-                    .map_err(serde::de::Error::custom),
-                Err(e) => Err(e),
-            },
+            Some(texts) => form
+                .cut_entry(map, texts, layout, &uuid, &order)
+                .map(Found::Entry),
         };
         match found {
             Ok(found) => batch.push((uuid, found)),
@@ -174,8 +167,8 @@ fn work(
             .map(|(uuid, found)| {
                 let change = match found {
                     Found::Text(text) => form.decode(layout, &uuid, &order, text.get().as_bytes()),
-                    Found::Cut(text) => form.decode(layout, &uuid, &order, &text),
-                    Found::Decoded(change) => Ok(change),
+                    Found::Entry(Entry::Text(text)) => form.decode(layout, &uuid, &order, &text),
+                    Found::Entry(Entry::Row(change)) => Ok(change),
                 }?;
                 Ok((uuid, change))
             })
