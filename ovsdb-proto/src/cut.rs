@@ -11,7 +11,7 @@
 //! the parser, so the reply is accepted exactly when it would have been whole.
 
 use std::collections::VecDeque;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -47,11 +47,11 @@ pub(crate) const ROWS: &[Step] = &[Step::Key("result"), Step::AnyKey, Step::AnyK
 pub(crate) struct RowTexts(Arc<Mutex<VecDeque<CutRow>>>);
 
 /// A row cut out: its number and its text.
-type CutRow = (u64, Vec<u8>);
+type CutRow = (u64, Bytes);
 
 impl RowTexts {
     /// The text of the row the parser read number `n` in place of.
-    pub(crate) fn take(&self, n: u64) -> Result<Vec<u8>, String> {
+    pub(crate) fn take(&self, n: u64) -> Result<Bytes, String> {
         let mut rows = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match rows.pop_front() {
             Some((m, text)) if m == n => Ok(text),
@@ -59,7 +59,7 @@ impl RowTexts {
         }
     }
 
-    fn put(&self, n: u64, text: Vec<u8>) {
+    fn put(&self, n: u64, text: Bytes) {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -114,7 +114,10 @@ pub(crate) struct RowCutter<I> {
     rows: RowTexts,
     stack: Vec<Level>,
     mode: Mode,
-    /// The row being cut.
+    /// Where in the piece being scanned the row being cut starts, if it starts there.
+    row_start: Option<usize>,
+    /// The part of the row being cut that earlier pieces held; a row within one piece
+    /// is a slice of it, not a copy.
     row: Vec<u8>,
     /// How many rows were cut.
     cut: u64,
@@ -140,6 +143,7 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
             rows,
             stack: Vec::new(),
             mode: Mode::Structure,
+            row_start: None,
             row: Vec::new(),
             cut: 0,
             out: Vec::new(),
@@ -175,7 +179,7 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
     }
 
     /// Cuts one piece: its structure goes to `out`, its rows to `rows`.
-    fn scan(&mut self, piece: &[u8]) {
+    fn scan(&mut self, piece: &Bytes) {
         let mut i = 0;
         while i < piece.len() {
             match &mut self.mode {
@@ -184,7 +188,7 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                     string,
                     escaped,
                 } => {
-                    let start = i;
+                    let start = self.row_start.take().unwrap_or(i);
                     let mut done = false;
                     while i < piece.len() {
                         if *escaped {
@@ -225,11 +229,18 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                             }
                         }
                     }
-                    self.row.extend_from_slice(&piece[start..i]);
-                    if done {
-                        let text = std::mem::take(&mut self.row);
+                    if !done {
+                        self.row.extend_from_slice(&piece[start..i]);
+                    } else {
+                        let text = if self.row.is_empty() {
+                            piece.slice(start..i)
+                        } else {
+                            self.row.extend_from_slice(&piece[start..i]);
+                            Bytes::from(std::mem::take(&mut self.row))
+                        };
                         self.rows.put(self.cut, text);
-                        self.out.extend_from_slice(self.cut.to_string().as_bytes());
+                        // Cannot fail: writing to a vector.
+                        let _ = write!(self.out, "{}", self.cut);
                         self.cut += 1;
                         self.mode = Mode::Structure;
                         self.value_done();
@@ -303,7 +314,7 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                         b'{' | b'[' => {
                             let (on_path, row) = self.value_on_path();
                             if row && b == b'{' {
-                                self.row.push(b);
+                                self.row_start = Some(i - 1);
                                 self.mode = Mode::Row {
                                     depth: 1,
                                     string: false,
@@ -355,6 +366,10 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                 }
             }
         }
+        // A row whose `{` ended the piece goes on in the next one.
+        if let Some(start) = self.row_start.take() {
+            self.row.extend_from_slice(&piece[start..]);
+        }
     }
 
     /// A value ended in the innermost container.
@@ -404,7 +419,7 @@ mod tests {
         let mut out = String::new();
         cutter.read_to_string(&mut out).unwrap();
         let texts = (0..cutter.cut)
-            .map(|n| String::from_utf8(rows.take(n).unwrap()).unwrap())
+            .map(|n| String::from_utf8(rows.take(n).unwrap().to_vec()).unwrap())
             .collect();
         (out, texts)
     }
@@ -491,6 +506,6 @@ mod tests {
         );
         // The structure after it is still followed.
         assert_eq!(out, text.replace(r#"{"u":{}}"#, r#"{"u":0}"#));
-        assert_eq!(rows.take(0).unwrap(), b"{}");
+        assert_eq!(&rows.take(0).unwrap()[..], b"{}");
     }
 }

@@ -226,7 +226,7 @@ pub(super) enum Entry {
     /// The row was in place, and is decoded.
     Row(RowChange),
     /// The row's text, cut out.
-    Text(Vec<u8>),
+    Text(bytes::Bytes),
 }
 
 /// What is in a row's place: the row, or the number a cutter left.
