@@ -284,22 +284,17 @@ pub(crate) fn decode_reply<S: DeserializeSeed<'static>>(
         rx,
         current: Bytes::new(),
     };
-    match cut {
-        Some(Cut { path, rows }) => {
-            // The text left is small; the rows are read from slices.
-            let reader = std::io::BufReader::with_capacity(
-                8 * 1024,
-                crate::cut::RowCutter::new(chunks, path, rows),
-            );
-            let mut de = serde_json::Deserializer::from_reader(reader);
-            serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
-        }
-        None => {
-            let reader = std::io::BufReader::with_capacity(64 * 1024, chunks);
-            let mut de = serde_json::Deserializer::from_reader(reader);
-            serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
-        }
-    }
+    let (source, buffer): (Box<dyn std::io::Read>, usize) = match cut {
+        // The text left is small; the rows are read from slices.
+        Some(Cut { path, rows }) => (
+            Box::new(crate::cut::RowCutter::new(chunks, path, rows)),
+            8 * 1024,
+        ),
+        None => (Box::new(chunks), 64 * 1024),
+    };
+    let reader = std::io::BufReader::with_capacity(buffer, source);
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    serde::Deserializer::deserialize_map(&mut de, Envelope(seed))
 }
 
 /// The rows to cut out of a reply: where they are, and where they go.
