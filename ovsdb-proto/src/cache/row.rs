@@ -97,9 +97,9 @@ impl Layout {
         })
     }
 
-    /// The column names of an index.
-    pub(crate) fn index_name(&self, index: &[usize]) -> Vec<String> {
-        index.iter().map(|&i| self.names[i].clone()).collect()
+    /// The `slot`th of the indexes kept for this table, as positions of its columns.
+    pub(crate) fn index(&self, slot: usize) -> &[usize] {
+        &self.indexes[slot]
     }
 }
 

@@ -23,13 +23,20 @@ use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 /// the same). Two rows may share a key for a moment inside one update; both are kept.
 type UniqueIndex = imbl::OrdSet<(u64, u128)>;
 
-/// A table's kept unique index: its column names (in name order), their positions in
-/// the table's layout, and the rows.
+/// A table's kept unique index: which of its layout's indexes, and the rows. Cloned
+/// with the snapshot on every update, so it holds nothing but pointers and the map.
 #[derive(Clone)]
 struct KeptIndex {
-    names: Vec<String>,
-    at: Box<[usize]>,
+    layout: Arc<super::row::Layout>,
+    slot: usize,
     rows: UniqueIndex,
+}
+
+impl KeptIndex {
+    /// The index's columns, as positions in the layout (in name order).
+    fn at(&self) -> &[usize] {
+        self.layout.index(self.slot)
+    }
 }
 
 /// One consistent view of every cached table.
@@ -74,10 +81,8 @@ impl Snapshot {
         let mut wanted: Vec<(&str, &crate::Datum)> = key.iter().map(|(c, d)| (*c, d)).collect();
         wanted.sort_by(|a, b| a.0.cmp(b.0));
         let index = self.indexes.get(table)?.iter().find(|i| {
-            i.names
-                .iter()
-                .map(String::as_str)
-                .eq(wanted.iter().map(|w| w.0))
+            let names = i.at().iter().map(|&c| i.layout.names[c].as_str());
+            names.eq(wanted.iter().map(|w| w.0))
         })?;
         let hash = key_hash(wanted.iter().map(|w| w.1));
         let rows = self.tables.get(table)?;
@@ -87,7 +92,7 @@ impl Snapshot {
             .map(|&(_, u)| Uuid::from_u128(u))
             .find_map(|uuid| {
                 let row = rows.get(&uuid)?;
-                row.has_key(&index.at, wanted.iter().map(|w| w.1))
+                row.has_key(index.at(), wanted.iter().map(|w| w.1))
                     .then(|| (uuid, row.clone()))
             })
     }
@@ -442,11 +447,10 @@ fn update_indexes(next: &mut Snapshot, events: &[Event]) {
         // A table's indexes are kept in its layout's order (every cached row of a table
         // has the same layout: a new one takes a resync, which starts the indexes over).
         if !next.indexes.contains_key(&e.table) {
-            let all = layout
-                .indexes()
-                .map(|at| KeptIndex {
-                    names: layout.index_name(at),
-                    at: at.into(),
+            let all = (0..layout.indexes().count())
+                .map(|slot| KeptIndex {
+                    layout: layout.clone(),
+                    slot,
                     rows: UniqueIndex::new(),
                 })
                 .collect();
