@@ -188,11 +188,15 @@ impl Client {
                 self.0.remove(self.1);
             }
         }
-        let _untap = Untap(&self.connection.shared.taps, id);
+        let untap = Untap(&self.connection.shared.taps, id);
         let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed, cut));
         // A tapped reply reaches the request only as "done": its result, or the
         // server's error, is what the decoder read.
-        self.send_request(id, method, params, rx).await?;
+        let sent = self.send_request(id, method, params, rx).await;
+        // The request is over: if the reply never started to arrive (the connection
+        // ended, the request timed out), the decoder must not wait for it.
+        drop(untap);
+        sent?;
         match decoder.await {
             Ok(Ok(Ok(value))) => Ok(value),
             Ok(Ok(Err(error))) => Err(Error::server(method, ServerError::from_json(error))),

@@ -51,17 +51,16 @@ impl RawMessage {
         &self.bytes
     }
 
+    /// The whole message as received, sharing its buffer.
+    pub(crate) fn to_bytes(&self) -> Bytes {
+        self.bytes.clone()
+    }
+
     /// The JSON text of the value of top-level member `key`, if present; shares the
     /// message's buffer.
     pub fn member(&self, key: &str) -> Option<Bytes> {
         self.members.iter().find_map(|(k, v)| {
-            let raw_key = &self.bytes[k.clone()];
-            let matches = if raw_key.contains(&b'\\') {
-                serde_json::from_slice::<String>(raw_key).is_ok_and(|s| s == key)
-            } else {
-                raw_key.len() == key.len() + 2 && &raw_key[1..raw_key.len() - 1] == key.as_bytes()
-            };
-            matches.then(|| self.bytes.slice(v.clone()))
+            name_is(&self.bytes[k.clone()], key).then(|| self.bytes.slice(v.clone()))
         })
     }
 
@@ -89,6 +88,19 @@ impl RawMessage {
                 message: "no JSON object".into(),
             }),
         }
+    }
+}
+
+/// Whether `raw`, a member name as JSON text (quotes included), names `name`. A member
+/// name is a JSON string: `"\u0069d"` is `id` as much as `"id"` is, so a name with an
+/// escape is compared after unescaping.
+pub(crate) fn name_is(raw: &[u8], name: &str) -> bool {
+    if raw.contains(&b'\\') {
+        // An escape is at least two bytes for one character: a longer text cannot match.
+        raw.len() <= 6 * name.len() + 2
+            && serde_json::from_slice::<String>(raw).is_ok_and(|s| s == name)
+    } else {
+        raw.len() == name.len() + 2 && &raw[1..raw.len() - 1] == name.as_bytes()
     }
 }
 
@@ -209,11 +221,12 @@ impl JsonRpcCodec {
         self.pos
     }
 
-    /// The JSON text of the current message's `id` member, once it was scanned.
+    /// The JSON text of the current message's `id` member, once it was scanned; the
+    /// name is matched as a JSON string, escapes and all (see [`name_is`]).
     pub(crate) fn id<'a>(&self, buf: &'a [u8]) -> Option<&'a [u8]> {
         self.members
             .iter()
-            .find_map(|(k, v)| (&buf[k.clone()] == b"\"id\"").then(|| &buf[v.clone()]))
+            .find_map(|(k, v)| name_is(&buf[k.clone()], "id").then(|| &buf[v.clone()]))
     }
 
     /// Records that the first `n` bytes of `buf` were taken away (handed on while the
@@ -335,6 +348,9 @@ impl JsonRpcCodec {
                         }
                     },
                     Expect::Value => {
+                        if b == b',' || b == b'}' {
+                            return Err(self.syntax(i, "a member has no value"));
+                        }
                         if !b.is_ascii_whitespace() {
                             self.value_start = i;
                             self.expect = Expect::InValue;
@@ -586,6 +602,30 @@ mod tests {
     fn escaped_member_names_are_matched_by_their_value() {
         let m = RawMessage::from_bytes(&br#"{"\u0069d":5}"#[..]).unwrap();
         assert_eq!(&m.member("id").unwrap()[..], b"5");
+        // The framer's own look-up, which decides whether a reply is tapped, agrees.
+        let text = br#"{"\u0069\u0064":5,"result":{}}"#;
+        let mut codec = JsonRpcCodec::default();
+        let mut buf = BytesMut::from(&text[..]);
+        assert!(codec.begin(&mut buf).unwrap());
+        assert_eq!(codec.scan_message(&buf).unwrap(), Some(text.len()));
+        assert_eq!(codec.id(&buf), Some(&b"5"[..]));
+        assert!(name_is(br#""\/id""#, "/id"));
+        assert!(!name_is(br#""\u0069dd""#, "id"));
+        assert!(!name_is(br#""\u0069"#, "id"), "not a string");
+    }
+
+    #[test]
+    fn a_member_without_a_value_is_refused() {
+        for bad in [&br#"{"id":,"method":""}"#[..], br#"{"id": }"#] {
+            let mut codec = JsonRpcCodec::default();
+            let mut buf = BytesMut::from(bad);
+            let r = codec.decode(&mut buf);
+            assert!(
+                matches!(&r, Err(CodecError::Syntax { message, .. }) if message == "a member has no value"),
+                "{}: {r:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 
     #[test]

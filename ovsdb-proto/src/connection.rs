@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 
-use crate::codec::{JsonRpcCodec, Outgoing, RawMessage};
+use crate::codec::{name_is, JsonRpcCodec, Outgoing, RawMessage};
 use crate::connect::ConnectOptions;
 use crate::error::Error;
 use crate::monitor::{Notification, RawNotification};
@@ -91,6 +91,9 @@ impl Shared {
         for (p, e) in drained {
             let _ = p.reply.send(Err(e));
         }
+        // A reply being decoded while it arrives will get no more bytes: its decoder
+        // sees the end of them now, whether or not its reply had started.
+        self.taps.clear();
         self.ended.send_replace(true);
     }
 }
@@ -365,15 +368,9 @@ fn send_probe(shared: &Shared, writer: &Writer) -> Result<(), Error> {
 /// Checks that the members of `msg` nobody parses (any but `id`, `method`, `params`,
 /// `result` and `error`) are JSON: the framer only matched their brackets.
 fn check_unread(msg: &RawMessage) -> Result<(), Error> {
-    const READ: [&[u8]; 5] = [
-        b"\"id\"",
-        b"\"method\"",
-        b"\"params\"",
-        b"\"result\"",
-        b"\"error\"",
-    ];
+    const READ: [&str; 5] = ["id", "method", "params", "result", "error"];
     for (key, value) in msg.members() {
-        if READ.contains(&key) {
+        if READ.iter().any(|name| name_is(key, name)) {
             continue;
         }
         let name: String = serde_json::from_slice(key).map_err(|e| {
@@ -404,6 +401,16 @@ async fn dispatch(
         let params = msg
             .member("params")
             .unwrap_or_else(|| Bytes::from_static(b"[]"));
+        if !id_is_null {
+            // Sent back in the answer as it came: it must be JSON, or what goes out is not.
+            let id = id.as_deref().unwrap_or_default();
+            serde_json::from_slice::<serde::de::IgnoredAny>(id).map_err(|e| {
+                Error::protocol(format!(
+                    "the id {} of the server's {method:?} request is not JSON: {e}",
+                    String::from_utf8_lossy(id)
+                ))
+            })?;
+        }
         if id_is_null {
             // Decoded by whoever reads it; with nobody reading, still checked.
             let note = RawNotification { method, params };
@@ -448,6 +455,13 @@ async fn dispatch(
             String::from_utf8_lossy(&id_text)
         ))
     })?;
+    if let Some(tap) = shared.taps.take(id) {
+        // A reply meant to be decoded while it arrived came whole (the framer did not
+        // see its id before its end): its decoder reads it all the same, so the reply is
+        // read one way whichever way it came.
+        let _ = tap.send(msg.to_bytes()).await;
+        return complete_tapped(id, shared);
+    }
     let Some(pending) = shared.take_pending(id)? else {
         return Ok(());
     };

@@ -46,7 +46,14 @@ impl Taps {
         self.lock().remove(&id);
     }
 
-    fn take(&self, id: u64) -> Option<Tap> {
+    /// Stops tapping every reply whose bytes have not started arriving: their decoders
+    /// see the end of their bytes (the connection ended).
+    pub(crate) fn clear(&self) {
+        self.lock().clear();
+    }
+
+    /// Takes the tap for the reply to `id`: its bytes go there.
+    pub(crate) fn take(&self, id: u64) -> Option<Tap> {
         let mut map = self.lock();
         if map.is_empty() {
             return None;
