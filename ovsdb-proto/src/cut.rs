@@ -8,7 +8,11 @@
 //!
 //! The cutter only matches braces, outside strings; it checks nothing. A row whose text
 //! is not one JSON object fails when it is decoded, and whatever else is wrong fails in
-//! the parser, so the reply is accepted exactly when it would have been whole.
+//! the parser, so the reply is accepted exactly when it would have been whole. Two things
+//! keep that true against a server that tries otherwise: member names are compared as
+//! JSON strings (`"re\u0073ult"` is `result`), and a scalar found in a row's place
+//! leaves a mark in the queue of rows, so a number the server wrote there is never taken
+//! for one the cutter left (say, with the rows of a second `result` member behind it).
 
 use std::collections::VecDeque;
 use std::io::{Read, Write};
@@ -38,6 +42,10 @@ pub(crate) const SINCE_ROWS: &[Step] = &[
 /// The longest member name a path names.
 const LONGEST_KEY: usize = 6;
 
+/// How much of a member name is kept: the longest a path names, each character written
+/// as a six-byte escape, and one byte more, so that a longer name never matches.
+const KEPT_KEY: usize = 6 * LONGEST_KEY + 1;
+
 /// `monitor` and `monitor_cond`'s rows: `{"result": {table: {uuid: row}}}`.
 pub(crate) const ROWS: &[Step] = &[Step::Key("result"), Step::AnyKey, Step::AnyKey];
 
@@ -46,24 +54,31 @@ pub(crate) const ROWS: &[Step] = &[Step::Key("result"), Step::AnyKey, Step::AnyK
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RowTexts(Arc<Mutex<VecDeque<CutRow>>>);
 
-/// A row cut out: its number and its text.
-type CutRow = (u64, Bytes);
+/// What stood in a row's place, in the order of the text.
+#[derive(Debug)]
+enum CutRow {
+    /// A row cut out: its number and its text.
+    Row(u64, Bytes),
+    /// A scalar the server wrote where a row goes: left in place, never a row.
+    Scalar,
+}
 
 impl RowTexts {
     /// The text of the row the parser read number `n` in place of.
     pub(crate) fn take(&self, n: u64) -> Result<Bytes, String> {
         let mut rows = self.0.lock().unwrap_or_else(|e| e.into_inner());
         match rows.pop_front() {
-            Some((m, text)) if m == n => Ok(text),
+            Some(CutRow::Row(m, text)) if m == n => Ok(text),
+            Some(CutRow::Scalar) => Err(format!("a row is the number {n}, not a JSON object")),
             _ => Err(format!("row {n} of the reply was not cut out")),
         }
     }
 
-    fn put(&self, n: u64, text: Bytes) {
+    fn put(&self, row: CutRow) {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push_back((n, text));
+            .push_back(row);
     }
 }
 
@@ -238,7 +253,7 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                             self.row.extend_from_slice(&piece[start..i]);
                             Bytes::from(std::mem::take(&mut self.row))
                         };
-                        self.rows.put(self.cut, text);
+                        self.rows.put(CutRow::Row(self.cut, text));
                         // Cannot fail: writing to a vector.
                         let _ = write!(self.out, "{}", self.cut);
                         self.cut += 1;
@@ -275,7 +290,7 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                         if let Some(top) = self.stack.last_mut() {
                             // Past the longest name a path has, a member name cannot
                             // match: what is kept stops growing there.
-                            let room = LONGEST_KEY + 1 - top.key.len().min(LONGEST_KEY + 1);
+                            let room = KEPT_KEY - top.key.len().min(KEPT_KEY);
                             let part = &piece[start..i];
                             top.key.extend_from_slice(&part[..part.len().min(room)]);
                         }
@@ -284,6 +299,11 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                         self.out.push(b'"');
                         i += 1;
                         self.mode = Mode::Structure;
+                        if key {
+                            if let Some(top) = self.stack.last_mut() {
+                                unescape_name(&mut top.key);
+                            }
+                        }
                         match self.stack.last_mut() {
                             Some(top) if top.object && top.expect == Expect::Key => {
                                 top.expect = Expect::Colon
@@ -361,7 +381,15 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
                                 }
                             }
                         }
-                        _ => self.out.push(b),
+                        _ => {
+                            self.out.push(b);
+                            let starts_value = !b.is_ascii_whitespace()
+                                && self.stack.last().is_some_and(|t| t.expect == Expect::Value);
+                            if starts_value && self.value_on_path().1 {
+                                self.rows.put(CutRow::Scalar);
+                                self.value_done();
+                            }
+                        }
                     }
                 }
             }
@@ -372,7 +400,8 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
         }
     }
 
-    /// A value ended in the innermost container.
+    /// A value ended (or, for a scalar, is known to be under way) in the innermost
+    /// container.
     fn value_done(&mut self) {
         if let Some(top) = self.stack.last_mut() {
             top.expect = Expect::Comma;
@@ -403,6 +432,22 @@ impl<I: Iterator<Item = Bytes>> Read for RowCutter<I> {
     }
 }
 
+/// Turns a kept member name (its text between the quotes) into the name it stands for
+/// when it has escapes; a name too long to match, or not a valid string, is left as it is
+/// (it then matches nothing a path names: those have no backslash).
+fn unescape_name(name: &mut Vec<u8>) {
+    if !name.contains(&b'\\') || name.len() >= KEPT_KEY {
+        return;
+    }
+    let mut quoted = Vec::with_capacity(name.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(name);
+    quoted.push(b'"');
+    if let Ok(plain) = serde_json::from_slice::<String>(&quoted) {
+        *name = plain.into_bytes();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,7 +464,14 @@ mod tests {
         let mut out = String::new();
         cutter.read_to_string(&mut out).unwrap();
         let texts = (0..cutter.cut)
-            .map(|n| String::from_utf8(rows.take(n).unwrap().to_vec()).unwrap())
+            .map(|n| loop {
+                match rows.take(n) {
+                    Ok(text) => break String::from_utf8(text.to_vec()).unwrap(),
+                    // A scalar's mark: the row is further on.
+                    Err(e) if e.contains("not a JSON object") => continue,
+                    Err(e) => panic!("{e}"),
+                }
+            })
             .collect();
         (out, texts)
     }
@@ -446,12 +498,12 @@ mod tests {
 
     #[test]
     fn only_the_path_is_cut() {
-        // `result` elsewhere, escaped, or a row that is not an object: left in place.
-        let text = r#"{"error":{"result":{"T":{"u":{}}}},"re\u0073ult":{"T":{"u":{}}},"result":{"T":{"u":null,"v":{"new":{}}}},"id":"result"}"#;
+        // `result` elsewhere, or a row that is not an object: left in place.
+        let text = r#"{"error":{"result":{"T":{"u":{}}}},"resul":{"T":{"u":{}}},"result":{"T":{"u":null,"v":{"new":{}}}},"id":"result"}"#;
         let (out, rows) = cut(text, ROWS, 7);
         assert_eq!(
             out,
-            r#"{"error":{"result":{"T":{"u":{}}}},"re\u0073ult":{"T":{"u":{}}},"result":{"T":{"u":null,"v":0}},"id":"result"}"#
+            r#"{"error":{"result":{"T":{"u":{}}}},"resul":{"T":{"u":{}}},"result":{"T":{"u":null,"v":0}},"id":"result"}"#
         );
         assert_eq!(rows, [r#"{"new":{}}"#]);
         // The since form's rows are the third element's, not the first's.
@@ -462,6 +514,60 @@ mod tests {
         );
         assert_eq!(out, r#"{"result":[{"T":{"u":{}}},"x",{"T":{"u":0}}]}"#);
         assert_eq!(rows, ["{}"]);
+    }
+
+    #[test]
+    fn a_member_name_is_matched_as_the_string_it_stands_for() {
+        let every_char_escaped: String = "result"
+            .chars()
+            .map(|c| format!("\\u{:04x}", c as u32))
+            .collect();
+        for name in ["re\\u0073ult", "\\u0072esult", &every_char_escaped] {
+            let text = format!(r#"{{"{name}":{{"T":{{"u":{{"new":{{}}}}}}}}}}"#);
+            for step in 1..=text.len() {
+                let (out, rows) = cut(&text, ROWS, step);
+                assert_eq!(
+                    out,
+                    format!(r#"{{"{name}":{{"T":{{"u":0}}}}}}"#),
+                    "{name}, {step}"
+                );
+                assert_eq!(rows, [r#"{"new":{}}"#], "{name}, {step}");
+            }
+        }
+        // One escape too many, or a name that only starts like one: not the path.
+        for name in [
+            format!("{every_char_escaped}\\u0020"),
+            "re\\u0073ultx".into(),
+        ] {
+            let text = format!(r#"{{"{name}":{{"T":{{"u":{{}}}}}}}}"#);
+            let (out, rows) = cut(&text, ROWS, 3);
+            assert_eq!(out, text);
+            assert!(rows.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_number_in_a_rows_place_is_never_taken_for_a_cut_row() {
+        // Fuzzing found a reply whose first `result` has the number 0 where a row goes
+        // and whose second `result` has a row: the row, cut out as number 0, was taken
+        // for the server's 0, so the reply was accepted cut and refused whole.
+        let text = r#"{"result":{"T":{"u":0}},"result":{"T":{"u":{"new":{}}}}}"#;
+        for step in 1..=text.len() {
+            let pieces: Vec<Bytes> = text
+                .as_bytes()
+                .chunks(step)
+                .map(Bytes::copy_from_slice)
+                .collect();
+            let rows = RowTexts::default();
+            let mut out = String::new();
+            RowCutter::new(pieces.into_iter(), ROWS, rows.clone())
+                .read_to_string(&mut out)
+                .unwrap();
+            assert_eq!(out, r#"{"result":{"T":{"u":0}},"result":{"T":{"u":0}}}"#);
+            let e = rows.take(0).unwrap_err();
+            assert!(e.contains("not a JSON object"), "{e}");
+            assert_eq!(&rows.take(0).unwrap()[..], b"{\"new\":{}}");
+        }
     }
 
     #[test]

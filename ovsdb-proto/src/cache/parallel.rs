@@ -400,6 +400,54 @@ mod tests {
         }
     }
 
+    #[test]
+    fn duplicate_and_escaped_members_are_read_the_same_cut_and_whole() {
+        // Replies found by fuzzing, or built to defeat a cutter that compares names as
+        // bytes; `true` where the reply is good.
+        let row = json!({"new": columns(0)}).to_string();
+        let (u, v) = (uuid(0), uuid(1));
+        for (text, good) in [
+            // A number in a row's place, with a second result holding a row behind it.
+            (
+                format!(
+                    r#"{{"id":7,"result":{{"T":{{"{u}":0}}}},"result":{{"T":{{"{u}":{row}}}}},"error":null}}"#
+                ),
+                false,
+            ),
+            (
+                format!(
+                    r#"{{"id":7,"re\u0073ult":{{"T":{{"{u}":0}}}},"result":{{"T":{{"{u}":{row}}}}},"error":null}}"#
+                ),
+                false,
+            ),
+            (
+                format!(r#"{{"id":7,"result":{{"T":{{"{u}":0,"{v}":{row}}}}},"error":null}}"#),
+                false,
+            ),
+            // Two good results: the first is the reply's, on both paths.
+            (
+                format!(
+                    r#"{{"id":7,"result":{{"T":{{"{u}":{row}}}}},"result":{{"T":{{"{v}":{row}}}}},"error":null}}"#
+                ),
+                true,
+            ),
+            (
+                format!(r#"{{"id":7,"r\u0065sult":{{"T":{{"{u}":{row}}}}},"error":null}}"#),
+                true,
+            ),
+        ] {
+            let cut = streamed(text.clone().into_bytes(), false, true).map(rows);
+            let whole = streamed(text.clone().into_bytes(), false, false).map(rows);
+            assert_eq!(cut.is_ok(), good, "{text}: {cut:?}");
+            assert_eq!(whole.is_ok(), good, "{text}: {whole:?}");
+            if let (Ok(a), Ok(b)) = (&cut, &whole) {
+                assert!(a == b, "{text}");
+                assert_eq!(a.len(), 1);
+                assert_eq!(a[0].0, u);
+            }
+        }
+    }
+
     /// A tiny deterministic generator (xorshift), so that a failure can be replayed.
     struct Rng(u64);
 
