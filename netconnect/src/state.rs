@@ -252,6 +252,12 @@ impl State {
             } else {
                 a.insert(NODE_SUBNETS.into(), format_node_subnets(&subnets));
             }
+            let prev = match previous.objects.get(&key(&Object::Node(object.clone()))) {
+                Some(Object::Node(n)) => Some(n),
+                _ => None,
+            };
+            let why = reasons(allocation_problems, &format!("Node {name}"));
+            node_annotations_condition(&mut object, prev, &why, now);
             let o = Object::Node(object);
             out.objects.insert(key(&o), o);
         }
@@ -356,6 +362,65 @@ impl State {
     }
 }
 
+/// The condition a node's status carries while an annotation of it is replaced by an
+/// allocation (a reserved or duplicate `k8s.ovn.org/node-id`): the node keeps its rows
+/// with the new value, and the status says which annotation was not used and why.
+pub const NODE_ANNOTATIONS_ACCEPTED: &str = "OVNAnnotationsAccepted";
+
+/// Puts [`NODE_ANNOTATIONS_ACCEPTED`] (False, with `why`) into `node`'s status, or takes
+/// it out when `why` is empty; the transition time is kept from `previous`.
+fn node_annotations_condition(
+    node: &mut crate::api::objects::Node,
+    previous: Option<&crate::api::objects::Node>,
+    why: &[String],
+    now: &str,
+) {
+    use crate::api::meta::Condition;
+    let read = |n: &crate::api::objects::Node| -> Vec<Condition> {
+        n.other
+            .get("status")
+            .and_then(|s| s.get("conditions"))
+            .and_then(|c| serde_json::from_value(c.clone()).ok())
+            .unwrap_or_default()
+    };
+    let mut conditions = read(node);
+    let had = !conditions.is_empty();
+    conditions.retain(|c| c.type_ != NODE_ANNOTATIONS_ACCEPTED);
+    if !why.is_empty() {
+        if let Some(old) = previous
+            .map(read)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == NODE_ANNOTATIONS_ACCEPTED)
+        {
+            conditions.push(old);
+        }
+        crate::status::put(
+            &mut conditions,
+            Condition {
+                type_: NODE_ANNOTATIONS_ACCEPTED.into(),
+                status: "False".into(),
+                reason: "AnnotationReplaced".into(),
+                message: why.join("; "),
+                last_transition_time: String::new(),
+            },
+            now,
+        );
+    }
+    if conditions.is_empty() && !had {
+        return;
+    }
+    let status = node
+        .other
+        .entry("status")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let serde_json::Value::Object(status) = status {
+        // Cannot fail: a vector of plain structs.
+        let list = serde_json::to_value(&conditions).unwrap_or_default();
+        status.insert("conditions".into(), list);
+    }
+}
+
 /// The messages of `problems` about the object labelled `label` (`Kind name`).
 fn reasons(problems: &[Problem], label: &str) -> Vec<String> {
     problems
@@ -426,7 +491,23 @@ pub fn record_ready(
     let Some(mut object) = read_connect(&path) else {
         return Ok(false);
     };
-    if !crate::status::set(&mut object.status, crate::status::ready(zone, outcome), now) {
+    let mut condition = crate::status::ready(zone, outcome);
+    let refused = object
+        .status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == crate::status::ACCEPTED && c.status == "False");
+    if refused {
+        let held: Vec<String> = object
+            .metadata
+            .annotations
+            .get(NETWORK_CONNECT_SUBNET)
+            .and_then(|v| annotations::parse_connect_subnets(v).ok())
+            .map(|by_network| by_network.into_keys().collect())
+            .unwrap_or_default();
+        crate::status::ready_while_refused(&mut condition, &held);
+    }
+    if !crate::status::set(&mut object.status, condition, now) {
         return Ok(false);
     }
     let text = to_yaml(&Object::ClusterNetworkConnect(object))?;
@@ -645,6 +726,60 @@ mod tests {
         run(dir.path(), &(node("a", &[]) + &l3("[{cidr: 10.1.0.0/16}]")));
         assert!(!dir.path().join("Node/b.yaml").exists());
         assert!(dir.path().join("Node/a.yaml").exists());
+    }
+
+    #[test]
+    fn a_node_with_a_reserved_id_keeps_its_rows_and_its_status_says_what_was_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = node("a", &[("k8s.ovn.org/node-id", "1")]) + &l3("[{cidr: 10.1.0.0/16}]");
+        let (_, alloc) = run(dir.path(), &yaml);
+        assert_eq!(alloc.node_ids["a"], 2);
+        assert_eq!(alloc.host_subnets["red_net"]["a"].len(), 1);
+        let text = std::fs::read_to_string(dir.path().join("Node/a.yaml")).unwrap();
+        assert!(text.contains("k8s.ovn.org/node-id: '2'"), "{text}");
+        for line in [
+            "  - lastTransitionTime: t\n",
+            "    message: 'metadata.annotations[k8s.ovn.org/node-id]: node id 1 cannot be used: 1 is outside 2..=5000; node id 2 is allocated instead'\n",
+            "    reason: AnnotationReplaced\n",
+            "    status: 'False'\n",
+            "    type: OVNAnnotationsAccepted\n",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
+        // Once the annotation is mended, the condition goes.
+        run(
+            dir.path(),
+            &(node("a", &[("k8s.ovn.org/node-id", "2")]) + &l3("[{cidr: 10.1.0.0/16}]")),
+        );
+        let text = std::fs::read_to_string(dir.path().join("Node/a.yaml")).unwrap();
+        assert!(!text.contains("OVNAnnotationsAccepted"), "{text}");
+        assert!(text.contains("k8s.ovn.org/node-id: '2'"), "{text}");
+    }
+
+    #[test]
+    fn a_refused_connect_that_keeps_accepted_rows_says_so_in_its_zone_condition() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ClusterNetworkConnect/c.yaml");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            "apiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata:\n  name: c\n  annotations:\n    \
+             k8s.ovn.org/network-connect-subnet: '{\"cluster_udn_red\":{\"ipv4\":\"192.168.0.0/24\"},\"cluster_udn_blue\":{\"ipv4\":\"192.168.1.0/24\"}}'\n\
+             spec:\n  networkSelectors: []\n  connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\n  connectivity: [PodNetwork]\n\
+             status:\n  conditions:\n  - type: Accepted\n    status: 'False'\n    reason: InsufficientNetworks\n    message: only one network\n    lastTransitionTime: t\n",
+        )
+        .unwrap();
+        assert!(record_ready(dir.path(), "c", "node-a", &Ok(vec![]), "t2").unwrap());
+        let c = read_connect(&path).unwrap();
+        let ready = &c.status.conditions[1];
+        assert_eq!(ready.type_, "Ready-In-Zone-node-a");
+        assert_eq!(ready.status, "True");
+        assert!(
+            ready.message.ends_with("the connect is not accepted, so its current definition is not programmed: what is programmed is the last accepted definition, connecting cluster_udn_blue, cluster_udn_red"),
+            "{}",
+            ready.message
+        );
+        assert_eq!(c.status.status.as_deref(), Some("Failure"));
     }
 
     #[test]

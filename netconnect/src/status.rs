@@ -83,6 +83,26 @@ pub fn ready(zone: &str, outcome: &Result<Vec<String>, String>) -> Condition {
     }
 }
 
+/// A zone's `Ready-In-Zone-<zone>` condition for a connect whose `Accepted` is False:
+/// a refused connect connects nothing new, but what its last accepted definition
+/// programmed stays, so the message says so and names the networks still connected
+/// (`held`, from the connect's `k8s.ovn.org/network-connect-subnet` annotation), lest
+/// `Ready: True` beside `Accepted: False` read as "the refused change is in force".
+pub fn ready_while_refused(condition: &mut Condition, held: &[String]) {
+    let what = if held.is_empty() {
+        "nothing is programmed (no definition was ever accepted)".to_owned()
+    } else {
+        format!(
+            "what is programmed is the last accepted definition, connecting {}",
+            held.join(", ")
+        )
+    };
+    condition.message = format!(
+        "{}; the connect is not accepted, so its current definition is not programmed: {what}",
+        condition.message
+    );
+}
+
 /// Puts `condition` into `status`, replacing the one of its type; its
 /// `lastTransitionTime` is `now` if its status flipped (or it is new), else the
 /// previous one. `status.status` is recomputed. True when anything changed.
@@ -168,6 +188,28 @@ mod tests {
         };
         assert!(set(&mut s, accepted(&Err(other)), "t6"));
         assert_eq!(s.conditions[0].last_transition_time, "t5");
+    }
+
+    #[test]
+    fn a_zone_of_a_refused_connect_says_it_holds_the_last_accepted_definition() {
+        let mut c = ready("node-a", &Ok(vec![]));
+        ready_while_refused(
+            &mut c,
+            &["cluster_udn_blue".into(), "cluster_udn_red".into()],
+        );
+        assert_eq!(c.status, "True");
+        assert_eq!(
+            c.message,
+            "Connect router and all ports created successfully; the connect is not accepted, so its current definition is not programmed: what is programmed is the last accepted definition, connecting cluster_udn_blue, cluster_udn_red"
+        );
+        let mut c = ready("node-a", &Ok(vec![]));
+        ready_while_refused(&mut c, &[]);
+        assert!(
+            c.message
+                .ends_with("nothing is programmed (no definition was ever accepted)"),
+            "{}",
+            c.message
+        );
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
     use crate::api::annotations::*;
 
     // Node ids: annotated ones first (in name order, so a clash keeps the first node's).
+    // A node whose id cannot be kept (reserved, out of range, another node's) gets a new
+    // one, as OVN-Kubernetes' cluster manager gives it, and the bad id is reported.
     let mut node_ids = IdAllocator::new(2, MAX_NODE_ID);
     let mut missing = Vec::new();
     for (name, node) in &inv.nodes {
@@ -106,23 +108,30 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
                 Ok(()) => {
                     out.node_ids.insert(name.clone(), id);
                 }
-                Err(e) => problems.push(problem_for(
+                Err(e) => missing.push((name, Some((id, e)))),
+            },
+            None => missing.push((name, None)),
+        }
+    }
+    for (name, refused) in missing {
+        let node = &inv.nodes[name];
+        match (node_ids.allocate(), refused) {
+            (Ok(id), None) => {
+                out.node_ids.insert(name.clone(), id);
+            }
+            (Ok(id), Some((bad, why))) => {
+                out.node_ids.insert(name.clone(), id);
+                problems.push(problem_for(
                     &node.origin,
                     format!("Node {name}"),
                     &format!("metadata.annotations[{NODE_ID}]"),
-                    format!("node id {id} cannot be used: {e}"),
-                )),
-            },
-            None => missing.push(name),
-        }
-    }
-    for name in missing {
-        match node_ids.allocate() {
-            Ok(id) => {
-                out.node_ids.insert(name.clone(), id);
+                    format!(
+                        "node id {bad} cannot be used: {why}; node id {id} is allocated instead"
+                    ),
+                ));
             }
-            Err(e) => problems.push(problem_for(
-                &inv.nodes[name].origin,
+            (Err(e), _) => problems.push(problem_for(
+                &node.origin,
                 format!("Node {name}"),
                 "metadata.name",
                 format!("no node id: {e}"),

@@ -146,9 +146,10 @@ fn clashing_annotations_are_reported_and_the_first_keeps_its_value() {
     let (_, a, p) = run(&yaml);
     let text: Vec<String> = p.iter().map(ToString::to_string).collect();
     assert!(
-        text.iter()
-            .any(|t| t.contains("Node b")
-                && t.contains("node id 3 cannot be used: 3 is already in use")),
+        text.iter().any(|t| t.contains("Node b")
+            && t.contains(
+                "node id 3 cannot be used: 3 is already in use; node id 4 is allocated instead"
+            )),
         "{text:#?}"
     );
     assert!(
@@ -163,12 +164,45 @@ fn clashing_annotations_are_reported_and_the_first_keeps_its_value() {
         "{text:#?}"
     );
     assert_eq!(a.node_ids["a"], 3);
-    assert!(!a.node_ids.contains_key("b"));
+    // As OVN-Kubernetes' cluster manager does with a duplicate id: b gets a new one.
+    assert_eq!(a.node_ids["b"], 4);
     assert_eq!(
         a.host_subnets["cluster_udn_red"]["a"][0].to_string(),
         "10.1.0.0/24"
     );
     assert!(!a.tunnel_keys.contains_key("cluster_udn_green"));
+}
+
+#[test]
+fn a_node_annotated_with_a_reserved_id_gets_a_new_one_and_the_bad_id_is_reported() {
+    // OVN-Kubernetes reserves node ids 0 and 1; its cluster manager gives such a node the
+    // next free id instead of leaving it out (replayed from its ClusterNetworkConnect
+    // tests, where netconnectd dropped the node and its networks lost its rows).
+    let yaml = node("a", &[("k8s.ovn.org/node-id", "1")])
+        + &node("b", &[("k8s.ovn.org/node-id", "2")])
+        + &node("c", &[("k8s.ovn.org/node-id", "0")])
+        + &l3("red", "[{cidr: 10.1.0.0/16}]", "");
+    let (_, a, p) = run(&yaml);
+    assert_eq!(a.node_ids["b"], 2);
+    assert_eq!(a.node_ids["a"], 3);
+    assert_eq!(a.node_ids["c"], 4);
+    for (n, id, new) in [("a", 1, 3), ("c", 0, 4)] {
+        assert!(
+            a.host_subnets["cluster_udn_red"][n].len() == 1,
+            "node {n} keeps its rows"
+        );
+        assert!(
+            p.iter().any(|p| {
+                let t = p.to_string();
+                t.contains(&format!("Node {n}: metadata.annotations[k8s.ovn.org/node-id]"))
+                    && t.contains(&format!(
+                        "node id {id} cannot be used: {id} is outside 2..=5000; node id {new} is allocated instead"
+                    ))
+            }),
+            "{p:#?}"
+        );
+    }
+    assert_eq!(p.len(), 2, "{p:#?}");
 }
 
 #[test]

@@ -336,16 +336,9 @@ impl Inventory {
 fn node_info(origin: &Origin, node: &Node, context: &Context) -> Result<NodeInfo, BadAnnotation> {
     use annotations::*;
     let a = &context.annotations("Node", &node.metadata);
+    // An id the allocator cannot keep (0 and 1 are reserved) is replaced there, not
+    // refused here: the node stays.
     let node_id = a.get(NODE_ID).map(|v| parse_id(NODE_ID, v)).transpose()?;
-    if let Some(id) = node_id {
-        if id < 2 {
-            return Err(BadAnnotation {
-                key: NODE_ID,
-                value: id.to_string(),
-                reason: "node ids start at 2 (0 and 1 are reserved)".into(),
-            });
-        }
-    }
     let subnets = a
         .get(NODE_SUBNETS)
         .map(|v| parse_node_subnets(v))
@@ -584,7 +577,7 @@ mod tests {
             (udn("{topology: Layer2, layer2: {role: Primary, ipam: {mode: Disabled}}}"), "spec.layer2.ipam.mode: Disabled ipam.mode is only supported for Secondary network"),
             (udn("{topology: Layer2, layer2: {role: Secondary, ipam: {mode: Disabled}, subnets: [10.0.0.0/16]}}"), "Subnets must be unset when ipam.mode is Disabled"),
             ("apiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: c}\nspec: {namespaceSelector: {matchExpressions: [{key: a, operator: In}]}, network: {topology: Layer2, layer2: {role: Primary, subnets: [10.0.0.0/16]}}}\n".to_string(), "spec.namespaceSelector.matchExpressions[0].values: must be non-empty for operator In"),
-            ("apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {k8s.ovn.org/node-id: '1'}}\n".to_string(), "in.yaml doc 1: Node n: metadata.annotations[k8s.ovn.org/node-id]: \"1\": node ids start at 2"),
+            ("apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {k8s.ovn.org/node-id: 'one'}}\n".to_string(), "in.yaml doc 1: Node n: metadata.annotations[k8s.ovn.org/node-id]: \"one\""),
             ("apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {k8s.ovn.org/node-subnets: 'nope'}}\n".to_string(), "Node n: metadata.annotations[k8s.ovn.org/node-subnets]"),
             ("apiVersion: v1\nkind: Node\nmetadata: {name: n, annotations: {k8s.ovn.org/l3-gateway-config: '{\"default\":{\"mode\":\"shared\",\"mac-address\":\"zz\"}}'}}\n".to_string(), "mac-address \"zz\" is not a MAC address"),
             (udn("{topology: Layer2, layer2: {role: Primary, subnets: [10.0.0.0/16]}}").replace("name: net1,", "name: net1, annotations: {k8s.ovn.org/network-id: '0'},"), "network id 0 is the default network's"),
