@@ -85,13 +85,17 @@ pub fn __decode_updates(
 
 /// Decodes a whole plain `monitor` reply message (envelope included) as the cache
 /// does, fed in pieces of `piece` bytes through a channel from another thread, as the
-/// connection hands them over. For the decoder's benchmark; not part of the API.
+/// connection hands them over; with `cut`, its rows cut out and decoded from slices (as
+/// the cache reads it), else read whole by serde. Returns the rows in order, or why
+/// the reply was refused. For the decoder's benchmark and fuzz target; not part of the
+/// API.
 #[doc(hidden)]
 pub fn __decode_reply(
     schema: &DatabaseSchema,
     message: &[u8],
     piece: usize,
-) -> Result<usize, String> {
+    cut: bool,
+) -> Result<Vec<(uuid::Uuid, CachedRow)>, String> {
     let mut layouts = row::Layouts::new();
     for (name, table) in &schema.tables {
         let cols: Vec<String> = table.columns.keys().cloned().collect();
@@ -100,6 +104,7 @@ pub fn __decode_reply(
     let (tx, rx) = tokio::sync::mpsc::channel(crate::tap::TAP_CAPACITY);
     let feeder = {
         let message = bytes::Bytes::copy_from_slice(message);
+        let piece = piece.max(1);
         std::thread::spawn(move || {
             for at in (0..message.len()).step_by(piece) {
                 let end = (at + piece).min(message.len());
@@ -109,21 +114,24 @@ pub fn __decode_reply(
             }
         })
     };
-    // As the cache reads a monitor reply: its rows cut out and decoded from slices.
-    let rows = crate::cut::RowTexts::default();
-    let seed = decode::UpdatesSeed(layouts, decode::Form::Plain, Some(rows.clone()));
-    let cut = crate::tap::Cut {
+    let rows = cut.then(crate::cut::RowTexts::default);
+    let seed = decode::UpdatesSeed(layouts, decode::Form::Plain, rows.clone());
+    let cut = rows.map(|rows| crate::tap::Cut {
         path: crate::cut::ROWS,
         rows,
-    };
-    let n = crate::tap::decode_reply(rx, seed, Some(cut))
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?
-        .iter()
-        .map(|t| t.rows.len())
-        .sum();
+    });
+    let decoded = crate::tap::decode_reply(rx, seed, cut);
     let _ = feeder.join();
-    Ok(n)
+    Ok(decoded
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("server error {e}"))?
+        .into_iter()
+        .flat_map(|t| t.rows)
+        .filter_map(|(u, c)| match c {
+            decode::RowChange::New(row) => Some((u, row)),
+            _ => None,
+        })
+        .collect())
 }
 
 /// What to cache and where from.
