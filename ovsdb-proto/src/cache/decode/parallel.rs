@@ -12,8 +12,8 @@ use serde::de::MapAccess;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::decode::{Entry, Form, Order, RowChange, UuidKey};
-use super::row::Layout;
+use super::{Entry, Form, Order, RowChange, UuidKey};
+use crate::cache::row::Layout;
 use crate::cut::RowTexts;
 
 /// Rows handed to a worker at a time.

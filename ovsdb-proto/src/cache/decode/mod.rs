@@ -14,6 +14,8 @@ use crate::datum::Datum;
 use super::row::{CachedRow, Layout, Layouts};
 use crate::cut::RowTexts;
 
+mod parallel;
+
 /// One row's change, decoded against its table's layout.
 #[derive(Debug)]
 pub(crate) enum RowChange {
@@ -122,7 +124,7 @@ impl<'de> Visitor<'de> for TableSeed<'_> {
         // Small tables (every update but the biggest) here; the rows of a big one past
         // the first few hundred on every core, or here if no thread could start.
         if !self.here(&mut map, &mut rows, &order, ON_ONE_THREAD)?
-            && !super::parallel::rest_of_table(self.0, self.1, self.2, &mut map, &mut rows)?
+            && !parallel::rest_of_table(self.0, self.1, self.2, &mut map, &mut rows)?
         {
             self.here(&mut map, &mut rows, &order, usize::MAX)?;
         }
@@ -161,7 +163,7 @@ impl TableSeed<'_> {
 }
 
 /// How many rows of a table are decoded on the reading thread before the rest go to
-/// workers ([`super::parallel`]).
+/// workers ([`parallel`]).
 const ON_ONE_THREAD: usize = 512;
 
 impl Form {
