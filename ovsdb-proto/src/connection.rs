@@ -386,6 +386,14 @@ fn check_unread(msg: &RawMessage) -> Result<(), Error> {
     Ok(())
 }
 
+/// Checks that `text`, which the client will write back as it came (a server request's
+/// id, an echo's params), is JSON that any reader accepts: skipping over it is not
+/// enough, since a skip does not look inside strings (invalid UTF-8, a lone surrogate
+/// escape), so it is read whole.
+fn echoable(text: &[u8]) -> Result<(), serde_json::Error> {
+    serde_json::from_slice::<serde_json::Value>(text).map(drop)
+}
+
 async fn dispatch(
     msg: RawMessage,
     writer: &Writer,
@@ -404,7 +412,7 @@ async fn dispatch(
         if !id_is_null {
             // Sent back in the answer as it came: it must be JSON, or what goes out is not.
             let id = id.as_deref().unwrap_or_default();
-            serde_json::from_slice::<serde::de::IgnoredAny>(id).map_err(|e| {
+            echoable(id).map_err(|e| {
                 Error::protocol(format!(
                     "the id {} of the server's {method:?} request is not JSON: {e}",
                     String::from_utf8_lossy(id)
@@ -432,7 +440,7 @@ async fn dispatch(
         }
         let reply = if method == "echo" {
             // Sent back as it came: checked first, so that nothing invalid goes out.
-            serde_json::from_slice::<serde::de::IgnoredAny>(&params).map_err(|e| {
+            echoable(&params).map_err(|e| {
                 Error::protocol(format!("the params of the server's echo are not JSON: {e}"))
             })?;
             Outgoing::Response {

@@ -408,12 +408,26 @@ async fn a_server_request_whose_id_is_not_json_is_refused_not_answered() {
     // The framer passes `"id":]`-like texts only as far as brackets match; the answer
     // would echo the id, so it is checked before anything is written.
     for (bad, why) in [
-        (r#"{"id":,"method":"echo","params":[]}"#, "no value"),
-        (r#"{"id":tru,"method":"echo","params":[]}"#, "not JSON"),
-        (r#"{"id":[1,],"method":"x","params":[]}"#, "not JSON"),
+        (&br#"{"id":,"method":"echo","params":[]}"#[..], "no value"),
+        (br#"{"id":tru,"method":"echo","params":[]}"#, "not JSON"),
+        (br#"{"id":[1,],"method":"x","params":[]}"#, "not JSON"),
+        // Found by the client fuzz target: strings a skip passes over, echoed back.
+        (
+            b"{\"id\":\"\x86\",\"method\":\"echo\",\"params\":[]}",
+            "not JSON",
+        ),
+        (
+            br#"{"id":"\udc00","method":"echo","params":[]}"#,
+            "not JSON",
+        ),
+        (
+            br#"{"id":"e","method":"echo","params":["\udc00"]}"#,
+            "not JSON",
+        ),
     ] {
         let (c, n, mut peer) = pair();
-        peer.write_all(bad.as_bytes()).await.unwrap();
+        peer.write_all(bad).await.unwrap();
+        let bad = String::from_utf8_lossy(bad);
         let e = tokio::time::timeout(Duration::from_secs(5), c.closed())
             .await
             .unwrap();
