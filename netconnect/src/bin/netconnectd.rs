@@ -6,7 +6,7 @@
 //!             [--once] [--plan]
 //! ```
 //!
-//! See the README's netconnectd section for every flag.
+//! See `netconnect/README.md` for every flag.
 
 // A faster allocator for the cache's many small rows (the benches use it too).
 #[global_allocator]

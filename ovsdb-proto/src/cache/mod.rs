@@ -11,6 +11,50 @@
 //! Readers take [`Snapshot`]s, which are whole updates only and cost an `Arc` clone.
 //! Every change comes out of [`CacheEvents`] in order; a slow reader slows the cache
 //! down (and through it the server connection) rather than losing events.
+//!
+//! # How it is built
+//!
+//! Cached rows are compact (each table's column names are kept once; a row stores only
+//! the values that differ from their column's default, with a presence bit per column;
+//! a value is 24 bytes, a boxed slice of atoms, and a string of up to 24 bytes is held
+//! in its atom with no allocation). Unique indexes file rows by the hash of their key
+//! and compare the few rows under a hash, holding no copy of any value. A monitor
+//! reply's rows are cut out of it while it streams (`cut.rs`: serde reads a stream a
+//! byte at a time, a slice several times faster) and decoded from slices, the rows of a
+//! big table past its first 512 on every core (`cache/decode/parallel.rs`), in the
+//! server's order, the first bad row reported as it would be on one thread. One decoder
+//! (`cache/decode/mod.rs`) reads monitor replies, while they arrive, and every
+//! `update`/`update2`/`update3` notification (taken raw, `Notifications::recv_raw`)
+//! straight into them, and checks every value against its column (type, enum, range,
+//! length, element count): a row that does not fit fails that update with the table,
+//! row, column and value, the cache resyncs, and that server is tried after the others
+//! until it syncs cleanly. Tables and columns the server lacks are left out of the
+//! monitor and reported once (`CacheEvent::Skew`, `cache.skew()`), as the C IDL does;
+//! the cache becomes ready with what exists. `cargo bench -p integration-tests --bench
+//! sync` measures the initial sync of 104k rows beside the time to read the same
+//! reply's bytes (`docs/benchmarks.md`).
+//!
+//! The cache reconnects by itself (shuffled remotes, exponential backoff with jitter,
+//! starting again from the minimum after a session that synced), only to a cluster's
+//! leader if asked, never to a server whose raft index is behind what it has seen (a
+//! new cluster id, a cluster rebuilt from scratch, starts the count over;
+//! `cache.reset_raft_index()` for a restored backup), and resumes with
+//! `monitor_cond_since`; each server it cannot use is reported as
+//! `CacheEvent::Unusable` with why; when the server cannot resume it, the contents are
+//! fetched again and only true differences become events. A snapshot is one whole
+//! update, costs an `Arc` clone and never changes under the reader. Events are never
+//! dropped: a slow reader slows the cache. `cache.transact` fails fast with a retryable
+//! error while disconnected and says when an outcome is unknown; `cache.wait_for` gives
+//! read-your-writes; `cache.set_conditions` changes what is cached on the fly;
+//! `cache.reader()` is a cloneable read-only handle for the readers. The cache is split
+//! as kube-runtime splits its runtime: `watcher.rs` (a task that picks servers,
+//! connects, resumes or resyncs and follows the monitor, reporting a stream of events:
+//! contents synced, changes, servers unusable), `reflector.rs` (applies those to the
+//! store and publishes them; a batch that does not apply sends the watcher back to a
+//! full resync), `store.rs` (the snapshots), `server.rs` (schema fit, the `_Server`
+//! watch, the monitor request and its fallbacks), `health.rs` (the raft check, a pure
+//! function), `backoff.rs`. `ovsdb_proto::lock::Lock` acquires, steals and releases
+//! locks and says when one is lost.
 
 mod backoff;
 mod change;
