@@ -59,6 +59,7 @@
 mod backoff;
 mod change;
 mod decode;
+mod fill;
 mod health;
 mod hooks;
 mod index;
@@ -86,6 +87,7 @@ use crate::schema::DatabaseSchema;
 
 pub use crate::diff::{apply_column, apply_row};
 pub use change::{Change, Event, TableRows, TypedChange};
+pub use fill::Store;
 pub use index::RowIndex;
 pub use row::CachedRow;
 pub use store::Snapshot;
