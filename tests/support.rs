@@ -359,7 +359,7 @@ pub mod udn {
                         row.remove("_version");
                         // Columns OVN's own daemons write (northd sets `up`) are not ours
                         // to compare.
-                        for c in netconnect::reconcile::diff::WRITTEN_BY_OVN {
+                        for c in netconnect::reconcile::planner::WRITTEN_BY_OVN {
                             row.remove(*c);
                         }
                         (uuid, serde_json::to_value(&row).unwrap())

@@ -1,11 +1,11 @@
 //! Writing what a key wants: diff its desired rows against a snapshot of the NB
-//! ([`diff::plan`], pure) and send the result as one transaction over the cache's
+//! ([`planner::Planner`], pure) and send the result as one transaction over the cache's
 //! connection, waiting until the cache shows it so that the key's next reconcile reads
 //! its own writes.
 
-pub mod diff;
 pub mod nb;
 pub mod plan;
+pub mod planner;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,9 +15,9 @@ use std::time::Duration;
 use ovsdb_proto::cache::{Cache, CachedRow, Expected, Snapshot};
 use ovsdb_proto::{Operation, Uuid};
 
-pub use diff::PlanError;
 pub use nb::NbIndexes;
 pub use plan::Plan;
+pub use planner::PlanError;
 
 use crate::topology::desired::{Fragments, Owner, Scope};
 use crate::topology::Desired;
@@ -176,7 +176,7 @@ pub struct Reconciler {
     transactions: AtomicU64,
     rows_written: AtomicU64,
     /// The planner for the schema last seen.
-    planner: std::sync::Mutex<Option<Arc<diff::Planner>>>,
+    planner: std::sync::Mutex<Option<Arc<planner::Planner>>>,
     /// What was applied of keys with fragments, by owner and scope.
     memo: Mutex<HashMap<String, KeyMemo>>,
     /// Keys whose last transaction may have written what the cache does not show yet.
@@ -239,13 +239,13 @@ impl Reconciler {
         }
     }
 
-    fn planner(&self) -> Result<Arc<diff::Planner>, ReconcileError> {
+    fn planner(&self) -> Result<Arc<planner::Planner>, ReconcileError> {
         let schema = self.cache.schema().ok_or(ReconcileError::NotConnected)?;
         let mut p = self.planner.lock().unwrap_or_else(|e| e.into_inner());
         Ok(match &*p {
             Some(pl) if Arc::ptr_eq(pl.schema(), &schema) || **pl.schema() == *schema => pl.clone(),
             _ => {
-                let pl = Arc::new(diff::Planner::new(schema));
+                let pl = Arc::new(planner::Planner::new(schema));
                 *p = Some(pl.clone());
                 pl
             }

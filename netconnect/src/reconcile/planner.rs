@@ -1,0 +1,916 @@
+//! The difference between what one key wants and what the NB holds, as one minimal
+//! transaction. The ownership rules, all here:
+//!
+//! - A row is the key's when its `external_ids` carry the key's owner (for a table
+//!   without `external_ids`, when the key claims its name). Only such rows are
+//!   inserted, updated or deleted; an update sends only the columns that differ.
+//! - A set of references (a router's `ports`, a switch's `load_balancer_group`) is
+//!   changed by mutation, element by element: the key adds the references it wants and
+//!   removes only references to its own rows, so references other parties added stay.
+//! - A row the key wants that another party already holds under the same name is a
+//!   conflict: nothing is written for the key.
+//! - A *shared* row (the default COPP) that another party already created is used,
+//!   and what only it would have referenced is not created either.
+//! - Columns OVN's daemons write (`up`, `status`, …) are never compared or written.
+//! - A row no longer wanted is deleted: a root row explicitly, any other by removing the
+//!   references to it (the server then collects it).
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use ovsdb_proto::cache::{CachedRow, Snapshot};
+use ovsdb_proto::schema::{DatabaseSchema, Max, TableSchema};
+use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation, Row, Uuid};
+
+use super::nb::{NbIndexes, ATTACHABLE, TABLES};
+use super::plan::{ForeignMutation, Plan, RowName};
+use crate::topology::desired::{
+    foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
+};
+
+/// Columns OVN's own daemons write; never compared or written.
+pub const WRITTEN_BY_OVN: &[&str] = &["up", "dynamic_addresses", "tag", "status", "ipv6_prefix"];
+
+/// Why a key cannot be reconciled now.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// The server's schema lacks a table the key writes.
+    #[error("the server has no table {0}")]
+    MissingTable(String),
+    /// A row the key refers to by name (another key's or party's) does not exist yet.
+    #[error("{table} {name} does not exist (yet)")]
+    MissingDependency {
+        /// The table.
+        table: String,
+        /// The name.
+        name: String,
+    },
+    /// Another party holds a row of a name the key wants.
+    #[error("{row} already exists and belongs to {}", owner.as_ref().map(ToString::to_string).unwrap_or_else(|| "another party (no owner recorded)".into()))]
+    Conflict {
+        /// The row wanted.
+        row: RowName,
+        /// Who holds it, if recorded.
+        owner: Option<Owner>,
+    },
+    /// The server's schema lacks a column the key sets.
+    #[error("the server's {table} has no column {column}, which this row sets")]
+    Unsupported {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+    },
+}
+
+struct Existing {
+    uuid: Uuid,
+    row: Arc<CachedRow>,
+}
+
+/// What the planner needs to know of one table, worked out once per schema.
+struct TableInfo {
+    schema: TableSchema,
+    /// Columns holding sets of references (changed by mutation), sorted.
+    ref_sets: Vec<String>,
+    /// Columns holding any references.
+    refs: Vec<String>,
+    /// The [`ATTACHABLE`] tables and columns that can hold this table's rows.
+    held_in: Vec<(&'static str, Vec<&'static str>)>,
+}
+
+fn table_info(schema: &DatabaseSchema) -> HashMap<String, TableInfo> {
+    schema
+        .tables
+        .iter()
+        .map(|(name, t)| {
+            let mut ref_sets = Vec::new();
+            let mut refs = Vec::new();
+            for (c, cs) in &t.columns {
+                let ty = &cs.column_type;
+                if ty.key.ref_table.is_some()
+                    || ty.value.as_ref().is_some_and(|v| v.ref_table.is_some())
+                {
+                    refs.push(c.clone());
+                }
+                if ty.value.is_none()
+                    && ty.key.ref_table.is_some()
+                    && !matches!(ty.max, Max::Limited(0 | 1))
+                {
+                    ref_sets.push(c.clone());
+                }
+            }
+            let held_in = ATTACHABLE
+                .iter()
+                .filter_map(|&(parent, columns)| {
+                    let ps = schema.tables.get(parent)?;
+                    let cols: Vec<&'static str> = columns
+                        .iter()
+                        .copied()
+                        .filter(|c| {
+                            ps.columns.get(*c).is_some_and(|cs| {
+                                cs.column_type.key.ref_table.as_deref() == Some(name.as_str())
+                            })
+                        })
+                        .collect();
+                    (!cols.is_empty()).then_some((parent, cols))
+                })
+                .collect();
+            (
+                name.clone(),
+                TableInfo {
+                    schema: t.clone(),
+                    ref_sets,
+                    refs,
+                    held_in,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The (table, column) pairs that refer to rows of `table`.
+fn referrers<'a>(
+    schema: &'a DatabaseSchema,
+    table: &'a str,
+) -> impl Iterator<Item = (&'a str, &'a str)> {
+    schema.tables.values().flat_map(move |t| {
+        t.columns.values().filter_map(move |c| {
+            (c.column_type.key.ref_table.as_deref() == Some(table))
+                .then_some((t.name.as_str(), c.name.as_str()))
+        })
+    })
+}
+
+fn atoms(d: &Datum) -> Box<dyn Iterator<Item = &Atom> + '_> {
+    match d {
+        Datum::Set(s) => Box::new(s.iter()),
+        Datum::Map(m) => Box::new(m.iter().flat_map(|(k, v)| [k, v])),
+    }
+}
+
+/// The placeholders a datum holds.
+fn placeholders(d: &Datum) -> impl Iterator<Item = &str> {
+    atoms(d).filter_map(|a| match a {
+        Atom::NamedUuid(p) => Some(&**p),
+        _ => None,
+    })
+}
+
+/// What the planner knows of a schema, worked out once and used for every key.
+pub struct Planner {
+    schema: Arc<DatabaseSchema>,
+    info: HashMap<String, TableInfo>,
+}
+
+impl Planner {
+    /// A planner for a server whose schema is `schema`.
+    pub fn new(schema: Arc<DatabaseSchema>) -> Planner {
+        let info = table_info(&schema);
+        Planner { schema, info }
+    }
+
+    /// The schema planned for.
+    pub fn schema(&self) -> &Arc<DatabaseSchema> {
+        &self.schema
+    }
+
+    /// Computes the transaction that makes the NB hold what `desired` wants.
+    pub fn plan(
+        &self,
+        desired: &Desired,
+        snap: &Snapshot,
+        nb: &NbIndexes,
+    ) -> Result<Plan, PlanError> {
+        self.plan_keeping(desired, snap, nb, &HashSet::new())
+    }
+
+    /// [`Planner::plan`], with the rows `keep` (those of fragments `desired` skipped)
+    /// kept as they are.
+    pub fn plan_keeping(
+        &self,
+        desired: &Desired,
+        snap: &Snapshot,
+        nb: &NbIndexes,
+        keep: &HashSet<Uuid>,
+    ) -> Result<Plan, PlanError> {
+        let mut p = Planning {
+            desired,
+            snap,
+            nb,
+            schema: &self.schema,
+            info: &self.info,
+            keep,
+            existing: HashMap::new(),
+            owned: HashSet::new(),
+            resolved: HashMap::new(),
+            wanted: Vec::new(),
+            selected: HashMap::new(),
+        };
+        p.find_existing();
+        if p.reuse_shared_rows() {
+            p.drop_unreferenced();
+        }
+        p.resolve_references()?;
+        let mut plan = Plan {
+            owner: Some(desired.owner.clone()),
+            scope: desired.scope.clone(),
+            ..Default::default()
+        };
+        p.insert_new_rows(&mut plan)?;
+        p.update_columns(&mut plan)?;
+        let attached = p.attach(&mut plan)?;
+        p.detach(&mut plan, &attached);
+        p.delete_stale(&mut plan);
+        Ok(plan)
+    }
+}
+
+/// One key being planned: the inputs, and what the phases found so far. The phases run
+/// in order ([`Planner::plan_keeping`]): the key's rows in the NB; shared rows another
+/// party holds, and what only they needed; every reference resolved; then the
+/// operations: inserts, column updates, attaching the key's rows to rows it does not
+/// own and detaching them, and deleting what is no longer wanted.
+struct Planning<'a> {
+    desired: &'a Desired,
+    snap: &'a Snapshot,
+    nb: &'a NbIndexes,
+    schema: &'a DatabaseSchema,
+    info: &'a HashMap<String, TableInfo>,
+    /// Rows of fragments `desired` skipped: left as they are.
+    keep: &'a HashSet<Uuid>,
+    /// The key's rows in the NB, by table and identity.
+    existing: HashMap<&'static str, HashMap<String, Existing>>,
+    /// The uuids of the key's rows in the NB.
+    owned: HashSet<Uuid>,
+    /// Each placeholder's row: a uuid in the NB, or a named uuid of this transaction.
+    resolved: HashMap<Cow<'a, str>, Atom>,
+    /// The desired rows that will exist (not stood in for by another party's).
+    wanted: Vec<&'a DesiredRow>,
+    /// Each selection's rows now, sorted.
+    selected: HashMap<&'a str, Vec<Atom>>,
+}
+
+impl<'a> Planning<'a> {
+    /// The key's row of `table` known as `identity`, if the NB holds it.
+    fn find(&self, table: &str, identity: &str) -> Option<&Existing> {
+        self.existing.get(table).and_then(|m| m.get(identity))
+    }
+
+    /// Phase 1: the rows the key holds now, by table and identity. A row of the key's
+    /// without a valid id, or a second row under one identity, gets an identity no
+    /// desired row has, so that it goes.
+    fn find_existing(&mut self) {
+        let (desired, owner) = (self.desired, &self.desired.owner);
+        for &table in TABLES {
+            let prefix = desired.id_prefix(table);
+            for (uuid, row) in self.nb.in_scope(self.snap, table, owner, &desired.scope) {
+                self.owned.insert(uuid);
+                // A row of a skipped fragment stays as it is: nothing to compare.
+                if self.keep.contains(&uuid) {
+                    continue;
+                }
+                let identity = match row
+                    .get("external_ids")
+                    .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
+                    .and_then(Atom::as_str)
+                {
+                    Some(id) => id.strip_prefix(prefix.as_str()).map(str::to_owned),
+                    // Without an id, a row is the key's unidentified row of its name.
+                    None => row
+                        .get("name")
+                        .and_then(Datum::as_scalar)
+                        .and_then(Atom::as_str)
+                        .filter(|n| desired.get_row(table, n).is_some_and(|r| r.unidentified))
+                        .map(str::to_owned),
+                };
+                let rows = self.existing.entry(table).or_default();
+                let identity = identity
+                    .filter(|i| !rows.contains_key(i))
+                    .unwrap_or_else(|| format!("?{uuid}"));
+                rows.insert(identity, Existing { uuid, row });
+            }
+        }
+        // Rows of tables without `external_ids` are the key's by the names it claims.
+        for (table, name) in desired.claims() {
+            for (uuid, row) in self.nb.named(self.snap, table, name) {
+                self.owned.insert(uuid);
+                let rows = self.existing.entry(table).or_default();
+                let identity = if rows.contains_key(name) {
+                    format!("?{uuid}")
+                } else {
+                    name.to_owned()
+                };
+                rows.insert(identity, Existing { uuid, row });
+            }
+        }
+    }
+
+    /// Phase 2: a shared row (the default COPP, its meters) that another party created
+    /// already stands in for the key's. True when one did.
+    fn reuse_shared_rows(&mut self) -> bool {
+        let mut substituted = false;
+        for r in self.desired.rows() {
+            let foreign = r.shared.then(|| r.name()).flatten().and_then(|name| {
+                self.nb
+                    .named(self.snap, r.table, name)
+                    .into_iter()
+                    .find(|(u, _)| !self.owned.contains(u))
+            });
+            match foreign {
+                Some((u, _)) => {
+                    self.resolved
+                        .insert(Cow::Borrowed(r.placeholder.as_str()), Atom::Uuid(u));
+                    substituted = true;
+                }
+                None => self.wanted.push(r),
+            }
+        }
+        substituted
+    }
+
+    /// Phase 3: what no wanted row refers to any more is not created (a non-root row
+    /// would be collected by the server at once), until nothing more goes.
+    fn drop_unreferenced(&mut self) {
+        loop {
+            let referenced: HashSet<&str> = self
+                .wanted
+                .iter()
+                .flat_map(|r| r.row.values().flat_map(placeholders))
+                .collect();
+            let before = self.wanted.len();
+            let info = self.info;
+            self.wanted.retain(|r| {
+                info.get(r.table).is_none_or(|t| t.schema.is_root)
+                    || referenced.contains(r.placeholder.as_str())
+            });
+            if self.wanted.len() == before {
+                return;
+            }
+        }
+    }
+
+    /// Phase 4: every wanted row resolves to its row in the NB or to a new row of this
+    /// transaction; every row referred to by name to the row of that name; every
+    /// selection to the rows it matches now.
+    fn resolve_references(&mut self) -> Result<(), PlanError> {
+        let mut fresh = 0usize;
+        for i in 0..self.wanted.len() {
+            let r = self.wanted[i];
+            if !self.info.contains_key(r.table) {
+                return Err(PlanError::MissingTable(r.table.to_owned()));
+            }
+            let atom = match self.find(r.table, &r.identity) {
+                Some(e) => Atom::Uuid(e.uuid),
+                None => {
+                    fresh += 1;
+                    Atom::NamedUuid(format!("row{fresh}").into())
+                }
+            };
+            self.resolved
+                .insert(Cow::Borrowed(r.placeholder.as_str()), atom);
+        }
+        for (table, name) in self.desired.foreign() {
+            let p = foreign_placeholder(table, name);
+            if self.resolved.contains_key(p.as_str()) {
+                continue;
+            }
+            let Some((u, _)) = self.nb.named(self.snap, table, name).into_iter().next() else {
+                return Err(PlanError::MissingDependency {
+                    table: table.to_owned(),
+                    name: name.to_owned(),
+                });
+            };
+            self.resolved.insert(Cow::Owned(p), Atom::Uuid(u));
+        }
+        for r in &self.wanted {
+            for p in r.row.values().flat_map(placeholders) {
+                if self.selected.contains_key(p) {
+                    continue;
+                }
+                if let Some(sel) = self.desired.selection(p) {
+                    let mut rows: Vec<Atom> = self
+                        .snap
+                        .table(sel.table)
+                        .iter()
+                        .filter(|(_, row)| sel.matches(row))
+                        .map(|(u, _)| Atom::Uuid(*u))
+                        .collect();
+                    rows.sort_unstable();
+                    self.selected.insert(p, rows);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An atom with its placeholder resolved.
+    fn resolve_atom(&self, a: &Atom) -> Result<Atom, PlanError> {
+        match a {
+            Atom::NamedUuid(p) => self.resolved.get(&**p).cloned().ok_or_else(|| {
+                let (table, name) = parse_foreign(p).unwrap_or(("?", p));
+                PlanError::MissingDependency {
+                    table: table.into(),
+                    name: name.into(),
+                }
+            }),
+            other => Ok(other.clone()),
+        }
+    }
+
+    /// The elements of a set, placeholders resolved and selections expanded.
+    fn resolve_set(&self, elements: &[Atom]) -> Result<Vec<Atom>, PlanError> {
+        let mut out = Vec::with_capacity(elements.len());
+        for a in elements {
+            match a {
+                Atom::NamedUuid(p) if p.starts_with('$') => {
+                    out.extend(self.selected.get(&**p).into_iter().flatten().cloned())
+                }
+                a => out.push(self.resolve_atom(a)?),
+            }
+        }
+        Ok(out)
+    }
+
+    /// A value with its placeholders resolved.
+    fn resolve(&self, d: &Datum) -> Result<Datum, PlanError> {
+        Ok(match d {
+            Datum::Set(s) => Datum::set(self.resolve_set(s)?),
+            Datum::Map(m) => Datum::map(
+                m.iter()
+                    .map(|(k, v)| Ok((self.resolve_atom(k)?, self.resolve_atom(v)?)))
+                    .collect::<Result<Vec<_>, PlanError>>()?,
+            ),
+        })
+    }
+
+    /// The row of `table` named `name` that another party holds, if any.
+    fn held_by_another(&self, table: &str, name: &str) -> Option<Arc<CachedRow>> {
+        self.nb
+            .named(self.snap, table, name)
+            .into_iter()
+            .find(|(u, _)| !self.owned.contains(u))
+            .map(|(_, row)| row)
+    }
+
+    /// Phase 5: the rows to create. None may take a name another party holds (the key
+    /// is then a conflict, and nothing is written); children go before parents.
+    fn insert_new_rows(&self, plan: &mut Plan) -> Result<(), PlanError> {
+        let new_rows: Vec<&DesiredRow> = self
+            .wanted
+            .iter()
+            .copied()
+            .filter(|r| self.find(r.table, &r.identity).is_none())
+            .collect();
+        for r in &new_rows {
+            if let Some(row) = r.name().and_then(|n| self.held_by_another(r.table, n)) {
+                return Err(PlanError::Conflict {
+                    row: RowName {
+                        table: r.table.into(),
+                        identity: r.name().unwrap_or_default().into(),
+                    },
+                    owner: row.get("external_ids").and_then(Owner::of),
+                });
+            }
+        }
+        for r in dependency_order(new_rows) {
+            let ts = &self.info[r.table].schema;
+            let mut row = Row::new();
+            for (column, value) in &r.row {
+                let Some(cs) = ts.column(column) else {
+                    if r.defaults.contains(column) {
+                        continue;
+                    }
+                    return Err(PlanError::Unsupported {
+                        table: r.table.into(),
+                        column: column.clone(),
+                    });
+                };
+                if r.defaults.contains(column) && *value == cs.column_type.default_datum() {
+                    continue;
+                }
+                let value = if has_placeholder(value) {
+                    self.resolve(value)?
+                } else {
+                    value.clone()
+                };
+                row.insert(column.clone(), value);
+            }
+            let Some(Atom::NamedUuid(name)) = self.resolved.get(r.placeholder.as_str()) else {
+                unreachable!("new rows resolve to a named uuid");
+            };
+            plan.inserts.push(plan.operations.len());
+            plan.operations
+                .push(Operation::insert_named(r.table, row, name.clone()));
+            plan.inserted.push(RowName {
+                table: r.table.into(),
+                identity: r.identity.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Phase 6: the rows the key holds and still wants get only what differs: an
+    /// update of the plain columns, a mutation of the sets of references (adding what
+    /// is wanted, removing only references to the key's own rows).
+    fn update_columns(&self, plan: &mut Plan) -> Result<(), PlanError> {
+        let mut mutations: Vec<Operation> = Vec::new();
+        for r in &self.wanted {
+            let Some(e) = self.find(r.table, &r.identity) else {
+                continue;
+            };
+            plan.compared += 1;
+            plan.existing.push((r.table, r.identity.clone(), e.uuid));
+            let (update, muts, changed) = self.row_changes(r, e)?;
+            if !update.is_empty() {
+                plan.operations.push(Operation::Update {
+                    table: r.table.into(),
+                    conditions: vec![Condition::uuid(e.uuid)],
+                    row: update,
+                });
+            }
+            if !muts.is_empty() {
+                mutations.push(Operation::Mutate {
+                    table: r.table.into(),
+                    conditions: vec![Condition::uuid(e.uuid)],
+                    mutations: muts,
+                });
+            }
+            if !changed.is_empty() {
+                plan.updated.push((
+                    RowName {
+                        table: r.table.into(),
+                        identity: r.identity.clone(),
+                    },
+                    changed,
+                ));
+            }
+        }
+        plan.operations.append(&mut mutations);
+        Ok(())
+    }
+
+    /// What differs between desired row `r` and its row `e` in the NB: the columns to
+    /// update, the mutations of its sets of references, and the names of the columns
+    /// changed.
+    fn row_changes(
+        &self,
+        r: &DesiredRow,
+        e: &Existing,
+    ) -> Result<(Row, Vec<Mutation>, Vec<String>), PlanError> {
+        let ti = &self.info[r.table];
+        let mut update = Row::new();
+        let mut muts = Vec::new();
+        let mut changed = Vec::new();
+        // Both rows list their columns in name order: walk them side by side.
+        let mut cached = e.row.iter().peekable();
+        for (column, value) in &r.row {
+            let current = loop {
+                match cached.peek() {
+                    Some((c, _)) if *c < column.as_str() => {
+                        cached.next();
+                    }
+                    Some((c, d)) if *c == column.as_str() => {
+                        let d = *d;
+                        cached.next();
+                        break Some(d);
+                    }
+                    _ => break None,
+                }
+            };
+            if WRITTEN_BY_OVN.contains(&column.as_str()) {
+                continue;
+            }
+            let Some(current) = current else {
+                if ti.schema.column(column).is_none() && !r.defaults.contains(column) {
+                    return Err(PlanError::Unsupported {
+                        table: r.table.into(),
+                        column: column.clone(),
+                    });
+                }
+                continue;
+            };
+            if ti
+                .ref_sets
+                .binary_search_by(|c| c.as_str().cmp(column))
+                .is_ok()
+            {
+                let (drop, add) = self.set_changes(r, value, current)?;
+                if drop.is_empty() && add.is_empty() {
+                    continue;
+                }
+                if !drop.is_empty() {
+                    muts.push(Mutation::new(
+                        column.clone(),
+                        Mutator::Delete,
+                        Datum::set(drop),
+                    ));
+                }
+                if !add.is_empty() {
+                    muts.push(Mutation::new(
+                        column.clone(),
+                        Mutator::Insert,
+                        Datum::set(add),
+                    ));
+                }
+                changed.push(column.clone());
+            } else if has_placeholder(value) {
+                let value = self.resolve(value)?;
+                if *current != value {
+                    changed.push(column.clone());
+                    update.insert(column.clone(), value);
+                }
+            } else if current != value {
+                changed.push(column.clone());
+                update.insert(column.clone(), value.clone());
+            }
+        }
+        Ok((update, muts, changed))
+    }
+
+    /// The references to take out of a set column holding `current` and to put in, for
+    /// it to hold what `value` wants: out go only references to the key's own rows (or
+    /// any, for a row the key holds exclusively), never those of skipped fragments.
+    fn set_changes(
+        &self,
+        r: &DesiredRow,
+        value: &Datum,
+        current: &Datum,
+    ) -> Result<(Vec<Atom>, Vec<Atom>), PlanError> {
+        let mut want: Vec<Atom> = self.resolve_set(value.as_set().unwrap_or(&[]))?;
+        want.sort_unstable();
+        want.dedup();
+        // Both sides sorted: every membership test is a binary search.
+        let have = current.as_set().unwrap_or(&[]);
+        let add: Vec<Atom> = want
+            .iter()
+            .filter(|a| have.binary_search(a).is_err())
+            .cloned()
+            .collect();
+        let drop: Vec<Atom> = have
+            .iter()
+            .filter(|a| {
+                (r.exclusive || a.as_uuid().is_some_and(|u| self.owned.contains(&u)))
+                    && want.binary_search(a).is_err()
+                    && !a.as_uuid().is_some_and(|u| self.keep.contains(&u))
+            })
+            .cloned()
+            .collect();
+        Ok((drop, add))
+    }
+
+    /// Phase 7: the key's rows put into the sets of rows it does not own where it wants
+    /// them. Returns every (parent, column, child) wanted, attached now or before.
+    fn attach(&self, plan: &mut Plan) -> Result<HashSet<(Uuid, &'static str, Atom)>, PlanError> {
+        let mut attached = HashSet::new();
+        for (att, children) in self.desired.attachments() {
+            let Some((parent, row)) = self
+                .nb
+                .named(self.snap, att.table, &att.parent)
+                .into_iter()
+                .next()
+            else {
+                return Err(PlanError::MissingDependency {
+                    table: att.table.to_owned(),
+                    name: att.parent.clone(),
+                });
+            };
+            let have = row.get(att.column).and_then(Datum::as_set).unwrap_or(&[]);
+            let mut add = Vec::new();
+            for p in children {
+                // A row not wanted after all (a shared row another party holds) is not
+                // attached.
+                let Some(child) = self.resolved.get(&**p) else {
+                    continue;
+                };
+                attached.insert((parent, att.column, child.clone()));
+                // Sets are kept sorted: a binary search.
+                if have.binary_search(child).is_err() {
+                    add.push(child.clone());
+                }
+            }
+            if !add.is_empty() {
+                plan.foreign.push(ForeignMutation {
+                    row: RowName {
+                        table: att.table.into(),
+                        identity: att.parent.clone(),
+                    },
+                    column: att.column.into(),
+                    inserted: add.len(),
+                    deleted: 0,
+                });
+                plan.operations.push(Operation::Mutate {
+                    table: att.table.into(),
+                    conditions: vec![Condition::uuid(parent)],
+                    mutations: vec![Mutation::new(att.column, Mutator::Insert, Datum::set(add))],
+                });
+            }
+        }
+        Ok(attached)
+    }
+
+    /// Phase 8: the key's rows still wanted taken out of rows it does not own that
+    /// should no longer hold them (those no longer wanted go in [`Self::delete_stale`]).
+    fn detach(&self, plan: &mut Plan, attached: &HashSet<(Uuid, &'static str, Atom)>) {
+        for r in &self.wanted {
+            let Some(e) = self.find(r.table, &r.identity) else {
+                continue;
+            };
+            for (parent_table, parent, column) in self.foreign_holders(r.table, e.uuid) {
+                if !attached.contains(&(parent, column, Atom::Uuid(e.uuid))) {
+                    let_go(plan, parent_table, parent, column, e.uuid);
+                }
+            }
+        }
+    }
+
+    /// The rows the key does not own that hold row `child` of `table` in an
+    /// [`ATTACHABLE`] column, with the column.
+    fn foreign_holders(&self, table: &str, child: Uuid) -> Vec<(&'static str, Uuid, &'static str)> {
+        holders(self.nb, self.snap, self.info.get(table), child)
+            .into_iter()
+            .filter(|(_, parent, _)| !self.owned.contains(parent))
+            .collect()
+    }
+
+    /// Phase 9: the rows the key holds and no longer wants go: a root row explicitly
+    /// (let go of first by the rows of other parties holding it), any other by taking
+    /// the references to it out (the server then collects it); a stale child referred
+    /// to by one of the key's rows goes with that reference.
+    fn delete_stale(&self, plan: &mut Plan) {
+        let kept: HashSet<(&str, &str)> = self
+            .wanted
+            .iter()
+            .map(|r| (r.table, r.identity.as_str()))
+            .collect();
+        let mut stale: Vec<(&str, &str, &Existing)> = self
+            .existing
+            .iter()
+            .flat_map(|(t, rows)| rows.iter().map(move |(i, e)| (*t, i.as_str(), e)))
+            .filter(|(t, i, e)| !kept.contains(&(*t, *i)) && !self.keep.contains(&e.uuid))
+            .collect();
+        stale.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        let needs_held = stale
+            .iter()
+            .any(|(t, _, _)| self.info.get(*t).is_some_and(|i| !i.schema.is_root));
+        let held = if needs_held {
+            self.held_by_the_key()
+        } else {
+            HashSet::new()
+        };
+        for (table, identity, e) in stale {
+            let root = self.info.get(table).is_none_or(|t| t.schema.is_root);
+            if root {
+                for (parent_table, parent, column) in self.foreign_holders(table, e.uuid) {
+                    let_go(plan, parent_table, parent, column, e.uuid);
+                }
+                plan.operations.push(Operation::Delete {
+                    table: table.to_owned(),
+                    conditions: vec![Condition::uuid(e.uuid)],
+                });
+            } else if !held.contains(&e.uuid) {
+                // Held by a row the key does not own: take the reference out of it.
+                for (parent, column) in referrers(self.schema, table) {
+                    let includes = Condition::new(column, Function::Includes, Datum::uuid(e.uuid));
+                    plan.operations.push(Operation::Mutate {
+                        table: parent.into(),
+                        conditions: vec![includes],
+                        mutations: vec![Mutation::new(
+                            column,
+                            Mutator::Delete,
+                            Datum::uuid(e.uuid),
+                        )],
+                    });
+                    plan.foreign.push(ForeignMutation {
+                        row: RowName {
+                            table: parent.into(),
+                            identity: format!("(any row referring to {table} {identity})"),
+                        },
+                        column: column.into(),
+                        inserted: 0,
+                        deleted: 1,
+                    });
+                }
+            }
+            plan.deleted.push(RowName {
+                table: table.to_owned(),
+                identity: identity.to_owned(),
+            });
+        }
+    }
+
+    /// Every row the key's rows refer to.
+    fn held_by_the_key(&self) -> HashSet<Uuid> {
+        self.existing
+            .values()
+            .flat_map(|rows| rows.values())
+            .flat_map(|e| {
+                let refs = self
+                    .info
+                    .get(e.row.table())
+                    .map(|i| i.refs.as_slice())
+                    .unwrap_or(&[]);
+                refs.iter()
+                    .filter_map(|c| e.row.get(c.as_str()))
+                    .flat_map(|d| atoms(d).filter_map(Atom::as_uuid).collect::<Vec<_>>())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+}
+
+/// Takes `child` out of `column` of row `parent` of `parent_table`, a row the key does
+/// not own.
+fn let_go(
+    plan: &mut Plan,
+    parent_table: &'static str,
+    parent: Uuid,
+    column: &'static str,
+    child: Uuid,
+) {
+    plan.foreign.push(ForeignMutation {
+        row: RowName {
+            table: parent_table.into(),
+            identity: format!("{parent}"),
+        },
+        column: column.into(),
+        inserted: 0,
+        deleted: 1,
+    });
+    plan.operations.push(Operation::Mutate {
+        table: parent_table.into(),
+        conditions: vec![Condition::uuid(parent)],
+        mutations: vec![Mutation::new(column, Mutator::Delete, Datum::uuid(child))],
+    });
+}
+
+/// True when `d` holds a placeholder.
+fn has_placeholder(d: &Datum) -> bool {
+    atoms(d).any(|a| matches!(a, Atom::NamedUuid(_)))
+}
+
+/// The rows of the [`ATTACHABLE`] tables holding row `child` (of the table `info`
+/// describes), with the column holding it.
+fn holders(
+    nb: &NbIndexes,
+    snap: &Snapshot,
+    info: Option<&TableInfo>,
+    child: Uuid,
+) -> Vec<(&'static str, Uuid, &'static str)> {
+    let mut out = Vec::new();
+    for (parent_table, columns) in info.map(|i| i.held_in.as_slice()).unwrap_or(&[]) {
+        for (uuid, row) in nb.holders(snap, parent_table, &child) {
+            for &c in columns {
+                let holds = row
+                    .get(c)
+                    .and_then(Datum::as_set)
+                    .is_some_and(|s| s.contains(&Atom::Uuid(child)));
+                if holds {
+                    out.push((*parent_table, uuid, c));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// New rows ordered so that a row comes after the new rows it refers to.
+fn dependency_order(rows: Vec<&DesiredRow>) -> Vec<&DesiredRow> {
+    let by_placeholder: HashMap<&str, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.placeholder.as_str(), i))
+        .collect();
+    // 0: not seen, 1: being visited, 2: placed.
+    let mut state = vec![0u8; rows.len()];
+    let mut out = Vec::with_capacity(rows.len());
+    // Iterative depth-first walk (topologies are deep enough to matter at scale); a
+    // reference cycle, which the NB schema's tables do not form, is cut where met.
+    for start in 0..rows.len() {
+        let mut stack: Vec<(usize, bool)> = vec![(start, false)];
+        while let Some((i, expanded)) = stack.pop() {
+            if expanded {
+                state[i] = 2;
+                out.push(rows[i]);
+                continue;
+            }
+            if state[i] != 0 {
+                continue;
+            }
+            state[i] = 1;
+            stack.push((i, true));
+            for p in rows[i].row.values().flat_map(placeholders) {
+                if let Some(&j) = by_placeholder.get(p) {
+                    if state[j] == 0 {
+                        stack.push((j, false));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,392 @@
+//! Each ownership rule of the planner (the module docs), on snapshots filled by hand
+//! with the cache's own store ([`ovsdb_proto::cache::Store`]): no server.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use nb_model::{Copp, LogicalRouter, LogicalRouterStaticRoute, LogicalSwitch, LogicalSwitchPort};
+use ovsdb_proto::cache::{CacheConfig, Store};
+use ovsdb_proto::model::Table;
+use ovsdb_proto::{Atom, DatabaseSchema, Datum, Operation, Row, Uuid};
+
+use super::{PlanError, Planner};
+use crate::reconcile::nb::NbIndexes;
+use crate::reconcile::plan::Plan;
+use crate::topology::desired::{parse_foreign, Desired, Owner};
+
+/// An NB held in a cache's store, with the reconciler's indexes.
+struct Nb {
+    store: Store,
+    indexes: NbIndexes,
+    planner: Planner,
+    next: u128,
+}
+
+fn schema() -> Arc<DatabaseSchema> {
+    Arc::new(
+        DatabaseSchema::from_slice(include_bytes!("../../../../schemas/ovn-nb.ovsschema"))
+            .expect("the NB schema"),
+    )
+}
+
+impl Nb {
+    fn new() -> Nb {
+        let schema = schema();
+        let mut config = CacheConfig::new(vec![], "OVN_Northbound", &[]);
+        let indexes = NbIndexes::register(&mut config);
+        Nb {
+            store: config.store(&schema).expect("a store"),
+            indexes,
+            planner: Planner::new(schema),
+            next: 1,
+        }
+    }
+
+    fn uuid(&mut self) -> Uuid {
+        self.next += 1;
+        Uuid::from_u128(self.next)
+    }
+
+    /// Inserts a row as another party wrote it; returns its uuid.
+    fn put<T: Table>(&mut self, row: &T) -> Uuid {
+        let uuid = self.uuid();
+        self.store.insert(T::NAME, uuid, &row.to_row()).unwrap();
+        uuid
+    }
+
+    /// Writes every row `d` wants as the server would hold it after the key's
+    /// transaction (placeholders resolved); returns each row's uuid by placeholder.
+    fn write(&mut self, d: &Desired) -> HashMap<String, Uuid> {
+        let mut uuids = HashMap::new();
+        for r in d.rows() {
+            let u = self.uuid();
+            uuids.insert(r.placeholder.clone(), u);
+        }
+        for r in d.rows() {
+            let snap = self.store.snapshot();
+            let resolve = |a: &Atom| match a {
+                Atom::NamedUuid(p) => Atom::Uuid(uuids.get(&**p).copied().unwrap_or_else(|| {
+                    let (t, n) = parse_foreign(p).expect("a foreign placeholder");
+                    self.indexes.named(&snap, t, n)[0].0
+                })),
+                a => a.clone(),
+            };
+            let row: Row = r
+                .row
+                .iter()
+                .map(|(c, v)| {
+                    let v = match v {
+                        Datum::Set(s) => Datum::set(s.iter().map(resolve).collect::<Vec<_>>()),
+                        Datum::Map(m) => Datum::map(
+                            m.iter()
+                                .map(|(k, v)| (resolve(k), resolve(v)))
+                                .collect::<Vec<_>>(),
+                        ),
+                    };
+                    (c.clone(), v)
+                })
+                .collect();
+            self.store
+                .insert(r.table, uuids[&r.placeholder], &row)
+                .unwrap();
+        }
+        uuids
+    }
+
+    /// Changes one column of row `uuid` of `table`, as another party would.
+    fn set(&mut self, table: &str, uuid: Uuid, column: &str, value: Datum) {
+        let mut row = self.store.snapshot().get(table, &uuid).unwrap().to_row();
+        row.insert(column.into(), value);
+        self.store.insert(table, uuid, &row).unwrap();
+    }
+
+    fn plan(&self, d: &Desired) -> Result<Plan, PlanError> {
+        self.planner.plan(d, &self.store.snapshot(), &self.indexes)
+    }
+}
+
+fn owner(name: &str) -> Owner {
+    Owner {
+        controller: format!("{name}-network-controller"),
+        kind: "ClusterUserDefinedNetwork".into(),
+        name: name.into(),
+    }
+}
+
+/// A key's router with one port's worth of rows: a switch with a port, a router with
+/// a static route.
+fn network(name: &str) -> Desired {
+    let mut d = Desired::new(owner(name));
+    let port = d.add(
+        format!("{name}-port"),
+        LogicalSwitchPort {
+            name: format!("{name}-port"),
+            addresses: ["router".to_string()].into(),
+            ..Default::default()
+        },
+    );
+    let mut switch = LogicalSwitch::named(format!("{name}-switch"));
+    switch.ports = [port].into();
+    d.add(format!("{name}-switch"), switch);
+    let route = d.add(
+        "10.0.0.0/16",
+        LogicalRouterStaticRoute {
+            ip_prefix: "10.0.0.0/16".into(),
+            nexthop: "100.64.0.1".into(),
+            ..Default::default()
+        },
+    );
+    let mut router = LogicalRouter::named(format!("{name}-router"));
+    router.static_routes = [route].into();
+    d.add(format!("{name}-router"), router);
+    d
+}
+
+/// The uuids every operation of `plan` names in its conditions.
+fn touched(plan: &Plan) -> Vec<Uuid> {
+    plan.operations
+        .iter()
+        .flat_map(|op| match op {
+            Operation::Update { conditions, .. }
+            | Operation::Mutate { conditions, .. }
+            | Operation::Delete { conditions, .. } => conditions.clone(),
+            _ => Vec::new(),
+        })
+        .filter_map(|c| c.value.as_scalar().and_then(Atom::as_uuid))
+        .collect()
+}
+
+#[test]
+fn an_unchanged_second_pass_plans_nothing() {
+    let mut nb = Nb::new();
+    let d = network("red");
+    let first = nb.plan(&d).unwrap();
+    assert_eq!(first.inserted.len(), 4, "{}", first.summary());
+    nb.write(&d);
+    let again = nb.plan(&d).unwrap();
+    assert!(again.is_empty(), "{:#?}", again.operations);
+    assert_eq!(again.compared, 4);
+}
+
+#[test]
+fn only_the_columns_that_changed_are_sent() {
+    let mut nb = Nb::new();
+    let uuids = nb.write(&network("red"));
+    let mut d = Desired::new(owner("red"));
+    // The same rows, but the route's next hop moved.
+    let port = d.add(
+        "red-port",
+        LogicalSwitchPort {
+            name: "red-port".into(),
+            addresses: ["router".to_string()].into(),
+            ..Default::default()
+        },
+    );
+    let mut switch = LogicalSwitch::named("red-switch");
+    switch.ports = [port].into();
+    d.add("red-switch", switch);
+    let route = d.add(
+        "10.0.0.0/16",
+        LogicalRouterStaticRoute {
+            ip_prefix: "10.0.0.0/16".into(),
+            nexthop: "100.64.0.9".into(),
+            ..Default::default()
+        },
+    );
+    let mut router = LogicalRouter::named("red-router");
+    router.static_routes = [route.clone()].into();
+    d.add("red-router", router);
+    let plan = nb.plan(&d).unwrap();
+    let route_uuid = uuids[&d
+        .rows()
+        .find(|r| r.table == "Logical_Router_Static_Route")
+        .unwrap()
+        .placeholder];
+    assert_eq!(plan.operations.len(), 1, "{:#?}", plan.operations);
+    let Operation::Update {
+        table,
+        conditions,
+        row,
+    } = &plan.operations[0]
+    else {
+        panic!("{:?}", plan.operations[0]);
+    };
+    assert_eq!(table, "Logical_Router_Static_Route");
+    assert_eq!(conditions[0].value, Datum::uuid(route_uuid));
+    assert_eq!(row.keys().collect::<Vec<_>>(), ["nexthop"]);
+    assert_eq!(row["nexthop"], Datum::scalar("100.64.0.9"));
+}
+
+#[test]
+fn rows_of_other_owners_are_never_updated_or_deleted() {
+    let mut nb = Nb::new();
+    // Another network's rows, and a row nobody stamped, beside the key's stale rows.
+    let blue = nb.write(&network("blue"));
+    let bare = nb.put(&LogicalSwitch::named("made-by-hand"));
+    nb.write(&network("red"));
+    let plan = nb.plan(&Desired::new(owner("red"))).unwrap();
+    assert_eq!(plan.deleted.len(), 4, "{}", plan.summary());
+    let touched = touched(&plan);
+    for u in blue.values().chain([&bare]) {
+        assert!(!touched.contains(u), "{u} touched: {:#?}", plan.operations);
+    }
+}
+
+#[test]
+fn references_other_parties_put_in_the_keys_rows_stay() {
+    let mut nb = Nb::new();
+    let d = network("red");
+    let uuids = nb.write(&d);
+    // A pod's port, added to the key's switch by someone else.
+    let pod = nb.put(&LogicalSwitchPort {
+        name: "pod".into(),
+        ..Default::default()
+    });
+    let switch = uuids[&d
+        .rows()
+        .find(|r| r.table == "Logical_Switch")
+        .unwrap()
+        .placeholder];
+    let mut ports = nb
+        .store
+        .snapshot()
+        .get("Logical_Switch", &switch)
+        .unwrap()
+        .get("ports")
+        .unwrap()
+        .as_set()
+        .unwrap()
+        .to_vec();
+    ports.push(Atom::Uuid(pod));
+    nb.set("Logical_Switch", switch, "ports", Datum::set(ports));
+    let plan = nb.plan(&d).unwrap();
+    assert!(plan.is_empty(), "{:#?}", plan.operations);
+}
+
+#[test]
+fn a_name_another_owner_holds_is_a_conflict_and_nothing_is_written() {
+    let mut nb = Nb::new();
+    nb.write(&network("blue"));
+    let mut d = network("red");
+    // The key wants a switch of the name blue's switch has.
+    d.add("blue-switch", LogicalSwitch::named("blue-switch"));
+    match nb.plan(&d) {
+        Err(PlanError::Conflict {
+            row,
+            owner: Some(o),
+        }) => {
+            assert_eq!(row.table, "Logical_Switch");
+            assert_eq!(row.identity, "blue-switch");
+            assert_eq!(o, owner("blue"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_shared_row_another_party_created_is_used_not_created() {
+    let mut nb = Nb::new();
+    let theirs = nb.put(&Copp {
+        name: "ovnkube-default".into(),
+        meters: BTreeMap::from([("arp".to_string(), "arp-meter".to_string())]),
+        ..Default::default()
+    });
+    let mut d = Desired::new(owner("red"));
+    let copp = d.add_shared(
+        "ovnkube-default",
+        Copp {
+            name: "ovnkube-default".into(),
+            ..Default::default()
+        },
+    );
+    let mut router = LogicalRouter::named("red-router");
+    router.copp = Some(copp);
+    d.add("red-router", router);
+    let plan = nb.plan(&d).unwrap();
+    assert_eq!(plan.inserted.len(), 1, "{}", plan.summary());
+    assert_eq!(plan.inserted[0].table, "Logical_Router");
+    let Operation::Insert { row, .. } = &plan.operations[plan.inserts[0]] else {
+        panic!("{:?}", plan.operations);
+    };
+    assert_eq!(row["copp"], Datum::uuid(theirs));
+}
+
+#[test]
+fn a_stale_child_goes_with_the_reference_to_it() {
+    let mut nb = Nb::new();
+    let old = network("red");
+    let uuids = nb.write(&old);
+    let route = uuids[&old
+        .rows()
+        .find(|r| r.table == "Logical_Router_Static_Route")
+        .unwrap()
+        .placeholder];
+    let router = uuids[&old
+        .rows()
+        .find(|r| r.table == "Logical_Router")
+        .unwrap()
+        .placeholder];
+    // The same network without its route.
+    let mut d = Desired::new(owner("red"));
+    let port = d.add(
+        "red-port",
+        LogicalSwitchPort {
+            name: "red-port".into(),
+            addresses: ["router".to_string()].into(),
+            ..Default::default()
+        },
+    );
+    let mut switch = LogicalSwitch::named("red-switch");
+    switch.ports = [port].into();
+    d.add("red-switch", switch);
+    d.add("red-router", LogicalRouter::named("red-router"));
+    let plan = nb.plan(&d).unwrap();
+    assert_eq!(plan.deleted.len(), 1);
+    assert_eq!(plan.deleted[0].table, "Logical_Router_Static_Route");
+    // No delete of the route itself (not a root row): the router lets go of it.
+    assert_eq!(plan.operations.len(), 1, "{:#?}", plan.operations);
+    let Operation::Mutate {
+        table,
+        conditions,
+        mutations,
+    } = &plan.operations[0]
+    else {
+        panic!("{:?}", plan.operations);
+    };
+    assert_eq!(table, "Logical_Router");
+    assert_eq!(conditions[0].value, Datum::uuid(router));
+    assert_eq!(mutations[0].column, "static_routes");
+    assert_eq!(mutations[0].value, Datum::set([Atom::Uuid(route)]));
+}
+
+#[test]
+fn columns_ovn_writes_are_never_compared() {
+    let mut nb = Nb::new();
+    let d = network("red");
+    let uuids = nb.write(&d);
+    let port = uuids[&d
+        .rows()
+        .find(|r| r.table == "Logical_Switch_Port")
+        .unwrap()
+        .placeholder];
+    nb.set("Logical_Switch_Port", port, "up", Datum::scalar(true));
+    let plan = nb.plan(&d).unwrap();
+    assert!(plan.is_empty(), "{:#?}", plan.operations);
+}
+
+#[test]
+fn a_second_row_of_one_identity_goes() {
+    let mut nb = Nb::new();
+    let d = network("red");
+    nb.write(&d);
+    // The same switch again (a crash between two writes of an older writer, say).
+    let twin = nb.write(&{
+        let mut t = Desired::new(owner("red"));
+        t.add("red-switch", LogicalSwitch::named("red-switch"));
+        t
+    });
+    let twin = *twin.values().next().unwrap();
+    let plan = nb.plan(&d).unwrap();
+    assert_eq!(touched(&plan), [twin], "{:#?}", plan.operations);
+    assert!(matches!(plan.operations[0], Operation::Delete { .. }));
+}
