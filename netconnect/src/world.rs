@@ -28,33 +28,7 @@ pub struct Settings {
     pub topology: TopologyConfig,
 }
 
-/// A reconcile key: a set of NB rows with one owner, written in one transaction.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Key {
-    /// The rows every network refers to (the default COPP and its meters).
-    Cluster,
-    /// A network's topology, by network name.
-    Network(String),
-    /// A ClusterNetworkConnect's own rows in the zone (its router, services, ACLs), by
-    /// its name.
-    Connect(String),
-    /// A ClusterNetworkConnect's rows for one connected network: (CNC, network).
-    ConnectNetwork(String, String),
-    /// Rows whose owner no longer exists: they are removed.
-    Gone(Owner),
-}
-
-impl std::fmt::Display for Key {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Key::Cluster => f.write_str("cluster"),
-            Key::Network(n) => write!(f, "network {n}"),
-            Key::Connect(c) => write!(f, "connect {c}"),
-            Key::ConnectNetwork(c, n) => write!(f, "connect {c} network {n}"),
-            Key::Gone(o) => write!(f, "gone {o}"),
-        }
-    }
-}
+pub use crate::controller::key::Key;
 
 /// The inputs, validated and allocated.
 #[derive(Clone, Debug)]

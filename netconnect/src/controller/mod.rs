@@ -5,7 +5,10 @@
 //! reconcile, and rows changed behind netconnect's back (a port deleted by hand) are
 //! put back because the cache's events queue the key that owns them.
 
+pub mod key;
 pub mod queue;
+pub mod triggers;
+pub mod worker;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -14,11 +17,11 @@ use std::time::{Duration, Instant};
 use ovsdb_proto::cache::{CacheEvent, CacheEvents, Change};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::reconcile::{ReconcileError, Reconciler};
-use crate::topology::desired::Owner;
-use crate::world::{is_ours, Key, World};
+use crate::world::World;
+use key::Key;
+use triggers::Wake;
 
 pub use queue::{Backoff, Queue};
 
@@ -138,6 +141,18 @@ impl Controller {
         self.queue.clone()
     }
 
+    /// Every key of the current world, and the keys of owners in the NB that the world
+    /// no longer defines.
+    fn initial_keys(&self) -> Vec<Key> {
+        let w = self.world.borrow();
+        let mut keys = w.keys();
+        keys.extend(w.gone_in(
+            &self.reconciler.cache().snapshot(),
+            self.reconciler.indexes(),
+        ));
+        keys
+    }
+
     /// Queues every key of the current world, and the keys of owners in the NB that
     /// the world no longer defines.
     pub fn enqueue_all(&self) {
@@ -160,69 +175,20 @@ impl Controller {
         workers: usize,
         shutdown: CancellationToken,
     ) {
+        let first = Arc::new(worker::FirstPass::new(self.initial_keys()));
         self.enqueue_all();
         let mut tasks = tokio::task::JoinSet::new();
         let mut others = tokio::task::JoinSet::new();
+        let w = worker::Worker {
+            queue: self.queue.clone(),
+            world: self.world.clone(),
+            reconciler: self.reconciler.clone(),
+            reports: self.reports.clone(),
+            hook: self.hook.clone(),
+            first,
+        };
         for _ in 0..workers.max(1) {
-            let queue = self.queue.clone();
-            let world = self.world.clone();
-            let reconciler = self.reconciler.clone();
-            let reports = self.reports.clone();
-            let hook = self.hook.clone();
-            let shutdown = shutdown.clone();
-            tasks.spawn(async move {
-                loop {
-                    let key = tokio::select! {
-                        _ = shutdown.cancelled() => break,
-                        key = queue.next() => key,
-                    };
-                    let w = world.borrow().clone();
-                    let before = reconciler.transactions();
-                    let start = Instant::now();
-                    let span = tracing::info_span!("reconcile", key = %key);
-                    let result = reconcile_key(&reconciler, &w, &key)
-                        .instrument(span)
-                        .await;
-                    if let Some(h) = &hook {
-                        h(&w, &key, &result, start.elapsed());
-                    }
-                    let sent = reconciler.transactions() - before;
-                    let ok = result.is_ok();
-                    let own = result.as_ref().is_ok_and(|p| p.only_own_changes);
-                    queue.done_after(&key, ok, own);
-                    let mut r = reports.lock().unwrap_or_else(|p| p.into_inner());
-                    let entry = r.entry(key.clone()).or_insert(KeyReport {
-                        result: Ok(String::new()),
-                        failures: 0,
-                        transactions: 0,
-                    });
-                    entry.transactions += sent;
-                    match result {
-                        Ok(plan) => {
-                            entry.failures = 0;
-                            entry.result = Ok(if plan.is_empty() {
-                                "unchanged".into()
-                            } else {
-                                plan.summary()
-                            });
-                            if !plan.is_empty() {
-                                tracing::info!(%key, written = %plan.summary(), own = plan.only_own_changes, "reconciled");
-                            } else {
-                                tracing::debug!(%key, own = plan.only_own_changes, "unchanged");
-                            }
-                        }
-                        Err(e) => {
-                            entry.failures += 1;
-                            tracing::warn!(%key, error = %e, failures = entry.failures, "reconcile failed");
-                            entry.result = Err(e.to_string());
-                        }
-                    }
-                    // A key whose inputs went away: forget its report once clean.
-                    if matches!(key, Key::Gone(_)) && ok {
-                        r.remove(&key);
-                    }
-                }
-            });
+            tasks.spawn(w.clone().run(shutdown.clone()));
         }
         let queue = self.queue.clone();
         let world = self.world.clone();
@@ -236,46 +202,13 @@ impl Controller {
                     Change::Delete { old } => old,
                 };
                 let w = world.borrow().clone();
-                match row.get("external_ids").and_then(Owner::of) {
-                    Some(owner) if is_ours(&owner) => {
-                        let key = row
-                            .get("external_ids")
-                            .map(|ids| w.key_of_row(&owner, ids))
-                            .unwrap_or_else(|| w.key_of(&owner));
-                        // Connects put rows on networks' routers and switches: when
-                        // one changes (or is made again), they look again.
-                        if let Key::Network(net) = &key {
-                            if matches!(e.table.as_str(), "Logical_Router" | "Logical_Switch") {
-                                for k in w.connects_of(net) {
-                                    queue.add(k);
-                                }
-                            }
+                for wake in triggers::woken(&w, &e.table, row) {
+                    match wake {
+                        Wake::Own(key) => {
+                            tracing::debug!(%key, table = %e.table, "row changed");
+                            queue.add_change(key);
                         }
-                        tracing::debug!(%key, table = %e.table, "row changed");
-                        queue.add_change(key);
-                    }
-                    _ if e.table == "Load_Balancer" => {
-                        // A service's load balancer: the connects of its network.
-                        let net = row
-                            .get("external_ids")
-                            .and_then(|d| {
-                                d.get(&ovsdb_proto::Atom::String("k8s.ovn.org/network".into()))
-                            })
-                            .and_then(ovsdb_proto::Atom::as_str);
-                        if let Some(net) = net {
-                            for k in w.connects_of(net) {
-                                queue.add(k);
-                            }
-                        }
-                    }
-                    _ => {
-                        // Another party's row: keys that refer to rows by name
-                        // (the default COPP) look again.
-                        if matches!(e.table.as_str(), "Copp" | "Meter") {
-                            for k in w.keys() {
-                                queue.add(k);
-                            }
-                        }
+                        Wake::Look(key) => queue.add(key),
                     }
                 }
             }
@@ -354,15 +287,9 @@ pub async fn once(
     };
     // The cluster rows first, then the networks (and what is gone), then the
     // connects, whose rows go on the networks' routers and switches.
-    let phase = |k: &Key| match k {
-        Key::Cluster => 0,
-        Key::Network(_) | Key::Gone(_) => 1,
-        Key::Connect(_) => 2,
-        Key::ConnectNetwork(..) => 3,
-    };
     let mut out = Vec::with_capacity(keys.len());
-    for p in 0..4 {
-        let these: Vec<Key> = keys.iter().filter(|k| phase(k) == p).cloned().collect();
+    for p in 0..key::PHASES {
+        let these: Vec<Key> = keys.iter().filter(|k| k.phase() == p).cloned().collect();
         let mut done: Vec<Outcome> = stream::iter(these)
             .map(one)
             .buffer_unordered(parallel.max(1))

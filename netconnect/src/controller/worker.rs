@@ -1,0 +1,175 @@
+//! One worker: takes a key from the queue, reconciles it against the current world and
+//! NB snapshot, records the outcome, tells the queue. And the first pass, which holds a
+//! key back until the keys it depends on were reconciled once.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::key::{Key, PHASES};
+use super::{reconcile_key, KeyReport, OutcomeHook, Queue, Reports};
+use crate::reconcile::Reconciler;
+use crate::world::World;
+
+/// The keys of the first pass not reconciled yet, by [`Key::phase`]: until a phase's
+/// keys have each been reconciled once (well or not), the later phases' keys wait, so
+/// that a clean start does not try a connect before the network routers it goes on
+/// exist. Keys that come later (from changes) are never held.
+#[derive(Default)]
+pub struct FirstPass(Mutex<Vec<HashSet<Key>>>);
+
+impl FirstPass {
+    /// The first pass over `keys`.
+    pub fn new(keys: impl IntoIterator<Item = Key>) -> FirstPass {
+        let mut phases = vec![HashSet::new(); PHASES];
+        for k in keys {
+            phases[k.phase()].insert(k);
+        }
+        FirstPass(Mutex::new(phases))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<HashSet<Key>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// True while `key` must wait: it is a key of the first pass, and a key of an
+    /// earlier phase has not been reconciled yet.
+    pub fn holds(&self, key: &Key) -> bool {
+        let phases = self.lock();
+        phases.get(key.phase()).is_some_and(|p| p.contains(key))
+            && phases[..key.phase()].iter().any(|p| !p.is_empty())
+    }
+
+    /// Records that `key` was reconciled once.
+    pub fn done(&self, key: &Key) {
+        if let Some(p) = self.lock().get_mut(key.phase()) {
+            p.remove(key);
+        }
+    }
+}
+
+/// How long a held key waits before it is looked at again.
+const HELD: Duration = Duration::from_millis(20);
+
+/// What a worker shares with the others.
+#[derive(Clone)]
+pub struct Worker {
+    /// The keys to reconcile.
+    pub queue: Arc<Queue<Key>>,
+    /// The current inputs.
+    pub world: watch::Receiver<Arc<World>>,
+    /// Plans and writes.
+    pub reconciler: Arc<Reconciler>,
+    /// Each key's last outcome.
+    pub reports: Reports,
+    /// Called after every reconcile.
+    pub hook: Option<OutcomeHook>,
+    /// The first pass's order.
+    pub first: Arc<FirstPass>,
+}
+
+impl Worker {
+    /// Reconciles keys until `shutdown` is cancelled (a reconcile in flight finishes).
+    pub async fn run(self, shutdown: CancellationToken) {
+        loop {
+            let key = tokio::select! {
+                _ = shutdown.cancelled() => break,
+                key = self.queue.next() => key,
+            };
+            if self.first.holds(&key) {
+                self.queue.done(&key, true);
+                self.queue.add_after(key, HELD);
+                continue;
+            }
+            self.reconcile(key).await;
+        }
+    }
+
+    async fn reconcile(&self, key: Key) {
+        let w = self.world.borrow().clone();
+        let before = self.reconciler.transactions();
+        let start = Instant::now();
+        let span = tracing::info_span!("reconcile", key = %key);
+        let result = reconcile_key(&self.reconciler, &w, &key)
+            .instrument(span)
+            .await;
+        if let Some(h) = &self.hook {
+            h(&w, &key, &result, start.elapsed());
+        }
+        self.first.done(&key);
+        let sent = self.reconciler.transactions() - before;
+        let ok = result.is_ok();
+        let own = result.as_ref().is_ok_and(|p| p.only_own_changes);
+        self.queue.done_after(&key, ok, own);
+        let mut r = self.reports.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = r.entry(key.clone()).or_insert(KeyReport {
+            result: Ok(String::new()),
+            failures: 0,
+            transactions: 0,
+        });
+        entry.transactions += sent;
+        match result {
+            Ok(plan) => {
+                entry.failures = 0;
+                entry.result = Ok(if plan.is_empty() {
+                    "unchanged".into()
+                } else {
+                    plan.summary()
+                });
+                if !plan.is_empty() {
+                    tracing::info!(%key, written = %plan.summary(), own = plan.only_own_changes, "reconciled");
+                } else {
+                    tracing::debug!(%key, own = plan.only_own_changes, "unchanged");
+                }
+            }
+            Err(e) => {
+                entry.failures += 1;
+                tracing::warn!(%key, error = %e, failures = entry.failures, "reconcile failed");
+                entry.result = Err(e.to_string());
+            }
+        }
+        // A key whose inputs went away: forget its report once clean.
+        if matches!(key, Key::Gone(_)) && ok {
+            r.remove(&key);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_pass_holds_a_key_until_every_earlier_phase_was_reconciled_once() {
+        let net = |n: &str| Key::Network(n.into());
+        let connect = Key::Connect("c".into());
+        let part = Key::ConnectNetwork("c".into(), "a".into());
+        let first = FirstPass::new([
+            Key::Cluster,
+            net("a"),
+            net("b"),
+            connect.clone(),
+            part.clone(),
+        ]);
+        assert!(!first.holds(&Key::Cluster));
+        assert!(first.holds(&net("a")));
+        first.done(&Key::Cluster);
+        assert!(!first.holds(&net("a")) && !first.holds(&net("b")));
+        assert!(first.holds(&connect) && first.holds(&part));
+        first.done(&net("a"));
+        assert!(first.holds(&connect), "b is not done");
+        first.done(&net("b"));
+        assert!(!first.holds(&connect));
+        assert!(first.holds(&part));
+        first.done(&connect);
+        assert!(!first.holds(&part));
+        // A key that was not in the first pass is never held.
+        let late = FirstPass::new([Key::Cluster, net("a")]);
+        assert!(!late.holds(&net("z")));
+        assert!(!late.holds(&Key::Connect("d".into())));
+    }
+}
