@@ -25,6 +25,7 @@ pub mod alloc;
 pub mod api;
 pub mod controller;
 pub mod daemon;
+pub mod ownership;
 pub mod reconcile;
 pub mod state;
 pub mod status;

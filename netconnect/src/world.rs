@@ -263,14 +263,4 @@ impl World {
     }
 }
 
-/// True for owners netconnect writes (and so may remove): the cluster rows, the
-/// networks' rows and the ClusterNetworkConnects' rows.
-pub fn is_ours(owner: &Owner) -> bool {
-    *owner == topology::cluster::owner()
-        || *owner == connect::owner(&owner.name)
-        || (owner.controller.ends_with("-network-controller")
-            && matches!(
-                owner.kind.as_str(),
-                "UserDefinedNetwork" | "ClusterUserDefinedNetwork"
-            ))
-}
+pub use crate::ownership::is_ours;

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use ovsdb_proto::cache::{CacheConfig, CachedRow, RowIndex, Snapshot};
 use ovsdb_proto::{Atom, Uuid};
 
-use crate::topology::desired::{Owner, Scope};
+pub use crate::ownership::partition_of;
+use crate::ownership::{Owner, Scope};
 
 /// The tables whose rows netconnect owns or refers to.
 pub const TABLES: &[&str] = &[
@@ -52,9 +53,6 @@ const UNSTAMPED: &[&str] = &["Load_Balancer_Group"];
 /// should no longer hold it): a switch's ACLs and load balancer groups.
 pub const ATTACHABLE: &[(&str, &[&str])] = &[("Logical_Switch", &["acls", "load_balancer_group"])];
 
-/// The `external_ids` keys whose value is the partition of a ClusterNetworkConnect's row.
-pub const PARTITION_KEYS: &[&str] = &["network-id", "source-network-id"];
-
 /// The tables whose rows may have a partition.
 pub const PARTITIONED: &[&str] = &[
     "Logical_Router_Policy",
@@ -64,22 +62,6 @@ pub const PARTITIONED: &[&str] = &[
 
 /// Partitions are network ids, below this.
 pub const PARTITIONS: u32 = crate::alloc::MAX_NETWORKS;
-
-/// The partition of a row: for a ClusterNetworkConnect's row, the network id it is for.
-pub fn partition_of(external_ids: &ovsdb_proto::Datum) -> Option<String> {
-    let kind = external_ids
-        .get(&Atom::String(crate::topology::desired::OWNER_TYPE.into()))
-        .and_then(Atom::as_str)?;
-    if kind != crate::topology::connect::OWNER_TYPE {
-        return None;
-    }
-    PARTITION_KEYS.iter().find_map(|k| {
-        external_ids
-            .get(&Atom::String((*k).into()))
-            .and_then(Atom::as_str)
-            .map(str::to_owned)
-    })
-}
 
 /// The indexes the reconciler reads, declared on a cache.
 #[derive(Clone, Debug)]

@@ -15,9 +15,10 @@ use std::collections::BTreeMap;
 use nb_model::{Acl, AclAction, AclDirection, AddressSet, LogicalSwitch};
 use ovsdb_proto::model::Ref;
 
-use super::connect::{family, Connected, CONTROLLER, OWNER_TYPE};
+use super::connect::{family, Connected};
 use super::desired::Desired;
 use super::{cluster, ip_match_family, map, Inputs};
+use crate::ownership::{CONNECT_CONTROLLER, CONNECT_OWNER_TYPE, IP_FAMILY};
 
 /// The priority of `pass-service`.
 pub const PASS_SERVICE_PRIORITY: i64 = 500;
@@ -41,7 +42,10 @@ pub fn hash_name(id: &str) -> String {
 
 /// The name of CNC `cnc`'s address set of the connected subnets of one family.
 pub fn address_set_name(cnc: &str, ipv4: bool) -> String {
-    hash_name(&format!("{CONTROLLER}:{OWNER_TYPE}:{cnc}:{}", family(ipv4)))
+    hash_name(&format!(
+        "{CONNECT_CONTROLLER}:{CONNECT_OWNER_TYPE}:{cnc}:{}",
+        family(ipv4)
+    ))
 }
 
 fn acl(priority: i64, action: AclAction, m: String, kind: &str) -> Acl {
@@ -77,7 +81,7 @@ pub(crate) fn build(d: &mut Desired, inputs: &Inputs, cnc: &str, nets: &[Connect
         let set = AddressSet {
             name: name.clone(),
             addresses: addresses.into_iter().collect(),
-            external_ids: map([(super::connect::IP_FAMILY, family(ipv4))]),
+            external_ids: map([(IP_FAMILY, family(ipv4))]),
             ..Default::default()
         };
         d.add(family(ipv4), set);

@@ -11,8 +11,7 @@ use nb_model::{Copp, Meter, MeterBand, MeterBandAction, MeterUnit};
 
 use super::desired::{Desired, Owner};
 
-/// The COPP every cluster and gateway router uses.
-pub const DEFAULT_COPP: &str = "ovnkube-default";
+pub use crate::ownership::DEFAULT_COPP;
 /// The meter ACLs log through.
 pub const ACL_LOGGING_METER: &str = "acl-logging";
 /// The protocols rate-limited by the default COPP, in OVN-Kubernetes' order.
@@ -30,11 +29,7 @@ pub const PROTOCOLS: [&str; 9] = [
 
 /// The owner of the shared rows.
 pub fn owner() -> Owner {
-    Owner {
-        controller: "default-network-controller".into(),
-        kind: "Cluster".into(),
-        name: DEFAULT_COPP.into(),
-    }
+    crate::ownership::cluster_owner()
 }
 
 /// The shared rows.

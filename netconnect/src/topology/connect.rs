@@ -30,41 +30,19 @@ use nb_model::{
     Copp, LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterStaticRoute,
 };
 
-use super::desired::{Desired, Fragments, IdForm, Owner, Scope};
+use super::desired::{Desired, Fragments, IdForm, Scope};
 use super::layer3::router_port;
 use super::names::Names;
 use super::{acl, cluster, ip_match_family, map, services, BuildError, Inputs};
 use crate::alloc::connect::{pair, port_tunnel_key};
 use crate::api::{Network, Topology};
+pub use crate::ownership::connect_owner as owner;
+use crate::ownership::{
+    DESTINATION_NETWORK_ID, IP_FAMILY, NETWORK_ID, NODE_ID, ROUTER_NAME, SOURCE_NETWORK_ID,
+};
 
-/// The controller that owns a ClusterNetworkConnect's rows.
-pub const CONTROLLER: &str = "ovnkube-network-connect-controller";
-/// Their owner type.
-pub const OWNER_TYPE: &str = "ClusterNetworkConnect";
 /// The priority of the policies toward the connect router.
 pub const POLICY_PRIORITY: i64 = 9001;
-
-/// `external_ids` key: a connected network's id.
-pub const NETWORK_ID: &str = "network-id";
-/// `external_ids` key: a node's id (`0` for a Layer2 network's port).
-pub const NODE_ID: &str = "node-id";
-/// `external_ids` key: the router a port or policy is on.
-pub const ROUTER_NAME: &str = "router-name";
-/// `external_ids` key: a policy's source network id.
-pub const SOURCE_NETWORK_ID: &str = "source-network-id";
-/// `external_ids` key: a policy's destination network id.
-pub const DESTINATION_NETWORK_ID: &str = "destination-network-id";
-/// `external_ids` key: `v4` or `v6`.
-pub const IP_FAMILY: &str = "ip-family";
-
-/// The owner of CNC `cnc`'s rows.
-pub fn owner(cnc: &str) -> Owner {
-    Owner {
-        controller: CONTROLLER.into(),
-        kind: OWNER_TYPE.into(),
-        name: cnc.into(),
-    }
-}
 
 /// `connect_router_<cnc>`.
 pub fn router_name(cnc: &str) -> String {

@@ -24,69 +24,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+pub use crate::ownership::{
+    IdForm, Owner, Scope, OWNER_CONTROLLER, OWNER_ID, OWNER_NAME, OWNER_TYPE,
+};
 use ovsdb_proto::model::{Ref, RefTarget, Table};
 use ovsdb_proto::{Atom, Datum, Row};
-
-/// `external_ids` key: the controller that owns a row.
-pub const OWNER_CONTROLLER: &str = "k8s.ovn.org/owner-controller";
-/// `external_ids` key: the kind of object that owns a row.
-pub const OWNER_TYPE: &str = "k8s.ovn.org/owner-type";
-/// `external_ids` key: the name of the object that owns a row.
-pub const OWNER_NAME: &str = "k8s.ovn.org/name";
-/// `external_ids` key: a row's unique id.
-pub const OWNER_ID: &str = "k8s.ovn.org/id";
-
-/// Who owns a set of rows: one reconcile key.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Owner {
-    /// `k8s.ovn.org/owner-controller`.
-    pub controller: String,
-    /// `k8s.ovn.org/owner-type`.
-    pub kind: String,
-    /// `k8s.ovn.org/name`.
-    pub name: String,
-}
-
-impl std::fmt::Display for Owner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:{}", self.controller, self.kind, self.name)
-    }
-}
-
-impl Owner {
-    /// The `k8s.ovn.org/id` of the row `identity` of `table`.
-    pub fn id(&self, table: &str, identity: &str) -> String {
-        format!("{self}:{table}:{identity}")
-    }
-
-    /// The owner a row's `external_ids` name, if it carries all three keys.
-    pub fn of(external_ids: &Datum) -> Option<Owner> {
-        let get = |k: &str| {
-            external_ids
-                .get(&Atom::from(k))
-                .and_then(Atom::as_str)
-                .map(str::to_owned)
-        };
-        Some(Owner {
-            controller: get(OWNER_CONTROLLER)?,
-            kind: get(OWNER_TYPE)?,
-            name: get(OWNER_NAME)?,
-        })
-    }
-}
-
-/// How a key's rows' `k8s.ovn.org/id` is formed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IdForm {
-    /// `<controller>:<owner-type>:<name>:<table>:<identity>`: the form of the rows of
-    /// netconnect's network keys.
-    #[default]
-    WithTable,
-    /// `<controller>:<owner-type>:<name>:<identity>`: OVN-Kubernetes' `DbObjectIDs`
-    /// form, the identity being the row's other id values joined by `:` (reference
-    /// §1.4); unique per table.
-    ObjectIds,
-}
 
 /// Rows of a table the key refers to without naming them: every row whose
 /// `external_ids` hold all of `external_ids` and whose name ends with `name_suffix`
@@ -123,22 +65,6 @@ impl Selection {
 /// matches, in a set of references.
 pub fn selection_placeholder(n: usize) -> String {
     format!("${n}")
-}
-
-/// Which of its owner's rows a key holds (see [`crate::reconcile::nb`] on partitions).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Scope {
-    /// All of them, every partition included.
-    #[default]
-    All,
-    /// Those of one partition.
-    Part(String),
-    /// Those outside any partition, and those of the partitions no other key holds
-    /// now (`held`), which go.
-    Rest {
-        /// The partitions other keys hold.
-        held: BTreeSet<String>,
-    },
 }
 
 /// What a reconciler knows of a key's *fragments* (groups of rows built from a few

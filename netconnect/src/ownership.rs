@@ -1,0 +1,217 @@
+//! Who owns a row of the NB, in one place (OVN-Kubernetes keeps the same in
+//! `libovsdb/ops/db_object_ids.go` and `db_object_types.go`): the `external_ids` keys a
+//! row's owner is stamped with, the forms of a row's id, the owners netconnect writes
+//! (and so may remove), how a ClusterNetworkConnect's rows are split between keys
+//! (partitions), and the `external_ids` keys of those rows.
+//!
+//! The rules that use them are the planner's ([`crate::reconcile::planner`]): only rows
+//! stamped with the key's owner are updated or deleted.
+
+use std::collections::BTreeSet;
+
+use ovsdb_proto::{Atom, Datum};
+
+/// `external_ids` key: the controller that owns a row.
+pub const OWNER_CONTROLLER: &str = "k8s.ovn.org/owner-controller";
+/// `external_ids` key: the kind of object that owns a row.
+pub const OWNER_TYPE: &str = "k8s.ovn.org/owner-type";
+/// `external_ids` key: the name of the object that owns a row.
+pub const OWNER_NAME: &str = "k8s.ovn.org/name";
+/// `external_ids` key: a row's unique id.
+pub const OWNER_ID: &str = "k8s.ovn.org/id";
+
+/// Who owns a set of rows: one reconcile key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Owner {
+    /// `k8s.ovn.org/owner-controller`.
+    pub controller: String,
+    /// `k8s.ovn.org/owner-type`.
+    pub kind: String,
+    /// `k8s.ovn.org/name`.
+    pub name: String,
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.controller, self.kind, self.name)
+    }
+}
+
+impl Owner {
+    /// The `k8s.ovn.org/id` of the row `identity` of `table`.
+    pub fn id(&self, table: &str, identity: &str) -> String {
+        format!("{self}:{table}:{identity}")
+    }
+
+    /// The owner a row's `external_ids` name, if it carries all three keys.
+    pub fn of(external_ids: &Datum) -> Option<Owner> {
+        let get = |k: &str| {
+            external_ids
+                .get(&Atom::from(k))
+                .and_then(Atom::as_str)
+                .map(str::to_owned)
+        };
+        Some(Owner {
+            controller: get(OWNER_CONTROLLER)?,
+            kind: get(OWNER_TYPE)?,
+            name: get(OWNER_NAME)?,
+        })
+    }
+}
+
+/// How a key's rows' `k8s.ovn.org/id` is formed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IdForm {
+    /// `<controller>:<owner-type>:<name>:<table>:<identity>`: the form of the rows of
+    /// netconnect's network keys.
+    #[default]
+    WithTable,
+    /// `<controller>:<owner-type>:<name>:<identity>`: OVN-Kubernetes' `DbObjectIDs`
+    /// form, the identity being the row's other id values joined by `:` (reference
+    /// §1.4); unique per table.
+    ObjectIds,
+}
+
+/// Which of its owner's rows a key holds (see [`crate::reconcile::nb`] on partitions).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// All of them, every partition included.
+    #[default]
+    All,
+    /// Those of one partition.
+    Part(String),
+    /// Those outside any partition, and those of the partitions no other key holds
+    /// now (`held`), which go.
+    Rest {
+        /// The partitions other keys hold.
+        held: BTreeSet<String>,
+    },
+}
+
+/// The name of the default COPP every network's routers refer to; the rows every
+/// network refers to (it and its meters) are owned under this name.
+pub const DEFAULT_COPP: &str = "ovnkube-default";
+
+/// The controller of the rows every network refers to (the default COPP and meters).
+pub const CLUSTER_CONTROLLER: &str = "default-network-controller";
+
+/// The owner of the rows every network refers to (the default COPP, named so).
+pub fn cluster_owner() -> Owner {
+    Owner {
+        controller: CLUSTER_CONTROLLER.into(),
+        kind: "Cluster".into(),
+        name: DEFAULT_COPP.into(),
+    }
+}
+
+/// The controller that owns a ClusterNetworkConnect's rows.
+pub const CONNECT_CONTROLLER: &str = "ovnkube-network-connect-controller";
+/// The owner type of a ClusterNetworkConnect's rows (the value of [`OWNER_TYPE`]).
+pub const CONNECT_OWNER_TYPE: &str = "ClusterNetworkConnect";
+
+/// The owner of ClusterNetworkConnect `cnc`'s rows.
+pub fn connect_owner(cnc: &str) -> Owner {
+    Owner {
+        controller: CONNECT_CONTROLLER.into(),
+        kind: CONNECT_OWNER_TYPE.into(),
+        name: cnc.into(),
+    }
+}
+
+/// What a network's controller is called after its network:
+/// `<network>-network-controller`.
+pub const NETWORK_CONTROLLER_SUFFIX: &str = "-network-controller";
+
+/// True for owners netconnect writes (and so may remove): the cluster rows, the
+/// networks' rows and the ClusterNetworkConnects' rows.
+pub fn is_ours(owner: &Owner) -> bool {
+    *owner == cluster_owner()
+        || *owner == connect_owner(&owner.name)
+        || (owner.controller.ends_with(NETWORK_CONTROLLER_SUFFIX)
+            && matches!(
+                owner.kind.as_str(),
+                "UserDefinedNetwork" | "ClusterUserDefinedNetwork"
+            ))
+}
+
+/// `external_ids` key of a ClusterNetworkConnect's row: a connected network's id.
+pub const NETWORK_ID: &str = "network-id";
+/// `external_ids` key: a node's id (`0` for a Layer2 network's port).
+pub const NODE_ID: &str = "node-id";
+/// `external_ids` key: the router a port or policy is on.
+pub const ROUTER_NAME: &str = "router-name";
+/// `external_ids` key: a policy's source network id.
+pub const SOURCE_NETWORK_ID: &str = "source-network-id";
+/// `external_ids` key: a policy's destination network id.
+pub const DESTINATION_NETWORK_ID: &str = "destination-network-id";
+/// `external_ids` key: `v4` or `v6`.
+pub const IP_FAMILY: &str = "ip-family";
+
+/// The `external_ids` keys whose value is the partition of a ClusterNetworkConnect's
+/// row (see [`crate::reconcile::nb`]).
+pub const PARTITION_KEYS: &[&str] = &[NETWORK_ID, SOURCE_NETWORK_ID];
+
+/// The partition of a row: for a ClusterNetworkConnect's row, the network id it is for.
+pub fn partition_of(external_ids: &Datum) -> Option<String> {
+    let kind = external_ids
+        .get(&Atom::String(OWNER_TYPE.into()))
+        .and_then(Atom::as_str)?;
+    if kind != CONNECT_OWNER_TYPE {
+        return None;
+    }
+    PARTITION_KEYS.iter().find_map(|k| {
+        external_ids
+            .get(&Atom::String((*k).into()))
+            .and_then(Atom::as_str)
+            .map(str::to_owned)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owners_netconnect_writes_are_its_and_no_others() {
+        assert!(is_ours(&cluster_owner()));
+        assert!(is_ours(&connect_owner("c")));
+        let net = |controller: &str, kind: &str| Owner {
+            controller: controller.into(),
+            kind: kind.into(),
+            name: "n".into(),
+        };
+        assert!(is_ours(&net(
+            "cluster_udn_n-network-controller",
+            "ClusterUserDefinedNetwork"
+        )));
+        assert!(is_ours(&net(
+            "red_n-network-controller",
+            "UserDefinedNetwork"
+        )));
+        // OVN-Kubernetes' default network, its egress IPs, another connect controller.
+        assert!(!is_ours(&net(
+            "default-network-controller",
+            "NetworkPolicy"
+        )));
+        assert!(!is_ours(&net("default-network-controller", "EgressIP")));
+        assert!(!is_ours(&Owner {
+            controller: "someone-else".into(),
+            ..connect_owner("c")
+        }));
+    }
+
+    #[test]
+    fn only_a_connects_rows_have_a_partition() {
+        let ids = |kind: &str| {
+            Datum::map([
+                (OWNER_TYPE, kind),
+                (SOURCE_NETWORK_ID, "3"),
+                (DESTINATION_NETWORK_ID, "4"),
+            ])
+        };
+        assert_eq!(partition_of(&ids(CONNECT_OWNER_TYPE)).as_deref(), Some("3"));
+        assert_eq!(partition_of(&ids("ClusterUserDefinedNetwork")), None);
+        let both = Datum::map([(OWNER_TYPE, CONNECT_OWNER_TYPE), (NETWORK_ID, "7")]);
+        assert_eq!(partition_of(&both).as_deref(), Some("7"));
+    }
+}
