@@ -5,7 +5,7 @@
 
 use integration_tests::sandbox;
 use integration_tests::udn::{self, add_pod};
-use netconnect::state::State;
+use netconnect::status::dir::State;
 
 /// A namespace, labelled with its own name (as Kubernetes does).
 fn namespace(name: &str) -> String {

@@ -225,7 +225,7 @@ pub mod udn {
     use netconnect::api::load::parse_file;
     use netconnect::controller::{self, Backoff};
     use netconnect::reconcile::{NbIndexes, Reconciler};
-    use netconnect::state::State;
+    use netconnect::status::dir::State;
     use netconnect::world::{Settings, World};
     use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
 

@@ -194,7 +194,7 @@ spec:
         + &udn::node("node-a", "chassis-1", &[])
         + &udn::node("node-b", "chassis-1", &[])
         + &udn::node("node-c", "chassis-1", &[]);
-    let world = udn::world(&yaml, &netconnect::state::State::default(), None);
+    let world = udn::world(&yaml, &netconnect::status::dir::State::default(), None);
     let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     udn::apply(&r, &world).await;
 
@@ -320,7 +320,7 @@ async fn two_zones_agree_on_remote_ports_and_keys_and_traffic_leaves_through_the
             "chassis-b",
             &[("k8s.ovn.org/zone-name", "zone-b")],
         );
-    let state = netconnect::state::State::default();
+    let state = netconnect::status::dir::State::default();
     let mut zones = Vec::new();
     for (zone, local, remote) in [
         ("zone-a", "chassis-a", "chassis-b"),
@@ -479,7 +479,7 @@ async fn step(
     dir: &std::path::Path,
     yaml: &str,
 ) -> netconnect::world::World {
-    use netconnect::state::State;
+    use netconnect::status::dir::State;
     let (state, problems) = State::load(dir).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
     let world = integration_tests::udn::world(yaml, &state, None);
@@ -508,7 +508,7 @@ async fn day_two_subnets_appended_nodes_added_and_removed_networks_deleted() {
 
     // A third node: red's only range is full until a subnet is appended.
     let nodes3 = nodes2.clone() + &udn::node("n3", "c3", &[]);
-    let (state, _) = netconnect::state::State::load(dir.path()).unwrap();
+    let (state, _) = netconnect::status::dir::State::load(dir.path()).unwrap();
     let w = udn::world_with_problems(&(nodes3.clone() + &other + &red), &state, None);
     assert!(
         w.problems.iter().any(|p| p
@@ -594,7 +594,7 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
     let before = dump(&sb.nb.unix_remote()).await;
     let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     let yaml = udn::node("n1", "c1", &[]) + &l3("blue", "[{cidr: 10.10.0.0/16}]");
-    let world = udn::world(&yaml, &netconnect::state::State::default(), None);
+    let world = udn::world(&yaml, &netconnect::status::dir::State::default(), None);
     udn::apply(&r, &world).await;
     // A pod port added to netconnect's switch by someone else stays through reconciles.
     sb.nbctl(&["lsp-add", "cluster_udn_blue_n1", "pod-x"])
@@ -615,7 +615,7 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
     sb.nbctl(&["ls-add", "cluster_udn_green_n1"]).unwrap();
     let world = udn::world(
         &(yaml + &l3("green", "[{cidr: 10.30.0.0/16}]")),
-        &netconnect::state::State::default(),
+        &netconnect::status::dir::State::default(),
         None,
     );
     let t = r2.transactions();
@@ -648,7 +648,7 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
         + &l3("blue", "[{cidr: 10.10.0.0/16}]");
     let world = std::sync::Arc::new(udn::world(
         &yaml,
-        &netconnect::state::State::default(),
+        &netconnect::status::dir::State::default(),
         None,
     ));
     let (r, events) = udn::reconciler(&sb.nb.unix_remote()).await;
@@ -714,7 +714,7 @@ async fn a_transaction_the_cache_has_not_shown_is_never_sent_twice() {
     use netconnect::world::Key;
     let sb = sandbox();
     let yaml = udn::node("n1", "c1", &[]) + &l3("blue", "[{cidr: 10.10.0.0/16}]");
-    let world = udn::world(&yaml, &netconnect::state::State::default(), None);
+    let world = udn::world(&yaml, &netconnect::status::dir::State::default(), None);
     // The cluster rows first, through a cache that keeps up.
     let (r0, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     netconnect::controller::reconcile_key(&r0, &world, &Key::Cluster)

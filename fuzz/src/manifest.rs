@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use netconnect::api::load::parse_file;
-use netconnect::state::State;
+use netconnect::status::dir::State;
 use netconnect::world::{Settings, World};
 
 /// Everything a build decides, as text.

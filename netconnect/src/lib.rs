@@ -11,7 +11,7 @@
 //!    [`api::Inventory`];
 //! 2. [`alloc`]: what OVN-Kubernetes' cluster manager allocates (node ids, network
 //!    ids, host subnets, transit subnets, tunnel keys), deterministically, persisted as
-//!    the same annotations ([`state`]);
+//!    the same annotations ([`status::dir`]);
 //! 3. [`topology`]: pure functions from inputs and allocations to the NB rows each
 //!    reconcile key wants;
 //! 4. [`reconcile`]: the difference between those rows and a snapshot of the NB, as
@@ -27,7 +27,6 @@ pub mod controller;
 pub mod daemon;
 pub mod ownership;
 pub mod reconcile;
-pub mod state;
 pub mod status;
 pub mod topology;
 pub mod vl;

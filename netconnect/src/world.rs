@@ -9,7 +9,7 @@ use crate::api::load::{FileObjects, Problem};
 use crate::api::validate::Reserved;
 use crate::api::Inventory;
 use crate::reconcile::NbIndexes;
-use crate::state::State;
+use crate::status::dir::State;
 use crate::topology::desired::{IdForm, Owner, Scope};
 use crate::topology::{self, BuildError, Desired, Inputs, TopologyConfig};
 use crate::topology::{connect, services};

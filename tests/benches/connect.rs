@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use netconnect::api::load::parse_file;
 use netconnect::reconcile::{NbIndexes, Reconciler};
-use netconnect::state::State;
+use netconnect::status::dir::State;
 use netconnect::world::{Key, Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
 use ovsdb_proto::cache::{Cache, CacheConfig};

@@ -72,7 +72,7 @@ mod tests {
 
     use super::*;
     use crate::api::load::parse_file;
-    use crate::state::State;
+    use crate::status::dir::State;
     use crate::world::Settings;
 
     const MANIFESTS: &str = "\

@@ -30,15 +30,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::alloc::Allocations;
+use super::network::is_refused;
 use crate::api::annotations::{self, *};
 use crate::api::load::{parse_file, Object, Problem};
-use crate::api::objects::NetworkStatus;
 use crate::api::validate::{cudn_network, udn_network, Reserved};
-use crate::api::{Context, Inventory, Network};
-use crate::status::network::{
-    self, is_refused, Verdict, NETWORK_ALLOCATION_SUCCEEDED, NETWORK_CREATED,
-};
+use crate::api::{Context, Network};
 
 /// The objects of a state directory, by kind and `namespace/name`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -47,7 +43,8 @@ pub struct State {
     pub objects: BTreeMap<(String, String), Object>,
 }
 
-fn key(o: &Object) -> (String, String) {
+/// The key of an object in a [`State`]: its kind and `namespace/name`.
+pub(super) fn key(o: &Object) -> (String, String) {
     (o.kind().to_owned(), o.name())
 }
 
@@ -157,174 +154,6 @@ impl State {
     }
 
     /// The state after allocating: every node, network and ClusterNetworkConnect of
-    /// `inv` with its allocations written as annotations, networks and connects with the
-    /// definition in force, connects with their `Accepted` condition and networks with
-    /// theirs ([`crate::status::network`]) as of `now`; refused networks as they were
-    /// read, with conditions saying why. `allocation_problems` are the allocations that
-    /// failed.
-    pub fn next(
-        inv: &Inventory,
-        alloc: &Allocations,
-        allocation_problems: &[Problem],
-        previous: &State,
-        now: &str,
-    ) -> State {
-        let mut out = State::default();
-        for (name, info) in &inv.connects {
-            let mut object = info.object.clone();
-            let prev = match previous
-                .objects
-                .get(&key(&Object::ClusterNetworkConnect(object.clone())))
-            {
-                Some(Object::ClusterNetworkConnect(p)) => Some(p),
-                _ => None,
-            };
-            if let Some(p) = prev {
-                // The connect subnets in force are those accepted first.
-                let accepted_now = crate::api::validate::connect_spec(&object)
-                    .map(|s| s.connect_subnets == info.spec.connect_subnets)
-                    .unwrap_or(false);
-                if !accepted_now {
-                    object.spec = p.spec.clone();
-                }
-                // The zones' conditions are on disk, newer than any kept in memory:
-                // saving merges them back.
-                object.status = p.status.clone();
-                object
-                    .status
-                    .conditions
-                    .retain(|c| c.type_ == crate::status::ACCEPTED);
-            } else {
-                object.status = Default::default();
-            }
-            let a = &mut object.metadata.annotations;
-            if let Some(c) = alloc.connects.get(name) {
-                match c.tunnel_key {
-                    Some(k) => {
-                        a.insert(CONNECT_ROUTER_TUNNEL_KEY.into(), k.to_string());
-                    }
-                    None => {
-                        a.remove(CONNECT_ROUTER_TUNNEL_KEY);
-                    }
-                }
-                if c.subnets.is_empty() {
-                    a.remove(NETWORK_CONNECT_SUBNET);
-                } else {
-                    a.insert(
-                        NETWORK_CONNECT_SUBNET.into(),
-                        annotations::format_connect_subnets(&c.subnets),
-                    );
-                }
-                crate::status::set(
-                    &mut object.status,
-                    crate::status::accepted(&c.accepted),
-                    now,
-                );
-            }
-            let o = Object::ClusterNetworkConnect(object);
-            out.objects.insert(key(&o), o);
-        }
-        for (name, node) in &inv.nodes {
-            let mut object = node.object.clone();
-            let a = &mut object.metadata.annotations;
-            if let Some(id) = alloc.node_ids.get(name) {
-                a.insert(NODE_ID.into(), id.to_string());
-            }
-            if let Some(t) = alloc.node_transit.get(name).filter(|t| !t.is_empty()) {
-                a.insert(
-                    NODE_TRANSIT_SWITCH_PORT_IFADDR.into(),
-                    format_transit_ifaddr(t),
-                );
-            }
-            // The node's own entries for networks netconnect does not manage stay.
-            let mut subnets = a
-                .get(NODE_SUBNETS)
-                .and_then(|v| annotations::parse_node_subnets(v).ok())
-                .unwrap_or_default();
-            subnets.retain(|net, _| !inv.networks.contains_key(net));
-            for (net, by_node) in &alloc.host_subnets {
-                if let Some(s) = by_node.get(name).filter(|s| !s.is_empty()) {
-                    subnets.insert(net.clone(), s.clone());
-                }
-            }
-            if subnets.is_empty() {
-                a.remove(NODE_SUBNETS);
-            } else {
-                a.insert(NODE_SUBNETS.into(), format_node_subnets(&subnets));
-            }
-            let prev = match previous.objects.get(&key(&Object::Node(object.clone()))) {
-                Some(Object::Node(n)) => Some(n),
-                _ => None,
-            };
-            let why = reasons(allocation_problems, &format!("Node {name}"));
-            node_annotations_condition(&mut object, prev, &why, now);
-            let o = Object::Node(object);
-            out.objects.insert(key(&o), o);
-        }
-        for (name, info) in &inv.networks {
-            let mut object = info.object.clone();
-            // A refused update keeps the accepted object's spec.
-            if let Some(prev) = previous.objects.get(&key(&object)) {
-                let accepted_now = match &object {
-                    Object::UserDefinedNetwork(u) => udn_network(u).ok(),
-                    Object::ClusterUserDefinedNetwork(c) => cudn_network(c).ok(),
-                    _ => None,
-                };
-                if accepted_now.as_ref() != Some(&info.network) {
-                    match (&mut object, prev) {
-                        (Object::UserDefinedNetwork(u), Object::UserDefinedNetwork(p)) => {
-                            u.spec = p.spec.clone()
-                        }
-                        (
-                            Object::ClusterUserDefinedNetwork(c),
-                            Object::ClusterUserDefinedNetwork(p),
-                        ) => c.spec.network = p.spec.network.clone(),
-                        _ => {}
-                    }
-                }
-            }
-            let verdict = Verdict::InForce {
-                namespaces: info.namespace_selector.as_ref().map(|sel| {
-                    inv.selected_namespaces(sel)
-                        .into_iter()
-                        .map(String::from)
-                        .collect()
-                }),
-                notes: reasons(&inv.problems, &info.network.owner.to_string()),
-                allocation: reasons(allocation_problems, &info.network.owner.to_string()),
-            };
-            let prev = previous.objects.get(&key(&object));
-            let (meta, status) = match &mut object {
-                Object::UserDefinedNetwork(u) => (&mut u.metadata, &mut u.status),
-                Object::ClusterUserDefinedNetwork(c) => (&mut c.metadata, &mut c.status),
-                _ => continue,
-            };
-            *status = network_status(status, prev, &verdict, now);
-            if let Some(id) = alloc.network_ids.get(name) {
-                meta.annotations.insert(NETWORK_ID.into(), id.to_string());
-            }
-            if let Some(keys) = alloc.tunnel_keys.get(name) {
-                meta.annotations
-                    .insert(TUNNEL_KEYS.into(), format_tunnel_keys(keys));
-            }
-            out.objects.insert(key(&object), object);
-        }
-        for object in &inv.refused_networks {
-            let mut object = object.clone();
-            let label = format!("{} {}", object.kind(), object.name());
-            let verdict = Verdict::Refused(reasons(&inv.problems, &label));
-            let prev = previous.objects.get(&key(&object));
-            let status = match &mut object {
-                Object::UserDefinedNetwork(u) => &mut u.status,
-                Object::ClusterUserDefinedNetwork(c) => &mut c.status,
-                _ => continue,
-            };
-            *status = network_status(status, prev, &verdict, now);
-            out.objects.entry(key(&object)).or_insert(object);
-        }
-        out
-    }
-
     /// Writes the state to `dir`: each object's file replaced atomically, the files of
     /// objects not in this state removed. A connect's zone conditions already in its
     /// file and not in this state (another zone's, or this zone's since) are kept.
@@ -344,7 +173,7 @@ impl State {
                             c.status.conditions.push(cond);
                         }
                     }
-                    crate::status::summarize(&mut c.status);
+                    super::summarize(&mut c.status);
                 }
             }
             let text = to_yaml(&o)?;
@@ -360,99 +189,6 @@ impl State {
         }
         Ok(())
     }
-}
-
-/// The condition a node's status carries while an annotation of it is replaced by an
-/// allocation (a reserved or duplicate `k8s.ovn.org/node-id`): the node keeps its rows
-/// with the new value, and the status says which annotation was not used and why.
-pub const NODE_ANNOTATIONS_ACCEPTED: &str = "OVNAnnotationsAccepted";
-
-/// Puts [`NODE_ANNOTATIONS_ACCEPTED`] (False, with `why`) into `node`'s status, or takes
-/// it out when `why` is empty; the transition time is kept from `previous`.
-fn node_annotations_condition(
-    node: &mut crate::api::objects::Node,
-    previous: Option<&crate::api::objects::Node>,
-    why: &[String],
-    now: &str,
-) {
-    use crate::api::meta::Condition;
-    let read = |n: &crate::api::objects::Node| -> Vec<Condition> {
-        n.other
-            .get("status")
-            .and_then(|s| s.get("conditions"))
-            .and_then(|c| serde_json::from_value(c.clone()).ok())
-            .unwrap_or_default()
-    };
-    let mut conditions = read(node);
-    let had = !conditions.is_empty();
-    conditions.retain(|c| c.type_ != NODE_ANNOTATIONS_ACCEPTED);
-    if !why.is_empty() {
-        if let Some(old) = previous
-            .map(read)
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c.type_ == NODE_ANNOTATIONS_ACCEPTED)
-        {
-            conditions.push(old);
-        }
-        crate::status::put(
-            &mut conditions,
-            Condition {
-                type_: NODE_ANNOTATIONS_ACCEPTED.into(),
-                status: "False".into(),
-                reason: "AnnotationReplaced".into(),
-                message: why.join("; "),
-                last_transition_time: String::new(),
-            },
-            now,
-        );
-    }
-    if conditions.is_empty() && !had {
-        return;
-    }
-    let status = node
-        .other
-        .entry("status")
-        .or_insert_with(|| serde_json::Value::Object(Default::default()));
-    if let serde_json::Value::Object(status) = status {
-        // Cannot fail: a vector of plain structs.
-        let list = serde_json::to_value(&conditions).unwrap_or_default();
-        status.insert("conditions".into(), list);
-    }
-}
-
-/// The messages of `problems` about the object labelled `label` (`Kind name`).
-fn reasons(problems: &[Problem], label: &str) -> Vec<String> {
-    problems
-        .iter()
-        .filter(|p| p.object.as_deref() == Some(label))
-        .map(|p| match &p.field {
-            Some(f) => format!("{f}: {}", p.message),
-            None => p.message.clone(),
-        })
-        .collect()
-}
-
-/// A network's status with `verdict`'s conditions: built on the status the object was
-/// read with, and the transition times of the status written last (`previous`).
-fn network_status(
-    read: &NetworkStatus,
-    previous: Option<&Object>,
-    verdict: &Verdict,
-    now: &str,
-) -> NetworkStatus {
-    let mut base = read.clone();
-    let before = match previous {
-        Some(Object::UserDefinedNetwork(u)) => Some(&u.status),
-        Some(Object::ClusterUserDefinedNetwork(c)) => Some(&c.status),
-        _ => None,
-    };
-    for c in before.into_iter().flat_map(|s| &s.conditions) {
-        if [NETWORK_CREATED, NETWORK_ALLOCATION_SUCCEEDED].contains(&c.type_.as_str()) {
-            crate::status::put(&mut base.conditions, c.clone(), &c.last_transition_time);
-        }
-    }
-    network::apply(&base, verdict, now)
 }
 
 /// Holds `DIR/.lock` exclusively until dropped.
@@ -491,12 +227,12 @@ pub fn record_ready(
     let Some(mut object) = read_connect(&path) else {
         return Ok(false);
     };
-    let mut condition = crate::status::ready(zone, outcome);
+    let mut condition = super::ready(zone, outcome);
     let refused = object
         .status
         .conditions
         .iter()
-        .any(|c| c.type_ == crate::status::ACCEPTED && c.status == "False");
+        .any(|c| c.type_ == super::ACCEPTED && c.status == "False");
     if refused {
         let held: Vec<String> = object
             .metadata
@@ -505,9 +241,9 @@ pub fn record_ready(
             .and_then(|v| annotations::parse_connect_subnets(v).ok())
             .map(|by_network| by_network.into_keys().collect())
             .unwrap_or_default();
-        crate::status::ready_while_refused(&mut condition, &held);
+        super::ready_while_refused(&mut condition, &held);
     }
-    if !crate::status::set(&mut object.status, condition, now) {
+    if !super::set(&mut object.status, condition, now) {
         return Ok(false);
     }
     let text = to_yaml(&Object::ClusterNetworkConnect(object))?;
@@ -554,7 +290,9 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::alloc::Allocations;
     use crate::alloc::{allocate, ClusterConfig};
+    use crate::api::Inventory;
     use crate::testing::node;
     use std::path::Path;
 

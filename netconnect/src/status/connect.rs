@@ -1,13 +1,8 @@
-//! A ClusterNetworkConnect's status as OKEP-5224 describes it (and OVN-Kubernetes only
-//! half writes): an `Accepted` condition from the cluster manager's checks, a
-//! `Ready-In-Zone-<zone>` condition from each zone's reconcile, and `status.status`,
-//! `Success` when every condition is `True`, `Failure` otherwise.
-//!
-//! A condition's `lastTransitionTime` changes only when its `status` flips.
-//!
-//! The networks' own status is in [`network`].
-
-pub mod network;
+//! A ClusterNetworkConnect's conditions as OKEP-5224 describes them (and
+//! OVN-Kubernetes only half writes): `Accepted` from the cluster manager's checks,
+//! `Ready-In-Zone-<zone>` from each zone's reconcile, and `status.status`, `Success`
+//! when every condition is `True`, `Failure` otherwise. A condition's
+//! `lastTransitionTime` changes only when its `status` flips.
 
 use crate::alloc::admission::Refusal;
 use crate::api::objects::ClusterNetworkConnectStatus;

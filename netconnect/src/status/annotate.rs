@@ -1,0 +1,320 @@
+//! The next status directory: each object of the inventory as the API server would
+//! show it once OVN-Kubernetes' cluster manager handled it, its allocations written as
+//! annotations and its conditions set ([`State::next`]).
+
+use crate::alloc::Allocations;
+use crate::api::annotations::{self, *};
+use crate::api::load::{Object, Problem};
+use crate::api::objects::{ClusterNetworkConnect, NetworkStatus, Node};
+use crate::api::validate::{cudn_network, udn_network};
+use crate::api::{ConnectInfo, Inventory, NetworkInfo, NodeInfo};
+
+use super::dir::{key, State};
+use super::network::{self, Verdict, NETWORK_ALLOCATION_SUCCEEDED, NETWORK_CREATED};
+
+impl State {
+    /// `inv` with its allocations written as annotations, networks and connects with the
+    /// definition in force, connects with their `Accepted` condition and networks with
+    /// theirs ([`super::network`]) as of `now`; refused networks as they were read, with
+    /// conditions saying why. `allocation_problems` are the allocations that failed.
+    pub fn next(
+        inv: &Inventory,
+        alloc: &Allocations,
+        allocation_problems: &[Problem],
+        previous: &State,
+        now: &str,
+    ) -> State {
+        let mut out = State::default();
+        for (name, info) in &inv.connects {
+            let o = Object::ClusterNetworkConnect(connect(name, info, alloc, previous, now));
+            out.objects.insert(key(&o), o);
+        }
+        for (name, info) in &inv.nodes {
+            let why = reasons(allocation_problems, &format!("Node {name}"));
+            let o = Object::Node(node(name, info, inv, alloc, previous, &why, now));
+            out.objects.insert(key(&o), o);
+        }
+        for (name, info) in &inv.networks {
+            let verdict = Verdict::InForce {
+                namespaces: info.namespace_selector.as_ref().map(|sel| {
+                    inv.selected_namespaces(sel)
+                        .into_iter()
+                        .map(String::from)
+                        .collect()
+                }),
+                notes: reasons(&inv.problems, &info.network.owner.to_string()),
+                allocation: reasons(allocation_problems, &info.network.owner.to_string()),
+            };
+            if let Some(o) = network_in_force(name, info, alloc, previous, &verdict, now) {
+                out.objects.insert(key(&o), o);
+            }
+        }
+        for object in &inv.refused_networks {
+            let label = format!("{} {}", object.kind(), object.name());
+            let verdict = Verdict::Refused(reasons(&inv.problems, &label));
+            if let Some(o) = with_network_status(object.clone(), previous, &verdict, now) {
+                out.objects.entry(key(&o)).or_insert(o);
+            }
+        }
+        out
+    }
+}
+
+/// A ClusterNetworkConnect as written: the connect subnets accepted first, its
+/// allocations, its `Accepted` condition; the zones' conditions written before are kept
+/// (saving merges the newer ones on disk back).
+fn connect(
+    name: &str,
+    info: &ConnectInfo,
+    alloc: &Allocations,
+    previous: &State,
+    now: &str,
+) -> ClusterNetworkConnect {
+    let mut object = info.object.clone();
+    let prev = match previous
+        .objects
+        .get(&key(&Object::ClusterNetworkConnect(object.clone())))
+    {
+        Some(Object::ClusterNetworkConnect(p)) => Some(p),
+        _ => None,
+    };
+    if let Some(p) = prev {
+        // The connect subnets in force are those accepted first.
+        let accepted_now = crate::api::validate::connect_spec(&object)
+            .map(|s| s.connect_subnets == info.spec.connect_subnets)
+            .unwrap_or(false);
+        if !accepted_now {
+            object.spec = p.spec.clone();
+        }
+        object.status = p.status.clone();
+        object
+            .status
+            .conditions
+            .retain(|c| c.type_ == super::ACCEPTED);
+    } else {
+        object.status = Default::default();
+    }
+    let a = &mut object.metadata.annotations;
+    if let Some(c) = alloc.connects.get(name) {
+        match c.tunnel_key {
+            Some(k) => {
+                a.insert(CONNECT_ROUTER_TUNNEL_KEY.into(), k.to_string());
+            }
+            None => {
+                a.remove(CONNECT_ROUTER_TUNNEL_KEY);
+            }
+        }
+        if c.subnets.is_empty() {
+            a.remove(NETWORK_CONNECT_SUBNET);
+        } else {
+            a.insert(
+                NETWORK_CONNECT_SUBNET.into(),
+                annotations::format_connect_subnets(&c.subnets),
+            );
+        }
+        super::set(&mut object.status, super::accepted(&c.accepted), now);
+    }
+    object
+}
+
+/// A node as written: its node id, transit addresses and host subnets (its entries for
+/// networks netconnect does not manage kept), and a condition naming an annotation
+/// replaced by an allocation (`why`).
+fn node(
+    name: &str,
+    info: &NodeInfo,
+    inv: &Inventory,
+    alloc: &Allocations,
+    previous: &State,
+    why: &[String],
+    now: &str,
+) -> Node {
+    let mut object = info.object.clone();
+    let a = &mut object.metadata.annotations;
+    if let Some(id) = alloc.node_ids.get(name) {
+        a.insert(NODE_ID.into(), id.to_string());
+    }
+    if let Some(t) = alloc.node_transit.get(name).filter(|t| !t.is_empty()) {
+        a.insert(
+            NODE_TRANSIT_SWITCH_PORT_IFADDR.into(),
+            format_transit_ifaddr(t),
+        );
+    }
+    let mut subnets = a
+        .get(NODE_SUBNETS)
+        .and_then(|v| annotations::parse_node_subnets(v).ok())
+        .unwrap_or_default();
+    subnets.retain(|net, _| !inv.networks.contains_key(net));
+    for (net, by_node) in &alloc.host_subnets {
+        if let Some(s) = by_node.get(name).filter(|s| !s.is_empty()) {
+            subnets.insert(net.clone(), s.clone());
+        }
+    }
+    if subnets.is_empty() {
+        a.remove(NODE_SUBNETS);
+    } else {
+        a.insert(NODE_SUBNETS.into(), format_node_subnets(&subnets));
+    }
+    let prev = match previous.objects.get(&key(&Object::Node(object.clone()))) {
+        Some(Object::Node(n)) => Some(n),
+        _ => None,
+    };
+    node_annotations_condition(&mut object, prev, why, now);
+    object
+}
+
+/// A network in force as written: the accepted spec (a refused update keeps the one
+/// accepted before), its allocations, its conditions for `verdict`.
+fn network_in_force(
+    name: &str,
+    info: &NetworkInfo,
+    alloc: &Allocations,
+    previous: &State,
+    verdict: &Verdict,
+    now: &str,
+) -> Option<Object> {
+    let mut object = info.object.clone();
+    if let Some(prev) = previous.objects.get(&key(&object)) {
+        let accepted_now = match &object {
+            Object::UserDefinedNetwork(u) => udn_network(u).ok(),
+            Object::ClusterUserDefinedNetwork(c) => cudn_network(c).ok(),
+            _ => None,
+        };
+        if accepted_now.as_ref() != Some(&info.network) {
+            match (&mut object, prev) {
+                (Object::UserDefinedNetwork(u), Object::UserDefinedNetwork(p)) => {
+                    u.spec = p.spec.clone()
+                }
+                (Object::ClusterUserDefinedNetwork(c), Object::ClusterUserDefinedNetwork(p)) => {
+                    c.spec.network = p.spec.network.clone()
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut object = with_network_status(object, previous, verdict, now)?;
+    let meta = match &mut object {
+        Object::UserDefinedNetwork(u) => &mut u.metadata,
+        Object::ClusterUserDefinedNetwork(c) => &mut c.metadata,
+        _ => return None,
+    };
+    if let Some(id) = alloc.network_ids.get(name) {
+        meta.annotations.insert(NETWORK_ID.into(), id.to_string());
+    }
+    if let Some(keys) = alloc.tunnel_keys.get(name) {
+        meta.annotations
+            .insert(TUNNEL_KEYS.into(), format_tunnel_keys(keys));
+    }
+    Some(object)
+}
+
+/// A network object with its status set for `verdict`; `None` for an object that is
+/// not a network.
+fn with_network_status(
+    mut object: Object,
+    previous: &State,
+    verdict: &Verdict,
+    now: &str,
+) -> Option<Object> {
+    let prev = previous.objects.get(&key(&object));
+    let status = match &mut object {
+        Object::UserDefinedNetwork(u) => &mut u.status,
+        Object::ClusterUserDefinedNetwork(c) => &mut c.status,
+        _ => return None,
+    };
+    *status = network_status(status, prev, verdict, now);
+    Some(object)
+}
+
+/// The condition a node's status carries while an annotation of it is replaced by an
+/// allocation (a reserved or duplicate `k8s.ovn.org/node-id`): the node keeps its rows
+/// with the new value, and the status says which annotation was not used and why.
+pub const NODE_ANNOTATIONS_ACCEPTED: &str = "OVNAnnotationsAccepted";
+
+/// Puts [`NODE_ANNOTATIONS_ACCEPTED`] (False, with `why`) into `node`'s status, or takes
+/// it out when `why` is empty; the transition time is kept from `previous`.
+fn node_annotations_condition(
+    node: &mut crate::api::objects::Node,
+    previous: Option<&crate::api::objects::Node>,
+    why: &[String],
+    now: &str,
+) {
+    use crate::api::meta::Condition;
+    let read = |n: &crate::api::objects::Node| -> Vec<Condition> {
+        n.other
+            .get("status")
+            .and_then(|s| s.get("conditions"))
+            .and_then(|c| serde_json::from_value(c.clone()).ok())
+            .unwrap_or_default()
+    };
+    let mut conditions = read(node);
+    let had = !conditions.is_empty();
+    conditions.retain(|c| c.type_ != NODE_ANNOTATIONS_ACCEPTED);
+    if !why.is_empty() {
+        if let Some(old) = previous
+            .map(read)
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c.type_ == NODE_ANNOTATIONS_ACCEPTED)
+        {
+            conditions.push(old);
+        }
+        super::put(
+            &mut conditions,
+            Condition {
+                type_: NODE_ANNOTATIONS_ACCEPTED.into(),
+                status: "False".into(),
+                reason: "AnnotationReplaced".into(),
+                message: why.join("; "),
+                last_transition_time: String::new(),
+            },
+            now,
+        );
+    }
+    if conditions.is_empty() && !had {
+        return;
+    }
+    let status = node
+        .other
+        .entry("status")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if let serde_json::Value::Object(status) = status {
+        // Cannot fail: a vector of plain structs.
+        let list = serde_json::to_value(&conditions).unwrap_or_default();
+        status.insert("conditions".into(), list);
+    }
+}
+
+/// The messages of `problems` about the object labelled `label` (`Kind name`).
+fn reasons(problems: &[Problem], label: &str) -> Vec<String> {
+    problems
+        .iter()
+        .filter(|p| p.object.as_deref() == Some(label))
+        .map(|p| match &p.field {
+            Some(f) => format!("{f}: {}", p.message),
+            None => p.message.clone(),
+        })
+        .collect()
+}
+
+/// A network's status with `verdict`'s conditions: built on the status the object was
+/// read with, and the transition times of the status written last (`previous`).
+fn network_status(
+    read: &NetworkStatus,
+    previous: Option<&Object>,
+    verdict: &Verdict,
+    now: &str,
+) -> NetworkStatus {
+    let mut base = read.clone();
+    let before = match previous {
+        Some(Object::UserDefinedNetwork(u)) => Some(&u.status),
+        Some(Object::ClusterUserDefinedNetwork(c)) => Some(&c.status),
+        _ => None,
+    };
+    for c in before.into_iter().flat_map(|s| &s.conditions) {
+        if [NETWORK_CREATED, NETWORK_ALLOCATION_SUCCEEDED].contains(&c.type_.as_str()) {
+            super::put(&mut base.conditions, c.clone(), &c.last_transition_time);
+        }
+    }
+    network::apply(&base, verdict, now)
+}
