@@ -95,9 +95,23 @@ fn problem_for(
 pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Problem>) {
     let mut out = Allocations::default();
     let mut problems = Vec::new();
-    use crate::api::annotations::*;
+    node_ids(inv, config, &mut out, &mut problems);
+    // Network ids, then tunnel keys and subnets, network by network in name order.
+    network_ids(inv, &mut out, &mut problems);
+    tunnel_keys(inv, &mut out, &mut problems);
+    subnets(inv, config, &mut out, &mut problems);
+    (out, problems)
+}
 
-    // Node ids: annotated ones first (in name order, so a clash keeps the first node's).
+/// Node ids (annotated ones first, in name order, so a clash keeps the first node's)
+/// and each node's transit switch port addresses.
+fn node_ids(
+    inv: &Inventory,
+    config: &ClusterConfig,
+    out: &mut Allocations,
+    problems: &mut Vec<Problem>,
+) {
+    use crate::api::annotations::*;
     // A node whose id cannot be kept (reserved, out of range, another node's) gets a new
     // one, as OVN-Kubernetes' cluster manager gives it, and the bad id is reported.
     let mut node_ids = IdAllocator::new(2, MAX_NODE_ID);
@@ -149,8 +163,11 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
         };
         out.node_transit.insert(name.clone(), addrs);
     }
+}
 
-    // Network ids, then tunnel keys and subnets, network by network in name order.
+/// Network ids: annotated ones first, then the others in name order.
+fn network_ids(inv: &Inventory, out: &mut Allocations, problems: &mut Vec<Problem>) {
+    use crate::api::annotations::*;
     let mut network_ids = IdAllocator::new(1, MAX_NETWORKS - 1);
     let mut missing = Vec::new();
     for (name, net) in &inv.networks {
@@ -182,7 +199,11 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
             )),
         }
     }
+}
 
+/// Tunnel keys of the primary Layer2 networks' transit routers.
+fn tunnel_keys(inv: &Inventory, out: &mut Allocations, problems: &mut Vec<Problem>) {
+    use crate::api::annotations::*;
     // Tunnel keys come from one allocator shared by Layer2 transit routers and
     // ClusterNetworkConnect routers; every key already annotated is reserved first.
     let mut keys = IdAllocator::new(FIRST_ALLOCATED_TUNNEL_KEY, MAX_DATAPATH_TUNNEL_KEY);
@@ -241,7 +262,15 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
             )),
         }
     }
+}
 
+/// Host subnets of the Layer3 networks, transit subnets of the primary Layer2 ones.
+fn subnets(
+    inv: &Inventory,
+    config: &ClusterConfig,
+    out: &mut Allocations,
+    problems: &mut Vec<Problem>,
+) {
     for (name, info) in &inv.networks {
         let net = &info.network;
         if !out.network_ids.contains_key(name) {
@@ -266,7 +295,6 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
             _ => {}
         }
     }
-    (out, problems)
 }
 
 /// The host subnets of Layer3 network `name` for every node: annotated ones kept (a
