@@ -1,7 +1,10 @@
-//! What `netconnectd` adds around the library: the manifest directory read and
-//! watched ([`manifests`]), the HTTP endpoints ([`http`]) and the metrics
-//! ([`metrics`]).
+//! What `netconnectd` adds around the library: its command line ([`args`]), what it
+//! does with it (`--plan`, `--once`, or serving: [`run`]), the manifest directory read
+//! and watched ([`manifests`]), the HTTP endpoints ([`http`]) and the metrics
+//! ([`metrics`]). The binary only parses the arguments and starts [`run::run`].
 
+pub mod args;
 pub mod http;
 pub mod manifests;
 pub mod metrics;
+pub mod run;

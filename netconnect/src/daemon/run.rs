@@ -1,0 +1,263 @@
+//! What netconnectd does once its arguments are parsed: connect the NB cache, read the
+//! manifests and the status directory, then print a plan (`--plan`), reconcile every key
+//! once (`--once`), or run the controller until SIGTERM (serving `--listen`, following
+//! the manifests).
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
+use ovsdb_proto::{Remote, TlsConfig};
+use tokio_util::sync::CancellationToken;
+
+use super::args::Args;
+use super::http;
+use super::manifests::{self, ManifestDir};
+use super::metrics::Metrics;
+use crate::controller::{self, Backoff, Controller, ReadyTracker};
+use crate::reconcile::{NbIndexes, Reconciler};
+use crate::status;
+use crate::status::dir::{record_ready, State};
+use crate::world::World;
+
+/// Runs netconnectd with `args`; the exit code, or why it could not run.
+pub async fn run(args: Args) -> Result<ExitCode, String> {
+    let (cache, events, reconciler) = connect(&args).await?;
+    let mut manifests = ManifestDir::new(&args.manifests);
+    let (world, state) = load(&args, &mut manifests)?;
+    for p in &world.problems {
+        eprintln!("{p}");
+    }
+    if args.plan {
+        drop(events);
+        return Ok(plan(&world, &reconciler, &cache));
+    }
+    if let Some(dir) = &args.status_dir {
+        world
+            .state(&state)
+            .save(dir)
+            .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
+    }
+    if args.once {
+        // Nothing reads the cache's events in a single pass; a kept stream would stop
+        // the cache once its buffer is full.
+        drop(events);
+        return Ok(once(&args, &world, &reconciler).await);
+    }
+    serve(args, world, state, manifests, events, reconciler).await
+}
+
+/// The NB cache, synced, and the reconciler over it.
+async fn connect(args: &Args) -> Result<(Arc<Cache>, CacheEvents, Arc<Reconciler>), String> {
+    let remotes = Remote::parse_list(&args.nb).map_err(|e| format!("--nb {}: {e}", args.nb))?;
+    let mut config = CacheConfig::new(remotes, "OVN_Northbound", &[]);
+    config.leader_only = true;
+    if let Some(ca) = &args.ca_cert {
+        config.connect.tls = Some(TlsConfig {
+            ca_cert: ca.clone(),
+            certificate: args.certificate.clone(),
+            private_key: args.private_key.clone(),
+        });
+    }
+    let nb = NbIndexes::register(&mut config);
+    let (cache, events) = Cache::start(config);
+    let cache = Arc::new(cache);
+    let wait = Duration::from_secs(args.timeout);
+    if tokio::time::timeout(wait, cache.wait_until_ready())
+        .await
+        .is_err()
+    {
+        return Err(format!(
+            "no usable Northbound server at {} within {wait:?}",
+            args.nb
+        ));
+    }
+    let reconciler = Arc::new(Reconciler::new(cache.clone(), nb));
+    Ok((cache, events, reconciler))
+}
+
+/// Reads the manifests and the state, and builds the world.
+fn load(args: &Args, manifests: &mut ManifestDir) -> Result<(World, State), String> {
+    let files = manifests
+        .read()
+        .map_err(|e| format!("cannot read {}: {e}", args.manifests.display()))?;
+    let (state, state_problems) = match &args.status_dir {
+        Some(dir) => State::load(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?,
+        None => (State::default(), Vec::new()),
+    };
+    for p in state_problems {
+        eprintln!("netconnectd: status dir: {p}");
+    }
+    Ok((World::build(&files, &state, args.settings()), state))
+}
+
+/// `--plan`: prints what each key would write; fails when a key cannot be planned or
+/// an object was invalid.
+fn plan(world: &World, reconciler: &Reconciler, cache: &Cache) -> ExitCode {
+    let snap = cache.snapshot();
+    let mut keys = world.keys();
+    keys.extend(world.gone_in(&snap, reconciler.indexes()));
+    let mut failed = false;
+    for key in keys {
+        let plan = world
+            .desired(&key)
+            .map_err(|e| e.to_string())
+            .and_then(|d| reconciler.plan(&d).map_err(|e| e.to_string()));
+        match plan {
+            Ok(p) if p.is_empty() => println!("{key}: unchanged"),
+            Ok(p) => {
+                println!("{key}: {}", p.summary());
+                for line in p.to_string().lines().skip(1) {
+                    println!("{line}");
+                }
+            }
+            Err(e) => {
+                failed = true;
+                println!("{key}: cannot plan: {e}");
+            }
+        }
+    }
+    exit_code(failed || !world.problems.is_empty())
+}
+
+/// `--once`: reconciles every key once, records the connects' zone conditions, prints
+/// each key's outcome; fails when a key did not converge or an object was invalid.
+async fn once(args: &Args, world: &World, reconciler: &Reconciler) -> ExitCode {
+    let outcomes = controller::once(reconciler, world, 5, Backoff::default(), 4).await;
+    let mut failed = false;
+    if let Some(dir) = &args.status_dir {
+        let tracker = ReadyTracker::default();
+        let mut ready = std::collections::BTreeMap::new();
+        for o in &outcomes {
+            if let Some((cnc, outcome)) = tracker.record(world, &o.key, &o.result) {
+                ready.insert(cnc, outcome);
+            }
+        }
+        for (cnc, outcome) in ready {
+            let zone = world.zone_name();
+            if let Err(e) = record_ready(dir, &cnc, zone, &outcome, &status::now()) {
+                eprintln!("netconnectd: cannot write the status of {cnc}: {e}");
+            }
+        }
+    }
+    for o in outcomes {
+        match o.result {
+            Ok(p) if p.is_empty() => println!("{}: unchanged", o.key),
+            Ok(p) => println!("{}: {}", o.key, p.summary()),
+            Err(e) => {
+                failed = true;
+                println!("{}: FAILED after {} attempts: {e}", o.key, o.attempts);
+            }
+        }
+    }
+    exit_code(failed || !world.problems.is_empty())
+}
+
+fn exit_code(failed: bool) -> ExitCode {
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The daemon: reconciles continuously, re-reads the manifests when they change,
+/// serves `--listen`; on SIGTERM or SIGINT takes no new key, lets the reconciles in
+/// flight finish, and exits 0.
+async fn serve(
+    args: Args,
+    world: World,
+    mut state: State,
+    mut manifests: ManifestDir,
+    events: CacheEvents,
+    reconciler: Arc<Reconciler>,
+) -> Result<ExitCode, String> {
+    let (tx, rx) = tokio::sync::watch::channel(Arc::new(world));
+    let controller = Controller::new(reconciler.clone(), rx.clone(), Backoff::default());
+    let shared = Arc::new(http::Shared {
+        ready: AtomicBool::new(false),
+        reports: controller.reports(),
+        world: rx,
+        reconciler: reconciler.clone(),
+        metrics: Metrics::new(),
+    });
+    let controller = controller.with_hook(outcome_hook(shared.clone(), args.status_dir.clone()));
+    let queue = controller.queue();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn(controller.run_until(events, 2, shutdown.clone()));
+    if let Some(addr) = args.listen {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("--listen {addr}: {e}"))?;
+        tracing::info!(%addr, "serving /healthz, /readyz, /status, /metrics");
+        tokio::spawn(http::serve(listener, shared.clone(), shutdown.clone()));
+    }
+    // Ready once the first pass is through: the queue idle for a moment.
+    tokio::spawn(async move {
+        while !controller::settle(
+            &queue,
+            Duration::from_millis(200),
+            Duration::from_secs(3600),
+        )
+        .await
+        {}
+        shared.ready.store(true, Ordering::Relaxed);
+        tracing::info!("first pass done: ready");
+    });
+    let (changed_tx, mut changed) = tokio::sync::mpsc::channel(1);
+    let _watcher = manifests::watch(&args.manifests, Duration::from_millis(100), changed_tx)
+        .map_err(|e| format!("cannot watch {}: {e}", args.manifests.display()))?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
+            Some(()) = changed.recv() => {}
+        }
+        match load(&args, &mut manifests) {
+            Ok((world, _)) => {
+                for p in &world.problems {
+                    tracing::warn!(problem = %p, "input");
+                }
+                if let Some(dir) = &args.status_dir {
+                    let next = world.state(&state);
+                    if let Err(e) = next.save(dir) {
+                        tracing::error!(error = %e, "cannot write the status dir");
+                    }
+                    state = next;
+                }
+                tx.send_replace(Arc::new(world));
+            }
+            Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
+        }
+    }
+    // Stop taking keys; let the reconciles in flight finish their transactions.
+    tracing::info!("stopping: finishing the reconciles in flight");
+    shutdown.cancel();
+    let _ = run.await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// After each reconcile: the metrics, and a connect's `Ready-In-Zone-<zone>` condition
+/// in the status directory when its outcome changed.
+fn outcome_hook(
+    shared: Arc<http::Shared>,
+    status_dir: Option<std::path::PathBuf>,
+) -> controller::OutcomeHook {
+    let tracker = ReadyTracker::default();
+    Arc::new(move |world, key, result, took| {
+        shared
+            .metrics
+            .reconciled(key, result.as_ref().ok().map(|p| !p.is_empty()), took);
+        let Some(dir) = &status_dir else { return };
+        if let Some((cnc, outcome)) = tracker.record(world, key, result) {
+            let zone = world.zone_name();
+            if let Err(e) = record_ready(dir, &cnc, zone, &outcome, &status::now()) {
+                tracing::error!(%cnc, error = %e, "cannot write the connect's status");
+            }
+        }
+    })
+}
