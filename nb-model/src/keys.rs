@@ -28,6 +28,8 @@ pub mod lrp_options {
     pub const REQUESTED_TNL_KEY: &str = "requested-tnl-key";
     /// How traffic reaches a distributed gateway port's chassis (`overlay` or `bridged`).
     pub const REDIRECT_TYPE: &str = "redirect-type";
+    /// Whether multicast traffic is flooded out of the port.
+    pub const MCAST_FLOOD: &str = "mcast_flood";
 }
 
 /// Keys of `Logical_Router.options`.
@@ -56,6 +58,25 @@ pub mod ls_other_config {
     pub const MCAST_SNOOP: &str = "mcast_snoop";
     /// The tunnel key to give the switch's datapath.
     pub const REQUESTED_TNL_KEY: &str = "requested-tnl-key";
+    /// Makes the switch an interconnect transit switch of this name.
+    pub const INTERCONN_TS: &str = "interconn-ts";
+    /// Whether the switch sends IGMP/MLD queries itself.
+    pub const MCAST_QUERIER: &str = "mcast_querier";
+    /// Whether unregistered multicast traffic is flooded.
+    pub const MCAST_FLOOD_UNREGISTERED: &str = "mcast_flood_unregistered";
+}
+
+/// Keys of `NAT.options`.
+pub mod nat_options {
+    /// Whether the NAT is stateless.
+    pub const STATELESS: &str = "stateless";
+}
+
+/// Keys of `Logical_Switch_Port.external_ids` OVN-Kubernetes writes on a transit
+/// switch's ports.
+pub mod lsp_external_ids {
+    /// The node a transit switch port leads to.
+    pub const NODE: &str = "node";
 }
 
 /// Keys OVN-Kubernetes writes in `external_ids` to tell which network and topology a

@@ -29,9 +29,6 @@ pub enum Wake {
     Look(Key),
 }
 
-/// The `external_ids` key of a load balancer naming its network.
-const NETWORK: &str = "k8s.ovn.org/network";
-
 /// The keys a change to `row` of `table` wakes (the row as it is now, or as it was
 /// when deleted).
 pub fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
@@ -51,7 +48,7 @@ pub fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
             out
         }
         _ if table == "Load_Balancer" => ids
-            .and_then(|d| d.get(&Atom::String(NETWORK.into())))
+            .and_then(|d| d.get(&Atom::String(nb_model::keys::ovn_k8s::NETWORK.into())))
             .and_then(Atom::as_str)
             .map(|net| world.connects_of(net).into_iter().map(Wake::Look).collect())
             .unwrap_or_default(),

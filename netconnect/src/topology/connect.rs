@@ -175,9 +175,10 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
     };
     let router = router_name(cnc);
     let mut connect_router = LogicalRouter::named(&router);
-    connect_router
-        .options
-        .insert("requested-tnl-key".into(), c.key.to_string());
+    connect_router.options.insert(
+        nb_model::keys::lr_options::REQUESTED_TNL_KEY.into(),
+        c.key.to_string(),
+    );
     connect_router.copp = Some(d.refer::<Copp>(cluster::DEFAULT_COPP));
     // The group is the CNC's whether or not it wants it now, so that it goes when
     // ServiceNetwork does.
@@ -291,8 +292,10 @@ pub fn build_network(
             let rtocr_name = rtocr(&c.name, node, cnc);
             let mut port = router_port(&crtor_name, &firsts);
             port.external_ids = port_ids(node_id, &router);
-            port.options
-                .insert("requested-tnl-key".into(), port_key.to_string());
+            port.options.insert(
+                nb_model::keys::lrp_options::REQUESTED_TNL_KEY.into(),
+                port_key.to_string(),
+            );
             if local {
                 port.peer = Some(rtocr_name.clone());
                 let mut peer = router_port(&rtocr_name, &seconds);
@@ -301,8 +304,10 @@ pub fn build_network(
                 let r = d.add(format!("{}:{node_id}:{}", c.id, c.router), peer);
                 d.attach::<LogicalRouter, _>(&c.router, "ports", &r);
             } else if let Some(chassis) = chassis {
-                port.options
-                    .insert("requested-chassis".into(), chassis.to_owned());
+                port.options.insert(
+                    nb_model::keys::lrp_options::REQUESTED_CHASSIS.into(),
+                    chassis.to_owned(),
+                );
             }
             let r = d.add(format!("{}:{node_id}:{router}", c.id), port);
             d.attach::<LogicalRouter, _>(&router, "ports", &r);

@@ -166,7 +166,7 @@ pub fn external_side(
         type_: NatType::Snat,
         external_ip: external.to_string(),
         logical_ip: logical,
-        options: map([("stateless", "false")]),
+        options: map([(nb_model::keys::nat_options::STATELESS, "false")]),
         external_ids: net_ids(net, topology),
         ..Default::default()
     };

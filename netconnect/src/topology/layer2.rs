@@ -11,6 +11,7 @@
 //! chassis by `requested-chassis`.
 
 use ipnet::IpNet;
+use nb_model::keys::{lr_options, lrp_options, ls_other_config};
 use nb_model::{
     GatewayChassis, LogicalRouter, LogicalRouterStaticRoute, LogicalRouterStaticRoutePolicy,
     LogicalSwitch, LogicalSwitchPort,
@@ -58,7 +59,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
         name: tr_name.clone(),
         copp: Some(copp),
         external_ids: net_ids(net, topo),
-        options: map([("requested-tnl-key", keys[1].to_string().as_str())]),
+        options: map([(lr_options::REQUESTED_TNL_KEY, keys[1].to_string().as_str())]),
         ..Default::default()
     };
     tr.external_ids
@@ -75,19 +76,22 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
     };
     for s in &net.subnets {
         if s.cidr.addr().is_ipv4() {
-            ls.other_config.insert("subnet".into(), s.cidr.to_string());
-        } else {
             ls.other_config
-                .insert("ipv6_prefix".into(), s.cidr.network().to_string());
+                .insert(ls_other_config::SUBNET.into(), s.cidr.to_string());
+        } else {
+            ls.other_config.insert(
+                ls_other_config::IPV6_PREFIX.into(),
+                s.cidr.network().to_string(),
+            );
         }
     }
     let ls_key = keys[0].to_string();
     for (k, v) in [
-        ("interconn-ts", names.layer2_switch()),
-        ("requested-tnl-key", ls_key),
-        ("mcast_snoop", "true".into()),
-        ("mcast_querier", "false".into()),
-        ("mcast_flood_unregistered", "true".into()),
+        (ls_other_config::INTERCONN_TS, names.layer2_switch()),
+        (ls_other_config::REQUESTED_TNL_KEY, ls_key),
+        (ls_other_config::MCAST_SNOOP, "true".into()),
+        (ls_other_config::MCAST_QUERIER, "false".into()),
+        (ls_other_config::MCAST_FLOOD_UNREGISTERED, "true".into()),
     ] {
         ls.other_config.insert(k.into(), v);
     }
@@ -109,14 +113,14 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
     };
     let mut trtos = router_port(&names.trtos(), &gateways);
     trtos.options.insert(
-        "requested-tnl-key".into(),
+        lrp_options::REQUESTED_TNL_KEY.into(),
         TRANSIT_ROUTER_TO_SWITCH_KEY.to_string(),
     );
     let nodes = inputs.nodes();
     if nodes.iter().filter(|n| n.local).all(|n| n.gateway_mtu) {
         trtos
             .options
-            .insert("gateway_mtu".into(), cfg.mtu.to_string());
+            .insert(lrp_options::GATEWAY_MTU.into(), cfg.mtu.to_string());
     }
     if net.has_ipv6() {
         trtos.ipv6_ra_configs = map([
@@ -165,7 +169,9 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
             .collect();
         let tr_key = (TRANSIT_ROUTER_PORT_KEY_OFFSET + node.id).to_string();
         let mut trtor = router_port(&names.trtor(n), &tr_side);
-        trtor.options.insert("requested-tnl-key".into(), tr_key);
+        trtor
+            .options
+            .insert(lrp_options::REQUESTED_TNL_KEY.into(), tr_key);
         trtor.external_ids = net_ids(net, topo);
         if node.local {
             let Some(chassis) = node.chassis else {
@@ -195,7 +201,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
             if node.gateway_mtu {
                 rtotr
                     .options
-                    .insert("gateway_mtu".into(), cfg.mtu.to_string());
+                    .insert(lrp_options::GATEWAY_MTU.into(), cfg.mtu.to_string());
             }
             gr.ports.insert(d.add(names.rtotr(n), rtotr));
             let gr_name = names.gateway_router(n);
@@ -246,7 +252,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
             };
             trtor
                 .options
-                .insert("requested-chassis".into(), chassis.to_owned());
+                .insert(lrp_options::REQUESTED_CHASSIS.into(), chassis.to_owned());
             trtor.external_ids.insert(NODE.into(), n.to_owned());
             tr.ports.insert(d.add(names.trtor(n), trtor));
             for j in &gr_join {

@@ -12,6 +12,7 @@
 //! node. Per remote node: its `type=remote` transit switch port and the routes to its
 //! host subnets and gateway router through it.
 
+use nb_model::keys::{lrp_options, ls_other_config, lsp_external_ids, lsp_options, nat_options};
 use std::collections::BTreeSet;
 
 use ipnet::IpNet;
@@ -29,14 +30,7 @@ use super::{gateway, ip_match_family, mac, map, masquerade_ip, same_family, Gate
 use crate::alloc::BASE_TRANSIT_SWITCH_TUNNEL_KEY;
 use crate::api::Network;
 
-/// `k8s.ovn.org/network`.
-pub const NETWORK: &str = "k8s.ovn.org/network";
-/// `k8s.ovn.org/topology`.
-pub const TOPOLOGY: &str = "k8s.ovn.org/topology";
-/// `k8s.ovn.org/role`.
-pub const ROLE: &str = "k8s.ovn.org/role";
-/// `k8s.ovn.org/node`.
-pub const NODE: &str = "k8s.ovn.org/node";
+pub use nb_model::keys::ovn_k8s::{NETWORK, NODE, ROLE, TOPOLOGY};
 
 /// The priority of the EgressIP no-reroute policies.
 pub const NO_REROUTE_PRIORITY: i64 = 102;
@@ -256,11 +250,14 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) {
     };
     let key = (BASE_TRANSIT_SWITCH_TUNNEL_KEY + id).to_string();
     ts.other_config = map([
-        ("interconn-ts", names.transit_switch().as_str()),
-        ("requested-tnl-key", key.as_str()),
-        ("mcast_snoop", "true"),
-        ("mcast_querier", "false"),
-        ("mcast_flood_unregistered", "true"),
+        (
+            ls_other_config::INTERCONN_TS,
+            names.transit_switch().as_str(),
+        ),
+        (ls_other_config::REQUESTED_TNL_KEY, key.as_str()),
+        (ls_other_config::MCAST_SNOOP, "true"),
+        (ls_other_config::MCAST_QUERIER, "false"),
+        (ls_other_config::MCAST_FLOOD_UNREGISTERED, "true"),
     ]);
 
     if cfg.egress_ip {
@@ -330,12 +327,13 @@ fn local_node(
     };
     for (s, m) in subnets.iter().zip(&mgmt_ips) {
         if s.addr().is_ipv4() {
-            ls.other_config.insert("subnet".into(), s.to_string());
+            ls.other_config
+                .insert(ls_other_config::SUBNET.into(), s.to_string());
             ls.other_config
                 .insert("exclude_ips".into(), m.addr().to_string());
         } else {
             ls.other_config
-                .insert("ipv6_prefix".into(), s.network().to_string());
+                .insert(ls_other_config::IPV6_PREFIX.into(), s.network().to_string());
         }
     }
     let stor = LogicalSwitchPort::to_router(names.stor(n), names.rtos(n));
@@ -357,7 +355,7 @@ fn local_node(
     let mut rtos = router_port(&names.rtos(n), &gw_ips);
     if node.gateway_mtu {
         rtos.options
-            .insert("gateway_mtu".into(), cfg.mtu.to_string());
+            .insert(lrp_options::GATEWAY_MTU.into(), cfg.mtu.to_string());
     }
     if let Some(chassis) = node.chassis {
         let gc_name = format!("{}-{chassis}", names.rtos(n));
@@ -384,7 +382,7 @@ fn local_node(
                 logical_port: Some(names.rtos(n)),
                 gateway_port: Some(rtos),
                 match_: format!("eth.dst == {mgmt_mac}"),
-                options: map([("stateless", "false")]),
+                options: map([(nat_options::STATELESS, "false")]),
                 external_ids: net_ids(net, topo),
                 ..Default::default()
             };
@@ -395,13 +393,17 @@ fn local_node(
 
     // The transit switch pair.
     let mut rtots = router_port(&names.rtots(n), node.transit);
-    rtots.options.insert("mcast_flood".into(), "true".into());
+    rtots
+        .options
+        .insert(lrp_options::MCAST_FLOOD.into(), "true".into());
     cr.ports.insert(d.add(names.rtots(n), rtots));
     let mut tstor = LogicalSwitchPort::to_router(names.tstor(n), names.rtots(n));
     tstor
         .options
-        .insert("requested-tnl-key".into(), node.id.to_string());
-    tstor.external_ids.insert("node".into(), n.to_owned());
+        .insert(lsp_options::REQUESTED_TNL_KEY.into(), node.id.to_string());
+    tstor
+        .external_ids
+        .insert(lsp_external_ids::NODE.into(), n.to_owned());
     ts.ports.insert(d.add(names.tstor(n), tstor));
     d.add(names.node_switch(n), ls);
 
@@ -434,7 +436,7 @@ fn local_node(
     rtoj.external_ids = net_ids(net, topo);
     if node.gateway_mtu {
         rtoj.options
-            .insert("gateway_mtu".into(), cfg.mtu.to_string());
+            .insert(lrp_options::GATEWAY_MTU.into(), cfg.mtu.to_string());
     }
     gr.ports.insert(d.add(names.rtoj_gateway(n), rtoj));
     let mut jtor = LogicalSwitchPort::to_router(names.jtor_gateway(n), names.rtoj_gateway(n));
@@ -532,10 +534,10 @@ fn remote_node(
         type_: "remote".into(),
         addresses: [addresses].into(),
         options: map([
-            ("requested-tnl-key", node.id.to_string().as_str()),
-            ("requested-chassis", chassis),
+            (lsp_options::REQUESTED_TNL_KEY, node.id.to_string().as_str()),
+            (lsp_options::REQUESTED_CHASSIS, chassis),
         ]),
-        external_ids: map([("node", n)]),
+        external_ids: map([(lsp_external_ids::NODE, n)]),
         ..Default::default()
     };
     ts.ports.insert(d.add(names.tstor(n), port));

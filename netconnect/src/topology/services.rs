@@ -23,7 +23,7 @@ pub fn cluster_ip_load_balancers(net: &str) -> Selection {
         table: "Load_Balancer",
         external_ids: vec![
             ("k8s.ovn.org/kind".into(), "Service".into()),
-            ("k8s.ovn.org/network".into(), net.into()),
+            (nb_model::keys::ovn_k8s::NETWORK.into(), net.into()),
         ],
         name_suffix: "_cluster".into(),
     }
