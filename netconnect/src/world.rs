@@ -30,6 +30,15 @@ pub struct Settings {
 
 pub use crate::controller::key::Key;
 
+impl Settings {
+    /// Sets the cluster's service CIDRs everywhere they are used: the ranges networks
+    /// must stay out of, and what service-only connects let through.
+    pub fn set_service_cidrs(&mut self, cidrs: Vec<ipnet::IpNet>) {
+        self.reserved.service_cidrs = cidrs.clone();
+        self.topology.service_cidrs = cidrs;
+    }
+}
+
 /// The inputs, validated and allocated.
 #[derive(Clone, Debug)]
 pub struct World {

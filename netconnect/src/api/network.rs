@@ -76,6 +76,23 @@ pub const DEFAULT_MTU: u32 = 1400;
 pub const DEFAULT_JOIN_V4: &str = "100.65.0.0/16";
 /// The default IPv6 join subnet of user-defined networks.
 pub const DEFAULT_JOIN_V6: &str = "fd99::/64";
+/// The cluster's service CIDR when none is configured (`--service-cidr`).
+pub const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/16";
+/// The masquerade subnets (IPv4, IPv6): OVN-Kubernetes' defaults.
+pub const DEFAULT_MASQUERADE: [&str; 2] = ["169.254.0.0/17", "fd69::/112"];
+
+/// The cluster defaults above, parsed.
+pub fn default_service_cidrs() -> Vec<ipnet::IpNet> {
+    vec![DEFAULT_SERVICE_CIDR.parse().expect("constant")]
+}
+
+/// [`DEFAULT_MASQUERADE`], parsed.
+pub fn default_masquerade() -> Vec<ipnet::IpNet> {
+    DEFAULT_MASQUERADE
+        .iter()
+        .map(|m| m.parse().expect("constant"))
+        .collect()
+}
 
 /// A validated network definition.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -70,8 +70,7 @@ impl Args {
             ..Default::default()
         };
         if !self.service_cidrs.is_empty() {
-            s.reserved.service_cidrs = self.service_cidrs.clone();
-            s.topology.service_cidrs = self.service_cidrs.clone();
+            s.set_service_cidrs(self.service_cidrs.clone());
         }
         s
     }

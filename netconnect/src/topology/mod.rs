@@ -69,14 +69,11 @@ impl Default for TopologyConfig {
     fn default() -> Self {
         TopologyConfig {
             gateway_mode: GatewayMode::Shared,
-            mtu: 1400,
-            masquerade_subnets: vec![
-                "169.254.0.0/17".parse().expect("constant"),
-                "fd69::/112".parse().expect("constant"),
-            ],
+            mtu: crate::api::network::DEFAULT_MTU,
+            masquerade_subnets: crate::api::network::default_masquerade(),
             physical_network: "physnet".into(),
             egress_ip: true,
-            service_cidrs: vec!["10.96.0.0/16".parse().expect("constant")],
+            service_cidrs: crate::api::network::default_service_cidrs(),
             max_port_tunnel_key: crate::alloc::connect::MAX_PORT_TUNNEL_KEY,
         }
     }

@@ -15,11 +15,8 @@ pub struct Reserved {
 impl Default for Reserved {
     fn default() -> Self {
         Reserved {
-            masquerade: vec![
-                "169.254.0.0/17".parse().expect("constant"),
-                "fd69::/112".parse().expect("constant"),
-            ],
-            service_cidrs: vec!["10.96.0.0/16".parse().expect("constant")],
+            masquerade: super::super::network::default_masquerade(),
+            service_cidrs: super::super::network::default_service_cidrs(),
         }
     }
 }
