@@ -7,9 +7,14 @@ use std::path::Path;
 fn each_input(target: &str, check: fn(&[u8])) {
     let mut seen = 0;
     for dir in ["corpus", "regressions"] {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(target);
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir).join(target);
+        // A target nothing was found for has no regressions directory (git keeps no
+        // empty one); every target has seeds.
+        if dir == "regressions" && !path.exists() {
+            continue;
+        }
+        let mut files: Vec<_> = std::fs::read_dir(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
             .map(|e| e.unwrap().path())
             .collect();
         files.sort();
