@@ -24,19 +24,27 @@ fn decode(stream: &[u8], limit: usize, piece: usize) -> Outcome {
     let mut codec = JsonRpcCodec::new(limit);
     let mut buf = BytesMut::new();
     let mut messages = Vec::new();
+    // Every message the buffer holds now (at the end of the stream: `eof`); false once
+    // the stream is refused.
+    let mut drain = |codec: &mut JsonRpcCodec, buf: &mut BytesMut, eof: bool| loop {
+        let next = if eof {
+            codec.decode_eof(buf)
+        } else {
+            codec.decode(buf)
+        };
+        match next {
+            Ok(Some(m)) => messages.push(looked_at(m)),
+            Ok(None) => return true,
+            Err(_) => return false,
+        }
+    };
     for read in stream.chunks(piece) {
         buf.extend_from_slice(read);
-        loop {
-            match codec.decode(&mut buf) {
-                Ok(Some(m)) => messages.push(looked_at(m)),
-                Ok(None) => break,
-                Err(_) => {
-                    return Outcome {
-                        messages,
-                        refused: true,
-                    }
-                }
-            }
+        if !drain(&mut codec, &mut buf, false) {
+            return Outcome {
+                messages,
+                refused: true,
+            };
         }
         assert!(
             buf.len() <= limit + piece,
@@ -44,22 +52,8 @@ fn decode(stream: &[u8], limit: usize, piece: usize) -> Outcome {
             buf.len()
         );
     }
-    loop {
-        match codec.decode_eof(&mut buf) {
-            Ok(Some(m)) => messages.push(looked_at(m)),
-            Ok(None) => break,
-            Err(_) => {
-                return Outcome {
-                    messages,
-                    refused: true,
-                }
-            }
-        }
-    }
-    Outcome {
-        messages,
-        refused: false,
-    }
+    let refused = !drain(&mut codec, &mut buf, true);
+    Outcome { messages, refused }
 }
 
 /// The message's text, after looking up the members the client reads.

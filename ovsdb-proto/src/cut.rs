@@ -452,15 +452,20 @@ fn unescape_name(name: &mut Vec<u8>) {
 mod tests {
     use super::*;
 
-    /// The text the parser reads and the rows cut, for `text` fed in `step`-byte pieces.
-    fn cut(text: &str, path: &'static [Step], step: usize) -> (String, Vec<String>) {
+    /// `text` in `step`-byte pieces.
+    fn pieces(text: &str, step: usize) -> std::vec::IntoIter<Bytes> {
         let pieces: Vec<Bytes> = text
             .as_bytes()
             .chunks(step)
             .map(Bytes::copy_from_slice)
             .collect();
+        pieces.into_iter()
+    }
+
+    /// The text the parser reads and the rows cut, for `text` fed in `step`-byte pieces.
+    fn cut(text: &str, path: &'static [Step], step: usize) -> (String, Vec<String>) {
         let rows = RowTexts::default();
-        let mut cutter = RowCutter::new(pieces.into_iter(), path, rows.clone());
+        let mut cutter = RowCutter::new(pieces(text, step), path, rows.clone());
         let mut out = String::new();
         cutter.read_to_string(&mut out).unwrap();
         let texts = (0..cutter.cut)
@@ -553,14 +558,9 @@ mod tests {
         // for the server's 0, so the reply was accepted cut and refused whole.
         let text = r#"{"result":{"T":{"u":0}},"result":{"T":{"u":{"new":{}}}}}"#;
         for step in 1..=text.len() {
-            let pieces: Vec<Bytes> = text
-                .as_bytes()
-                .chunks(step)
-                .map(Bytes::copy_from_slice)
-                .collect();
             let rows = RowTexts::default();
             let mut out = String::new();
-            RowCutter::new(pieces.into_iter(), ROWS, rows.clone())
+            RowCutter::new(pieces(text, step), ROWS, rows.clone())
                 .read_to_string(&mut out)
                 .unwrap();
             assert_eq!(out, r#"{"result":{"T":{"u":0}},"result":{"T":{"u":0}}}"#);

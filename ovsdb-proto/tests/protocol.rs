@@ -350,19 +350,24 @@ async fn invalid_json_in_a_member_nobody_reads_is_a_protocol_error() {
     assert_eq!(call.await.unwrap().unwrap(), ["DB"]);
 }
 
+/// An `echo` whose reply (two strings) is decoded while it arrives.
+fn decoded_echo(
+    c: &Client,
+) -> tokio::task::JoinHandle<Result<(String, String), ovsdb_proto::Error>> {
+    let (tx, _rx) = std::sync::mpsc::channel();
+    let c = c.clone();
+    tokio::spawn(async move {
+        c.call_decoding("echo", bytes::Bytes::from_static(b"[]"), Pair(tx))
+            .await
+    })
+}
+
 #[tokio::test]
 async fn a_decoded_reply_whose_member_names_are_escaped_is_read_like_any_other() {
     // Fuzzing found this one hanging for ever: the framer looked for `"id"` as bytes,
     // so the reply was neither tapped nor taken by its decoder.
     let (c, _n, mut peer) = pair();
-    let (tx, _rx) = std::sync::mpsc::channel();
-    let call = tokio::spawn({
-        let c = c.clone();
-        async move {
-            c.call_decoding("echo", bytes::Bytes::from_static(b"[]"), Pair(tx))
-                .await
-        }
-    });
+    let call = decoded_echo(&c);
     let id = read_request(&mut peer).await["id"].clone();
     peer.write_all(
         format!(r#"{{"\u0069d":{id},"r\u0065sult":["a","b"],"\u0065rror":null}}"#).as_bytes(),
@@ -381,14 +386,7 @@ async fn a_decoded_reply_whose_member_names_are_escaped_is_read_like_any_other()
 async fn a_decoded_call_ends_when_its_connection_ends_whether_or_not_its_reply_began() {
     for sent in ["", r#"{"id":1,"result":["a","#] {
         let (c, _n, mut peer) = pair();
-        let (tx, _rx) = std::sync::mpsc::channel();
-        let call = tokio::spawn({
-            let c = c.clone();
-            async move {
-                c.call_decoding("echo", bytes::Bytes::from_static(b"[]"), Pair(tx))
-                    .await
-            }
-        });
+        let call = decoded_echo(&c);
         let id = read_request(&mut peer).await["id"].clone();
         assert_eq!(id, 1);
         peer.write_all(sent.as_bytes()).await.unwrap();

@@ -717,21 +717,35 @@ impl<'a> Planning<'a> {
             let Some(e) = self.find(r.table, &r.identity) else {
                 continue;
             };
-            for (parent_table, parent, column) in self.foreign_holders(r.table, e.uuid) {
-                if !attached.contains(&(parent, column, Atom::Uuid(e.uuid))) {
-                    let_go(plan, parent_table, parent, column, e.uuid);
-                }
-            }
+            self.let_go_of(plan, r.table, e.uuid, |parent, column| {
+                attached.contains(&(parent, column, Atom::Uuid(e.uuid)))
+            });
         }
     }
 
-    /// The rows the key does not own that hold row `child` of `table` in an
-    /// [`ATTACHABLE`] column, with the column.
-    fn foreign_holders(&self, table: &str, child: Uuid) -> Vec<(&'static str, Uuid, &'static str)> {
-        holders(self.nb, self.snap, self.info.get(table), child)
-            .into_iter()
-            .filter(|(_, parent, _)| !self.owned.contains(parent))
-            .collect()
+    /// Takes row `child` of `table` out of the rows the key does not own that hold it
+    /// in an [`ATTACHABLE`] column, but for those `keep` (parent, column) says stay.
+    fn let_go_of(
+        &self,
+        plan: &mut Plan,
+        table: &str,
+        child: Uuid,
+        keep: impl Fn(Uuid, &'static str) -> bool,
+    ) {
+        for (parent_table, parent, column) in
+            holders(self.nb, self.snap, self.info.get(table), child)
+        {
+            if !self.owned.contains(&parent) && !keep(parent, column) {
+                let_go(
+                    plan,
+                    parent_table,
+                    Condition::uuid(parent),
+                    parent.to_string(),
+                    column,
+                    child,
+                );
+            }
+        }
     }
 
     /// Phase 9: the rows the key holds and no longer wants go: a root row explicitly
@@ -762,9 +776,7 @@ impl<'a> Planning<'a> {
         for (table, identity, e) in stale {
             let root = self.info.get(table).is_none_or(|t| t.schema.is_root);
             if root {
-                for (parent_table, parent, column) in self.foreign_holders(table, e.uuid) {
-                    let_go(plan, parent_table, parent, column, e.uuid);
-                }
+                self.let_go_of(plan, table, e.uuid, |_, _| false);
                 plan.operations.push(Operation::Delete {
                     table: table.to_owned(),
                     conditions: vec![Condition::uuid(e.uuid)],
@@ -772,25 +784,14 @@ impl<'a> Planning<'a> {
             } else if !held.contains(&e.uuid) {
                 // Held by a row the key does not own: take the reference out of it.
                 for (parent, column) in referrers(self.schema, table) {
-                    let includes = Condition::new(column, Function::Includes, Datum::uuid(e.uuid));
-                    plan.operations.push(Operation::Mutate {
-                        table: parent.into(),
-                        conditions: vec![includes],
-                        mutations: vec![Mutation::new(
-                            column,
-                            Mutator::Delete,
-                            Datum::uuid(e.uuid),
-                        )],
-                    });
-                    plan.foreign.push(ForeignMutation {
-                        row: RowName {
-                            table: parent.into(),
-                            identity: format!("(any row referring to {table} {identity})"),
-                        },
-                        column: column.into(),
-                        inserted: 0,
-                        deleted: 1,
-                    });
+                    let_go(
+                        plan,
+                        parent,
+                        Condition::new(column, Function::Includes, Datum::uuid(e.uuid)),
+                        format!("(any row referring to {table} {identity})"),
+                        column,
+                        e.uuid,
+                    );
                 }
             }
             plan.deleted.push(RowName {
@@ -820,19 +821,20 @@ impl<'a> Planning<'a> {
     }
 }
 
-/// Takes `child` out of `column` of row `parent` of `parent_table`, a row the key does
-/// not own.
+/// Takes `child` out of `column` of the rows of `parent_table` that `parent` selects
+/// (rows the key does not own), named `parent_name` in the plan's account.
 fn let_go(
     plan: &mut Plan,
-    parent_table: &'static str,
-    parent: Uuid,
-    column: &'static str,
+    parent_table: &str,
+    parent: Condition,
+    parent_name: String,
+    column: &str,
     child: Uuid,
 ) {
     plan.foreign.push(ForeignMutation {
         row: RowName {
             table: parent_table.into(),
-            identity: format!("{parent}"),
+            identity: parent_name,
         },
         column: column.into(),
         inserted: 0,
@@ -840,7 +842,7 @@ fn let_go(
     });
     plan.operations.push(Operation::Mutate {
         table: parent_table.into(),
-        conditions: vec![Condition::uuid(parent)],
+        conditions: vec![parent],
         mutations: vec![Mutation::new(column, Mutator::Delete, Datum::uuid(child))],
     });
 }

@@ -18,11 +18,7 @@ pub fn __decode_updates(
     plain: bool,
 ) -> Result<Vec<(uuid::Uuid, CachedRow)>, String> {
     use serde::de::DeserializeSeed;
-    let mut layouts = row::Layouts::new();
-    for (name, table) in &schema.tables {
-        let cols: Vec<String> = table.columns.keys().cloned().collect();
-        layouts.insert(name.clone(), Arc::new(row::Layout::new(table, &cols)?));
-    }
+    let layouts = layouts(schema)?;
     let mut de = serde_json::Deserializer::from_slice(text);
     let form = if plain {
         decode::Form::Plain
@@ -32,14 +28,7 @@ pub fn __decode_updates(
     let changes = decode::UpdatesSeed(layouts, form, None)
         .deserialize(&mut de)
         .map_err(|e| e.to_string())?;
-    Ok(changes
-        .into_iter()
-        .flat_map(|t| t.rows)
-        .filter_map(|(u, c)| match c {
-            decode::RowChange::New(row) => Some((u, row)),
-            _ => None,
-        })
-        .collect())
+    Ok(new_rows(changes))
 }
 
 /// Decodes a whole plain `monitor` reply message (envelope included) as the cache
@@ -55,11 +44,7 @@ pub fn __decode_reply(
     piece: usize,
     cut: bool,
 ) -> Result<Vec<(uuid::Uuid, CachedRow)>, String> {
-    let mut layouts = row::Layouts::new();
-    for (name, table) in &schema.tables {
-        let cols: Vec<String> = table.columns.keys().cloned().collect();
-        layouts.insert(name.clone(), Arc::new(row::Layout::new(table, &cols)?));
-    }
+    let layouts = layouts(schema)?;
     let (tx, rx) = tokio::sync::mpsc::channel(crate::tap::TAP_CAPACITY);
     let feeder = {
         let message = bytes::Bytes::copy_from_slice(message);
@@ -81,14 +66,31 @@ pub fn __decode_reply(
     });
     let decoded = crate::tap::decode_reply(rx, seed, cut);
     let _ = feeder.join();
-    Ok(decoded
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("server error {e}"))?
+    Ok(new_rows(
+        decoded
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("server error {e}"))?,
+    ))
+}
+
+/// The rows the changes insert, in order.
+fn new_rows(changes: Vec<decode::TableChanges>) -> Vec<(uuid::Uuid, CachedRow)> {
+    changes
         .into_iter()
         .flat_map(|t| t.rows)
         .filter_map(|(u, c)| match c {
             decode::RowChange::New(row) => Some((u, row)),
             _ => None,
         })
-        .collect())
+        .collect()
+}
+
+/// Every table of `schema`, every column cached.
+fn layouts(schema: &DatabaseSchema) -> Result<row::Layouts, String> {
+    let mut layouts = row::Layouts::new();
+    for (name, table) in &schema.tables {
+        let cols: Vec<String> = table.columns.keys().cloned().collect();
+        layouts.insert(name.clone(), Arc::new(row::Layout::new(table, &cols)?));
+    }
+    Ok(layouts)
 }

@@ -116,6 +116,11 @@ fn owner(name: &str) -> Owner {
 /// A key's router with one port's worth of rows: a switch with a port, a router with
 /// a static route.
 fn network(name: &str) -> Desired {
+    network_with(name, Some("100.64.0.1"))
+}
+
+/// [`network`], its route's next hop `nexthop`, or without its route.
+fn network_with(name: &str, nexthop: Option<&str>) -> Desired {
     let mut d = Desired::new(owner(name));
     let port = d.add(
         format!("{name}-port"),
@@ -128,16 +133,18 @@ fn network(name: &str) -> Desired {
     let mut switch = LogicalSwitch::named(format!("{name}-switch"));
     switch.ports = [port].into();
     d.add(format!("{name}-switch"), switch);
-    let route = d.add(
-        "10.0.0.0/16",
-        LogicalRouterStaticRoute {
-            ip_prefix: "10.0.0.0/16".into(),
-            nexthop: "100.64.0.1".into(),
-            ..Default::default()
-        },
-    );
     let mut router = LogicalRouter::named(format!("{name}-router"));
-    router.static_routes = [route].into();
+    if let Some(nexthop) = nexthop {
+        let route = d.add(
+            "10.0.0.0/16",
+            LogicalRouterStaticRoute {
+                ip_prefix: "10.0.0.0/16".into(),
+                nexthop: nexthop.into(),
+                ..Default::default()
+            },
+        );
+        router.static_routes = [route].into();
+    }
     d.add(format!("{name}-router"), router);
     d
 }
@@ -172,30 +179,8 @@ fn an_unchanged_second_pass_plans_nothing() {
 fn only_the_columns_that_changed_are_sent() {
     let mut nb = Nb::new();
     let uuids = nb.write(&network("red"));
-    let mut d = Desired::new(owner("red"));
     // The same rows, but the route's next hop moved.
-    let port = d.add(
-        "red-port",
-        LogicalSwitchPort {
-            name: "red-port".into(),
-            addresses: ["router".to_string()].into(),
-            ..Default::default()
-        },
-    );
-    let mut switch = LogicalSwitch::named("red-switch");
-    switch.ports = [port].into();
-    d.add("red-switch", switch);
-    let route = d.add(
-        "10.0.0.0/16",
-        LogicalRouterStaticRoute {
-            ip_prefix: "10.0.0.0/16".into(),
-            nexthop: "100.64.0.9".into(),
-            ..Default::default()
-        },
-    );
-    let mut router = LogicalRouter::named("red-router");
-    router.static_routes = [route.clone()].into();
-    d.add("red-router", router);
+    let d = network_with("red", Some("100.64.0.9"));
     let plan = nb.plan(&d).unwrap();
     let route_uuid = uuids[&d
         .rows()
@@ -327,19 +312,7 @@ fn a_stale_child_goes_with_the_reference_to_it() {
         .unwrap()
         .placeholder];
     // The same network without its route.
-    let mut d = Desired::new(owner("red"));
-    let port = d.add(
-        "red-port",
-        LogicalSwitchPort {
-            name: "red-port".into(),
-            addresses: ["router".to_string()].into(),
-            ..Default::default()
-        },
-    );
-    let mut switch = LogicalSwitch::named("red-switch");
-    switch.ports = [port].into();
-    d.add("red-switch", switch);
-    d.add("red-router", LogicalRouter::named("red-router"));
+    let d = network_with("red", None);
     let plan = nb.plan(&d).unwrap();
     assert_eq!(plan.deleted.len(), 1);
     assert_eq!(plan.deleted[0].table, "Logical_Router_Static_Route");
