@@ -1,0 +1,136 @@
+//! A real OVN central: the Northbound and Southbound servers and ovn-northd.
+
+use super::*;
+
+/// A real OVN central: OVN_Northbound and OVN_Southbound servers and ovn-northd.
+#[derive(Debug)]
+pub struct Sandbox {
+    pub(crate) northd: Daemon,
+    /// The OVN_Northbound server.
+    pub nb: OvsdbServer,
+    /// The OVN_Southbound server.
+    pub sb: OvsdbServer,
+    pub(crate) northd_ctl: PathBuf,
+    pub(crate) northd_log: PathBuf,
+    pub(crate) install: Installation,
+}
+
+impl Sandbox {
+    /// Starts a sandbox from [`Installation::recent`].
+    pub fn start() -> Result<Sandbox> {
+        Sandbox::start_with(&Installation::recent()?)
+    }
+
+    /// Starts a sandbox from the given installation.
+    pub fn start_with(install: &Installation) -> Result<Sandbox> {
+        let nb = OvsdbServer::start(install, &ServerOptions::default())?;
+        let sb = OvsdbServer::start(
+            install,
+            &ServerOptions {
+                schema: Some(install.schema("ovn-sb")),
+                ..Default::default()
+            },
+        )?;
+        let dir = nb
+            .dir
+            .as_ref()
+            .ok_or_else(|| SandboxError("no directory".into()))?;
+        let ctl = dir.inner("northd.ctl");
+        let log_inner = dir.inner("northd.log");
+        let log_host = dir.host("northd.log");
+        let mut cmd = install.command("ovn-northd");
+        cmd.arg(format!("--ovnnb-db={}", nb.tool_unix_remote()))
+            .arg(format!("--ovnsb-db={}", sb.tool_unix_remote()))
+            .arg(format!("--unixctl={}", ctl.display()))
+            .arg(format!("--log-file={}", log_inner.display()))
+            .arg("-vconsole:off");
+        let mut northd = Daemon::spawn(cmd, "ovn-northd")?;
+        let target = format!("--target={}", ctl.display());
+        wait_until("ovn-northd to become active", || {
+            northd.check_running(&log_host)?;
+            Ok(install
+                .output("ovn-appctl", &[&target, "status"])
+                .ok()
+                .filter(|s| s.contains("active"))
+                .map(|_| ()))
+        })?;
+        Ok(Sandbox {
+            northd,
+            nb,
+            sb,
+            northd_ctl: ctl,
+            northd_log: log_host,
+            install: install.clone(),
+        })
+    }
+
+    /// Runs `ovn-nbctl` against this sandbox's northbound database.
+    pub fn nbctl(&self, args: &[&str]) -> Result<String> {
+        let db = format!("--db={}", self.nb.tool_unix_remote());
+        let mut all = vec![db.as_str()];
+        all.extend_from_slice(args);
+        self.install.output("ovn-nbctl", &all)
+    }
+
+    /// Runs `ovn-sbctl` against this sandbox's southbound database.
+    pub fn sbctl(&self, args: &[&str]) -> Result<String> {
+        let db = format!("--db={}", self.sb.tool_unix_remote());
+        let mut all = vec![db.as_str()];
+        all.extend_from_slice(args);
+        self.install.output("ovn-sbctl", &all)
+    }
+
+    /// Runs `ovn-trace` against this sandbox's southbound database.
+    pub fn trace(&self, args: &[&str]) -> Result<String> {
+        let db = format!("--db={}", self.sb.tool_unix_remote());
+        let mut all = vec![db.as_str()];
+        all.extend_from_slice(args);
+        self.install.output("ovn-trace", &all)
+    }
+
+    /// Registers a chassis of another zone in the Southbound database, as
+    /// OVN-Kubernetes' interconnect handler does: `other_config:is-remote=true`, so that
+    /// ports bound to it with `requested-chassis` become `remote` port bindings.
+    pub fn register_remote_chassis(&self, name: &str, encap_ip: &str) -> Result<()> {
+        self.sbctl(&["chassis-add", name, "geneve", encap_ip])?;
+        self.sbctl(&["set", "chassis", name, "other_config:is-remote=true"])?;
+        Ok(())
+    }
+
+    /// Waits until ovn-northd has processed every northbound change and every chassis
+    /// has installed the flows for it (`ovn-nbctl --wait=hv sync`).
+    pub fn sync_hv(&self) -> Result<()> {
+        self.nbctl(&["--timeout=30", "--wait=hv", "sync"])
+            .map(|_| ())
+    }
+
+    /// Waits until ovn-northd has processed every northbound change made so far.
+    pub fn sync(&self) -> Result<()> {
+        self.nbctl(&["--wait=sb", "sync"]).map(|_| ())
+    }
+
+    /// ovn-northd's log file (a host path).
+    pub fn northd_log(&self) -> &Path {
+        &self.northd_log
+    }
+
+    /// The pid of ovn-northd.
+    pub fn northd_pid(&self) -> Option<u32> {
+        self.northd.pid()
+    }
+
+    /// Runs `ovn-appctl -t ovn-northd args…`.
+    pub fn northd_appctl(&self, args: &[&str]) -> Result<String> {
+        let target = format!("--target={}", self.northd_ctl.display());
+        let mut all = vec![target.as_str()];
+        all.extend_from_slice(args);
+        self.install.output("ovn-appctl", &all)
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        // ovn-northd first, so it does not log reconnection attempts to dead servers.
+        self.northd.kill();
+    }
+}
