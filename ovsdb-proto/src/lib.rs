@@ -20,26 +20,37 @@
 
 #![warn(missing_docs)]
 
-pub mod cache;
-pub mod client;
-pub mod codec;
-pub mod connect;
-mod connection;
-mod cut;
+// The modules in layer order, bottom up.
+// Values and schemas: no I/O.
 pub mod datum;
 mod diff;
-pub mod error;
-pub mod lock;
-pub mod model;
-pub mod monitor;
-pub mod ops;
-pub mod remote;
-pub mod reply;
 pub mod schema;
+
+// The wire: framing, replies decoded while they arrive, transports.
+pub mod codec;
+mod cut;
+pub mod remote;
 mod tap;
 pub mod transport;
-pub mod typed;
+
+// The messages and what the server answers.
+pub mod error;
+pub mod monitor;
+pub mod ops;
+pub mod reply;
+
+// One connection, and the client over it.
+pub mod client;
+pub mod connect;
+mod connection;
 mod writer;
+
+// Typed models and transactions, the cache, locks.
+pub mod model;
+pub mod typed;
+
+pub mod cache;
+pub mod lock;
 
 pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, RequestId};
 pub use datum::{Atom, AtomicType, CompactString, Datum, Row};
