@@ -815,29 +815,10 @@ async fn two_zones_agree_on_connect_ports_and_keys_and_traffic_leaves_through_th
     // A blue pod on node-a to a green pod on node-b: zone A sends it out of the
     // connect router's remote port for green on node-b.
     let sa = &world_a.allocations.host_subnets["cluster_udn_blue"]["node-a"][0];
-    let sg = &world_a.allocations.host_subnets["cluster_udn_green"]["node-b"][0];
-    let src = netconnect::topology::addr::nth(sa, 5).unwrap();
-    let dst = netconnect::topology::addr::nth(sg, 5).unwrap();
-    let gw_mac =
-        netconnect::topology::mac::from_ip(netconnect::topology::addr::nth(sa, 1).unwrap());
-    let src_mac = netconnect::topology::mac::from_ip(src);
-    a.nbctl(&[
-        "lsp-add",
-        "cluster_udn_blue_node-a",
-        "pod-a",
-        "--",
-        "lsp-set-addresses",
-        "pod-a",
-        &format!("{src_mac} {src}"),
-    ])
-    .unwrap();
-    a.sync().unwrap();
-    let flow = format!(
-        "inport == \"pod-a\" && eth.src == {src_mac} && eth.dst == {gw_mac} && ip4.src == {src} && ip4.dst == {dst} && ip.ttl == 64 && icmp4"
-    );
-    let trace = a
-        .trace(&["--minimal", "cluster_udn_blue_node-a", &flow])
-        .unwrap();
+    let other = &world_a.allocations.host_subnets["cluster_udn_green"]["node-b"][0];
+    let dst = netconnect::topology::addr::nth(other, 5).unwrap();
+    let trace =
+        integration_tests::trace_from_new_pod(a, "cluster_udn_blue_node-a", "pod-a", sa, dst);
     assert!(
         trace.contains("output(\"crtor-c_cluster_udn_green_node-b\");"),
         "the packet does not leave through the remote connect port:\n{trace}"

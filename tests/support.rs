@@ -22,6 +22,38 @@ pub fn nb_server() -> OvsdbServer {
     OvsdbServer::start(&install, &ServerOptions::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Adds a pod port `pod` to node switch `switch` (its address the fifth of `subnet`,
+/// its MAC derived from it as OVN-Kubernetes derives them), then traces an ICMP packet
+/// from it to `dst` through the NB pipeline with `ovn-trace --minimal`: the trace's text.
+pub fn trace_from_new_pod(
+    sandbox: &Sandbox,
+    switch: &str,
+    pod: &str,
+    subnet: &ipnet::IpNet,
+    dst: std::net::IpAddr,
+) -> String {
+    use netconnect::topology::{addr, mac};
+    let src = addr::nth(subnet, 5).expect("a subnet with five addresses");
+    let gw_mac = mac::from_ip(addr::nth(subnet, 1).expect("a gateway address"));
+    let src_mac = mac::from_ip(src);
+    sandbox
+        .nbctl(&[
+            "lsp-add",
+            switch,
+            pod,
+            "--",
+            "lsp-set-addresses",
+            pod,
+            &format!("{src_mac} {src}"),
+        ])
+        .unwrap();
+    sandbox.sync().unwrap();
+    let flow = format!(
+        "inport == \"{pod}\" && eth.src == {src_mac} && eth.dst == {gw_mac} && ip4.src == {src} && ip4.dst == {dst} && ip.ttl == 64 && icmp4"
+    );
+    sandbox.trace(&["--minimal", switch, &flow]).unwrap()
+}
+
 /// Connects to `remote`, failing the test on error.
 pub async fn client(remote: &str) -> (Client, Notifications) {
     ovsdb_proto::connect(remote)
