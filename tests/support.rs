@@ -54,6 +54,43 @@ pub fn trace_from_new_pod(
     sandbox.trace(&["--minimal", switch, &flow]).unwrap()
 }
 
+/// Every row of `tables` on the server, by table then uuid, without `_uuid` and
+/// `_version`.
+pub async fn select_all(
+    c: &Client,
+    tables: &[&str],
+) -> std::collections::BTreeMap<
+    String,
+    std::collections::BTreeMap<ovsdb_proto::Uuid, ovsdb_proto::Row>,
+> {
+    let ops: Vec<ovsdb_proto::Operation> = tables
+        .iter()
+        .map(|t| ovsdb_proto::Operation::select(*t, vec![]))
+        .collect();
+    let results = c.transact(NB, &ops).await.unwrap();
+    tables
+        .iter()
+        .zip(results)
+        .map(|(t, r)| {
+            let rows = r
+                .rows()
+                .unwrap()
+                .iter()
+                .map(|row| {
+                    let mut row = row.clone();
+                    let uuid = row
+                        .remove("_uuid")
+                        .and_then(|d| d.as_scalar().and_then(ovsdb_proto::Atom::as_uuid))
+                        .expect("a row's _uuid");
+                    row.remove("_version");
+                    (uuid, row)
+                })
+                .collect();
+            (t.to_string(), rows)
+        })
+        .collect()
+}
+
 /// Connects to `remote`, failing the test on error.
 pub async fn client(remote: &str) -> (Client, Notifications) {
     ovsdb_proto::connect(remote)
@@ -93,9 +130,7 @@ pub mod cache {
     use std::time::Duration;
 
     use ovsdb_proto::cache::{Cache, CacheEvent, CacheEvents, Change, Snapshot};
-    use ovsdb_proto::{Client, Operation, Row, Uuid};
-
-    use super::NB;
+    use ovsdb_proto::{Client, Row, Uuid};
 
     /// The tables the cache tests follow.
     pub const TABLES: &[&str] = &["Logical_Switch", "Logical_Switch_Port"];
@@ -105,35 +140,7 @@ pub mod cache {
 
     /// The server's contents of `TABLES`, as the cache keeps them.
     pub async fn dump(c: &Client) -> Contents {
-        let ops: Vec<Operation> = TABLES
-            .iter()
-            .map(|t| Operation::select(*t, vec![]))
-            .collect();
-        let r = c.transact(NB, &ops).await.unwrap();
-        TABLES
-            .iter()
-            .zip(r)
-            .map(|(t, r)| {
-                let rows = r
-                    .rows()
-                    .unwrap()
-                    .iter()
-                    .map(|row| {
-                        let mut row = row.clone();
-                        let uuid = row
-                            .remove("_uuid")
-                            .unwrap()
-                            .as_scalar()
-                            .unwrap()
-                            .as_uuid()
-                            .unwrap();
-                        row.remove("_version");
-                        (uuid, row)
-                    })
-                    .collect();
-                (t.to_string(), rows)
-            })
-            .collect()
+        super::select_all(c, TABLES).await
     }
 
     /// A snapshot's rows of `TABLES`.
@@ -371,33 +378,22 @@ pub mod udn {
     ) -> std::collections::BTreeMap<String, std::collections::BTreeMap<String, serde_json::Value>>
     {
         let (c, _) = super::client(remote).await;
-        let tables = netconnect::reconcile::nb::TABLES;
-        let ops: Vec<ovsdb_proto::Operation> = tables
-            .iter()
-            .map(|t| ovsdb_proto::Operation::select(*t, vec![]))
-            .collect();
-        let results = c.transact("OVN_Northbound", &ops).await.unwrap();
-        tables
-            .iter()
-            .zip(results)
-            .map(|(t, r)| {
-                let rows = r
-                    .rows()
-                    .unwrap()
-                    .iter()
-                    .map(|row| {
-                        let mut row = row.clone();
-                        let uuid = row.remove("_uuid").unwrap().to_string();
-                        row.remove("_version");
+        super::select_all(&c, netconnect::reconcile::nb::TABLES)
+            .await
+            .into_iter()
+            .map(|(t, rows)| {
+                let rows = rows
+                    .into_iter()
+                    .map(|(uuid, mut row)| {
                         // Columns OVN's own daemons write (northd sets `up`) are not ours
                         // to compare.
                         for c in netconnect::reconcile::planner::WRITTEN_BY_OVN {
                             row.remove(*c);
                         }
-                        (uuid, serde_json::to_value(&row).unwrap())
+                        (uuid.to_string(), serde_json::to_value(&row).unwrap())
                     })
                     .collect();
-                (t.to_string(), rows)
+                (t, rows)
             })
             .collect()
     }
