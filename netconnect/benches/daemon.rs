@@ -25,11 +25,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use netconnect::api::load::parse_file;
-use netconnect::reconcile::{NbIndexes, Reconciler};
+use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::cache::{Cache, CacheConfig};
+use ovsdb_proto::cache::CacheConfig;
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -121,12 +121,10 @@ fn library(remote: &str, networks: usize, nodes: usize) {
         .unwrap();
     rt.block_on(async {
         let start = Instant::now();
-        let mut cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-        let nb = NbIndexes::register(&mut cc);
-        let (cache, _) = Cache::start(cc);
-        let cache = std::sync::Arc::new(cache);
-        cache.wait_until_ready().await;
-        let mut r = Reconciler::new(cache.clone(), nb);
+        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
+        let (mut r, _) = Reconciler::connect(cc, Duration::from_secs(600))
+            .await
+            .unwrap();
         r.wait = Duration::from_secs(600);
         let w = world(networks, nodes);
         every_key(&r, &w).await;

@@ -29,11 +29,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use netconnect::api::load::parse_file;
-use netconnect::reconcile::{NbIndexes, Reconciler};
+use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Key, Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::cache::{Cache, CacheConfig};
+use ovsdb_proto::cache::CacheConfig;
 use ovsdb_proto::Operation;
 
 mod common;
@@ -162,12 +162,9 @@ fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
         .unwrap();
     let file = |name: &str| format!("{dir}/{name}.jsonl");
     rt.block_on(async {
-        let mut cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-        let nb = NbIndexes::register(&mut cc);
-        let (cache, _) = Cache::start(cc);
-        let cache = std::sync::Arc::new(cache);
-        cache.wait_until_ready().await;
-        let mut r = Reconciler::new(cache.clone(), nb);
+        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
+        let (mut r, _) = Reconciler::connect(cc, Duration::from_secs(600)).await.unwrap();
+        let cache = r.cache().clone();
         r.wait = Duration::from_secs(1200);
         let w = world(networks, nodes);
         let t = Instant::now();

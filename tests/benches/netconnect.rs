@@ -22,11 +22,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use netconnect::api::load::parse_file;
-use netconnect::reconcile::{NbIndexes, Reconciler};
+use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::cache::{Cache, CacheConfig};
+use ovsdb_proto::cache::CacheConfig;
 use ovsdb_proto::Operation;
 
 mod common;
@@ -93,12 +93,9 @@ fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_fi
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-        let nb = NbIndexes::register(&mut cc);
-        let (cache, _) = Cache::start(cc);
-        let cache = std::sync::Arc::new(cache);
-        cache.wait_until_ready().await;
-        let mut r = Reconciler::new(cache.clone(), nb);
+        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
+        let (mut r, _) = Reconciler::connect(cc, Duration::from_secs(600)).await.unwrap();
+        let cache = r.cache().clone();
         r.wait = Duration::from_secs(600);
         let w = world(networks, nodes);
         let mut sent = Vec::new();
@@ -124,12 +121,8 @@ fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_fi
         drop(r);
         let (r, programmed, rows) = {
             let remote2 = std::env::var("NETCONNECT_BENCH_SECOND").unwrap();
-            let mut cc = CacheConfig::new(vec![remote2.parse().unwrap()], "OVN_Northbound", &[]);
-            let nb = NbIndexes::register(&mut cc);
-            let (cache2, _) = Cache::start(cc);
-            let cache2 = std::sync::Arc::new(cache2);
-            cache2.wait_until_ready().await;
-            let mut r2 = Reconciler::new(cache2.clone(), nb);
+            let cc = CacheConfig::new(vec![remote2.parse().unwrap()], "OVN_Northbound", &[]);
+            let (mut r2, _) = Reconciler::connect(cc, Duration::from_secs(600)).await.unwrap();
             r2.wait = Duration::from_secs(600);
             let start = Instant::now();
             let out = netconnect::controller::once(&r2, &w, 1, Default::default(), 4).await;

@@ -17,7 +17,7 @@ use super::http;
 use super::manifests::{self, ManifestDir};
 use super::metrics::Metrics;
 use crate::controller::{self, Backoff, Controller, ReadyTracker};
-use crate::reconcile::{NbIndexes, Reconciler};
+use crate::reconcile::Reconciler;
 use crate::status;
 use crate::status::dir::{record_ready, State};
 use crate::world::World;
@@ -61,20 +61,10 @@ async fn connect(args: &Args) -> Result<(Arc<Cache>, CacheEvents, Arc<Reconciler
             private_key: args.private_key.clone(),
         });
     }
-    let nb = NbIndexes::register(&mut config);
-    let (cache, events) = Cache::start(config);
-    let cache = Arc::new(cache);
-    let wait = Duration::from_secs(args.timeout);
-    if tokio::time::timeout(wait, cache.wait_until_ready())
-        .await
-        .is_err()
-    {
-        return Err(format!(
-            "no usable Northbound server at {} within {wait:?}",
-            args.nb
-        ));
-    }
-    let reconciler = Arc::new(Reconciler::new(cache.clone(), nb));
+    let (reconciler, events) =
+        Reconciler::connect(config, Duration::from_secs(args.timeout)).await?;
+    let reconciler = Arc::new(reconciler);
+    let cache = reconciler.cache().clone();
     Ok((cache, events, reconciler))
 }
 

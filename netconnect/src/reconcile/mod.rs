@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ovsdb_proto::cache::{Cache, CachedRow, Expected, Snapshot};
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, CachedRow, Expected, Snapshot};
 use ovsdb_proto::{Operation, Uuid};
 
 pub use nb::NbIndexes;
@@ -195,6 +195,30 @@ struct Unsettled {
 }
 
 impl Reconciler {
+    /// Starts a cache of the NB from `config` (its remotes, TLS, leader-only) with the
+    /// reconciler's indexes, and returns a reconciler over it once it has synced, with
+    /// the cache's events; an error naming the remotes when no server was usable within
+    /// `wait`.
+    pub async fn connect(
+        mut config: CacheConfig,
+        wait: Duration,
+    ) -> Result<(Reconciler, CacheEvents), String> {
+        let remotes: Vec<String> = config.remotes.iter().map(ToString::to_string).collect();
+        let nb = NbIndexes::register(&mut config);
+        let (cache, events) = Cache::start(config);
+        let cache = Arc::new(cache);
+        if tokio::time::timeout(wait, cache.wait_until_ready())
+            .await
+            .is_err()
+        {
+            return Err(format!(
+                "no usable Northbound server at {} within {wait:?}",
+                remotes.join(",")
+            ));
+        }
+        Ok((Reconciler::new(cache, nb), events))
+    }
+
     /// A reconciler over `cache`, whose config had `nb` registered.
     pub fn new(cache: Arc<Cache>, nb: NbIndexes) -> Reconciler {
         Reconciler {
