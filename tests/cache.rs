@@ -270,7 +270,7 @@ async fn a_typed_table_that_is_also_subscribed_decodes_each_row_once() {
         "the event's row is the snapshot's"
     );
     rename(&w, "once", "twice").await;
-    let (_, TypedChange::Update { old, new }) = next(&mut switches).await else {
+    let (_, TypedChange::Modify { old, new }) = next(&mut switches).await else {
         panic!("not an update")
     };
     assert!(
@@ -810,7 +810,7 @@ async fn each_table_has_its_own_typed_event_stream() {
     match next(&mut switches).await {
         TypedEvent::Change {
             uuid: u,
-            change: TypedChange::Update { old, new },
+            change: TypedChange::Modify { old, new },
         } => {
             assert_eq!(u, uuid);
             assert_eq!((old.name.as_str(), new.name.as_str()), ("sw", "sw2"));

@@ -195,7 +195,7 @@ pub mod cache {
                     "insert of a known row {}",
                     e.uuid
                 ),
-                Change::Update { old, new } => {
+                Change::Modify { old, new } => {
                     let prev = t.insert(e.uuid, new.to_row());
                     assert_eq!(
                         prev.as_ref(),

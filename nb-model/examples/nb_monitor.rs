@@ -36,7 +36,7 @@ async fn main() -> Result<(), ovsdb_proto::Error> {
                 TypedEvent::Ready => println!("ready: {} ports", cache.snapshot().len()),
                 TypedEvent::Change { change, .. } => match change {
                     TypedChange::Insert { new } => println!("+ {}", new.name),
-                    TypedChange::Update { new, .. } => println!("~ {}", new.name),
+                    TypedChange::Modify { new, .. } => println!("~ {}", new.name),
                     TypedChange::Delete { old } => println!("- {}", old.name),
                 },
                 TypedEvent::Undecodable { uuid, error } => {

@@ -351,7 +351,7 @@ async fn monitor(
                 Some(CacheEvent::Change(ev)) => {
                     let (op, row) = match &ev.change {
                         Change::Insert { new } => ("insert", new),
-                        Change::Update { new, .. } => ("update", new),
+                        Change::Modify { new, .. } => ("update", new),
                         Change::Delete { old } => ("delete", old),
                     };
                     emit(&serde_json::json!({"table": ev.table, "uuid": ev.uuid.to_string(), "op": op, "row": &**row}))?;
@@ -372,7 +372,7 @@ async fn monitor(
         if let CacheEvent::Change(ev) = e {
             let (op, row) = match &ev.change {
                 Change::Insert { new } => ("insert", new),
-                Change::Update { new, .. } => ("update", new),
+                Change::Modify { new, .. } => ("update", new),
                 Change::Delete { old } => ("delete", old),
             };
             emit(

@@ -70,7 +70,7 @@ async fn an_old_server_is_followed_with_plain_monitor() {
     );
     assert!(
         later.iter().any(|(u, c)| u == A
-            && matches!(c, Change::Update { new, .. } if new["name"] == Datum::scalar("a2"))),
+            && matches!(c, Change::Modify { new, .. } if new["name"] == Datum::scalar("a2"))),
         "{later:?}"
     );
     drop(cache);

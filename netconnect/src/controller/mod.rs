@@ -198,7 +198,7 @@ impl Controller {
                     continue;
                 };
                 let row = match &e.change {
-                    Change::Insert { new } | Change::Update { new, .. } => new,
+                    Change::Insert { new } | Change::Modify { new, .. } => new,
                     Change::Delete { old } => old,
                 };
                 let w = world.borrow().clone();

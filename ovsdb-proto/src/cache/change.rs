@@ -20,8 +20,8 @@ pub enum Change {
         /// The row.
         new: Arc<CachedRow>,
     },
-    /// A changed row, before and after.
-    Update {
+    /// A changed row (`modify`, in `update2`'s words), before and after.
+    Modify {
         /// Before.
         old: Arc<CachedRow>,
         /// After.
@@ -53,8 +53,8 @@ pub enum TypedChange<T> {
         /// The row.
         new: T,
     },
-    /// A changed row.
-    Update {
+    /// A changed row (`modify`, in `update2`'s words).
+    Modify {
         /// Before.
         old: T,
         /// After.
@@ -78,7 +78,7 @@ impl Event {
         Some((|| {
             Ok(match &self.change {
                 Change::Insert { new } => TypedChange::Insert { new: d(new)? },
-                Change::Update { old, new } => TypedChange::Update {
+                Change::Modify { old, new } => TypedChange::Modify {
                     old: d(old)?,
                     new: d(new)?,
                 },

@@ -21,9 +21,9 @@ pub fn __decode_updates(
     let layouts = layouts(schema)?;
     let mut de = serde_json::Deserializer::from_slice(text);
     let form = if plain {
-        decode::Form::Plain
+        decode::Form::Update
     } else {
-        decode::Form::Two
+        decode::Form::Update2
     };
     let changes = decode::UpdatesSeed(layouts, form, None)
         .deserialize(&mut de)
@@ -59,7 +59,7 @@ pub fn __decode_reply(
         })
     };
     let rows = cut.then(crate::cut::RowTexts::default);
-    let seed = decode::UpdatesSeed(layouts, decode::Form::Plain, rows.clone());
+    let seed = decode::UpdatesSeed(layouts, decode::Form::Update, rows.clone());
     let cut = rows.map(|rows| crate::tap::Cut {
         path: crate::cut::ROWS,
         rows,

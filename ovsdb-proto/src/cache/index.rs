@@ -94,7 +94,7 @@ where
         for e in events.iter().filter(|e| *e.table == *self.table) {
             let (old, new) = match &e.change {
                 Change::Insert { new } => (None, Some(new)),
-                Change::Update { old, new } => (Some(old), Some(new)),
+                Change::Modify { old, new } => (Some(old), Some(new)),
                 Change::Delete { old } => (Some(old), None),
             };
             let old_keys = old.map(|r| (self.keys)(r)).unwrap_or_default();

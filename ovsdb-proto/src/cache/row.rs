@@ -406,7 +406,7 @@ mod tests {
 
     /// Row A of table T, decoded from `row`.
     fn row(l: &Layouts, row: serde_json::Value) -> CachedRow {
-        match decode(l, Form::Two, json!({"T": {A: {"initial": row}}})).unwrap()[0]
+        match decode(l, Form::Update2, json!({"T": {A: {"initial": row}}})).unwrap()[0]
             .rows
             .pop()
         {
@@ -417,7 +417,7 @@ mod tests {
 
     /// A `modify` of row A of table T, decoded from `diff`.
     fn diff(l: &Layouts, diff: serde_json::Value) -> Result<Vec<(usize, Datum)>, String> {
-        match decode(l, Form::Two, json!({"T": {A: {"modify": diff}}}))?[0]
+        match decode(l, Form::Update2, json!({"T": {A: {"modify": diff}}}))?[0]
             .rows
             .pop()
         {
@@ -468,7 +468,7 @@ mod tests {
             ),
             (json!({"T": {A: {"insert": {"name": {"x": 1}}}}}), ""),
         ] {
-            let e = decode(&l, Form::Two, bad.clone()).unwrap_err();
+            let e = decode(&l, Form::Update2, bad.clone()).unwrap_err();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }
@@ -502,12 +502,17 @@ mod tests {
                 // Streamed straight into cached rows (a monitor reply).
                 decode(
                     &l,
-                    Form::Two,
+                    Form::Update2,
                     json!({"T": {A: {"initial": {column: value}}}}),
                 )
                 .unwrap_err(),
                 // In the plain form (an old server's `monitor`).
-                decode(&l, Form::Plain, json!({"T": {A: {"new": {column: value}}}})).unwrap_err(),
+                decode(
+                    &l,
+                    Form::Update,
+                    json!({"T": {A: {"new": {column: value}}}}),
+                )
+                .unwrap_err(),
             ];
             // In an update3 notification of the cache's monitor.
             let params = json!(["m", A, {"T": {A: {"insert": {column: value}}}}]).to_string();
@@ -587,7 +592,7 @@ mod tests {
         let text =
             format!(r#"{{"T": {{"{A}": {{"initial": {{"name": "a", "n": 1, "name": "b"}}}}}}}}"#);
         let mut de = serde_json::Deserializer::from_str(&text);
-        let mut t = UpdatesSeed(l.clone(), Form::Two, None)
+        let mut t = UpdatesSeed(l.clone(), Form::Update2, None)
             .deserialize(&mut de)
             .unwrap();
         let Some((_, RowChange::New(r))) = t[0].rows.pop() else {

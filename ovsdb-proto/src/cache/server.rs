@@ -193,7 +193,7 @@ pub(super) async fn monitor(
     }
     tracing::info!("cache: the server lacks monitor_cond_since; every reconnect resyncs in full");
     let params = monitor_params("monitor_cond", db, id.into(), requests, None)?;
-    let seed = |rows| UpdatesSeed(layouts.clone(), Form::Two, Some(rows));
+    let seed = |rows| UpdatesSeed(layouts.clone(), Form::Update2, Some(rows));
     let updates = match ask(&client, "monitor_cond", params, ROWS, seed).await {
         Err(e) if is_unknown(&e) => {
             tracing::info!("cache: the server lacks monitor_cond; using monitor");
@@ -206,7 +206,7 @@ pub(super) async fn monitor(
                 })
                 .collect();
             let params = monitor_params("monitor", db, id.into(), &plain, None)?;
-            let seed = |rows| UpdatesSeed(layouts.clone(), Form::Plain, Some(rows));
+            let seed = |rows| UpdatesSeed(layouts.clone(), Form::Update, Some(rows));
             ask(&client, "monitor", params, ROWS, seed).await?
         }
         other => other?,

@@ -315,7 +315,7 @@ impl Writer {
                     RowChange::New(row) => {
                         let new = Arc::new(row);
                         match current.insert(uuid, new.clone()) {
-                            Some(old) => Change::Update { old, new },
+                            Some(old) => Change::Modify { old, new },
                             None => Change::Insert { new },
                         }
                     }
@@ -325,7 +325,7 @@ impl Writer {
                         })?;
                         let new = Arc::new(old.apply_diff(&uuid, &d)?);
                         current.insert(uuid, new.clone());
-                        Change::Update { old, new }
+                        Change::Modify { old, new }
                     }
                     RowChange::Delete => match current.remove(&uuid) {
                         Some(old) => Change::Delete { old },
@@ -376,7 +376,7 @@ impl Writer {
                     Some(prev) => {
                         let new = Arc::new(row);
                         rows.insert(uuid, new.clone());
-                        Change::Update {
+                        Change::Modify {
                             old: prev.clone(),
                             new,
                         }
@@ -440,7 +440,7 @@ fn update_indexes(next: &mut Snapshot, events: &[Event]) {
     for e in events {
         let (old, new) = match &e.change {
             Change::Insert { new } => (None, Some(new)),
-            Change::Update { old, new } => (Some(old), Some(new)),
+            Change::Modify { old, new } => (Some(old), Some(new)),
             Change::Delete { old } => (Some(old), None),
         };
         let layout = old.or(new).expect("a change has a row").layout();
@@ -497,7 +497,7 @@ mod tests {
     }
 
     fn updates(l: &Layouts, j: serde_json::Value) -> Vec<TableChanges> {
-        UpdatesSeed(l.clone(), Form::Two, None)
+        UpdatesSeed(l.clone(), Form::Update2, None)
             .deserialize(&j)
             .unwrap()
     }
@@ -566,7 +566,7 @@ mod tests {
                     e.uuid.to_string(),
                     match e.change {
                         Change::Insert { .. } => "insert",
-                        Change::Update { .. } => "update",
+                        Change::Modify { .. } => "update",
                         Change::Delete { .. } => "delete",
                     },
                 )

@@ -205,7 +205,7 @@ impl<T: Table> TypedSpec for TypedTable<T> {
         let mut added = Vec::new();
         for e in events {
             let new_row = match &e.change {
-                Change::Insert { new } | Change::Update { new, .. } => Some(new),
+                Change::Insert { new } | Change::Modify { new, .. } => Some(new),
                 Change::Delete { .. } => None,
             };
             if let Some(old) = state.rows.remove(&e.uuid) {
@@ -381,7 +381,7 @@ fn typed_change<T: Table>(
         Change::Insert { new } => TypedChange::Insert {
             new: shared(after, new)?,
         },
-        Change::Update { old, new } => TypedChange::Update {
+        Change::Modify { old, new } => TypedChange::Modify {
             old: shared(before, old)?,
             new: shared(after, new)?,
         },

@@ -45,10 +45,10 @@ fn layout_of(layouts: &Layouts, table: &str) -> Result<Arc<Layout>, String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Form {
     /// `update2`/`update3`: `{"initial"|"insert"|"modify": row}` or `{"delete": null}`.
-    Two,
+    Update2,
     /// Plain `update` (RFC 7047): `{"old": row, "new": row}`; no `new` is a delete, and
     /// `new` holds every monitored column.
-    Plain,
+    Update,
 }
 
 /// Decodes `<table-updates2>` (`{"Table": {"uuid": {"initial": row}, …}, …}`), or in
@@ -280,17 +280,17 @@ impl<'de> Visitor<'de> for ChangeOf<'_> {
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self.0 {
-            Form::Two => {
+            Form::Update2 => {
                 "a row update: {\"initial\"|\"insert\"|\"modify\": row} or {\"delete\": null}"
             }
-            Form::Plain => "a row update: {\"old\": row, \"new\": row}",
+            Form::Update => "a row update: {\"old\": row, \"new\": row}",
         })
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         match self.0 {
-            Form::Two => update2(self.1, map),
-            Form::Plain => plain(self.1, map),
+            Form::Update2 => update2(self.1, map),
+            Form::Update => plain(self.1, map),
         }
     }
 }
@@ -590,7 +590,7 @@ impl<'de> Visitor<'de> for SinceSeed {
         let found = seq.next_element()?.ok_or_else(|| missing("found"))?;
         let last_txn_id = seq.next_element()?.ok_or_else(|| missing("last-txn-id"))?;
         let updates = seq
-            .next_element_seed(Tables(&self.0, Form::Two, self.1.as_ref()))?
+            .next_element_seed(Tables(&self.0, Form::Update2, self.1.as_ref()))?
             .ok_or_else(|| missing("the table updates"))?;
         if seq.next_element::<IgnoredAny>()?.is_some() {
             return Err(serde::de::Error::custom(
@@ -631,9 +631,9 @@ pub(crate) fn decode_note(
     layouts: &Layouts,
 ) -> Option<Result<Note, String>> {
     let (form, txn) = match method {
-        "update3" => (Form::Two, true),
-        "update2" => (Form::Two, false),
-        "update" => (Form::Plain, false),
+        "update3" => (Form::Update2, true),
+        "update2" => (Form::Update2, false),
+        "update" => (Form::Update, false),
         _ => return None,
     };
     let seed = NoteSeed {
@@ -692,7 +692,7 @@ impl<'de> Visitor<'de> for NoteSeed<'_> {
                 txn,
                 changes: changes.ok_or_else(|| missing("the table updates"))?,
             }
-        } else if id.as_str() == Some(self.server) && self.form == Form::Two {
+        } else if id.as_str() == Some(self.server) && self.form == Form::Update2 {
             Note::Server(
                 seq.next_element()?
                     .ok_or_else(|| missing("the table updates"))?,

@@ -278,7 +278,7 @@ mod tests {
         } else {
             decode_reply(
                 rx,
-                UpdatesSeed(layouts(), Form::Plain, texts.clone()),
+                UpdatesSeed(layouts(), Form::Update, texts.clone()),
                 cut_at(ROWS),
             )
         };
@@ -315,7 +315,7 @@ mod tests {
         let alone: Vec<(Uuid, CachedRow)> = (0..N)
             .flat_map(|i| {
                 let one = json!({"T": {uuid(i).to_string(): {"new": columns(i)}}});
-                sliced(&one.to_string(), Form::Plain).unwrap()
+                sliced(&one.to_string(), Form::Update).unwrap()
             })
             .collect();
         assert_eq!(alone.len(), N);
@@ -326,14 +326,14 @@ mod tests {
         assert!(tapped(message, false).unwrap() == alone, "tapped");
         assert!(tapped(since, true).unwrap() == alone, "tapped, since");
         assert!(
-            sliced(&plain.to_string(), Form::Plain).unwrap() == alone,
+            sliced(&plain.to_string(), Form::Update).unwrap() == alone,
             "slice"
         );
         assert!(
-            sliced(&two.to_string(), Form::Two).unwrap() == alone,
+            sliced(&two.to_string(), Form::Update2).unwrap() == alone,
             "slice, update2"
         );
-        assert!(from_value(&plain, Form::Plain).unwrap() == alone, "value");
+        assert!(from_value(&plain, Form::Update).unwrap() == alone, "value");
     }
 
     #[test]
@@ -341,14 +341,14 @@ mod tests {
         let plain = tables(N, "new", &[]);
         let message = json!({"id": 7, "result": plain, "error": null}).to_string();
         let tapped_by_workers = tapped(message.clone(), false).unwrap();
-        let sliced_by_workers = sliced(&plain.to_string(), Form::Plain).unwrap();
+        let sliced_by_workers = sliced(&plain.to_string(), Form::Update).unwrap();
         // On a thread of its own, where no worker may start; in time, or it hangs.
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             super::WORKERS.with(|w| w.set(Some(0)));
             let _ = tx.send((
                 tapped(message, false),
-                sliced(&plain.to_string(), Form::Plain),
+                sliced(&plain.to_string(), Form::Update),
             ));
         });
         let (tapped_here, sliced_here) = rx
@@ -373,9 +373,9 @@ mod tests {
             ("tapped", tapped(message, false).unwrap_err()),
             (
                 "slice",
-                sliced(&plain.to_string(), Form::Plain).unwrap_err(),
+                sliced(&plain.to_string(), Form::Update).unwrap_err(),
             ),
-            ("value", from_value(&plain, Form::Plain).unwrap_err()),
+            ("value", from_value(&plain, Form::Update).unwrap_err()),
         ] {
             assert!(e.contains(&first), "{path}: {e}");
         }
@@ -396,7 +396,7 @@ mod tests {
         for text in cases {
             let message = format!("{{\"id\":7,\"result\":{text},\"error\":null}}");
             assert!(tapped(message, false).is_err(), "tapped: {text:.80}");
-            assert!(sliced(&text, Form::Plain).is_err(), "slice");
+            assert!(sliced(&text, Form::Update).is_err(), "slice");
         }
     }
 
