@@ -988,8 +988,8 @@ async fn typed_transactions_go_through_the_cache_with_their_typed_results() {
     sw.ports.insert(port.clone());
     let sw_ref = txn.insert(&sw);
     let selected = txn.select([LogicalSwitch::COLUMNS.name.eq("sw1")]);
-    let result = txn
-        .commit_and_wait(&cache, Duration::from_secs(10))
+    let result = cache
+        .commit_and_wait(txn, Duration::from_secs(10))
         .await
         .unwrap();
     let sw_uuid = result.uuid(&sw_ref).unwrap();

@@ -291,7 +291,7 @@ pub async fn create(
             txn.mutate([LogicalRouter::COLUMNS.uuid.eq(gr.uuid)], muts);
         }
     }
-    match txn.commit_and_wait(cache, plugin.wait).await {
+    match cache.commit_and_wait(txn, plugin.wait).await {
         Ok(_) => {}
         Err(e)
             if e.as_transaction_error()
@@ -438,7 +438,7 @@ pub async fn update(
     if let (Some(o), Some(b), Some(w)) = (&old.snat, &before.snat, &want.snat) {
         txn.update(o, &ours(o, b, w)?);
     }
-    txn.commit_and_wait(cache, plugin.wait).await?;
+    cache.commit_and_wait(txn, plugin.wait).await?;
     query(&cache.snapshot(), plugin, name)?.ok_or_else(|| VlError::NotFound(name.to_owned()))
 }
 
@@ -474,7 +474,7 @@ pub async fn delete(cache: &Cache, plugin: &Plugin, name: &str) -> Result<(), Vl
             txn.mutate([LogicalRouter::COLUMNS.uuid.eq(gr.uuid)], muts);
         }
     }
-    txn.commit_and_wait(cache, plugin.wait).await?;
+    cache.commit_and_wait(txn, plugin.wait).await?;
     Ok(())
 }
 

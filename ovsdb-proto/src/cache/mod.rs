@@ -228,7 +228,7 @@ pub enum CacheEvent {
     /// and stay empty (or hold their defaults). Sent when what is lacking changes (at
     /// the first sync, and after a reconnect or a schema conversion that changed it),
     /// after that sync's changes.
-    Skew(crate::typed::SchemaSkew),
+    Skew(crate::model::skew::SchemaSkew),
     /// A server could not be used, or stopped being usable (connection refused or lost,
     /// not the leader, behind what the cache has seen, a failed monitor): the cache
     /// tries again, the next server first. The contents stay as they were.
@@ -275,7 +275,7 @@ pub(crate) struct Published {
     pub(crate) version: watch::Sender<u64>,
     pub(crate) client: watch::Sender<Option<Client>>,
     pub(crate) schema: watch::Sender<Option<Arc<DatabaseSchema>>>,
-    pub(crate) skew: watch::Sender<Option<Arc<crate::typed::SchemaSkew>>>,
+    pub(crate) skew: watch::Sender<Option<Arc<crate::model::skew::SchemaSkew>>>,
 }
 
 /// Counters of a cache's life, for metrics.
@@ -366,7 +366,7 @@ pub struct Cache {
     reader: CacheReader,
     client: watch::Receiver<Option<Client>>,
     schema: watch::Receiver<Option<Arc<DatabaseSchema>>>,
-    skew: watch::Receiver<Option<Arc<crate::typed::SchemaSkew>>>,
+    skew: watch::Receiver<Option<Arc<crate::model::skew::SchemaSkew>>>,
     database: String,
     commands: mpsc::Sender<watcher::Command>,
     task: tokio::task::JoinHandle<()>,
@@ -514,14 +514,28 @@ impl Cache {
     /// What the schema of the server the cache last monitored lacks of the monitored
     /// tables and columns (empty when it has them all); `None` before the first
     /// monitor. Only `missing_tables` and `missing_columns` are filled.
-    pub fn skew(&self) -> Option<Arc<crate::typed::SchemaSkew>> {
+    pub fn skew(&self) -> Option<Arc<crate::model::skew::SchemaSkew>> {
         self.skew.borrow().clone()
+    }
+
+    /// Commits typed transaction `txn` over this cache's connection and waits, at most
+    /// `timeout`, until the cache shows its effects (see
+    /// [`Cache::transact_and_wait`]): its typed result, read-your-writes.
+    pub async fn commit_and_wait<D: crate::model::Database>(
+        &self,
+        txn: crate::model::db::Transaction<D>,
+        timeout: Duration,
+    ) -> Result<crate::model::db::TransactionResult, Error> {
+        let ops = txn.operations().to_vec();
+        let result = txn.commit().await?;
+        self.wait_shown(&ops, result.results(), timeout).await?;
+        Ok(result)
     }
 
     /// A typed handle on the cache's connection: typed transactions built from it go
     /// over the connection the cache is synced on, compared with the schema the cache
     /// read. Fails, retryably, while the cache is not connected.
-    pub fn db<D: crate::model::Database>(&self) -> Result<crate::typed::Db<D>, Error> {
+    pub fn db<D: crate::model::Database>(&self) -> Result<crate::model::db::Db<D>, Error> {
         let unavailable = || {
             Error::unavailable(Error::closed(Some(
                 "the cache is not connected to a usable server".into(),
@@ -529,7 +543,7 @@ impl Cache {
         };
         let client = self.client().ok_or_else(unavailable)?;
         let schema = self.schema().ok_or_else(unavailable)?;
-        Ok(crate::typed::Db::with_schema(client, &schema))
+        Ok(crate::model::db::Db::with_schema(client, &schema))
     }
 
     /// Runs a transaction over the cache's connection and waits, at most `timeout`,

@@ -12,11 +12,11 @@ use crate::client::{monitor_params, Client};
 use crate::cut::{RowTexts, ROWS, SINCE_ROWS};
 use crate::datum::Row;
 use crate::error::Error;
+use crate::model::skew::SchemaSkew;
 use crate::monitor::{MonitorRequest, RowUpdate2, TableUpdates2};
 use crate::ops::Condition;
 use crate::schema::DatabaseSchema;
 use crate::tap::Cut;
-use crate::typed::SchemaSkew;
 
 use super::decode::{Form, Since, SinceSeed, UpdatesSeed};
 use super::health::ServerState;

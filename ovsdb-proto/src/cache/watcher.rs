@@ -13,11 +13,11 @@ use uuid::Uuid;
 
 use crate::client::{connect_with, Client, Notifications};
 use crate::error::{Error, ErrorKind};
+use crate::model::skew::SchemaSkew;
 use crate::monitor::{MonitorRequest, Notification};
 use crate::ops::Condition;
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
-use crate::typed::SchemaSkew;
 
 use super::backoff::{backoff, pick, shuffled};
 use super::decode::{decode_note, Note, TableChanges};

@@ -3,6 +3,8 @@
 //! a client can check it against a server's schema.
 
 mod column;
+pub mod db;
+pub mod skew;
 mod value;
 mod wire;
 
