@@ -51,11 +51,6 @@ impl RawMessage {
         &self.bytes
     }
 
-    /// The whole message as received, sharing its buffer.
-    pub(crate) fn to_bytes(&self) -> Bytes {
-        self.bytes.clone()
-    }
-
     /// The JSON text of the value of top-level member `key`, if present; shares the
     /// message's buffer.
     pub fn member(&self, key: &str) -> Option<Bytes> {
@@ -102,6 +97,14 @@ pub(crate) fn name_is(raw: &[u8], name: &str) -> bool {
     } else {
         raw.len() == name.len() + 2 && &raw[1..raw.len() - 1] == name.as_bytes()
     }
+}
+
+/// The request a reply answers: its `id` member's text read as a JSON number that is a
+/// request id. The framer (which decides whether a reply is decoded while it arrives)
+/// and the dispatcher (which completes the request) both read it here, so they always
+/// agree on which request a reply is for.
+pub(crate) fn reply_id(text: &[u8]) -> Option<u64> {
+    serde_json::from_slice(text).ok()
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -612,6 +615,22 @@ mod tests {
         assert!(name_is(br#""\/id""#, "/id"));
         assert!(!name_is(br#""\u0069dd""#, "id"));
         assert!(!name_is(br#""\u0069"#, "id"), "not a string");
+    }
+
+    #[test]
+    fn a_reply_id_is_a_json_number_read_one_way_for_framer_and_dispatcher() {
+        assert_eq!(reply_id(b"7"), Some(7));
+        assert_eq!(reply_id(b" 7 "), Some(7));
+        // Texts a plain integer parse takes and JSON does not, and the reverse: a
+        // reply is for a request only if the dispatcher would say so too.
+        for not_an_id in [&b"+7"[..], b"07", b"7.0", b"-1", b"\"7\"", b"null", b""] {
+            assert_eq!(
+                reply_id(not_an_id),
+                None,
+                "{}",
+                String::from_utf8_lossy(not_an_id)
+            );
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 
-use crate::codec::{name_is, JsonRpcCodec, Outgoing, RawMessage};
+use crate::codec::{name_is, reply_id, JsonRpcCodec, Outgoing, RawMessage};
 use crate::connect::ConnectOptions;
 use crate::error::Error;
 use crate::monitor::{Notification, RawNotification};
@@ -457,19 +457,14 @@ async fn dispatch(
         return writer.send(reply).map_err(Error::io);
     }
     let id_text = id.ok_or_else(|| Error::protocol("message has neither \"method\" nor \"id\""))?;
-    let id: u64 = serde_json::from_slice(&id_text).map_err(|_| {
+    // Read as the framer read it (`reply_id`): a reply to a request decoded while it
+    // arrives never comes here whole, it went to its decoder in pieces.
+    let id = reply_id(&id_text).ok_or_else(|| {
         Error::protocol(format!(
             "reply to no request: id {} was never sent",
             String::from_utf8_lossy(&id_text)
         ))
     })?;
-    if let Some(tap) = shared.taps.take(id) {
-        // A reply meant to be decoded while it arrived came whole (the framer did not
-        // see its id before its end): its decoder reads it all the same, so the reply is
-        // read one way whichever way it came.
-        let _ = tap.send(msg.to_bytes()).await;
-        return complete_tapped(id, shared);
-    }
     let Some(pending) = shared.take_pending(id)? else {
         return Ok(());
     };

@@ -53,7 +53,7 @@ impl Taps {
     }
 
     /// Takes the tap for the reply to `id`: its bytes go there.
-    pub(crate) fn take(&self, id: u64) -> Option<Tap> {
+    fn take(&self, id: u64) -> Option<Tap> {
         let mut map = self.lock();
         if map.is_empty() {
             return None;
@@ -122,10 +122,7 @@ impl Decoder for TappingCodec {
         if !self.checked {
             if let Some(id) = self.inner.id(buf) {
                 self.checked = true;
-                let id = std::str::from_utf8(id)
-                    .ok()
-                    .and_then(|t| t.parse::<u64>().ok());
-                self.tapping = id.and_then(|id| {
+                self.tapping = crate::codec::reply_id(id).and_then(|id| {
                     self.taps.take(id).map(|tap| Tapping {
                         id,
                         tap,
