@@ -73,6 +73,9 @@ fn a_real_that_did_not_survive_its_round_trip_does_in_every_real_column() {
         } else {
             b"-9.733022326854775e18"
         };
+        // The check returns early on a value its column refuses: these must be taken.
+        let datum: ovsdb_proto::Datum = serde_json::from_slice(value).unwrap();
+        assert_eq!(columns[i].1.check(&datum), Ok(()), "{name}");
         let mut input = (i as u16).to_le_bytes().to_vec();
         input.extend_from_slice(value);
         ovsdb_fuzz::datum::check(&input);

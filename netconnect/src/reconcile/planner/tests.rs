@@ -149,6 +149,15 @@ fn network_with(name: &str, nexthop: Option<&str>) -> Desired {
     d
 }
 
+/// The uuid [`Nb::write`] gave `d`'s row of `table` (the first, in `d`'s order).
+fn uuid_of(uuids: &HashMap<String, Uuid>, d: &Desired, table: &str) -> Uuid {
+    let row = d
+        .rows()
+        .find(|r| r.table == table)
+        .expect("a row of the table");
+    uuids[&row.placeholder]
+}
+
 /// The uuids every operation of `plan` names in its conditions.
 fn touched(plan: &Plan) -> Vec<Uuid> {
     plan.operations
@@ -182,11 +191,7 @@ fn only_the_columns_that_changed_are_sent() {
     // The same rows, but the route's next hop moved.
     let d = network_with("red", Some("100.64.0.9"));
     let plan = nb.plan(&d).unwrap();
-    let route_uuid = uuids[&d
-        .rows()
-        .find(|r| r.table == "Logical_Router_Static_Route")
-        .unwrap()
-        .placeholder];
+    let route_uuid = uuid_of(&uuids, &d, "Logical_Router_Static_Route");
     assert_eq!(plan.operations.len(), 1, "{:#?}", plan.operations);
     let Operation::Update {
         table,
@@ -227,11 +232,7 @@ fn references_other_parties_put_in_the_keys_rows_stay() {
         name: "pod".into(),
         ..Default::default()
     });
-    let switch = uuids[&d
-        .rows()
-        .find(|r| r.table == "Logical_Switch")
-        .unwrap()
-        .placeholder];
+    let switch = uuid_of(&uuids, &d, "Logical_Switch");
     let mut ports = nb
         .store
         .snapshot()
@@ -301,16 +302,8 @@ fn a_stale_child_goes_with_the_reference_to_it() {
     let mut nb = Nb::new();
     let old = network("red");
     let uuids = nb.write(&old);
-    let route = uuids[&old
-        .rows()
-        .find(|r| r.table == "Logical_Router_Static_Route")
-        .unwrap()
-        .placeholder];
-    let router = uuids[&old
-        .rows()
-        .find(|r| r.table == "Logical_Router")
-        .unwrap()
-        .placeholder];
+    let route = uuid_of(&uuids, &old, "Logical_Router_Static_Route");
+    let router = uuid_of(&uuids, &old, "Logical_Router");
     // The same network without its route.
     let d = network_with("red", None);
     let plan = nb.plan(&d).unwrap();
@@ -337,11 +330,7 @@ fn columns_ovn_writes_are_never_compared() {
     let mut nb = Nb::new();
     let d = network("red");
     let uuids = nb.write(&d);
-    let port = uuids[&d
-        .rows()
-        .find(|r| r.table == "Logical_Switch_Port")
-        .unwrap()
-        .placeholder];
+    let port = uuid_of(&uuids, &d, "Logical_Switch_Port");
     nb.set("Logical_Switch_Port", port, "up", Datum::scalar(true));
     let plan = nb.plan(&d).unwrap();
     assert!(plan.is_empty(), "{:#?}", plan.operations);
