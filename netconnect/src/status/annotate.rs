@@ -73,7 +73,7 @@ fn connect(
     let mut object = info.object.clone();
     let prev = match previous
         .objects
-        .get(&key(&Object::ClusterNetworkConnect(object.clone())))
+        .get(&("ClusterNetworkConnect".to_owned(), name.to_owned()))
     {
         Some(Object::ClusterNetworkConnect(p)) => Some(p),
         _ => None,
@@ -155,7 +155,7 @@ fn node(
     } else {
         a.insert(NODE_SUBNETS.into(), format_node_subnets(&subnets));
     }
-    let prev = match previous.objects.get(&key(&Object::Node(object.clone()))) {
+    let prev = match previous.objects.get(&("Node".to_owned(), name.to_owned())) {
         Some(Object::Node(n)) => Some(n),
         _ => None,
     };
