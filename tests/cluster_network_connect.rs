@@ -595,7 +595,7 @@ async fn services_answer_across_connected_networks_and_service_only_isolates_pod
     let svc_only = udn::world(&manifests("[ServiceNetwork]"), &State::default(), None);
     udn::apply(&r, &svc_only).await;
     let acls = nbctl_get(&sb, &["acl-list", "cluster_udn_blue_node-a"]);
-    let as4 = netconnect::topology::acl::address_set_name("svc", true);
+    let as4 = netconnect::topology::connect::isolation::address_set_name("svc", true);
     assert!(
         acls.contains("from-lport   500 ((ip4.dst == 10.96.0.0/16)) pass"),
         "{acls}"

@@ -10,9 +10,9 @@ use crate::api::validate::Reserved;
 use crate::api::Inventory;
 use crate::reconcile::NbIndexes;
 use crate::status::dir::State;
+use crate::topology::connect::{self, services};
 use crate::topology::desired::{IdForm, Owner, Scope};
 use crate::topology::{self, BuildError, Desired, Inputs, TopologyConfig};
-use crate::topology::{connect, services};
 use ovsdb_proto::cache::Snapshot;
 
 /// Settings that are not in the manifests.
@@ -264,7 +264,7 @@ impl World {
             Key::Gone(owner) => {
                 let mut d = Desired::new(owner.clone());
                 if let Some(net) = owner.controller.strip_suffix("-network-controller") {
-                    topology::layer3::claim_lb_groups(&mut d, net);
+                    topology::rows::claim_lb_groups(&mut d, net);
                 }
                 Ok(d)
             }

@@ -4,185 +4,178 @@
 //! localnet port, the `rtoe-`/`etor-` pair, the default and masquerade routes, and the
 //! SNAT of the network's traffic to its masquerade address.
 
+use std::net::IpAddr;
+
 use ipnet::IpNet;
-use nb_model::{
-    LoadBalancerGroup, LogicalRouter, LogicalRouterStaticRoute, LogicalSwitch, LogicalSwitchPort,
-    Nat, NatType,
-};
-use ovsdb_proto::model::Ref;
+use nb_model::{LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort};
 
 use super::addr::with_len;
-use super::desired::Desired;
-use super::layer3::{add_route, nat_identity, net_ids, switch_ids};
-use super::names::Names;
-use super::{map, masquerade_ip, masquerade_next_hop, Inputs, NodeView};
+use super::builder::NetworkBuilder;
+use super::rows::{add_nat, add_route, map, snat};
+use super::{masquerade_ip, masquerade_next_hop, NodeView};
 use crate::api::annotations::L3GatewayConfig;
-use crate::api::Network;
 
-/// The gateway router itself, without ports or routes: its options, ids and load
-/// balancer groups (the router group only when NodePorts are served).
-#[allow(clippy::too_many_arguments)]
-pub fn router(
-    inputs: &Inputs,
-    net: &Network,
-    names: &Names,
-    node: &NodeView,
-    chassis: &str,
-    topology: &str,
-    cluster_lbg: &Ref<LoadBalancerGroup>,
-    router_lbg: &Ref<LoadBalancerGroup>,
-    d: &mut Desired,
-) -> LogicalRouter {
-    let _ = inputs;
-    let mut gr = LogicalRouter {
-        name: names.gateway_router(node.name),
-        copp: Some(d.refer::<nb_model::Copp>(super::cluster::DEFAULT_COPP)),
-        external_ids: switch_ids(net, topology),
-        options: map([
-            ("always_learn_from_arp_request", "false"),
-            ("dynamic_neigh_routers", "false"),
-            ("chassis", chassis),
-            ("lb_force_snat_ip", "router_ip"),
-            ("mac_binding_age_threshold", "300"),
-            ("disable_garp_rarp", "true"),
-        ]),
-        load_balancer_group: [cluster_lbg.clone()].into(),
-        ..Default::default()
-    };
-    if let Some(gw) = node.gateway {
-        let ips: Vec<String> = gw
-            .ip_addresses
-            .iter()
-            .map(|i| i.addr().to_string())
-            .collect();
-        if let Some(first) = ips.first() {
-            gr.external_ids.insert("physical_ip".into(), first.clone());
-            gr.external_ids.insert("physical_ips".into(), ips.join(","));
+impl NetworkBuilder<'_> {
+    /// The gateway router of `node` on `chassis`, without ports or routes: its options,
+    /// ids and load balancer groups (the router group only when NodePorts are served).
+    pub fn gateway_router(&mut self, node: &NodeView, chassis: &str) -> LogicalRouter {
+        let mut gr = LogicalRouter {
+            name: self.names.gateway_router(node.name),
+            copp: Some(self.copp()),
+            external_ids: self.switch_ids(),
+            options: map([
+                ("always_learn_from_arp_request", "false"),
+                ("dynamic_neigh_routers", "false"),
+                ("chassis", chassis),
+                ("lb_force_snat_ip", "router_ip"),
+                ("mac_binding_age_threshold", "300"),
+                ("disable_garp_rarp", "true"),
+            ]),
+            load_balancer_group: [self.lb_groups.cluster.clone()].into(),
+            ..Default::default()
+        };
+        if let Some(gw) = node.gateway {
+            let ips: Vec<String> = gw
+                .ip_addresses
+                .iter()
+                .map(|i| i.addr().to_string())
+                .collect();
+            if let Some(first) = ips.first() {
+                gr.external_ids.insert("physical_ip".into(), first.clone());
+                gr.external_ids.insert("physical_ips".into(), ips.join(","));
+            }
+            if gw.node_port_enable {
+                gr.load_balancer_group.insert(self.lb_groups.router.clone());
+            }
         }
-        if gw.node_port_enable {
-            gr.load_balancer_group.insert(router_lbg.clone());
-        }
+        gr
     }
-    gr
-}
 
-/// The external side of `gr`: its port to the external switch, the switch with its
-/// localnet port, the routes out, and the SNAT of the network's subnets and join
-/// addresses to the network's masquerade address.
-#[allow(clippy::too_many_arguments)]
-pub fn external_side(
-    inputs: &Inputs,
-    net: &Network,
-    id: u32,
-    names: &Names,
-    node: &NodeView,
-    gw: &L3GatewayConfig,
-    topology: &str,
-    gr: &mut LogicalRouter,
-    gr_join: &[IpNet],
-    d: &mut Desired,
-) {
-    let cfg = inputs.config;
-    let n = node.name;
-    let gr_name = names.gateway_router(n);
-    let masq_v4 = masquerade_ip(cfg, id, true, true);
-    let masq_v6 = masquerade_ip(cfg, id, false, true);
-    let masq_for = |ipv4: bool| if ipv4 { masq_v4 } else { masq_v6 };
+    /// The external side of `gr`: its port to the external switch, the switch with its
+    /// localnet port, the routes out, and the SNAT of the network's subnets and of the
+    /// gateway router's join addresses `gr_join` to the network's masquerade address.
+    pub fn external_side(
+        &mut self,
+        node: &NodeView,
+        gw: &L3GatewayConfig,
+        gr: &mut LogicalRouter,
+        gr_join: &[IpNet],
+    ) {
+        self.external_port(node, gw, gr);
+        self.external_switch(node, gw);
+        self.external_routes(node, gw, gr);
+        self.masquerade_snat(node, gr, gr_join);
+    }
 
-    let mut networks: Vec<String> = gw.ip_addresses.iter().map(IpNet::to_string).collect();
-    for ip in [masq_v4, masq_v6].into_iter().flatten() {
-        if gw
-            .ip_addresses
-            .iter()
-            .any(|a| a.addr().is_ipv4() == ip.is_ipv4())
+    /// The masquerade IP of the network's gateway routers, per family.
+    fn gateway_masquerade(&self, ipv4: bool) -> Option<IpAddr> {
+        masquerade_ip(self.cfg, self.id, ipv4, true)
+    }
+
+    /// `rtoe-GR_…`: the node's addresses and, for each family it has, the network's
+    /// masquerade address as a host route.
+    fn external_port(&mut self, node: &NodeView, gw: &L3GatewayConfig, gr: &mut LogicalRouter) {
+        let n = node.name;
+        let mut networks: Vec<String> = gw.ip_addresses.iter().map(IpNet::to_string).collect();
+        for ip in [true, false]
+            .into_iter()
+            .filter_map(|ipv4| self.gateway_masquerade(ipv4))
         {
-            let len = if ip.is_ipv4() { 32 } else { 128 };
-            networks.push(with_len(ip, len).to_string());
+            if gw
+                .ip_addresses
+                .iter()
+                .any(|a| a.addr().is_ipv4() == ip.is_ipv4())
+            {
+                let len = if ip.is_ipv4() { 32 } else { 128 };
+                networks.push(with_len(ip, len).to_string());
+            }
         }
-    }
-    let rtoe = nb_model::LogicalRouterPort {
-        name: names.rtoe(n),
-        mac: gw.mac_address.clone(),
-        networks: networks.into_iter().collect(),
-        external_ids: net_ids(net, topology),
-        ..Default::default()
-    };
-    gr.ports.insert(d.add(names.rtoe(n), rtoe));
-
-    let mut ext = LogicalSwitch {
-        name: names.external_switch(n),
-        external_ids: switch_ids(net, topology),
-        ..Default::default()
-    };
-    let bridge = if gw.bridge_id.is_empty() {
-        "breth0"
-    } else {
-        gw.bridge_id.as_str()
-    };
-    let localnet = LogicalSwitchPort {
-        name: names.localnet_port(bridge, n),
-        type_: "localnet".into(),
-        addresses: ["unknown".to_string()].into(),
-        options: map([("network_name", cfg.physical_network.as_str())]),
-        tag_request: gw.vlan_id.map(i64::from),
-        external_ids: net_ids(net, topology),
-        ..Default::default()
-    };
-    ext.ports
-        .insert(d.add(names.localnet_port(bridge, n), localnet));
-    let mut etor = LogicalSwitchPort::to_router(names.etor(n), names.rtoe(n));
-    etor.addresses = [gw.mac_address.clone()].into();
-    etor.external_ids = net_ids(net, topology);
-    ext.ports.insert(d.add(names.etor(n), etor));
-    d.add(names.external_switch(n), ext);
-
-    for ipv4 in [true, false] {
-        if !gw.ip_addresses.iter().any(|a| a.addr().is_ipv4() == ipv4) {
-            continue;
-        }
-        if let Some((subnet, hop)) = masquerade_next_hop(cfg, ipv4) {
-            let route = LogicalRouterStaticRoute {
-                ip_prefix: subnet.to_string(),
-                nexthop: hop.to_string(),
-                output_port: Some(names.rtoe(n)),
-                external_ids: net_ids(net, topology),
-                ..Default::default()
-            };
-            add_route(d, &mut gr.static_routes, &gr_name, route);
-        }
-        for hop in gw.next_hops.iter().filter(|h| h.is_ipv4() == ipv4) {
-            let route = LogicalRouterStaticRoute {
-                ip_prefix: if ipv4 { "0.0.0.0/0" } else { "::/0" }.into(),
-                nexthop: hop.to_string(),
-                output_port: Some(names.rtoe(n)),
-                external_ids: net_ids(net, topology),
-                ..Default::default()
-            };
-            add_route(d, &mut gr.static_routes, &gr_name, route);
-        }
+        let rtoe = LogicalRouterPort {
+            name: self.names.rtoe(n),
+            mac: gw.mac_address.clone(),
+            networks: networks.into_iter().collect(),
+            external_ids: self.ids(),
+            ..Default::default()
+        };
+        gr.ports.insert(self.d.add(self.names.rtoe(n), rtoe));
     }
 
-    let snat = |logical: String, external: std::net::IpAddr| Nat {
-        type_: NatType::Snat,
-        external_ip: external.to_string(),
-        logical_ip: logical,
-        options: map([(nb_model::keys::nat_options::STATELESS, "false")]),
-        external_ids: net_ids(net, topology),
-        ..Default::default()
-    };
-    let mut nats = Vec::new();
-    for j in gr_join {
-        if let Some(m) = masq_for(j.addr().is_ipv4()) {
-            nats.push(snat(j.addr().to_string(), m));
+    /// `ext_<p><node>` with its localnet port on the gateway's bridge and `etor-`.
+    fn external_switch(&mut self, node: &NodeView, gw: &L3GatewayConfig) {
+        let n = node.name;
+        let mut ext = LogicalSwitch {
+            name: self.names.external_switch(n),
+            external_ids: self.switch_ids(),
+            ..Default::default()
+        };
+        let bridge = if gw.bridge_id.is_empty() {
+            "breth0"
+        } else {
+            gw.bridge_id.as_str()
+        };
+        let localnet = LogicalSwitchPort {
+            name: self.names.localnet_port(bridge, n),
+            type_: "localnet".into(),
+            addresses: ["unknown".to_string()].into(),
+            options: map([("network_name", self.cfg.physical_network.as_str())]),
+            tag_request: gw.vlan_id.map(i64::from),
+            external_ids: self.ids(),
+            ..Default::default()
+        };
+        ext.ports
+            .insert(self.d.add(self.names.localnet_port(bridge, n), localnet));
+        let mut etor = LogicalSwitchPort::to_router(self.names.etor(n), self.names.rtoe(n));
+        etor.addresses = [gw.mac_address.clone()].into();
+        etor.external_ids = self.ids();
+        ext.ports.insert(self.d.add(self.names.etor(n), etor));
+        self.d.add(self.names.external_switch(n), ext);
+    }
+
+    /// For each family the node has: the masquerade subnet via its dummy next hop, and
+    /// the default route via the node's next hops, both out of `rtoe-`.
+    fn external_routes(&mut self, node: &NodeView, gw: &L3GatewayConfig, gr: &mut LogicalRouter) {
+        let gr_name = self.names.gateway_router(node.name);
+        let out = self.names.rtoe(node.name);
+        for ipv4 in [true, false] {
+            if !gw.ip_addresses.iter().any(|a| a.addr().is_ipv4() == ipv4) {
+                continue;
+            }
+            let default = if ipv4 { "0.0.0.0/0" } else { "::/0" };
+            let masquerade = masquerade_next_hop(self.cfg, ipv4);
+            let hops = gw.next_hops.iter().filter(|h| h.is_ipv4() == ipv4);
+            let routes = masquerade
+                .map(|(subnet, hop)| (subnet.to_string(), hop))
+                .into_iter()
+                .chain(hops.map(|hop| (default.to_owned(), *hop)));
+            for (prefix, hop) in routes {
+                let mut route = self.route(prefix, hop);
+                route.output_port = Some(out.clone());
+                add_route(self.d, &mut gr.static_routes, &gr_name, route);
+            }
         }
     }
-    for s in &net.subnets {
-        if let Some(m) = masq_for(s.cidr.addr().is_ipv4()) {
-            nats.push(snat(s.cidr.to_string(), m));
+
+    /// The SNAT of the gateway router's join addresses, then of the network's subnets,
+    /// to the network's masquerade address of their family.
+    fn masquerade_snat(&mut self, node: &NodeView, gr: &mut LogicalRouter, gr_join: &[IpNet]) {
+        let gr_name = self.names.gateway_router(node.name);
+        let logical = gr_join
+            .iter()
+            .map(|j| (j.addr().to_string(), j.addr().is_ipv4()))
+            .chain(
+                self.net
+                    .subnets
+                    .iter()
+                    .map(|s| (s.cidr.to_string(), s.cidr.addr().is_ipv4())),
+            );
+        let mut nats = Vec::new();
+        for (l, ipv4) in logical {
+            if let Some(m) = self.gateway_masquerade(ipv4) {
+                nats.push(snat(l, m, self.ids()));
+            }
         }
-    }
-    for nat in nats {
-        let nid = nat_identity(&gr_name, &nat);
-        gr.nat.insert(d.add(nid, nat));
+        for nat in nats {
+            add_nat(self.d, &mut gr.nat, &gr_name, nat);
+        }
     }
 }

@@ -12,18 +12,13 @@
 
 use ipnet::IpNet;
 use nb_model::keys::{lr_options, lrp_options, ls_other_config};
-use nb_model::{
-    GatewayChassis, LogicalRouter, LogicalRouterStaticRoute, LogicalRouterStaticRoutePolicy,
-    LogicalSwitch, LogicalSwitchPort,
-};
+use nb_model::{LogicalRouter, LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort};
 
 use super::addr::{nth_in, with_len};
+use super::builder::NetworkBuilder;
 use super::desired::Desired;
-use super::layer3::{
-    add_route, claim_lb_groups, lb_groups, net_ids, router_port, switch_ids, NODE,
-};
-use super::names::Names;
-use super::{gateway, map, same_family, BuildError, GatewayMode, Inputs};
+use super::rows::{add_route, bind_to_chassis, map, router_port, same_family};
+use super::{interconnect, BuildError, GatewayMode, Inputs, NodeView};
 use crate::alloc::transit::node_pair;
 use crate::api::Network;
 
@@ -40,69 +35,95 @@ pub fn node_pairs(transit: &[IpNet], node_id: u32) -> (Vec<IpNet>, Vec<IpNet>) {
 
 /// Builds the rows of Layer2 network `net` (id `id`) into `d`.
 pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result<(), BuildError> {
-    let cfg = inputs.config;
     let name = net.name();
-    let names = Names::new(&name);
-    let topo = "layer2";
     let keys = inputs.allocations.tunnel_keys.get(&name);
     let transit = inputs.allocations.transit_subnets.get(&name);
     let (Some(keys), Some(transit)) = (keys, transit) else {
         return Err(BuildError::NoTransit(name));
     };
-    let _ = id;
-    let tr_name = names.transit_router();
-    let copp = d.refer::<nb_model::Copp>(super::cluster::DEFAULT_COPP);
-    let (cluster_lbg, switch_lbg, router_lbg) = lb_groups(d, &names);
-    claim_lb_groups(d, &name);
-
-    let mut tr = LogicalRouter {
-        name: tr_name.clone(),
-        copp: Some(copp),
-        external_ids: net_ids(net, topo),
-        options: map([(lr_options::REQUESTED_TNL_KEY, keys[1].to_string().as_str())]),
-        ..Default::default()
-    };
-    tr.external_ids
-        .insert("k8s-cluster-router".into(), "yes".into());
-    if cfg.gateway_mode == GatewayMode::Local {
-        tr.options.insert("ct-commit-all".into(), "true".into());
-    }
-
-    let mut ls = LogicalSwitch {
-        name: names.layer2_switch(),
-        external_ids: switch_ids(net, topo),
-        load_balancer_group: [cluster_lbg.clone(), switch_lbg].into(),
-        ..Default::default()
-    };
-    for s in &net.subnets {
-        if s.cidr.addr().is_ipv4() {
-            ls.other_config
-                .insert(ls_other_config::SUBNET.into(), s.cidr.to_string());
+    let nodes = inputs.nodes();
+    let b = NetworkBuilder::new(inputs, net, id, "layer2", d);
+    let mut l2 = Layer2::new(b, keys);
+    l2.switch_port(&nodes);
+    for node in &nodes {
+        let (tr_side, gr_side) = node_pairs(transit, node.id);
+        if tr_side.is_empty() {
+            continue;
+        }
+        let Some(chassis) = node.chassis else {
+            continue;
+        };
+        let pair = Pair { tr_side, gr_side };
+        let trtor = l2.transit_router_port(node, &pair);
+        if node.local {
+            l2.local_node(node, chassis, trtor, &pair);
         } else {
-            ls.other_config.insert(
-                ls_other_config::IPV6_PREFIX.into(),
-                s.cidr.network().to_string(),
+            let b = &mut l2.b;
+            interconnect::remote_transit_router_port(
+                b,
+                node,
+                chassis,
+                trtor,
+                &pair.gr_side,
+                &mut l2.tr,
             );
         }
     }
-    let ls_key = keys[0].to_string();
-    for (k, v) in [
-        (ls_other_config::INTERCONN_TS, names.layer2_switch()),
-        (ls_other_config::REQUESTED_TNL_KEY, ls_key),
-        (ls_other_config::MCAST_SNOOP, "true".into()),
-        (ls_other_config::MCAST_QUERIER, "false".into()),
-        (ls_other_config::MCAST_FLOOD_UNREGISTERED, "true".into()),
-    ] {
-        ls.other_config.insert(k.into(), v);
+    l2.finish();
+    Ok(())
+}
+
+/// A node's link between the transit router and its gateway router: one address pair
+/// per transit subnet (IPv4 first).
+struct Pair {
+    /// The transit router's side.
+    tr_side: Vec<IpNet>,
+    /// The gateway router's side.
+    gr_side: Vec<IpNet>,
+}
+
+/// A Layer2 network being built: the rows every node adds to.
+struct Layer2<'a> {
+    b: NetworkBuilder<'a>,
+    /// `<p>transit_router`.
+    tr: LogicalRouter,
+    /// `<p>ovn_layer2_switch`.
+    ls: LogicalSwitch,
+}
+
+impl<'a> Layer2<'a> {
+    /// The transit router (the network's second tunnel key) and the switch (its
+    /// first), with the network's subnets.
+    fn new(mut b: NetworkBuilder<'a>, keys: &[u32]) -> Self {
+        let options = map([(lr_options::REQUESTED_TNL_KEY, keys[1].to_string().as_str())]);
+        let tr = b.network_router(b.names.transit_router(), options);
+        let mut ls = b.interconnect_switch(b.names.layer2_switch(), keys[0]);
+        ls.load_balancer_group = [b.lb_groups.cluster.clone(), b.lb_groups.switch.clone()].into();
+        for s in &b.net.subnets {
+            if s.cidr.addr().is_ipv4() {
+                ls.other_config
+                    .insert(ls_other_config::SUBNET.into(), s.cidr.to_string());
+            } else {
+                ls.other_config.insert(
+                    ls_other_config::IPV6_PREFIX.into(),
+                    s.cidr.network().to_string(),
+                );
+            }
+        }
+        Layer2 { b, tr, ls }
     }
 
-    // The transit router's port on the switch: the pods' gateway on every node.
-    let gateways: Vec<IpNet> = if net.default_gateway_ips.is_empty() {
-        net.subnets
-            .iter()
-            .filter_map(|s| nth_in(&s.cidr, 1))
-            .collect()
-    } else {
+    /// The pods' default gateways: the network's `default_gateway_ips`, else the first
+    /// address of each subnet, with their subnet's prefix length.
+    fn pod_gateways(&self) -> Vec<IpNet> {
+        let net = self.b.net;
+        if net.default_gateway_ips.is_empty() {
+            return net
+                .subnets
+                .iter()
+                .filter_map(|s| nth_in(&s.cidr, 1))
+                .collect();
+        }
         net.default_gateway_ips
             .iter()
             .filter_map(|g| {
@@ -110,169 +131,155 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
                 Some(with_len(*g, s.cidr.prefix_len()))
             })
             .collect()
-    };
-    let mut trtos = router_port(&names.trtos(), &gateways);
-    trtos.options.insert(
-        lrp_options::REQUESTED_TNL_KEY.into(),
-        TRANSIT_ROUTER_TO_SWITCH_KEY.to_string(),
-    );
-    let nodes = inputs.nodes();
-    if nodes.iter().filter(|n| n.local).all(|n| n.gateway_mtu) {
-        trtos
-            .options
-            .insert(lrp_options::GATEWAY_MTU.into(), cfg.mtu.to_string());
     }
-    if net.has_ipv6() {
-        trtos.ipv6_ra_configs = map([
-            ("address_mode", "dhcpv6_stateful"),
-            ("send_periodic", "true"),
-            ("max_interval", "900"),
-            ("min_interval", "300"),
-            ("router_preference", "LOW"),
-            ("mtu", net.mtu.to_string().as_str()),
-        ]);
-    }
-    // Bound to the zone's chassis: OVN-Kubernetes has one node per zone; with several
-    // local nodes each chassis is a gateway chassis of equal priority.
-    let mut chassis: Vec<&str> = nodes
-        .iter()
-        .filter(|n| n.local)
-        .filter_map(|n| n.chassis)
-        .collect();
-    chassis.sort_unstable();
-    chassis.dedup();
-    for c in chassis {
-        let gc_name = format!("{}-{c}", names.trtos());
-        let gc = GatewayChassis {
-            name: gc_name.clone(),
-            chassis_name: c.to_owned(),
-            priority: 1,
-            ..Default::default()
-        };
-        trtos.gateway_chassis.insert(d.add(gc_name, gc));
-    }
-    tr.ports.insert(d.add(names.trtos(), trtos));
-    let mut stotr = LogicalSwitchPort::to_router(names.stotr(), names.trtos());
-    stotr.external_ids = net_ids(net, topo);
-    ls.ports.insert(d.add(names.stotr(), stotr));
 
-    for node in &nodes {
-        let n = node.name;
-        let (tr_side, gr_side) = node_pairs(transit, node.id);
-        if tr_side.is_empty() {
-            continue;
+    /// `trtos-` on the transit router, the pods' gateway on every node, and its peer
+    /// `stotr-` on the switch. Bound to the zone's chassis: OVN-Kubernetes has one node
+    /// per zone; with several local nodes each chassis is a gateway chassis of equal
+    /// priority.
+    fn switch_port(&mut self, nodes: &[NodeView]) {
+        let net = self.b.net;
+        let mut trtos = router_port(&self.b.names.trtos(), &self.pod_gateways());
+        trtos.options.insert(
+            lrp_options::REQUESTED_TNL_KEY.into(),
+            TRANSIT_ROUTER_TO_SWITCH_KEY.to_string(),
+        );
+        if nodes.iter().filter(|n| n.local).all(|n| n.gateway_mtu) {
+            trtos
+                .options
+                .insert(lrp_options::GATEWAY_MTU.into(), self.b.cfg.mtu.to_string());
         }
-        let gr_join: Vec<IpNet> = net
-            .join_subnets_in_use()
+        if net.has_ipv6() {
+            trtos.ipv6_ra_configs = map([
+                ("address_mode", "dhcpv6_stateful"),
+                ("send_periodic", "true"),
+                ("max_interval", "900"),
+                ("min_interval", "300"),
+                ("router_preference", "LOW"),
+                ("mtu", net.mtu.to_string().as_str()),
+            ]);
+        }
+        let mut chassis: Vec<&str> = nodes
             .iter()
-            .filter_map(|j| nth_in(j, node.id as u128))
+            .filter(|n| n.local)
+            .filter_map(|n| n.chassis)
             .collect();
-        let tr_key = (TRANSIT_ROUTER_PORT_KEY_OFFSET + node.id).to_string();
-        let mut trtor = router_port(&names.trtor(n), &tr_side);
+        chassis.sort_unstable();
+        chassis.dedup();
+        for c in chassis {
+            bind_to_chassis(self.b.d, &mut trtos, c);
+        }
+        let names = &self.b.names;
+        self.tr.ports.insert(self.b.d.add(names.trtos(), trtos));
+        let mut stotr = LogicalSwitchPort::to_router(names.stotr(), names.trtos());
+        stotr.external_ids = self.b.ids();
+        self.ls.ports.insert(self.b.d.add(names.stotr(), stotr));
+    }
+
+    /// `trtor-GR_…`, the transit router's port toward a node's gateway router (its
+    /// tunnel key `10 + node id`), not yet added.
+    fn transit_router_port(&self, node: &NodeView, pair: &Pair) -> nb_model::LogicalRouterPort {
+        let key = TRANSIT_ROUTER_PORT_KEY_OFFSET + node.id;
+        let mut trtor = router_port(&self.b.names.trtor(node.name), &pair.tr_side);
         trtor
             .options
-            .insert(lrp_options::REQUESTED_TNL_KEY.into(), tr_key);
-        trtor.external_ids = net_ids(net, topo);
-        if node.local {
-            let Some(chassis) = node.chassis else {
-                continue;
-            };
-            trtor.peer = Some(names.rtotr(n));
-            tr.ports.insert(d.add(names.trtor(n), trtor));
-            let mut gr = gateway::router(
-                inputs,
-                net,
-                &names,
-                node,
-                chassis,
-                topo,
-                &cluster_lbg,
-                &router_lbg,
-                d,
-            );
-            let joins: Vec<String> = gr_join.iter().map(|j| j.addr().to_string()).collect();
-            gr.options
-                .insert("lb_force_snat_ip".into(), joins.join(" "));
-            let mut rtotr_nets = gr_join.clone();
-            rtotr_nets.extend(gr_side.iter().copied());
-            let mut rtotr = router_port(&names.rtotr(n), &rtotr_nets);
-            rtotr.peer = Some(names.trtor(n));
-            rtotr.external_ids = net_ids(net, topo);
-            if node.gateway_mtu {
-                rtotr
-                    .options
-                    .insert(lrp_options::GATEWAY_MTU.into(), cfg.mtu.to_string());
-            }
-            gr.ports.insert(d.add(names.rtotr(n), rtotr));
-            let gr_name = names.gateway_router(n);
-            for s in &net.subnets {
-                if let Some(via) = same_family(&tr_side, s.cidr.addr().is_ipv4()) {
-                    let route = LogicalRouterStaticRoute {
-                        ip_prefix: s.cidr.to_string(),
-                        nexthop: via.to_string(),
-                        output_port: Some(names.rtotr(n)),
-                        external_ids: net_ids(net, topo),
-                        ..Default::default()
-                    };
-                    add_route(d, &mut gr.static_routes, &gr_name, route);
-                }
-                if cfg.gateway_mode == GatewayMode::Shared {
-                    if let Some(via) = same_family(&gr_side, s.cidr.addr().is_ipv4()) {
-                        let route = LogicalRouterStaticRoute {
-                            ip_prefix: s.cidr.to_string(),
-                            nexthop: via.to_string(),
-                            policy: Some(LogicalRouterStaticRoutePolicy::SrcIp),
-                            external_ids: net_ids(net, topo),
-                            ..Default::default()
-                        };
-                        add_route(d, &mut tr.static_routes, &tr_name, route);
-                    }
-                }
-            }
-            for j in &gr_join {
-                if let Some(via) = same_family(&gr_side, j.addr().is_ipv4()) {
-                    let route = LogicalRouterStaticRoute {
-                        ip_prefix: j.addr().to_string(),
-                        nexthop: via.to_string(),
-                        external_ids: net_ids(net, topo),
-                        ..Default::default()
-                    };
-                    add_route(d, &mut tr.static_routes, &tr_name, route);
-                }
-            }
-            if let Some(gw) = node.gateway {
-                gateway::external_side(
-                    inputs, net, id, &names, node, gw, topo, &mut gr, &gr_join, d,
-                );
-            }
-            d.add(gr_name, gr);
-        } else {
-            let Some(chassis) = node.chassis else {
-                continue;
-            };
-            trtor
+            .insert(lrp_options::REQUESTED_TNL_KEY.into(), key.to_string());
+        trtor.external_ids = self.b.ids();
+        trtor
+    }
+
+    /// A node of the zone: `trtor-` peered with its gateway router's `rtotr-`, the
+    /// gateway router with its routes, and the transit router's routes to it.
+    fn local_node(
+        &mut self,
+        node: &NodeView,
+        chassis: &str,
+        mut trtor: nb_model::LogicalRouterPort,
+        pair: &Pair,
+    ) {
+        let n = node.name;
+        trtor.peer = Some(self.b.names.rtotr(n));
+        self.tr
+            .ports
+            .insert(self.b.d.add(self.b.names.trtor(n), trtor));
+        let gr_join = self.b.gateway_join(node.id);
+        let mut gr = self.b.gateway_router(node, chassis);
+        let joins: Vec<String> = gr_join.iter().map(|j| j.addr().to_string()).collect();
+        gr.options
+            .insert("lb_force_snat_ip".into(), joins.join(" "));
+        self.gateway_port(node, &gr_join, pair, &mut gr);
+        self.gateway_routes(node, &gr_join, pair, &mut gr);
+        if let Some(gw) = node.gateway {
+            self.b.external_side(node, gw, &mut gr, &gr_join);
+        }
+        self.b.d.add(self.b.names.gateway_router(n), gr);
+    }
+
+    /// `rtotr-GR_…`: the gateway router's port toward the transit router, with its join
+    /// addresses and its side of the pair.
+    fn gateway_port(
+        &mut self,
+        node: &NodeView,
+        gr_join: &[IpNet],
+        pair: &Pair,
+        gr: &mut LogicalRouter,
+    ) {
+        let n = node.name;
+        let mut networks = gr_join.to_vec();
+        networks.extend(pair.gr_side.iter().copied());
+        let mut rtotr = router_port(&self.b.names.rtotr(n), &networks);
+        rtotr.peer = Some(self.b.names.trtor(n));
+        rtotr.external_ids = self.b.ids();
+        if node.gateway_mtu {
+            rtotr
                 .options
-                .insert(lrp_options::REQUESTED_CHASSIS.into(), chassis.to_owned());
-            trtor.external_ids.insert(NODE.into(), n.to_owned());
-            tr.ports.insert(d.add(names.trtor(n), trtor));
-            for j in &gr_join {
-                if let Some(via) = same_family(&gr_side, j.addr().is_ipv4()) {
-                    let mut ids = net_ids(net, topo);
-                    ids.insert(NODE.into(), n.to_owned());
-                    let route = LogicalRouterStaticRoute {
-                        ip_prefix: j.addr().to_string(),
-                        nexthop: via.to_string(),
-                        external_ids: ids,
-                        ..Default::default()
-                    };
-                    add_route(d, &mut tr.static_routes, &tr_name, route);
+                .insert(lrp_options::GATEWAY_MTU.into(), self.b.cfg.mtu.to_string());
+        }
+        gr.ports.insert(self.b.d.add(self.b.names.rtotr(n), rtotr));
+    }
+
+    /// The gateway router's routes to the network's subnets via the transit router;
+    /// the transit router's source routes out through the gateway router (shared
+    /// gateway mode) and its routes to the gateway router's join addresses.
+    fn gateway_routes(
+        &mut self,
+        node: &NodeView,
+        gr_join: &[IpNet],
+        pair: &Pair,
+        gr: &mut LogicalRouter,
+    ) {
+        let b = &mut self.b;
+        let gr_name = b.names.gateway_router(node.name);
+        let tr_name = b.names.transit_router();
+        for s in &b.net.subnets {
+            let ipv4 = s.cidr.addr().is_ipv4();
+            if let Some(via) = same_family(&pair.tr_side, ipv4) {
+                let mut route = b.route(s.cidr, via);
+                route.output_port = Some(b.names.rtotr(node.name));
+                add_route(b.d, &mut gr.static_routes, &gr_name, route);
+            }
+            if b.cfg.gateway_mode == GatewayMode::Shared {
+                if let Some(via) = same_family(&pair.gr_side, ipv4) {
+                    let mut route = b.route(s.cidr, via);
+                    route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
+                    add_route(b.d, &mut self.tr.static_routes, &tr_name, route);
                 }
             }
         }
+        for j in gr_join {
+            if let Some(via) = same_family(&pair.gr_side, j.addr().is_ipv4()) {
+                let route = b.route(j.addr(), via);
+                add_route(b.d, &mut self.tr.static_routes, &tr_name, route);
+            }
+        }
     }
-    d.add(names.layer2_switch(), ls);
-    d.add(tr_name, tr);
-    Ok(())
+
+    /// Adds the network-wide rows, complete now that every node is in.
+    fn finish(self) {
+        let Layer2 { b, tr, ls } = self;
+        b.d.add(b.names.layer2_switch(), ls);
+        b.d.add(b.names.transit_router(), tr);
+    }
 }
 
 #[cfg(test)]

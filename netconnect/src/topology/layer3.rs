@@ -12,146 +12,29 @@
 //! node. Per remote node: its `type=remote` transit switch port and the routes to its
 //! host subnets and gateway router through it.
 
-use nb_model::keys::{lrp_options, ls_other_config, lsp_external_ids, lsp_options, nat_options};
-use std::collections::BTreeSet;
-
 use ipnet::IpNet;
+use nb_model::keys::{lrp_options, ls_other_config};
 use nb_model::{
-    GatewayChassis, LoadBalancerGroup, LogicalRouter, LogicalRouterPolicy,
-    LogicalRouterPolicyAction, LogicalRouterPort, LogicalRouterStaticRoute,
-    LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort, Nat, NatType,
+    LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterPort,
+    LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort, Nat,
 };
 use ovsdb_proto::model::Ref;
 
-use super::addr::{nth, nth_in, with_len};
+use super::addr::nth_in;
+use super::builder::NetworkBuilder;
 use super::desired::Desired;
-use super::names::Names;
-use super::{gateway, ip_match_family, mac, map, masquerade_ip, same_family, GatewayMode, Inputs};
-use crate::alloc::BASE_TRANSIT_SWITCH_TUNNEL_KEY;
+use super::rows::{
+    add_nat, add_policy, add_route, bind_to_chassis, ip_match_family, map, port_addresses,
+    router_port, same_family,
+};
+use super::{interconnect, mac, masquerade_ip, GatewayMode, Inputs, NodeView};
 use crate::api::Network;
-
-pub use nb_model::keys::ovn_k8s::{NETWORK, NODE, ROLE, TOPOLOGY};
 
 /// The priority of the EgressIP no-reroute policies.
 pub const NO_REROUTE_PRIORITY: i64 = 102;
 /// The priority of the policies sending traffic for the node's IPs to the management
 /// port.
 pub const NODE_IP_REROUTE_PRIORITY: i64 = 1004;
-
-/// A static route's identity: router, policy, prefix, next hop.
-pub fn route_identity(router: &str, route: &LogicalRouterStaticRoute) -> String {
-    let policy = match route.policy {
-        Some(LogicalRouterStaticRoutePolicy::SrcIp) => "src-ip",
-        _ => "dst-ip",
-    };
-    format!("{router}|{policy}|{}|{}", route.ip_prefix, route.nexthop)
-}
-
-/// A router policy's identity: router, priority, match.
-pub fn policy_identity(router: &str, p: &LogicalRouterPolicy) -> String {
-    format!("{router}|{}|{}", p.priority, p.match_)
-}
-
-/// A NAT rule's identity: router, type, logical and external address.
-pub fn nat_identity(router: &str, n: &Nat) -> String {
-    let kind = match &n.type_ {
-        NatType::Snat => "snat",
-        NatType::Dnat => "dnat",
-        NatType::DnatAndSnat => "dnat_and_snat",
-        NatType::Other(o) => o.as_str(),
-    };
-    format!("{router}|{kind}|{}|{}", n.logical_ip, n.external_ip)
-}
-
-/// `{network, topology}`, the external ids of most of a network's rows.
-pub(crate) fn net_ids(net: &Network, topology: &str) -> std::collections::BTreeMap<String, String> {
-    map([(NETWORK, net.name().as_str()), (TOPOLOGY, topology)])
-}
-
-/// `{network, role, topology}`, on switches and routers.
-pub(crate) fn switch_ids(
-    net: &Network,
-    topology: &str,
-) -> std::collections::BTreeMap<String, String> {
-    map([
-        (NETWORK, net.name().as_str()),
-        (ROLE, "primary"),
-        (TOPOLOGY, topology),
-    ])
-}
-
-/// A router port with its MAC derived from its first network.
-pub(crate) fn router_port(name: &str, networks: &[IpNet]) -> LogicalRouterPort {
-    LogicalRouterPort {
-        name: name.to_owned(),
-        mac: networks
-            .first()
-            .map(|n| mac::from_ip(n.addr()))
-            .unwrap_or_default(),
-        networks: networks.iter().map(IpNet::to_string).collect(),
-        ..Default::default()
-    }
-}
-
-/// Adds a static route to `routes` (the router's set) and `d`.
-pub(crate) fn add_route(
-    d: &mut Desired,
-    routes: &mut BTreeSet<Ref<LogicalRouterStaticRoute>>,
-    router: &str,
-    route: LogicalRouterStaticRoute,
-) {
-    let id = route_identity(router, &route);
-    routes.insert(d.add(id, route));
-}
-
-/// Adds a router policy to `policies` and `d`.
-pub(crate) fn add_policy(
-    d: &mut Desired,
-    policies: &mut BTreeSet<Ref<LogicalRouterPolicy>>,
-    router: &str,
-    policy: LogicalRouterPolicy,
-) {
-    let id = policy_identity(router, &policy);
-    policies.insert(d.add(id, policy));
-}
-
-/// The three load balancer groups of a network; returns (cluster, switch, router).
-pub(crate) fn lb_groups(
-    d: &mut Desired,
-    names: &Names,
-) -> (
-    Ref<LoadBalancerGroup>,
-    Ref<LoadBalancerGroup>,
-    Ref<LoadBalancerGroup>,
-) {
-    let mut group = |name: String| {
-        d.add(
-            name.clone(),
-            LoadBalancerGroup {
-                name,
-                ..Default::default()
-            },
-        )
-    };
-    (
-        group(names.cluster_lb_group()),
-        group(names.cluster_switch_lb_group()),
-        group(names.cluster_router_lb_group()),
-    )
-}
-
-/// Claims the network's load balancer groups (kept even when the network is gone, so
-/// that the reconciler deletes them).
-pub fn claim_lb_groups(d: &mut Desired, net_name: &str) {
-    let names = Names::new(net_name);
-    for n in [
-        names.cluster_lb_group(),
-        names.cluster_switch_lb_group(),
-        names.cluster_router_lb_group(),
-    ] {
-        d.claim::<LoadBalancerGroup>(&n);
-    }
-}
 
 /// The priority-102 policies: every ordered pair of same-family cluster subnets
 /// (OKEP-5377, the pair with itself included), each subnet to the join subnet, and
@@ -207,283 +90,302 @@ pub fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
 
 /// Builds the rows of Layer3 network `net` (id `id`) into `d`.
 pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) {
-    let cfg = inputs.config;
-    let names = Names::new(&net.name());
-    let topo = "layer3";
-    let cr_name = names.cluster_router();
-    let copp = d.refer::<nb_model::Copp>(super::cluster::DEFAULT_COPP);
-    let (cluster_lbg, switch_lbg, router_lbg) = lb_groups(d, &names);
-    claim_lb_groups(d, &net.name());
-
-    let mut cr = LogicalRouter {
-        name: cr_name.clone(),
-        copp: Some(copp.clone()),
-        external_ids: net_ids(net, topo),
-        options: map([("always_learn_from_arp_request", "false")]),
-        ..Default::default()
-    };
-    cr.external_ids
-        .insert("k8s-cluster-router".into(), "yes".into());
-    if cfg.gateway_mode == GatewayMode::Local {
-        cr.options.insert("ct-commit-all".into(), "true".into());
+    let mut l3 = Layer3::new(NetworkBuilder::new(inputs, net, id, "layer3", d));
+    if inputs.config.egress_ip {
+        l3.no_reroute_policies();
     }
-
-    // The join switch and the cluster router's side of it.
-    let join_in_use = net.join_subnets_in_use();
-    let cr_join: Vec<IpNet> = join_in_use.iter().filter_map(|j| nth_in(j, 1)).collect();
-    let mut join = LogicalSwitch {
-        name: names.join_switch(),
-        external_ids: net_ids(net, topo),
-        ..Default::default()
-    };
-    let mut rtoj = router_port(&names.rtoj_cluster(), &cr_join);
-    rtoj.external_ids = net_ids(net, topo);
-    cr.ports.insert(d.add(names.rtoj_cluster(), rtoj));
-    let jtor = LogicalSwitchPort::to_router(names.jtor_cluster(), names.rtoj_cluster());
-    join.ports.insert(d.add(names.jtor_cluster(), jtor));
-
-    // The transit switch to the other zones.
-    let mut ts = LogicalSwitch {
-        name: names.transit_switch(),
-        external_ids: switch_ids(net, topo),
-        ..Default::default()
-    };
-    let key = (BASE_TRANSIT_SWITCH_TUNNEL_KEY + id).to_string();
-    ts.other_config = map([
-        (
-            ls_other_config::INTERCONN_TS,
-            names.transit_switch().as_str(),
-        ),
-        (ls_other_config::REQUESTED_TNL_KEY, key.as_str()),
-        (ls_other_config::MCAST_SNOOP, "true"),
-        (ls_other_config::MCAST_QUERIER, "false"),
-        (ls_other_config::MCAST_FLOOD_UNREGISTERED, "true"),
-    ]);
-
-    if cfg.egress_ip {
-        for p in no_reroute_policies(net) {
-            add_policy(d, &mut cr.policies, &cr_name, p);
-        }
-    }
-
     for node in inputs.nodes() {
-        let subnets = inputs.host_subnets(&net.name(), node.name);
         if node.transit.is_empty() {
             continue;
         }
-        if node.local {
-            if subnets.is_empty() {
-                continue;
-            }
-            local_node(
-                inputs,
-                net,
-                id,
-                &names,
-                &node,
-                subnets,
-                &mut cr,
-                &mut join,
-                &mut ts,
-                d,
-                [&cluster_lbg, &switch_lbg, &router_lbg],
-            );
-        } else {
-            remote_node(inputs, net, &names, &node, subnets, &mut cr, &mut ts, d);
+        let subnets = inputs.host_subnets(&net.name(), node.name);
+        if !node.local {
+            interconnect::remote_node(&mut l3.b, &node, subnets, &mut l3.cr, &mut l3.ts);
+        } else if !subnets.is_empty() {
+            l3.local_node(&node, subnets);
         }
     }
-    d.add(names.join_switch(), join);
-    d.add(names.transit_switch(), ts);
-    d.add(cr_name, cr);
+    l3.finish();
 }
 
-#[allow(clippy::too_many_arguments)]
-fn local_node(
-    inputs: &Inputs,
-    net: &Network,
-    id: u32,
-    names: &Names,
-    node: &super::NodeView,
-    subnets: &[IpNet],
-    cr: &mut LogicalRouter,
-    join: &mut LogicalSwitch,
-    ts: &mut LogicalSwitch,
-    d: &mut Desired,
-    [cluster_lbg, switch_lbg, router_lbg]: [&Ref<LoadBalancerGroup>; 3],
-) {
-    let cfg = inputs.config;
-    let topo = "layer3";
-    let n = node.name;
-    let cr_name = names.cluster_router();
-    let gw_ips: Vec<IpNet> = subnets.iter().filter_map(|s| nth_in(s, 1)).collect();
-    let mgmt_ips: Vec<IpNet> = subnets.iter().filter_map(|s| nth_in(s, 2)).collect();
+/// A Layer3 network being built: the rows every node adds to.
+struct Layer3<'a> {
+    b: NetworkBuilder<'a>,
+    /// `<p>ovn_cluster_router`.
+    cr: LogicalRouter,
+    /// `<p>join`.
+    join: LogicalSwitch,
+    /// `<p>transit_switch`.
+    ts: LogicalSwitch,
+    /// The cluster router's addresses on the join switch (`.1` of each join subnet).
+    cr_join: Vec<IpNet>,
+}
 
-    // The node switch and its ports.
-    let mut ls = LogicalSwitch {
-        name: names.node_switch(n),
-        external_ids: switch_ids(net, topo),
-        load_balancer_group: [cluster_lbg.clone(), switch_lbg.clone()].into(),
-        ..Default::default()
-    };
-    for (s, m) in subnets.iter().zip(&mgmt_ips) {
-        if s.addr().is_ipv4() {
-            ls.other_config
-                .insert(ls_other_config::SUBNET.into(), s.to_string());
-            ls.other_config
-                .insert("exclude_ips".into(), m.addr().to_string());
-        } else {
-            ls.other_config
-                .insert(ls_other_config::IPV6_PREFIX.into(), s.network().to_string());
+/// A local node's addresses in its host subnets (IPv4 first).
+struct HostAddresses<'s> {
+    /// The host subnets.
+    subnets: &'s [IpNet],
+    /// The cluster router's port on the node switch: `.1` of each.
+    gateway: Vec<IpNet>,
+    /// The management port: `.2` of each.
+    management: Vec<IpNet>,
+}
+
+impl<'s> HostAddresses<'s> {
+    fn new(subnets: &'s [IpNet]) -> Self {
+        HostAddresses {
+            subnets,
+            gateway: subnets.iter().filter_map(|s| nth_in(s, 1)).collect(),
+            management: subnets.iter().filter_map(|s| nth_in(s, 2)).collect(),
         }
     }
-    let stor = LogicalSwitchPort::to_router(names.stor(n), names.rtos(n));
-    ls.ports.insert(d.add(names.stor(n), stor));
-    let mgmt_mac = mac::from_ip(mgmt_ips[0].addr());
-    let mut addresses = mgmt_mac.clone();
-    for m in &mgmt_ips {
-        addresses.push(' ');
-        addresses.push_str(&m.addr().to_string());
-    }
-    let mgmt = LogicalSwitchPort {
-        name: names.management_port(n),
-        addresses: [addresses].into(),
-        ..Default::default()
-    };
-    ls.ports.insert(d.add(names.management_port(n), mgmt));
 
-    // The cluster router's port to it: a distributed gateway port on the node's chassis.
-    let mut rtos = router_port(&names.rtos(n), &gw_ips);
-    if node.gateway_mtu {
-        rtos.options
-            .insert(lrp_options::GATEWAY_MTU.into(), cfg.mtu.to_string());
+    /// The management port's MAC, derived from its first address.
+    fn management_mac(&self) -> String {
+        self.management
+            .first()
+            .map(|m| mac::from_ip(m.addr()))
+            .unwrap_or_default()
     }
-    if let Some(chassis) = node.chassis {
-        let gc_name = format!("{}-{chassis}", names.rtos(n));
-        let gc = GatewayChassis {
-            name: gc_name.clone(),
-            chassis_name: chassis.to_owned(),
-            priority: 1,
+}
+
+impl<'a> Layer3<'a> {
+    /// The cluster router, the join switch with the router's port on it, and the
+    /// transit switch.
+    fn new(mut b: NetworkBuilder<'a>) -> Self {
+        let options = map([("always_learn_from_arp_request", "false")]);
+        let cr = b.network_router(b.names.cluster_router(), options);
+        let join = LogicalSwitch {
+            name: b.names.join_switch(),
+            external_ids: b.ids(),
             ..Default::default()
         };
-        rtos.gateway_chassis.insert(d.add(gc_name, gc));
+        let ts = interconnect::transit_switch(&b);
+        let cr_join = b
+            .net
+            .join_subnets_in_use()
+            .iter()
+            .filter_map(|j| nth_in(j, 1))
+            .collect();
+        let mut l3 = Layer3 {
+            b,
+            cr,
+            join,
+            ts,
+            cr_join,
+        };
+        l3.cluster_join_ports();
+        l3
     }
-    let rtos = d.add(names.rtos(n), rtos);
-    cr.ports.insert(rtos.clone());
 
-    // The management port's masquerade SNAT on the cluster router. Its gateway port is
-    // named: with several local nodes (one NB for the cluster) the router has several
-    // distributed gateway ports, and OVN needs to know which one the NAT is for.
-    if let Some(masq) = masquerade_ip(cfg, id, true, false) {
-        if let Some(v4) = subnets.iter().find(|s| s.addr().is_ipv4()) {
-            let nat = Nat {
-                type_: nb_model::NatType::Snat,
-                external_ip: masq.to_string(),
-                logical_ip: v4.to_string(),
-                logical_port: Some(names.rtos(n)),
-                gateway_port: Some(rtos),
-                match_: format!("eth.dst == {mgmt_mac}"),
-                options: map([(nat_options::STATELESS, "false")]),
-                external_ids: net_ids(net, topo),
-                ..Default::default()
-            };
-            let nid = nat_identity(&cr_name, &nat);
-            cr.nat.insert(d.add(nid, nat));
+    /// `rtoj-<p>ovn_cluster_router` on the cluster router and its peer on the join
+    /// switch.
+    fn cluster_join_ports(&mut self) {
+        let names = &self.b.names;
+        let mut rtoj = router_port(&names.rtoj_cluster(), &self.cr_join);
+        rtoj.external_ids = self.b.ids();
+        self.cr
+            .ports
+            .insert(self.b.d.add(names.rtoj_cluster(), rtoj));
+        let jtor = LogicalSwitchPort::to_router(names.jtor_cluster(), names.rtoj_cluster());
+        self.join
+            .ports
+            .insert(self.b.d.add(names.jtor_cluster(), jtor));
+    }
+
+    /// The priority-102 policies on the cluster router.
+    fn no_reroute_policies(&mut self) {
+        let cr_name = self.b.names.cluster_router();
+        for p in no_reroute_policies(self.b.net) {
+            add_policy(self.b.d, &mut self.cr.policies, &cr_name, p);
         }
     }
 
-    // The transit switch pair.
-    let mut rtots = router_port(&names.rtots(n), node.transit);
-    rtots
-        .options
-        .insert(lrp_options::MCAST_FLOOD.into(), "true".into());
-    cr.ports.insert(d.add(names.rtots(n), rtots));
-    let mut tstor = LogicalSwitchPort::to_router(names.tstor(n), names.rtots(n));
-    tstor
-        .options
-        .insert(lsp_options::REQUESTED_TNL_KEY.into(), node.id.to_string());
-    tstor
-        .external_ids
-        .insert(lsp_external_ids::NODE.into(), n.to_owned());
-    ts.ports.insert(d.add(names.tstor(n), tstor));
-    d.add(names.node_switch(n), ls);
-
-    // The gateway router, and the cluster router's routes to it.
-    let Some(chassis) = node.chassis else {
-        return;
-    };
-    let gr_join: Vec<IpNet> = net
-        .join_subnets_in_use()
-        .iter()
-        .filter_map(|j| nth_in(j, node.id as u128))
-        .collect();
-    let cr_join: Vec<IpNet> = net
-        .join_subnets_in_use()
-        .iter()
-        .filter_map(|j| nth_in(j, 1))
-        .collect();
-    let mut gr = gateway::router(
-        inputs,
-        net,
-        names,
-        node,
-        chassis,
-        topo,
-        cluster_lbg,
-        router_lbg,
-        d,
-    );
-    let mut rtoj = router_port(&names.rtoj_gateway(n), &gr_join);
-    rtoj.external_ids = net_ids(net, topo);
-    if node.gateway_mtu {
-        rtoj.options
-            .insert(lrp_options::GATEWAY_MTU.into(), cfg.mtu.to_string());
-    }
-    gr.ports.insert(d.add(names.rtoj_gateway(n), rtoj));
-    let mut jtor = LogicalSwitchPort::to_router(names.jtor_gateway(n), names.rtoj_gateway(n));
-    jtor.external_ids = net_ids(net, topo);
-    join.ports.insert(d.add(names.jtor_gateway(n), jtor));
-    let gr_name = names.gateway_router(n);
-    for s in &net.subnets {
-        if let Some(via) = same_family(&cr_join, s.cidr.addr().is_ipv4()) {
-            let route = LogicalRouterStaticRoute {
-                ip_prefix: s.cidr.to_string(),
-                nexthop: via.to_string(),
-                external_ids: net_ids(net, topo),
-                ..Default::default()
-            };
-            add_route(d, &mut gr.static_routes, &gr_name, route);
+    /// A node of the zone: its switch, the cluster router's port and NAT for it, its
+    /// transit switch pair and, once it has a chassis, its gateway router.
+    fn local_node(&mut self, node: &NodeView, subnets: &[IpNet]) {
+        let host = HostAddresses::new(subnets);
+        self.node_switch(node, &host);
+        let rtos = self.cluster_router_port(node, &host);
+        self.management_port_snat(node, &host, rtos);
+        interconnect::local_pair(&mut self.b, node, &mut self.cr, &mut self.ts);
+        if let Some(chassis) = node.chassis {
+            self.gateway(node, chassis, &host);
         }
     }
-    for j in &gr_join {
-        let route = LogicalRouterStaticRoute {
-            ip_prefix: j.addr().to_string(),
-            nexthop: j.addr().to_string(),
-            external_ids: net_ids(net, topo),
+
+    /// `<p><node>`: the host subnets in `other_config`, the management port's
+    /// addresses excluded from allocation, `stor-` and the management port.
+    fn node_switch(&mut self, node: &NodeView, host: &HostAddresses) {
+        let n = node.name;
+        let names = &self.b.names;
+        let mut ls = LogicalSwitch {
+            name: names.node_switch(n),
+            external_ids: self.b.switch_ids(),
+            load_balancer_group: [
+                self.b.lb_groups.cluster.clone(),
+                self.b.lb_groups.switch.clone(),
+            ]
+            .into(),
             ..Default::default()
         };
-        add_route(d, &mut cr.static_routes, &cr_name, route);
-    }
-    for (s, m) in subnets.iter().zip(&mgmt_ips) {
-        let via = match cfg.gateway_mode {
-            GatewayMode::Shared => same_family(&gr_join, s.addr().is_ipv4()),
-            GatewayMode::Local => Some(m.addr()),
+        for (s, m) in host.subnets.iter().zip(&host.management) {
+            if s.addr().is_ipv4() {
+                ls.other_config
+                    .insert(ls_other_config::SUBNET.into(), s.to_string());
+                ls.other_config
+                    .insert("exclude_ips".into(), m.addr().to_string());
+            } else {
+                ls.other_config
+                    .insert(ls_other_config::IPV6_PREFIX.into(), s.network().to_string());
+            }
+        }
+        let stor = LogicalSwitchPort::to_router(names.stor(n), names.rtos(n));
+        ls.ports.insert(self.b.d.add(names.stor(n), stor));
+        let addresses = port_addresses(
+            &host.management_mac(),
+            host.management.iter().map(|m| m.addr().to_string()),
+        );
+        let mgmt = LogicalSwitchPort {
+            name: names.management_port(n),
+            addresses: [addresses].into(),
+            ..Default::default()
         };
-        if let Some(via) = via {
-            let route = LogicalRouterStaticRoute {
-                ip_prefix: s.to_string(),
-                nexthop: via.to_string(),
-                policy: Some(LogicalRouterStaticRoutePolicy::SrcIp),
-                external_ids: net_ids(net, topo),
-                ..Default::default()
+        ls.ports
+            .insert(self.b.d.add(names.management_port(n), mgmt));
+        self.b.d.add(names.node_switch(n), ls);
+    }
+
+    /// `rtos-<p><node>`: the cluster router's port to the node switch, a distributed
+    /// gateway port on the node's chassis.
+    fn cluster_router_port(
+        &mut self,
+        node: &NodeView,
+        host: &HostAddresses,
+    ) -> Ref<LogicalRouterPort> {
+        let name = self.b.names.rtos(node.name);
+        let mut rtos = router_port(&name, &host.gateway);
+        if node.gateway_mtu {
+            rtos.options
+                .insert(lrp_options::GATEWAY_MTU.into(), self.b.cfg.mtu.to_string());
+        }
+        if let Some(chassis) = node.chassis {
+            bind_to_chassis(self.b.d, &mut rtos, chassis);
+        }
+        let rtos = self.b.d.add(name, rtos);
+        self.cr.ports.insert(rtos.clone());
+        rtos
+    }
+
+    /// The management port's masquerade SNAT on the cluster router. Its gateway port is
+    /// named: with several local nodes (one NB for the cluster) the router has several
+    /// distributed gateway ports, and OVN needs to know which one the NAT is for.
+    fn management_port_snat(
+        &mut self,
+        node: &NodeView,
+        host: &HostAddresses,
+        rtos: Ref<LogicalRouterPort>,
+    ) {
+        let b = &mut self.b;
+        let masquerade = masquerade_ip(b.cfg, b.id, true, false);
+        let v4 = host.subnets.iter().find(|s| s.addr().is_ipv4());
+        let (Some(masquerade), Some(v4)) = (masquerade, v4) else {
+            return;
+        };
+        let nat = Nat {
+            type_: nb_model::NatType::Snat,
+            external_ip: masquerade.to_string(),
+            logical_ip: v4.to_string(),
+            logical_port: Some(b.names.rtos(node.name)),
+            gateway_port: Some(rtos),
+            match_: format!("eth.dst == {}", host.management_mac()),
+            options: map([(nb_model::keys::nat_options::STATELESS, "false")]),
+            external_ids: b.ids(),
+            ..Default::default()
+        };
+        add_nat(b.d, &mut self.cr.nat, &b.names.cluster_router(), nat);
+    }
+
+    /// The node's gateway router, its join switch pair, the routes between it and the
+    /// cluster router and, with a gateway config, the reroutes to the node's addresses
+    /// and the router's external side.
+    fn gateway(&mut self, node: &NodeView, chassis: &str, host: &HostAddresses) {
+        let gr_join = self.b.gateway_join(node.id);
+        let mut gr = self.b.gateway_router(node, chassis);
+        self.gateway_join_ports(node, &gr_join, &mut gr);
+        self.gateway_routes(node, host, &gr_join, &mut gr);
+        if let Some(gw) = node.gateway {
+            self.node_ip_reroutes(node, &gw.ip_addresses, host);
+            self.b.external_side(node, gw, &mut gr, &gr_join);
+        }
+        self.b.d.add(self.b.names.gateway_router(node.name), gr);
+    }
+
+    /// `rtoj-GR_…` on the gateway router (its join addresses) and `jtor-GR_…` on the
+    /// join switch.
+    fn gateway_join_ports(&mut self, node: &NodeView, gr_join: &[IpNet], gr: &mut LogicalRouter) {
+        let n = node.name;
+        let names = &self.b.names;
+        let mut rtoj = router_port(&names.rtoj_gateway(n), gr_join);
+        rtoj.external_ids = self.b.ids();
+        if node.gateway_mtu {
+            rtoj.options
+                .insert(lrp_options::GATEWAY_MTU.into(), self.b.cfg.mtu.to_string());
+        }
+        gr.ports.insert(self.b.d.add(names.rtoj_gateway(n), rtoj));
+        let mut jtor = LogicalSwitchPort::to_router(names.jtor_gateway(n), names.rtoj_gateway(n));
+        jtor.external_ids = self.b.ids();
+        self.join
+            .ports
+            .insert(self.b.d.add(names.jtor_gateway(n), jtor));
+    }
+
+    /// The gateway router's routes to the cluster subnets via the cluster router; the
+    /// cluster router's routes to the gateway router's join addresses, and its
+    /// source routes sending the node's pods out through the gateway router (shared
+    /// gateway mode) or the management port (local gateway mode).
+    fn gateway_routes(
+        &mut self,
+        node: &NodeView,
+        host: &HostAddresses,
+        gr_join: &[IpNet],
+        gr: &mut LogicalRouter,
+    ) {
+        let b = &mut self.b;
+        let gr_name = b.names.gateway_router(node.name);
+        let cr_name = b.names.cluster_router();
+        for s in &b.net.subnets {
+            if let Some(via) = same_family(&self.cr_join, s.cidr.addr().is_ipv4()) {
+                let route = b.route(s.cidr, via);
+                add_route(b.d, &mut gr.static_routes, &gr_name, route);
+            }
+        }
+        for j in gr_join {
+            let route = b.route(j.addr(), j.addr());
+            add_route(b.d, &mut self.cr.static_routes, &cr_name, route);
+        }
+        for (s, m) in host.subnets.iter().zip(&host.management) {
+            let via = match b.cfg.gateway_mode {
+                GatewayMode::Shared => same_family(gr_join, s.addr().is_ipv4()),
+                GatewayMode::Local => Some(m.addr()),
             };
-            add_route(d, &mut cr.static_routes, &cr_name, route);
+            if let Some(via) = via {
+                let mut route = b.route(s, via);
+                route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
+                add_route(b.d, &mut self.cr.static_routes, &cr_name, route);
+            }
         }
     }
-    if let Some(gw) = node.gateway {
-        // Traffic from pods to the node's own addresses goes to the management port.
-        for ip in &gw.ip_addresses {
+
+    /// Traffic from the node's pods to the node's own addresses goes to the management
+    /// port (priority 1004).
+    fn node_ip_reroutes(&mut self, node: &NodeView, node_ips: &[IpNet], host: &HostAddresses) {
+        let b = &mut self.b;
+        let n = node.name;
+        let cr_name = b.names.cluster_router();
+        for ip in node_ips {
             let ipv4 = ip.addr().is_ipv4();
-            let Some(m) = same_family(&mgmt_ips, ipv4) else {
+            let Some(m) = same_family(&host.management, ipv4) else {
                 continue;
             };
             let p = LogicalRouterPolicy {
@@ -491,82 +393,27 @@ fn local_node(
                 action: LogicalRouterPolicyAction::Reroute,
                 match_: format!(
                     "inport == \"{}\" && {}.dst == {} /* {} */",
-                    names.rtos(n),
+                    b.names.rtos(n),
                     ip_match_family(ipv4),
                     ip.addr(),
-                    names.node_switch(n)
+                    b.names.node_switch(n)
                 ),
                 nexthops: [m.to_string()].into(),
-                external_ids: net_ids(net, topo),
+                external_ids: b.ids(),
                 ..Default::default()
             };
-            add_policy(d, &mut cr.policies, &cr_name, p);
+            add_policy(b.d, &mut self.cr.policies, &cr_name, p);
         }
-        gateway::external_side(inputs, net, id, names, node, gw, topo, &mut gr, &gr_join, d);
     }
-    d.add(gr_name, gr);
-}
 
-#[allow(clippy::too_many_arguments)]
-fn remote_node(
-    inputs: &Inputs,
-    net: &Network,
-    names: &Names,
-    node: &super::NodeView,
-    subnets: &[IpNet],
-    cr: &mut LogicalRouter,
-    ts: &mut LogicalSwitch,
-    d: &mut Desired,
-) {
-    let _ = inputs;
-    let n = node.name;
-    let Some(chassis) = node.chassis else {
-        // OVN-Kubernetes waits for the chassis annotation (a suppressed error).
-        return;
-    };
-    let mut addresses = mac::from_ip(node.transit[0].addr());
-    for t in node.transit {
-        addresses.push(' ');
-        addresses.push_str(&t.to_string());
-    }
-    let port = LogicalSwitchPort {
-        name: names.tstor(n),
-        type_: "remote".into(),
-        addresses: [addresses].into(),
-        options: map([
-            (lsp_options::REQUESTED_TNL_KEY, node.id.to_string().as_str()),
-            (lsp_options::REQUESTED_CHASSIS, chassis),
-        ]),
-        external_ids: map([(lsp_external_ids::NODE, n)]),
-        ..Default::default()
-    };
-    ts.ports.insert(d.add(names.tstor(n), port));
-    let ids = map([("ic-node", n), (NETWORK, net.name().as_str())]);
-    let cr_name = names.cluster_router();
-    for s in subnets {
-        if let Some(via) = same_family(node.transit, s.addr().is_ipv4()) {
-            let route = LogicalRouterStaticRoute {
-                ip_prefix: s.to_string(),
-                nexthop: via.to_string(),
-                external_ids: ids.clone(),
-                ..Default::default()
-            };
-            add_route(d, &mut cr.static_routes, &cr_name, route);
-        }
-    }
-    for j in net.join_subnets_in_use() {
-        let ipv4 = j.addr().is_ipv4();
-        let (Some(gr_ip), Some(via)) = (nth(&j, node.id as u128), same_family(node.transit, ipv4))
-        else {
-            continue;
-        };
-        let route = LogicalRouterStaticRoute {
-            ip_prefix: with_len(gr_ip, if ipv4 { 32 } else { 128 }).to_string(),
-            nexthop: via.to_string(),
-            external_ids: ids.clone(),
-            ..Default::default()
-        };
-        add_route(d, &mut cr.static_routes, &cr_name, route);
+    /// Adds the network-wide rows, complete now that every node is in.
+    fn finish(self) {
+        let Layer3 {
+            b, cr, join, ts, ..
+        } = self;
+        b.d.add(b.names.join_switch(), join);
+        b.d.add(b.names.transit_switch(), ts);
+        b.d.add(b.names.cluster_router(), cr);
     }
 }
 

@@ -5,25 +5,27 @@
 //! - [`layer2`]: a primary Layer2 network with its transit router (reference §3,
 //!   OKEP-5094);
 //! - [`gateway`]: the gateway router of a local node and its external side;
+//! - [`interconnect`]: what joins a network's zone to the other zones;
 //! - [`cluster`]: rows shared by every network (the default COPP and its meters);
-//! - [`connect`]: a ClusterNetworkConnect (OKEP-5224), with its [`services`] and its
-//!   service-only [`acl`]s.
+//! - [`connect`]: a ClusterNetworkConnect (OKEP-5224): its router, its
+//!   [`connect::services`] and its service-only [`connect::isolation`] ACLs.
 //!
-//! Every builder fills a [`Desired`] for one reconcile key.
+//! Every builder fills a [`Desired`] for one reconcile key. The row helpers per NB
+//! table are in [`rows`]; a network's builders share one context (`builder`).
 
-pub mod acl;
 pub mod addr;
+pub(crate) mod builder;
 pub mod cluster;
 pub mod connect;
 pub mod desired;
 pub mod gateway;
+pub mod interconnect;
 pub mod layer2;
 pub mod layer3;
 pub mod mac;
 pub mod names;
-pub mod services;
+pub mod rows;
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -201,30 +203,6 @@ pub fn network(inputs: &Inputs, name: &str) -> Result<Desired, BuildError> {
         Topology::Localnet => {}
     }
     Ok(desired)
-}
-
-/// `external_ids` (or options) from pairs.
-pub(crate) fn map<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-/// The first address of `nets` of the family of `ip`, without its prefix length.
-pub(crate) fn same_family(nets: &[IpNet], ipv4: bool) -> Option<IpAddr> {
-    nets.iter()
-        .find(|n| n.addr().is_ipv4() == ipv4)
-        .map(IpNet::addr)
-}
-
-/// `ip4` or `ip6`, as in OVN match expressions.
-pub(crate) fn ip_match_family(ipv4: bool) -> &'static str {
-    if ipv4 {
-        "ip4"
-    } else {
-        "ip6"
-    }
 }
 
 /// The masquerade IP of network `id` for its gateway router (`gateway = true`) or

@@ -1,5 +1,5 @@
 //! Service-only connectivity (reference §5.8): with `ServiceNetwork` but not
-//! `PodNetwork`, the routing of [`super::connect`] is still programmed, and three
+//! `PodNetwork`, the routing of [`super`] is still programmed, and three
 //! tier-0 ACLs on each connected switch of the zone keep pods of different networks
 //! from reaching each other directly:
 //!
@@ -15,10 +15,11 @@ use std::collections::BTreeMap;
 use nb_model::{Acl, AclAction, AclDirection, AddressSet, LogicalSwitch};
 use ovsdb_proto::model::Ref;
 
-use super::connect::{family, Connected};
-use super::desired::Desired;
-use super::{cluster, ip_match_family, map, Inputs};
+use super::{family, Connected};
 use crate::ownership::{CONNECT_CONTROLLER, CONNECT_OWNER_TYPE, IP_FAMILY};
+use crate::topology::desired::Desired;
+use crate::topology::rows::{ip_match_family, map};
+use crate::topology::{cluster, Inputs};
 
 /// The priority of `pass-service`.
 pub const PASS_SERVICE_PRIORITY: i64 = 500;

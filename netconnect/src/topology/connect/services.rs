@@ -9,8 +9,8 @@
 
 use nb_model::{LoadBalancer, LoadBalancerGroup, LogicalSwitch};
 
-use super::connect::Connected;
-use super::desired::{Desired, Selection};
+use super::Connected;
+use crate::topology::desired::{Desired, Selection};
 
 /// `cnc_svc_<cnc>`.
 pub fn lb_group_name(cnc: &str) -> String {
