@@ -226,3 +226,6 @@ pub fn build_network(
     part.policies(&conn.nets[at], &conn.nets);
     Ok(d)
 }
+
+#[cfg(test)]
+mod tests;
