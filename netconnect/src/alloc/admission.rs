@@ -20,7 +20,7 @@ use super::connect::{self, owner_key, parse_owner_key, ConnectAllocator};
 use super::ids::IdAllocator;
 use super::{Allocations, ClusterConfig, FIRST_ALLOCATED_TUNNEL_KEY, MAX_DATAPATH_TUNNEL_KEY};
 use crate::api::validate::Reserved;
-use crate::api::{ConnectInfo, Inventory, Problem, Role, Topology};
+use crate::api::{ConnectInfo, Inventory, Network, Problem, Role, Topology};
 
 /// Why a ClusterNetworkConnect is not accepted: its `Accepted` condition's reason
 /// (OKEP-5224, "Accepted Condition Reasons").
@@ -194,7 +194,8 @@ fn overlaps(a: &IpNet, b: &IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
 }
 
-/// The checks that need only the CNC and the networks it selects.
+/// The checks that need only the CNC and the networks it selects, in the order
+/// OVN-Kubernetes' cluster manager makes them.
 fn check(
     inv: &Inventory,
     alloc: &Allocations,
@@ -203,120 +204,146 @@ fn check(
     cnc: &ConnectInfo,
     selected: &[String],
 ) -> Result<(), Refusal> {
-    use Reason::*;
-    let nets: Vec<&crate::api::Network> =
-        selected.iter().map(|n| &inv.networks[n].network).collect();
+    let nets: Vec<&Network> = selected.iter().map(|n| &inv.networks[n].network).collect();
     for n in &nets {
-        let name = n.name();
-        if n.topology == Topology::Localnet {
-            return refuse(
-                UnsupportedNetworkType,
-                format!(
-                    "Network '{name}' has type 'localnet'. Localnet networks are not supported"
-                ),
-            );
-        }
-        if n.role != Role::Primary {
-            return refuse(
-                UnsupportedNetworkType,
-                format!(
-                    "Network '{name}' has role '{}'. Only 'Primary' role networks are supported",
-                    n.role
-                ),
-            );
-        }
-        if !n.transport.eq_ignore_ascii_case("geneve") {
-            return refuse(
-                UnsupportedNetworkType,
-                format!("Network '{name}' has transport '{}'. Network connect is not supported when overlay tunneling is disabled", n.transport),
-            );
-        }
+        supported(n)?;
     }
-    match nets.len() {
-        0 => {
-            return refuse(
-                InsufficientNetworks,
-                "No network selected, minimum 2 networks required for connection",
-            )
-        }
-        1 => {
-            return refuse(
-                InsufficientNetworks,
-                format!(
-                    "Only 1 network ('{}') selected, minimum 2 networks required for connection",
-                    nets[0].name()
-                ),
-            )
-        }
-        _ => {}
+    enough(&nets)?;
+    disjoint(&nets)?;
+    for (c, _) in &cnc.spec.connect_subnets {
+        connect_subnet_free(c, &nets, alloc, reserved, config)?;
     }
+    families(&nets, cnc)
+}
+
+/// A primary Layer3 or Layer2 network with Geneve transport.
+fn supported(n: &Network) -> Result<(), Refusal> {
+    let name = n.name();
+    if n.topology == Topology::Localnet {
+        return refuse(
+            Reason::UnsupportedNetworkType,
+            format!("Network '{name}' has type 'localnet'. Localnet networks are not supported"),
+        );
+    }
+    if n.role != Role::Primary {
+        return refuse(
+            Reason::UnsupportedNetworkType,
+            format!(
+                "Network '{name}' has role '{}'. Only 'Primary' role networks are supported",
+                n.role
+            ),
+        );
+    }
+    if !n.transport.eq_ignore_ascii_case("geneve") {
+        return refuse(
+            Reason::UnsupportedNetworkType,
+            format!("Network '{name}' has transport '{}'. Network connect is not supported when overlay tunneling is disabled", n.transport),
+        );
+    }
+    Ok(())
+}
+
+/// At least two networks.
+fn enough(nets: &[&Network]) -> Result<(), Refusal> {
+    match nets {
+        [] => refuse(
+            Reason::InsufficientNetworks,
+            "No network selected, minimum 2 networks required for connection",
+        ),
+        [one] => refuse(
+            Reason::InsufficientNetworks,
+            format!(
+                "Only 1 network ('{}') selected, minimum 2 networks required for connection",
+                one.name()
+            ),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// No two networks' pod subnets overlap.
+fn disjoint(nets: &[&Network]) -> Result<(), Refusal> {
     for (i, a) in nets.iter().enumerate() {
         for b in &nets[i + 1..] {
             for sa in &a.subnets {
-                for sb in &b.subnets {
-                    if overlaps(&sa.cidr, &sb.cidr) {
-                        return refuse(
-                            OverlappingNetworkSubnets,
-                            format!("Cannot connect networks '{}' and '{}': overlapping pod subnets {} and {} detected", a.name(), b.name(), sa.cidr, sb.cidr),
-                        );
-                    }
+                if let Some(sb) = b.subnets.iter().find(|sb| overlaps(&sa.cidr, &sb.cidr)) {
+                    return refuse(
+                        Reason::OverlappingNetworkSubnets,
+                        format!("Cannot connect networks '{}' and '{}': overlapping pod subnets {} and {} detected", a.name(), b.name(), sa.cidr, sb.cidr),
+                    );
                 }
             }
         }
     }
-    for (c, _) in &cnc.spec.connect_subnets {
-        let conflict = |what: String| {
-            refuse(
-                ConnectSubnetConflict,
-                format!("Connect subnet {c} conflicts with {what}"),
-            )
+    Ok(())
+}
+
+/// Connect subnet `c` overlaps no service CIDR, masquerade subnet, or any network's
+/// pod, join or transit subnets.
+fn connect_subnet_free(
+    c: &IpNet,
+    nets: &[&Network],
+    alloc: &Allocations,
+    reserved: &Reserved,
+    config: &ClusterConfig,
+) -> Result<(), Refusal> {
+    let conflict = |what: String| {
+        refuse(
+            Reason::ConnectSubnetConflict,
+            format!("Connect subnet {c} conflicts with {what}"),
+        )
+    };
+    if let Some(s) = reserved.service_cidrs.iter().find(|s| overlaps(c, s)) {
+        return conflict(format!("the service CIDR {s}"));
+    }
+    if let Some(s) = reserved.masquerade.iter().find(|s| overlaps(c, s)) {
+        return conflict(format!("the masquerade subnet {s}"));
+    }
+    for n in nets {
+        let name = n.name();
+        if let Some(s) = n.subnets.iter().find(|s| overlaps(c, &s.cidr)) {
+            return conflict(format!("pod subnet {} of network '{name}'", s.cidr));
+        }
+        if let Some(j) = n.join_subnets_in_use().iter().find(|j| overlaps(c, j)) {
+            return conflict(format!("join subnet {j} of network '{name}'"));
+        }
+        let transit: &[IpNet] = match n.topology {
+            Topology::Layer2 => alloc
+                .transit_subnets
+                .get(&name)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]),
+            _ => &config.transit_subnets,
         };
-        if let Some(s) = reserved.service_cidrs.iter().find(|s| overlaps(c, s)) {
-            return conflict(format!("the service CIDR {s}"));
-        }
-        if let Some(s) = reserved.masquerade.iter().find(|s| overlaps(c, s)) {
-            return conflict(format!("the masquerade subnet {s}"));
-        }
-        for n in &nets {
-            let name = n.name();
-            if let Some(s) = n.subnets.iter().find(|s| overlaps(c, &s.cidr)) {
-                return conflict(format!("pod subnet {} of network '{name}'", s.cidr));
-            }
-            if let Some(j) = n.join_subnets_in_use().iter().find(|j| overlaps(c, j)) {
-                return conflict(format!("join subnet {j} of network '{name}'"));
-            }
-            let transit: &[IpNet] = match n.topology {
-                Topology::Layer2 => alloc
-                    .transit_subnets
-                    .get(&name)
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[]),
-                _ => &config.transit_subnets,
-            };
-            if let Some(t) = transit.iter().find(|t| overlaps(c, t)) {
-                return conflict(format!("transit subnet {t} of network '{name}'"));
-            }
+        if let Some(t) = transit.iter().find(|t| overlaps(c, t)) {
+            return conflict(format!("transit subnet {t} of network '{name}'"));
         }
     }
+    Ok(())
+}
+
+/// No single-stack IPv4 network with a single-stack IPv6 one, and a connect subnet for
+/// every family a network has.
+fn families(nets: &[&Network], cnc: &ConnectInfo) -> Result<(), Refusal> {
     let v4_only = nets.iter().find(|n| n.has_ipv4() && !n.has_ipv6());
     let v6_only = nets.iter().find(|n| n.has_ipv6() && !n.has_ipv4());
     if let (Some(a), Some(b)) = (v4_only, v6_only) {
         return refuse(
-            IPFamilyMismatch,
+            Reason::IPFamilyMismatch,
             format!("Cannot connect single-stack IPv4 network '{}' with single-stack IPv6 network '{}'. Networks must use the same IP family", a.name(), b.name()),
         );
     }
-    for n in &nets {
+    let connect_has = |ipv4: bool| {
+        cnc.spec
+            .connect_subnets
+            .iter()
+            .any(|(c, _)| c.addr().is_ipv4() == ipv4)
+    };
+    for n in nets {
         for (ipv4, has, family) in [(true, n.has_ipv4(), "IPv4"), (false, n.has_ipv6(), "IPv6")] {
-            if has
-                && !cnc
-                    .spec
-                    .connect_subnets
-                    .iter()
-                    .any(|(c, _)| c.addr().is_ipv4() == ipv4)
-            {
+            if has && !connect_has(ipv4) {
                 return refuse(
-                    IPFamilyMismatch,
+                    Reason::IPFamilyMismatch,
                     format!("Network '{}' has {family} subnets but connectSubnets have no {family} subnet", n.name()),
                 );
             }

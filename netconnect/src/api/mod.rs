@@ -179,91 +179,103 @@ impl Inventory {
                 });
             }
             for (origin, object) in &file.objects {
-                let label = format!("{} {}", object.kind(), object.name());
                 if !seen.insert((object.kind(), object.name())) {
                     inv.problems.push(Problem {
                         origin: origin.clone(),
-                        object: Some(label),
+                        object: Some(format!("{} {}", object.kind(), object.name())),
                         field: None,
                         message: "defined more than once; the first definition is used".into(),
                     });
                     continue;
                 }
-                let problem = |field: Option<String>, message: String| Problem {
-                    origin: origin.clone(),
-                    object: Some(label.clone()),
-                    field,
-                    message,
-                };
-                match object {
-                    Object::Node(node) => match node_info(origin, node, context) {
-                        Ok(info) => {
-                            inv.nodes.insert(node.metadata.name.clone(), info);
-                        }
-                        Err(e) => inv.problems.push(problem(
-                            Some(format!("metadata.annotations[{}]", e.key)),
-                            format!("{:?}: {}", e.value, e.reason),
-                        )),
-                    },
-                    Object::Namespace(ns) => {
-                        inv.namespaces.insert(ns.metadata.name.clone(), ns.clone());
-                    }
-                    Object::UserDefinedNetwork(_) | Object::ClusterUserDefinedNetwork(_) => {
-                        match network_info(origin, object, context) {
-                            Ok((info, refused)) => {
-                                if let Some(e) = refused {
-                                    inv.problems.push(problem(
-                                        Some(e.field),
-                                        format!(
-                                            "{}; the accepted definition stays in force",
-                                            e.message
-                                        ),
-                                    ));
-                                }
-                                let name = info.network.name();
-                                let prefix = crate::topology::names::prefix(&name);
-                                if let Some(other) = prefixes.get(&prefix) {
-                                    inv.problems.push(problem(
-                                        None,
-                                        format!(
-                                            "network {name} would share the OVN name prefix {prefix} with network {other}"
-                                        ),
-                                    ));
-                                    inv.refused_networks.push(object.clone());
-                                    continue;
-                                }
-                                if inv.networks.contains_key(&name) {
-                                    inv.problems.push(problem(
-                                        None,
-                                        format!("network name {name} is already taken by another object"),
-                                    ));
-                                    inv.refused_networks.push(object.clone());
-                                    continue;
-                                }
-                                prefixes.insert(prefix, name.clone());
-                                inv.networks.insert(name, info);
-                            }
-                            Err(p) => {
-                                inv.problems.push(problem(p.0, p.1));
-                                inv.refused_networks.push(object.clone());
-                            }
-                        }
-                    }
-                    Object::ClusterNetworkConnect(cnc) => {
-                        match connect_info(origin, cnc, context) {
-                            Ok((info, refused)) => {
-                                if let Some(e) = refused {
-                                    inv.problems.push(problem(Some(e.field), e.message));
-                                }
-                                inv.connects.insert(cnc.metadata.name.clone(), info);
-                            }
-                            Err(p) => inv.problems.push(problem(p.0, p.1)),
-                        }
-                    }
-                }
+                inv.add(origin, object, context, &mut prefixes);
             }
         }
         inv
+    }
+
+    /// Adds one object, or the problems that keep it (or part of it) out. `prefixes`
+    /// holds the OVN name prefix of each network added so far.
+    fn add(
+        &mut self,
+        origin: &Origin,
+        object: &Object,
+        context: &Context,
+        prefixes: &mut BTreeMap<String, String>,
+    ) {
+        let label = format!("{} {}", object.kind(), object.name());
+        let problem = |field: Option<String>, message: String| Problem {
+            origin: origin.clone(),
+            object: Some(label.clone()),
+            field,
+            message,
+        };
+        match object {
+            Object::Node(node) => match node_info(origin, node, context) {
+                Ok(info) => {
+                    self.nodes.insert(node.metadata.name.clone(), info);
+                }
+                Err(e) => self.problems.push(problem(
+                    Some(format!("metadata.annotations[{}]", e.key)),
+                    format!("{:?}: {}", e.value, e.reason),
+                )),
+            },
+            Object::Namespace(ns) => {
+                self.namespaces.insert(ns.metadata.name.clone(), ns.clone());
+            }
+            Object::UserDefinedNetwork(_) | Object::ClusterUserDefinedNetwork(_) => {
+                match network_info(origin, object, context) {
+                    Ok((info, refused)) => {
+                        if let Some(e) = refused {
+                            self.problems.push(problem(
+                                Some(e.field),
+                                format!("{}; the accepted definition stays in force", e.message),
+                            ));
+                        }
+                        if let Err(message) = self.add_network(info, prefixes) {
+                            self.problems.push(problem(None, message));
+                            self.refused_networks.push(object.clone());
+                        }
+                    }
+                    Err(p) => {
+                        self.problems.push(problem(p.0, p.1));
+                        self.refused_networks.push(object.clone());
+                    }
+                }
+            }
+            Object::ClusterNetworkConnect(cnc) => match connect_info(origin, cnc, context) {
+                Ok((info, refused)) => {
+                    if let Some(e) = refused {
+                        self.problems.push(problem(Some(e.field), e.message));
+                    }
+                    self.connects.insert(cnc.metadata.name.clone(), info);
+                }
+                Err(p) => self.problems.push(problem(p.0, p.1)),
+            },
+        }
+    }
+
+    /// Adds a network unless its name, or its OVN name prefix, is taken.
+    fn add_network(
+        &mut self,
+        info: NetworkInfo,
+        prefixes: &mut BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        let name = info.network.name();
+        let prefix = crate::topology::names::prefix(&name);
+        if let Some(other) = prefixes.get(&prefix) {
+            return Err(format!(
+                "network {name} would share the OVN name prefix {prefix} with network {other}"
+            ));
+        }
+        if self.networks.contains_key(&name) {
+            return Err(format!(
+                "network name {name} is already taken by another object"
+            ));
+        }
+        prefixes.insert(prefix, name.clone());
+        self.networks.insert(name, info);
+        Ok(())
     }
 
     /// The nodes whose zone is `zone`; every node when `zone` is `None` (one NB for the

@@ -67,6 +67,14 @@ fn admit_yaml(yaml: &str) -> BTreeMap<String, ConnectAllocation> {
 
 #[test]
 fn every_reason_is_given_with_a_message_naming_what_is_involved() {
+    for (yaml, reason, message) in refusals() {
+        assert_refused(&yaml, reason, message);
+    }
+}
+
+/// One cluster per refusal reason (some reasons several ways), with what the refusal
+/// says.
+fn refusals() -> Vec<(String, Reason, &'static str)> {
     let two = l3("a", "x", "[{cidr: 10.1.0.0/16}]") + &l3("b", "x", "[{cidr: 10.2.0.0/16}]");
     let cases: Vec<(String, Reason, &str)> = vec![
         (
@@ -153,36 +161,40 @@ fn every_reason_is_given_with_a_message_naming_what_is_involved() {
             "the connect router's port for network 'cluster_udn_a' on node 'n' (id 2) would need a tunnel key above OVN's limit of 32767",
         ),
     ];
-    for (yaml, reason, message) in cases {
-        let out = admit_yaml(&yaml);
-        let c = &out["c"];
-        let Err(r) = &c.accepted else {
-            panic!("{yaml}\nwas accepted: {c:?}");
-        };
-        assert_eq!(r.reason, reason, "{yaml}\n{}", r.message);
-        // The status document it makes: Accepted False with the reason, Failure.
-        let mut st = crate::api::objects::ClusterNetworkConnectStatus::default();
-        crate::status::set(&mut st, crate::status::accepted(&c.accepted), "t");
-        assert_eq!(st.status.as_deref(), Some("Failure"));
-        assert_eq!(st.conditions.len(), 1);
-        assert_eq!(
-            (
-                st.conditions[0].type_.as_str(),
-                st.conditions[0].status.as_str()
-            ),
-            ("Accepted", "False")
-        );
-        assert_eq!(st.conditions[0].reason, reason.to_string());
-        assert_eq!(st.conditions[0].message, r.message);
-        assert!(
-            r.message.contains(message),
-            "{yaml}\nwant: {message}\ngot:  {}",
-            r.message
-        );
-        if !yaml.contains("network-connect-subnet") {
-            assert_eq!(c.tunnel_key, None, "a refused new CNC gets no tunnel key");
-            assert!(c.subnets.is_empty(), "a refused new CNC gets no subnets");
-        }
+    cases
+}
+
+/// The connect `c` of `yaml` is refused for `reason`, its message holds `message`, and
+/// its status says so.
+fn assert_refused(yaml: &str, reason: Reason, message: &str) {
+    let out = admit_yaml(yaml);
+    let c = &out["c"];
+    let Err(r) = &c.accepted else {
+        panic!("{yaml}\nwas accepted: {c:?}");
+    };
+    assert_eq!(r.reason, reason, "{yaml}\n{}", r.message);
+    // The status document it makes: Accepted False with the reason, Failure.
+    let mut st = crate::api::objects::ClusterNetworkConnectStatus::default();
+    crate::status::set(&mut st, crate::status::accepted(&c.accepted), "t");
+    assert_eq!(st.status.as_deref(), Some("Failure"));
+    assert_eq!(st.conditions.len(), 1);
+    assert_eq!(
+        (
+            st.conditions[0].type_.as_str(),
+            st.conditions[0].status.as_str()
+        ),
+        ("Accepted", "False")
+    );
+    assert_eq!(st.conditions[0].reason, reason.to_string());
+    assert_eq!(st.conditions[0].message, r.message);
+    assert!(
+        r.message.contains(message),
+        "{yaml}\nwant: {message}\ngot:  {}",
+        r.message
+    );
+    if !yaml.contains("network-connect-subnet") {
+        assert_eq!(c.tunnel_key, None, "a refused new CNC gets no tunnel key");
+        assert!(c.subnets.is_empty(), "a refused new CNC gets no subnets");
     }
 }
 

@@ -1,6 +1,7 @@
 //! A ClusterNetworkConnect's spec: its selectors, connect subnets and connectivity.
 
 use super::*;
+use crate::api::objects::{ConnectSubnet, NetworkSelector};
 
 /// A ClusterNetworkConnect's spec checked against its CRD's rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,31 +23,7 @@ pub fn connect_spec(cnc: &ClusterNetworkConnect) -> Result<ConnectSpec, FieldErr
         return err("spec.networkSelectors", "at least one selector is required");
     }
     for (i, s) in spec.network_selectors.iter().enumerate() {
-        let f = format!("spec.networkSelectors[{i}]");
-        match s.network_selection_type.as_str() {
-            "ClusterUserDefinedNetworks" => {
-                let Some(sel) = &s.cluster_user_defined_network_selector else {
-                    return err(format!("{f}.clusterUserDefinedNetworkSelector"), "required for ClusterUserDefinedNetworks");
-                };
-                sel.network_selector
-                    .validate(&format!("{f}.clusterUserDefinedNetworkSelector.networkSelector"))
-                    .map_err(|(field, message)| FieldError { field, message })?;
-            }
-            "PrimaryUserDefinedNetworks" => {
-                let Some(sel) = &s.primary_user_defined_network_selector else {
-                    return err(format!("{f}.primaryUserDefinedNetworkSelector"), "required for PrimaryUserDefinedNetworks");
-                };
-                sel.namespace_selector
-                    .validate(&format!("{f}.primaryUserDefinedNetworkSelector.namespaceSelector"))
-                    .map_err(|(field, message)| FieldError { field, message })?;
-            }
-            other => {
-                return err(
-                    format!("{f}.networkSelectionType"),
-                    format!("Only ClusterUserDefinedNetworks or PrimaryUserDefinedNetworks can be selected, not {other:?}"),
-                )
-            }
-        }
+        selector(&format!("spec.networkSelectors[{i}]"), s)?;
     }
     let n = spec.connect_subnets.len();
     if !(1..=2).contains(&n) {
@@ -54,70 +31,104 @@ pub fn connect_spec(cnc: &ClusterNetworkConnect) -> Result<ConnectSpec, FieldErr
     }
     let mut subnets = Vec::new();
     for (i, c) in spec.connect_subnets.iter().enumerate() {
-        let f = format!("spec.connectSubnets[{i}]");
-        if c.cidr.len() > 43 {
-            return err(format!("{f}.cidr"), "longer than 43 characters");
-        }
-        let net = match c.cidr.parse::<IpNet>() {
-            Ok(net) if net.trunc() == net => net,
-            _ => {
-                return err(
-                    format!("{f}.cidr"),
-                    format!("CIDR must be a valid network address: {:?}", c.cidr),
-                )
-            }
-        };
-        let p = c.network_prefix;
-        if !(1..=127).contains(&p) {
-            return err(
-                format!("{f}.networkPrefix"),
-                format!("{p} is not between 1 and 127"),
-            );
-        }
-        if p <= net.prefix_len() {
-            return err(
-                format!("{f}.networkPrefix"),
-                format!("NetworkPrefix must be longer than the CIDR prefix length: /{p} is not longer than {net}"),
-            );
-        }
-        if net.addr().is_ipv4() && p >= 32 {
-            return err(
-                format!("{f}.networkPrefix"),
-                "NetworkPrefix must < 32 for ipv4 CIDR",
-            );
-        }
-        if net.addr().is_ipv6() && p >= 128 {
-            return err(
-                format!("{f}.networkPrefix"),
-                "NetworkPrefix must < 128 for ipv6 CIDR",
-            );
-        }
-        subnets.push((net, p));
+        subnets.push(connect_subnet(&format!("spec.connectSubnets[{i}]"), c)?);
     }
-    if n == 2 {
-        let (a, b) = (subnets[0], subnets[1]);
-        if family(&a.0) == family(&b.0) {
-            return err(
-                "spec.connectSubnets",
-                "When 2 CIDRs are set, they must be from different IP families",
-            );
-        }
-        let host = |(net, p): (IpNet, u8)| {
-            if net.addr().is_ipv4() {
-                32 - p as u32
-            } else {
-                128 - p as u32
-            }
-        };
-        if host(a) != host(b) {
-            return err(
-                "spec.connectSubnets",
-                "For dual-stack, networkPrefix must have matching host bits: (32 - ipv4NetworkPrefix) must equal (128 - ipv6NetworkPrefix)",
-            );
-        }
+    if let [a, b] = subnets[..] {
+        dual_stack(a, b)?;
     }
     subnets.sort_by_key(|(net, _)| net.addr().is_ipv6());
-    let c = &spec.connectivity;
+    let (pod_network, service_network) = connectivity(&spec.connectivity)?;
+    Ok(ConnectSpec {
+        connect_subnets: subnets,
+        pod_network,
+        service_network,
+    })
+}
+
+/// One network selector, at field `f`.
+fn selector(f: &str, s: &NetworkSelector) -> Result<(), FieldError> {
+    let (field, selector) = match s.network_selection_type.as_str() {
+        "ClusterUserDefinedNetworks" => {
+            let field = format!("{f}.clusterUserDefinedNetworkSelector");
+            let Some(sel) = &s.cluster_user_defined_network_selector else {
+                return err(field, "required for ClusterUserDefinedNetworks");
+            };
+            (format!("{field}.networkSelector"), &sel.network_selector)
+        }
+        "PrimaryUserDefinedNetworks" => {
+            let field = format!("{f}.primaryUserDefinedNetworkSelector");
+            let Some(sel) = &s.primary_user_defined_network_selector else {
+                return err(field, "required for PrimaryUserDefinedNetworks");
+            };
+            (format!("{field}.namespaceSelector"), &sel.namespace_selector)
+        }
+        other => {
+            return err(
+                format!("{f}.networkSelectionType"),
+                format!("Only ClusterUserDefinedNetworks or PrimaryUserDefinedNetworks can be selected, not {other:?}"),
+            )
+        }
+    };
+    selector
+        .validate(&field)
+        .map_err(|(field, message)| FieldError { field, message })
+}
+
+/// One connect subnet, at field `f`: a masked CIDR of at most 43 characters and a
+/// network prefix longer than it and shorter than the family's address.
+fn connect_subnet(f: &str, c: &ConnectSubnet) -> Result<(IpNet, u8), FieldError> {
+    if c.cidr.len() > 43 {
+        return err(format!("{f}.cidr"), "longer than 43 characters");
+    }
+    let net = match c.cidr.parse::<IpNet>() {
+        Ok(net) if net.trunc() == net => net,
+        _ => {
+            return err(
+                format!("{f}.cidr"),
+                format!("CIDR must be a valid network address: {:?}", c.cidr),
+            )
+        }
+    };
+    let p = c.network_prefix;
+    let field = format!("{f}.networkPrefix");
+    if !(1..=127).contains(&p) {
+        return err(field, format!("{p} is not between 1 and 127"));
+    }
+    if p <= net.prefix_len() {
+        return err(
+            field,
+            format!("NetworkPrefix must be longer than the CIDR prefix length: /{p} is not longer than {net}"),
+        );
+    }
+    if net.addr().is_ipv4() && p >= 32 {
+        return err(field, "NetworkPrefix must < 32 for ipv4 CIDR");
+    }
+    if net.addr().is_ipv6() && p >= 128 {
+        return err(field, "NetworkPrefix must < 128 for ipv6 CIDR");
+    }
+    Ok((net, p))
+}
+
+/// Two connect subnets: of different families, with as many host bits each.
+fn dual_stack(a: (IpNet, u8), b: (IpNet, u8)) -> Result<(), FieldError> {
+    if family(&a.0) == family(&b.0) {
+        return err(
+            "spec.connectSubnets",
+            "When 2 CIDRs are set, they must be from different IP families",
+        );
+    }
+    let host = |(net, p): (IpNet, u8)| u32::from(net.max_prefix_len()) - u32::from(p);
+    if host(a) != host(b) {
+        return err(
+            "spec.connectSubnets",
+            "For dual-stack, networkPrefix must have matching host bits: (32 - ipv4NetworkPrefix) must equal (128 - ipv6NetworkPrefix)",
+        );
+    }
+    Ok(())
+}
+
+/// The connectivity values: 1 or 2, unique; returns (pod network, service network).
+fn connectivity(c: &[String]) -> Result<(bool, bool), FieldError> {
     if !(1..=2).contains(&c.len()) {
         return err(
             "spec.connectivity",
@@ -145,9 +156,5 @@ pub fn connect_spec(cnc: &ClusterNetworkConnect) -> Result<ConnectSpec, FieldErr
             );
         }
     }
-    Ok(ConnectSpec {
-        connect_subnets: subnets,
-        pod_network: pod,
-        service_network: service,
-    })
+    Ok((pod, service))
 }

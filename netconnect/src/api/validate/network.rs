@@ -126,71 +126,8 @@ fn layer3(
     for (i, s) in l3.subnets.iter().enumerate() {
         let f = format!("{field}[{i}]");
         let c = cidr(&format!("{f}.cidr"), &s.cidr, false)?;
-        let bits = if c.addr().is_ipv4() { 32 } else { 128 };
-        let host_len = match s.host_subnet {
-            Some(h) => {
-                if !(1..=127).contains(&h) {
-                    return err(
-                        format!("{f}.hostSubnet"),
-                        format!("{h} is not between 1 and 127"),
-                    );
-                }
-                if h <= c.prefix_len() {
-                    return err(
-                        format!("{f}.hostSubnet"),
-                        format!("HostSubnet must be smaller than CIDR subnet: /{h} is not longer than {c}"),
-                    );
-                }
-                if bits == 32 && h >= 32 {
-                    return err(
-                        format!("{f}.hostSubnet"),
-                        "HostSubnet must < 32 for ipv4 CIDR",
-                    );
-                }
-                if h >= bits {
-                    return err(
-                        format!("{f}.hostSubnet"),
-                        format!("/{h} leaves no host addresses"),
-                    );
-                }
-                h
-            }
-            None => {
-                let d = if bits == 32 { 24 } else { 64 };
-                if d <= c.prefix_len() {
-                    return err(
-                        format!("{f}.hostSubnet"),
-                        format!(
-                            "the default host subnet /{d} is not smaller than {c}; set hostSubnet"
-                        ),
-                    );
-                }
-                d
-            }
-        };
-        for (j, prev) in subnets.iter().enumerate() {
-            if prev.cidr == c {
-                return err(
-                    &f,
-                    format!("Subnets with same CIDR are not allowed: {c} is also subnets[{j}]"),
-                );
-            }
-            if overlaps(&prev.cidr, &c) {
-                return err(
-                    &f,
-                    format!("Subnets must not overlap or contain each other: {c} overlaps {} (subnets[{j}])", prev.cidr),
-                );
-            }
-            if family(&prev.cidr) == family(&c) && prev.host_len != host_len {
-                return err(
-                    format!("{f}.hostSubnet"),
-                    format!(
-                        "Subnets from the same IP family must use the same hostSubnet value: /{host_len} here, /{} in subnets[{j}]",
-                        prev.host_len
-                    ),
-                );
-            }
-        }
+        let host_len = host_subnet(&f, s.host_subnet, &c)?;
+        beside_earlier_subnets(&f, &subnets, &c, host_len)?;
         subnets.push(ClusterSubnet { cidr: c, host_len });
     }
     if l3.role == Role::Secondary {
@@ -218,36 +155,165 @@ fn layer3(
     })
 }
 
+/// The host subnet length of Layer3 subnet `c` (field `f`): the one given, or /24
+/// (/64 for IPv6), longer than `c` and leaving host addresses.
+fn host_subnet(f: &str, given: Option<u8>, c: &IpNet) -> Result<u8, FieldError> {
+    let bits = c.max_prefix_len();
+    let field = format!("{f}.hostSubnet");
+    let Some(h) = given else {
+        let d = if bits == 32 { 24 } else { 64 };
+        if d <= c.prefix_len() {
+            return err(
+                field,
+                format!("the default host subnet /{d} is not smaller than {c}; set hostSubnet"),
+            );
+        }
+        return Ok(d);
+    };
+    if !(1..=127).contains(&h) {
+        return err(field, format!("{h} is not between 1 and 127"));
+    }
+    if h <= c.prefix_len() {
+        return err(
+            field,
+            format!("HostSubnet must be smaller than CIDR subnet: /{h} is not longer than {c}"),
+        );
+    }
+    if bits == 32 && h >= 32 {
+        return err(field, "HostSubnet must < 32 for ipv4 CIDR");
+    }
+    if h >= bits {
+        return err(field, format!("/{h} leaves no host addresses"));
+    }
+    Ok(h)
+}
+
+/// Layer3 subnet `c` (field `f`, host subnet `/host_len`) beside the subnets listed
+/// before it: not the same, not overlapping, the same host subnet in one family.
+fn beside_earlier_subnets(
+    f: &str,
+    earlier: &[ClusterSubnet],
+    c: &IpNet,
+    host_len: u8,
+) -> Result<(), FieldError> {
+    for (j, prev) in earlier.iter().enumerate() {
+        if prev.cidr == *c {
+            return err(
+                f,
+                format!("Subnets with same CIDR are not allowed: {c} is also subnets[{j}]"),
+            );
+        }
+        if overlaps(&prev.cidr, c) {
+            return err(
+                f,
+                format!("Subnets must not overlap or contain each other: {c} overlaps {} (subnets[{j}])", prev.cidr),
+            );
+        }
+        if family(&prev.cidr) == family(c) && prev.host_len != host_len {
+            return err(
+                format!("{f}.hostSubnet"),
+                format!(
+                    "Subnets from the same IP family must use the same hostSubnet value: /{host_len} here, /{} in subnets[{j}]",
+                    prev.host_len
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A Layer2 network's subnets against its IPAM mode: required unless IPAM is
+/// disabled, and then absent, for a secondary network only.
+fn ipam(at: &str, field: &str, l2: &Layer2Config) -> Result<(), FieldError> {
+    let disabled = l2
+        .ipam
+        .as_ref()
+        .and_then(|i| i.get("mode"))
+        .and_then(|m| m.as_str())
+        == Some("Disabled");
+    if !disabled {
+        if l2.subnets.is_empty() {
+            return err(
+                field,
+                "Subnets is required with ipam.mode is Enabled or unset",
+            );
+        }
+        return Ok(());
+    }
+    if !l2.subnets.is_empty() {
+        return err(field, "Subnets must be unset when ipam.mode is Disabled");
+    }
+    if l2.role != Role::Secondary {
+        return err(
+            format!("{at}.ipam.mode"),
+            "Disabled ipam.mode is only supported for Secondary network",
+        );
+    }
+    Ok(())
+}
+
+/// The CIDRs of list `name`, each inside one of the network's `subnets`.
+fn within(
+    at: &str,
+    name: &str,
+    list: &[String],
+    subnets: &[IpNet],
+) -> Result<Vec<IpNet>, FieldError> {
+    let mut out = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        let f = format!("{at}.{name}[{i}]");
+        let c = cidr(&f, s, true)?;
+        if !subnets.iter().any(|p| p.contains(&c)) {
+            return err(f, format!("{name} must be subnetworks of the networks specified in the subnets field: {c} is not"));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// A Layer2 network's default gateway IPs: addresses in its `subnets` (and in its
+/// infrastructure subnets `infra`, if any), one per family or none.
+fn default_gateways(
+    at: &str,
+    list: &[String],
+    subnets: &[IpNet],
+    infra: &[IpNet],
+) -> Result<Vec<IpAddr>, FieldError> {
+    let mut gateways = Vec::new();
+    for (i, s) in list.iter().enumerate() {
+        let f = format!("{at}.defaultGatewayIPs[{i}]");
+        let ip: IpAddr = match s.parse() {
+            Ok(ip) => ip,
+            Err(_) => return err(f, format!("{s:?} is not an IP address")),
+        };
+        if !subnets.iter().any(|p| p.contains(&ip)) {
+            return err(f, format!("defaultGatewayIPs must belong to one of the subnets specified in the subnets field: {ip} does not"));
+        }
+        if !infra.is_empty() && !infra.iter().any(|p| p.contains(&ip)) {
+            return err(
+                f,
+                "defaultGatewayIPs have to belong to infrastructureSubnets",
+            );
+        }
+        gateways.push(ip);
+    }
+    if !gateways.is_empty() && gateways.len() != subnets.len() {
+        return err(
+            format!("{at}.defaultGatewayIPs"),
+            "defaultGatewayIPs must be specified for all IP families",
+        );
+    }
+    Ok(gateways)
+}
+
 fn layer2(
     owner: NetworkOwner,
     l2: &Layer2Config,
     at: &str,
     transport: String,
 ) -> Result<Network, FieldError> {
-    let ipam_disabled = l2
-        .ipam
-        .as_ref()
-        .and_then(|i| i.get("mode"))
-        .and_then(|m| m.as_str())
-        == Some("Disabled");
     let field = format!("{at}.subnets");
-    if l2.subnets.is_empty() && !ipam_disabled {
-        return err(
-            field,
-            "Subnets is required with ipam.mode is Enabled or unset",
-        );
-    }
-    if ipam_disabled {
-        if !l2.subnets.is_empty() {
-            return err(field, "Subnets must be unset when ipam.mode is Disabled");
-        }
-        if l2.role != Role::Secondary {
-            return err(
-                format!("{at}.ipam.mode"),
-                "Disabled ipam.mode is only supported for Secondary network",
-            );
-        }
-    }
+    ipam(at, &field, l2)?;
     let parsed = dual_stack(&field, &l2.subnets)?;
     let subnets: Vec<ClusterSubnet> = parsed
         .iter()
@@ -271,20 +337,13 @@ fn layer2(
         "infrastructureSubnets",
         !l2.infrastructure_subnets.is_empty(),
     )?;
-    let within = |name: &str, list: &[String]| -> Result<Vec<IpNet>, FieldError> {
-        let mut out = Vec::new();
-        for (i, s) in list.iter().enumerate() {
-            let f = format!("{at}.{name}[{i}]");
-            let c = cidr(&f, s, true)?;
-            if !parsed.iter().any(|p| p.contains(&c)) {
-                return err(f, format!("{name} must be subnetworks of the networks specified in the subnets field: {c} is not"));
-            }
-            out.push(c);
-        }
-        Ok(out)
-    };
-    let reserved = within("reservedSubnets", &l2.reserved_subnets)?;
-    let infra = within("infrastructureSubnets", &l2.infrastructure_subnets)?;
+    let reserved = within(at, "reservedSubnets", &l2.reserved_subnets, &parsed)?;
+    let infra = within(
+        at,
+        "infrastructureSubnets",
+        &l2.infrastructure_subnets,
+        &parsed,
+    )?;
     for (i, a) in infra.iter().enumerate() {
         if let Some(r) = reserved.iter().find(|r| overlaps(a, r)) {
             return err(
@@ -293,30 +352,7 @@ fn layer2(
             );
         }
     }
-    let mut gateways = Vec::new();
-    for (i, s) in l2.default_gateway_ips.iter().enumerate() {
-        let f = format!("{at}.defaultGatewayIPs[{i}]");
-        let ip: IpAddr = match s.parse() {
-            Ok(ip) => ip,
-            Err(_) => return err(f, format!("{s:?} is not an IP address")),
-        };
-        if !parsed.iter().any(|p| p.contains(&ip)) {
-            return err(f, format!("defaultGatewayIPs must belong to one of the subnets specified in the subnets field: {ip} does not"));
-        }
-        if !infra.is_empty() && !infra.iter().any(|p| p.contains(&ip)) {
-            return err(
-                f,
-                "defaultGatewayIPs have to belong to infrastructureSubnets",
-            );
-        }
-        gateways.push(ip);
-    }
-    if !gateways.is_empty() && gateways.len() != parsed.len() {
-        return err(
-            format!("{at}.defaultGatewayIPs"),
-            "defaultGatewayIPs must be specified for all IP families",
-        );
-    }
+    let gateways = default_gateways(at, &l2.default_gateway_ips, &parsed, &infra)?;
     let mtu = mtu(at, l2.mtu, &subnets)?;
     let join_subnets = join_subnets(at, l2.role, &l2.join_subnets)?;
     Ok(Network {
