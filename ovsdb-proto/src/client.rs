@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::codec::Outgoing;
-pub use crate::connect::{connect, connect_with, ConnectOptions};
+use crate::config::ConnectOptions;
 pub use crate::connection::Notifications;
 use crate::connection::{Connection, Pending, Reply, Shared};
 use crate::error::Error;

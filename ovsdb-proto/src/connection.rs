@@ -16,7 +16,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 
 use crate::codec::{name_is, reply_id, JsonRpcCodec, Outgoing, RawMessage};
-use crate::connect::ConnectOptions;
+use crate::config::ConnectOptions;
 use crate::error::Error;
 use crate::monitor::{Notification, RawNotification};
 use crate::reply::ServerError;

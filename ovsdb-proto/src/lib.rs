@@ -41,6 +41,7 @@ pub mod reply;
 
 // One connection, and the client over it.
 pub mod client;
+pub mod config;
 pub mod connect;
 mod connection;
 mod writer;
@@ -52,7 +53,9 @@ pub mod typed;
 pub mod cache;
 pub mod lock;
 
-pub use client::{connect, connect_with, Client, ConnectOptions, Notifications, RequestId};
+pub use client::{Client, Notifications, RequestId};
+pub use config::ConnectOptions;
+pub use connect::{connect, connect_with};
 pub use datum::{Atom, AtomicType, CompactString, Datum, Row};
 pub use error::{Error, ErrorKind};
 pub use monitor::{

@@ -10,7 +10,9 @@
 
 use tokio::sync::watch;
 
-use crate::client::{connect_with, Client, ConnectOptions};
+use crate::client::Client;
+use crate::config::ConnectOptions;
+use crate::connect::connect_with;
 use crate::error::Error;
 use crate::monitor::Notification;
 use crate::remote::Remote;

@@ -78,7 +78,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
-use crate::client::{Client, ConnectOptions};
+use crate::client::Client;
+use crate::config::ConnectOptions;
 use crate::error::Error;
 use crate::monitor::MonitorRequest;
 use crate::ops::{Operation, OperationResult};

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
-use crate::client::{connect_with, Client, Notifications};
+use crate::client::{Client, Notifications};
+use crate::connect::connect_with;
 use crate::error::{Error, ErrorKind};
 use crate::model::skew::SchemaSkew;
 use crate::monitor::{MonitorRequest, Notification};
