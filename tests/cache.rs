@@ -235,7 +235,7 @@ async fn a_reader_follows_the_cache_and_keeps_its_last_contents_after_it() {
 #[tokio::test]
 async fn a_typed_table_that_is_also_subscribed_decodes_each_row_once() {
     use nb_model::LogicalSwitch;
-    use ovsdb_proto::cache::{TypedChange, TypedEvent, TypedTable};
+    use ovsdb_proto::cache::{Change, TypedEvent, TypedTable};
     use std::sync::Arc;
 
     let server = nb_server();
@@ -247,7 +247,7 @@ async fn a_typed_table_that_is_also_subscribed_decodes_each_row_once() {
     cache.wait_until_ready().await;
     async fn next(
         s: &mut ovsdb_proto::cache::TypedEvents<LogicalSwitch>,
-    ) -> (ovsdb_proto::Uuid, TypedChange<Arc<LogicalSwitch>>) {
+    ) -> (ovsdb_proto::Uuid, Change<Arc<LogicalSwitch>>) {
         loop {
             let e = tokio::time::timeout(Duration::from_secs(10), s.recv())
                 .await
@@ -261,7 +261,7 @@ async fn a_typed_table_that_is_also_subscribed_decodes_each_row_once() {
     w.transact(NB, &[Operation::insert("Logical_Switch", named("once"))])
         .await
         .unwrap();
-    let (uuid, TypedChange::Insert { new: inserted }) = next(&mut switches).await else {
+    let (uuid, Change::Insert { new: inserted }) = next(&mut switches).await else {
         panic!("not an insert")
     };
     let kept = cache.snapshot().get_typed::<LogicalSwitch>(&uuid).unwrap();
@@ -270,7 +270,7 @@ async fn a_typed_table_that_is_also_subscribed_decodes_each_row_once() {
         "the event's row is the snapshot's"
     );
     rename(&w, "once", "twice").await;
-    let (_, TypedChange::Modify { old, new }) = next(&mut switches).await else {
+    let (_, Change::Modify { old, new }) = next(&mut switches).await else {
         panic!("not an update")
     };
     assert!(
@@ -563,7 +563,7 @@ async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
         if let ovsdb_proto::cache::CacheEvent::Change(e) = e {
             if let Some(change) = e.decode::<LogicalSwitchPort>() {
                 match change.unwrap() {
-                    ovsdb_proto::cache::TypedChange::Insert { new } => decoded.push(new.name),
+                    ovsdb_proto::cache::Change::Insert { new } => decoded.push(new.name),
                     other => panic!("{other:?}"),
                 }
             }
@@ -748,7 +748,7 @@ async fn changing_conditions_narrows_and_widens_the_cache_and_survives_a_reconne
 #[tokio::test]
 async fn each_table_has_its_own_typed_event_stream() {
     use nb_model::{LogicalSwitch, LogicalSwitchPort};
-    use ovsdb_proto::cache::{TypedChange, TypedEvent};
+    use ovsdb_proto::cache::{Change, TypedEvent};
 
     let mut server = nb_server();
     let (w, _) = client(&server.unix_remote()).await;
@@ -771,7 +771,7 @@ async fn each_table_has_its_own_typed_event_stream() {
     // The initial row, then ready.
     match next(&mut switches).await {
         TypedEvent::Change {
-            change: TypedChange::Insert { new },
+            change: Change::Insert { new },
             ..
         } => assert_eq!(new.name, "before"),
         other => panic!("{other:?}"),
@@ -793,7 +793,7 @@ async fn each_table_has_its_own_typed_event_stream() {
     .unwrap();
     let TypedEvent::Change {
         uuid,
-        change: TypedChange::Insert { new },
+        change: Change::Insert { new },
     } = next(&mut switches).await
     else {
         panic!("not an insert")
@@ -801,7 +801,7 @@ async fn each_table_has_its_own_typed_event_stream() {
     assert_eq!((new.name.as_str(), new.ports.len()), ("sw", 1));
     match next(&mut ports).await {
         TypedEvent::Change {
-            change: TypedChange::Insert { new },
+            change: Change::Insert { new },
             ..
         } => assert_eq!(new.name, "p1"),
         other => panic!("{other:?}"),
@@ -810,7 +810,7 @@ async fn each_table_has_its_own_typed_event_stream() {
     match next(&mut switches).await {
         TypedEvent::Change {
             uuid: u,
-            change: TypedChange::Modify { old, new },
+            change: Change::Modify { old, new },
         } => {
             assert_eq!(u, uuid);
             assert_eq!((old.name.as_str(), new.name.as_str()), ("sw", "sw2"));
@@ -830,7 +830,7 @@ async fn each_table_has_its_own_typed_event_stream() {
     match next(&mut switches).await {
         TypedEvent::Change {
             uuid: u,
-            change: TypedChange::Delete { old },
+            change: Change::Delete { old },
         } => assert_eq!((u, old.name.as_str()), (uuid, "sw2")),
         other => panic!("{other:?}"),
     }
@@ -838,7 +838,7 @@ async fn each_table_has_its_own_typed_event_stream() {
     // the port's events.
     match next(&mut ports).await {
         TypedEvent::Change {
-            change: TypedChange::Delete { old },
+            change: Change::Delete { old },
             ..
         } => assert_eq!(old.name, "p1"),
         other => panic!("{other:?}"),
@@ -855,7 +855,7 @@ async fn each_table_has_its_own_typed_event_stream() {
         .unwrap();
     match next(&mut switches).await {
         TypedEvent::Change {
-            change: TypedChange::Insert { new },
+            change: Change::Insert { new },
             ..
         } => assert_eq!(new.name, "after"),
         other => panic!("{other:?}"),

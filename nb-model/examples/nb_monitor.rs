@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use nb_model::LogicalSwitchPort;
-use ovsdb_proto::cache::{Cache, CacheConfig, TypedChange, TypedEvent, TypedTable};
+use ovsdb_proto::cache::{Cache, CacheConfig, Change, TypedEvent, TypedTable};
 use ovsdb_proto::Remote;
 
 #[tokio::main(flavor = "current_thread")]
@@ -35,9 +35,9 @@ async fn main() -> Result<(), ovsdb_proto::Error> {
             match event {
                 TypedEvent::Ready => println!("ready: {} ports", cache.snapshot().len()),
                 TypedEvent::Change { change, .. } => match change {
-                    TypedChange::Insert { new } => println!("+ {}", new.name),
-                    TypedChange::Modify { new, .. } => println!("~ {}", new.name),
-                    TypedChange::Delete { old } => println!("- {}", old.name),
+                    Change::Insert { new } => println!("+ {}", new.name),
+                    Change::Modify { new, .. } => println!("~ {}", new.name),
+                    Change::Delete { old } => println!("- {}", old.name),
                 },
                 TypedEvent::Undecodable { uuid, error } => {
                     eprintln!("row {uuid} does not decode: {error}")

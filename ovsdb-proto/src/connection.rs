@@ -158,7 +158,7 @@ impl Notifications {
         match raw.decode() {
             Ok(note) => Some(note),
             Err(e) => {
-                self.fail(e);
+                self.fail(e.to_string());
                 None
             }
         }

@@ -8,8 +8,43 @@ use std::collections::BTreeMap;
 use crate::datum::{Atom, Datum, Row};
 use crate::schema::{ColumnType, Max, TableSchema};
 
+/// Why a diff could not be applied.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum DiffError {
+    /// A map column's diff, but its current value is not a map.
+    #[error("current value {0} is not a map")]
+    CurrentNotMap(Datum),
+    /// A map column's diff that is not a map.
+    #[error("diff {0} is not a map")]
+    DiffNotMap(Datum),
+    /// A set column's diff, but its current value is not a set.
+    #[error("current value {0} is not a set")]
+    CurrentNotSet(Datum),
+    /// A set column's diff that is not a set.
+    #[error("diff {0} is not a set")]
+    DiffNotSet(Datum),
+    /// A diff of a column the table does not have.
+    #[error("table {table} has no column {column}")]
+    NoColumn {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+    },
+    /// A column's diff that could not be applied.
+    #[error("table {table} column {column}: {source}")]
+    Column {
+        /// The table.
+        table: String,
+        /// The column.
+        column: String,
+        /// Why.
+        source: Box<DiffError>,
+    },
+}
+
 /// Applies one column's diff.
-pub fn apply_column(ty: &ColumnType, old: &Datum, diff: &Datum) -> Result<Datum, String> {
+pub fn apply_column(ty: &ColumnType, old: &Datum, diff: &Datum) -> Result<Datum, DiffError> {
     apply_diff(ty.max == Max::Limited(1), ty.is_map(), old, diff)
 }
 
@@ -21,7 +56,7 @@ pub(crate) fn apply_diff(
     map: bool,
     old: &Datum,
     diff: &Datum,
-) -> Result<Datum, String> {
+) -> Result<Datum, DiffError> {
     // ovsdb-server diffs only columns that may hold several values; for the others
     // (`max` 1, optional ones included) the diff is the new value, empty when the
     // value was removed.
@@ -31,13 +66,13 @@ pub(crate) fn apply_diff(
     if map {
         let mut map: BTreeMap<Atom, Atom> = old
             .as_map()
-            .ok_or_else(|| format!("current value {old} is not a map"))?
+            .ok_or_else(|| DiffError::CurrentNotMap(old.clone()))?
             .iter()
             .cloned()
             .collect();
         for (k, v) in diff
             .as_map()
-            .ok_or_else(|| format!("diff {diff} is not a map"))?
+            .ok_or_else(|| DiffError::DiffNotMap(diff.clone()))?
         {
             if map.get(k) == Some(v) {
                 map.remove(k);
@@ -49,10 +84,10 @@ pub(crate) fn apply_diff(
     }
     let current = old
         .as_set()
-        .ok_or_else(|| format!("current value {old} is not a set"))?;
+        .ok_or_else(|| DiffError::CurrentNotSet(old.clone()))?;
     let mut toggles: Vec<&Atom> = diff
         .as_set()
-        .ok_or_else(|| format!("diff {diff} is not a set"))?
+        .ok_or_else(|| DiffError::DiffNotSet(diff.clone()))?
         .iter()
         .collect();
     toggles.sort_unstable();
@@ -74,18 +109,24 @@ pub(crate) fn apply_diff(
 }
 
 /// Applies a `modify` entry to a row; the result is a new row, the old one untouched.
-pub fn apply_row(table: &TableSchema, old: &Row, diff: &Row) -> Result<Row, String> {
+pub fn apply_row(table: &TableSchema, old: &Row, diff: &Row) -> Result<Row, DiffError> {
     let mut row = old.clone();
     for (column, d) in diff {
         let ty = table
             .column_type(column)
-            .ok_or_else(|| format!("table {} has no column {column}", table.name))?;
+            .ok_or_else(|| DiffError::NoColumn {
+                table: table.name.clone(),
+                column: column.clone(),
+            })?;
         let current = row
             .get(column)
             .cloned()
             .unwrap_or_else(|| ty.default_datum());
-        let new = apply_column(&ty, &current, d)
-            .map_err(|e| format!("table {} column {column}: {e}", table.name))?;
+        let new = apply_column(&ty, &current, d).map_err(|e| DiffError::Column {
+            table: table.name.clone(),
+            column: column.clone(),
+            source: Box::new(e),
+        })?;
         row.insert(column.clone(), new);
     }
     Ok(row)

@@ -58,8 +58,8 @@ impl Error {
         Error(Box::new(Repr::Io(e)))
     }
 
-    pub(crate) fn protocol(msg: impl Into<String>) -> Error {
-        Error(Box::new(Repr::Protocol(msg.into())))
+    pub(crate) fn protocol(msg: impl std::fmt::Display) -> Error {
+        Error(Box::new(Repr::Protocol(msg.to_string())))
     }
 
     pub(crate) fn server(method: &str, error: ServerError) -> Error {

@@ -133,9 +133,20 @@ pub struct RawNotification {
 
 impl RawNotification {
     /// The notification decoded; a malformed one is an error naming the method.
-    pub fn decode(&self) -> Result<Notification, String> {
+    pub fn decode(&self) -> Result<Notification, NotificationError> {
         Notification::decode(&self.method, &self.params)
     }
+}
+
+/// A notification whose params do not decode as its method's.
+#[derive(Debug, thiserror::Error)]
+#[error("malformed {method} notification: {source}")]
+pub struct NotificationError {
+    /// The notification's method.
+    pub method: String,
+    /// What the JSON decoder said.
+    #[source]
+    pub source: serde_json::Error,
 }
 
 /// A message the server sent without being asked.
@@ -181,8 +192,11 @@ pub enum Notification {
 
 impl Notification {
     /// Decodes a notification's params by its method name.
-    pub fn decode(method: &str, params: &[u8]) -> Result<Notification, String> {
-        let bad = |e: serde_json::Error| format!("malformed {method} notification: {e}");
+    pub fn decode(method: &str, params: &[u8]) -> Result<Notification, NotificationError> {
+        let bad = |source: serde_json::Error| NotificationError {
+            method: method.to_owned(),
+            source,
+        };
         Ok(match method {
             "update" => {
                 let (monitor_id, updates): (serde_json::Value, TableUpdates) =
@@ -288,6 +302,10 @@ mod tests {
             Notification::Stolen("l".into())
         );
         let e = Notification::decode("update", br#"["m",{"T":{"nope":{}}}]"#).unwrap_err();
-        assert!(e.contains("malformed update notification"), "{e}");
+        assert_eq!(e.method, "update");
+        assert!(
+            e.to_string().contains("malformed update notification"),
+            "{e}"
+        );
     }
 }

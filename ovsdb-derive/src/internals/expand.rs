@@ -210,9 +210,9 @@ fn expand_enum(m: &Enumeration) -> TokenStream {
         }
         None => (
             quote! {
-                other => return ::std::result::Result::Err(::std::format!(
+                other => return ::std::result::Result::Err(::ovsdb_proto::model::ConvertError::new(::std::format!(
                     "\"{}\" is not one of {}", other, #listed
-                ))
+                )))
             },
             quote! {},
             quote! {},
@@ -240,12 +240,12 @@ fn expand_enum(m: &Enumeration) -> TokenStream {
             impl ::ovsdb_proto::model::AtomValue for #ident {
                 const ATOMIC_TYPE: ::ovsdb_proto::AtomicType = ::ovsdb_proto::AtomicType::String;
 
-                fn from_atom(atom: &::ovsdb_proto::Atom) -> ::std::result::Result<Self, ::std::string::String> {
+                fn from_atom(atom: &::ovsdb_proto::Atom) -> ::std::result::Result<Self, ::ovsdb_proto::model::ConvertError> {
                     let text = match atom {
                         ::ovsdb_proto::Atom::String(s) => s.as_str(),
-                        other => return ::std::result::Result::Err(::std::format!(
+                        other => return ::std::result::Result::Err(::ovsdb_proto::model::ConvertError::new(::std::format!(
                             "{} is of type {}, expected string", other, other.atomic_type()
-                        )),
+                        ))),
                     };
                     ::std::result::Result::Ok(match text {
                         #( #values => #ident::#variants, )*

@@ -1,5 +1,5 @@
-//! What the cache says changed: one row's change as cached rows ([`Event`]), or
-//! decoded into a model type ([`TypedChange`]).
+//! What the cache says changed: one row's [`Change`], its rows held as cached rows
+//! (an [`Event`]) or as a model type (a typed event, or [`Event::decode`]).
 
 use std::sync::Arc;
 
@@ -12,25 +12,27 @@ use super::row::CachedRow;
 /// The rows of one table by uuid.
 pub type TableRows = imbl::OrdMap<Uuid, Arc<CachedRow>>;
 
-/// What happened to one row.
+/// What happened to one row. `R` is how the rows are held: cached rows (the default,
+/// the cache's [`Event`]s) or a model type (`Arc<T>` in typed events, `T` from
+/// [`Event::decode`]).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Change {
+pub enum Change<R = Arc<CachedRow>> {
     /// A new row.
     Insert {
         /// The row.
-        new: Arc<CachedRow>,
+        new: R,
     },
     /// A changed row (`modify`, in `update2`'s words), before and after.
     Modify {
         /// Before.
-        old: Arc<CachedRow>,
+        old: R,
         /// After.
-        new: Arc<CachedRow>,
+        new: R,
     },
     /// A deleted row, as it last was.
     Delete {
         /// The last version.
-        old: Arc<CachedRow>,
+        old: R,
     },
 }
 
@@ -45,44 +47,22 @@ pub struct Event {
     pub change: Change,
 }
 
-/// A change decoded into a model type.
-#[derive(Clone, Debug, PartialEq)]
-pub enum TypedChange<T> {
-    /// A new row.
-    Insert {
-        /// The row.
-        new: T,
-    },
-    /// A changed row (`modify`, in `update2`'s words).
-    Modify {
-        /// Before.
-        old: T,
-        /// After.
-        new: T,
-    },
-    /// A deleted row, as it last was.
-    Delete {
-        /// The last version.
-        old: T,
-    },
-}
-
 impl Event {
     /// The change decoded into `T`, if the event is for `T`'s table: how a consumer
     /// handles the events of the tables it has models for.
-    pub fn decode<T: Table>(&self) -> Option<Result<TypedChange<T>, crate::model::DecodeError>> {
+    pub fn decode<T: Table>(&self) -> Option<Result<Change<T>, crate::model::DecodeError>> {
         if self.table != T::NAME {
             return None;
         }
         let d = |r: &CachedRow| T::from_row(self.uuid, r);
         Some((|| {
             Ok(match &self.change {
-                Change::Insert { new } => TypedChange::Insert { new: d(new)? },
-                Change::Modify { old, new } => TypedChange::Modify {
+                Change::Insert { new } => Change::Insert { new: d(new)? },
+                Change::Modify { old, new } => Change::Modify {
                     old: d(old)?,
                     new: d(new)?,
                 },
-                Change::Delete { old } => TypedChange::Delete { old: d(old)? },
+                Change::Delete { old } => Change::Delete { old: d(old)? },
             })
         })())
     }

@@ -63,16 +63,16 @@ mod fill;
 mod health;
 mod hooks;
 mod index;
+mod receiver;
 mod reflector;
 mod row;
 mod server;
 mod store;
-mod typed;
+mod typed_tables;
 mod wait;
 mod watcher;
 
 use std::collections::BTreeMap;
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -87,12 +87,13 @@ use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 
 pub use crate::diff::{apply_column, apply_row};
-pub use change::{Change, Event, TableRows, TypedChange};
+pub use change::{Change, Event, TableRows};
 pub use fill::Store;
 pub use index::RowIndex;
+pub use receiver::BatchReceiver;
 pub use row::CachedRow;
 pub use store::Snapshot;
-pub use typed::{TypedEvent, TypedEvents, TypedIndex, TypedTable};
+pub use typed_tables::{TypedEvent, TypedEvents, TypedIndex, TypedTable};
 pub use wait::Expected;
 
 #[doc(hidden)]
@@ -118,9 +119,9 @@ pub struct CacheConfig {
     /// How many update messages may wait unread in [`CacheEvents`].
     pub event_capacity: usize,
     /// Tables also kept decoded into model types, with their indexes.
-    typed: Vec<Arc<dyn typed::TypedSpec>>,
+    typed: Vec<Arc<dyn typed_tables::TypedSpec>>,
     /// The typed event streams.
-    subscribers: Vec<Arc<dyn typed::Subscriber>>,
+    subscribers: Vec<Arc<dyn typed_tables::Subscriber>>,
     /// Indexes over cached rows, by slot.
     row_indexes: Vec<Arc<dyn index::RowIndexSpec>>,
 }
@@ -211,7 +212,7 @@ impl CacheConfig {
         self.tables
             .entry(T::NAME.to_owned())
             .or_insert_with(MonitorRequest::all);
-        let (subscriber, events) = typed::subscription::<T>(self.event_capacity);
+        let (subscriber, events) = typed_tables::subscription::<T>(self.event_capacity);
         self.subscribers.push(subscriber);
         events
     }
@@ -241,33 +242,8 @@ pub enum CacheEvent {
     },
 }
 
-/// The event stream of a [`Cache`].
-pub struct CacheEvents {
-    rx: mpsc::Receiver<Vec<CacheEvent>>,
-    pending: VecDeque<CacheEvent>,
-}
-
-impl CacheEvents {
-    /// The next event; `None` once the cache is dropped.
-    pub async fn recv(&mut self) -> Option<CacheEvent> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                return Some(e);
-            }
-            self.pending.extend(self.rx.recv().await?);
-        }
-    }
-
-    /// An event if one is waiting.
-    pub fn try_recv(&mut self) -> Option<CacheEvent> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                return Some(e);
-            }
-            self.pending.extend(self.rx.try_recv().ok()?);
-        }
-    }
-}
+/// The event stream of a [`Cache`]: every change, untyped, and the cache's state.
+pub type CacheEvents = BatchReceiver<CacheEvent>;
 
 /// Where the cache task publishes its state.
 pub(crate) struct Published {
@@ -425,10 +401,7 @@ impl Cache {
                 commands,
                 task,
             },
-            CacheEvents {
-                rx: events_rx,
-                pending: VecDeque::new(),
-            },
+            BatchReceiver::new(events_rx),
         )
     }
 

@@ -15,7 +15,7 @@ use super::change::{Change, Event, TableRows};
 use super::decode::{RowChange, TableChanges};
 use super::index::{AnyIndex, RowIndex, RowIndexSpec};
 use super::row::{key_hash, CachedRow, Layouts};
-use super::typed::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
+use super::typed_tables::{events_for_all, AnyState, IndexMap, TypedSpec, TypedState};
 
 /// One unique index: the rows by the hash of their values in its columns
 /// ([`key_hash`]), as `(hash, uuid)` pairs. A lookup reads the few rows under a hash and

@@ -406,7 +406,7 @@ impl Watcher {
                     let note = match raw.decode() {
                         Ok(note) => note,
                         Err(e) => {
-                            notes.fail(e.clone());
+                            notes.fail(e.to_string());
                             return Err(Error::protocol(e));
                         }
                     };

@@ -20,7 +20,9 @@ use crate::datum::{Atom, AtomicType, Datum, Row};
 #[doc(hidden)]
 pub use crate::datum::TagStr as __Key;
 pub use column::{Column, Cond, Mut};
-pub use value::{__scalar_from_datum, __scalar_kind, AtomValue, ColumnValue, ValueKind};
+pub use value::{
+    __scalar_from_datum, __scalar_kind, AtomValue, ColumnValue, ConvertError, ValueKind,
+};
 #[doc(hidden)]
 pub use wire::{ColumnSeed as __ColumnSeed, UuidAtom as __UuidAtom};
 
@@ -207,15 +209,15 @@ impl<T> From<Uuid> for Ref<T> {
 impl<T: Table> AtomValue for Ref<T> {
     const ATOMIC_TYPE: AtomicType = AtomicType::Uuid;
     const REF_TABLE: Option<&'static str> = Some(T::NAME);
-    fn from_atom(atom: &Atom) -> Result<Self, String> {
+    fn from_atom(atom: &Atom) -> Result<Self, ConvertError> {
         match atom {
             Atom::Uuid(u) => Ok(Ref::new(*u)),
             Atom::NamedUuid(n) => Ok(Ref::named(n.clone())),
-            other => Err(format!(
+            other => Err(ConvertError::new(format!(
                 "{other} is of type {}, expected a reference to {}",
                 other.atomic_type(),
                 T::NAME
-            )),
+            ))),
         }
     }
     fn to_atom(&self) -> Atom {
@@ -230,7 +232,7 @@ impl<T: Table> ColumnValue for Ref<T> {
     fn kind() -> ValueKind {
         __scalar_kind::<Self>()
     }
-    fn from_datum(datum: &Datum) -> Result<Self, String> {
+    fn from_datum(datum: &Datum) -> Result<Self, ConvertError> {
         __scalar_from_datum(datum)
     }
     fn to_datum(&self) -> Datum {
@@ -271,13 +273,13 @@ fn with_column(
     table: &'static str,
     row: &dyn ColumnSource,
     column: &str,
-    f: impl FnOnce(&Datum) -> Result<(), String>,
+    f: impl FnOnce(&Datum) -> Result<(), ConvertError>,
 ) -> Result<(), DecodeError> {
     match row.column(column) {
-        Some(d) => f(d).map_err(|message| DecodeError {
+        Some(d) => f(d).map_err(|e| DecodeError {
             table,
             column: column.to_owned(),
-            message,
+            message: e.message,
         }),
         None => Ok(()),
     }
@@ -341,7 +343,7 @@ mod tests {
             Atom::NamedUuid("p".into())
         );
         let e = Ref::<Port>::from_datum(&Datum::scalar("x")).unwrap_err();
-        assert!(e.contains("expected a reference to Port"), "{e}");
+        assert!(e.message.contains("expected a reference to Port"), "{e}");
         assert_eq!(<Ref<Port> as ColumnValue>::kind().key_ref, Some("Port"));
     }
 

@@ -11,6 +11,24 @@ use uuid::Uuid;
 
 use crate::datum::{Atom, AtomicType, Datum};
 
+/// A value that cannot become (or be changed as) a model field's type: what was found
+/// instead. [`super::DecodeError`] adds the table and column.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ConvertError {
+    /// What is wrong, e.g. `"x" is of type string, expected integer`.
+    pub message: String,
+}
+
+impl ConvertError {
+    /// An error saying `message`.
+    pub fn new(message: impl Into<String>) -> ConvertError {
+        ConvertError {
+            message: message.into(),
+        }
+    }
+}
+
 /// The shape of a column as a model field declares it, for checking a model against a
 /// server's schema.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,25 +54,25 @@ pub trait AtomValue: Sized + Clone {
     /// The table referred to, for typed references.
     const REF_TABLE: Option<&'static str> = None;
     /// Reads the atom; the error says what was found instead.
-    fn from_atom(atom: &Atom) -> Result<Self, String>;
+    fn from_atom(atom: &Atom) -> Result<Self, ConvertError>;
     /// Reads an atom the caller no longer needs (strings are moved, not copied).
-    fn from_atom_owned(atom: Atom) -> Result<Self, String> {
+    fn from_atom_owned(atom: Atom) -> Result<Self, ConvertError> {
         Self::from_atom(&atom)
     }
     /// The atom on the wire.
     fn to_atom(&self) -> Atom;
 }
 
-fn wrong(atom: &Atom, expected: AtomicType) -> String {
-    format!(
+fn wrong(atom: &Atom, expected: AtomicType) -> ConvertError {
+    ConvertError::new(format!(
         "{atom} is of type {}, expected {expected}",
         atom.atomic_type()
-    )
+    ))
 }
 
 impl AtomValue for i64 {
     const ATOMIC_TYPE: AtomicType = AtomicType::Integer;
-    fn from_atom(atom: &Atom) -> Result<Self, String> {
+    fn from_atom(atom: &Atom) -> Result<Self, ConvertError> {
         atom.as_integer()
             .ok_or_else(|| wrong(atom, AtomicType::Integer))
     }
@@ -65,7 +83,7 @@ impl AtomValue for i64 {
 
 impl AtomValue for f64 {
     const ATOMIC_TYPE: AtomicType = AtomicType::Real;
-    fn from_atom(atom: &Atom) -> Result<Self, String> {
+    fn from_atom(atom: &Atom) -> Result<Self, ConvertError> {
         match atom {
             Atom::Real(r) => Ok(*r),
             // A real without a fraction is written as an integer.
@@ -80,7 +98,7 @@ impl AtomValue for f64 {
 
 impl AtomValue for bool {
     const ATOMIC_TYPE: AtomicType = AtomicType::Boolean;
-    fn from_atom(atom: &Atom) -> Result<Self, String> {
+    fn from_atom(atom: &Atom) -> Result<Self, ConvertError> {
         match atom {
             Atom::Boolean(b) => Ok(*b),
             other => Err(wrong(other, AtomicType::Boolean)),
@@ -93,13 +111,13 @@ impl AtomValue for bool {
 
 impl AtomValue for String {
     const ATOMIC_TYPE: AtomicType = AtomicType::String;
-    fn from_atom_owned(atom: Atom) -> Result<Self, String> {
+    fn from_atom_owned(atom: Atom) -> Result<Self, ConvertError> {
         match atom {
             Atom::String(s) => Ok(s.into_string()),
             other => Err(wrong(&other, AtomicType::String)),
         }
     }
-    fn from_atom(atom: &Atom) -> Result<Self, String> {
+    fn from_atom(atom: &Atom) -> Result<Self, ConvertError> {
         atom.as_str()
             .map(str::to_owned)
             .ok_or_else(|| wrong(atom, AtomicType::String))
@@ -111,7 +129,7 @@ impl AtomValue for String {
 
 impl AtomValue for Uuid {
     const ATOMIC_TYPE: AtomicType = AtomicType::Uuid;
-    fn from_atom(atom: &Atom) -> Result<Self, String> {
+    fn from_atom(atom: &Atom) -> Result<Self, ConvertError> {
         atom.as_uuid().ok_or_else(|| wrong(atom, AtomicType::Uuid))
     }
     fn to_atom(&self) -> Atom {
@@ -124,19 +142,20 @@ pub trait ColumnValue: Sized + Clone + PartialEq {
     /// The column shape this type stands for.
     fn kind() -> ValueKind;
     /// Reads a column's value.
-    fn from_datum(datum: &Datum) -> Result<Self, String>;
+    fn from_datum(datum: &Datum) -> Result<Self, ConvertError>;
     /// The value on the wire.
     fn to_datum(&self) -> Datum;
     /// Applies an `update2` `modify` entry as ovsdb-server makes it: the new value for
     /// a column of at most one value; for a set the elements to add or remove; for a
     /// map the pairs to add, change or remove. (The same function as the cache's.)
-    fn apply_diff(&mut self, diff: &Datum) -> Result<(), String> {
+    fn apply_diff(&mut self, diff: &Datum) -> Result<(), ConvertError> {
         let kind = Self::kind();
         let single = kind.max == Some(1);
         let new = if single {
             diff.clone()
         } else {
-            crate::diff::apply_diff(false, kind.value.is_some(), &self.to_datum(), diff)?
+            crate::diff::apply_diff(false, kind.value.is_some(), &self.to_datum(), diff)
+                .map_err(|e| ConvertError::new(e.to_string()))?
         };
         *self = Self::from_datum_owned(new)?;
         Ok(())
@@ -145,7 +164,7 @@ pub trait ColumnValue: Sized + Clone + PartialEq {
     fn is_default(&self) -> bool;
 
     /// Reads a value the caller no longer needs (strings are moved, not copied).
-    fn from_datum_owned(datum: Datum) -> Result<Self, String> {
+    fn from_datum_owned(datum: Datum) -> Result<Self, ConvertError> {
         Self::from_datum(&datum)
     }
 
@@ -157,7 +176,7 @@ pub trait ColumnValue: Sized + Clone + PartialEq {
 
     /// The value from a bare string on the wire (a scalar string column); the default
     /// goes through [`Datum`].
-    fn from_wire_str(s: &str) -> Result<Self, String> {
+    fn from_wire_str(s: &str) -> Result<Self, ConvertError> {
         Self::from_datum(&Datum::Set(vec![Atom::String(s.to_owned().into())].into()))
     }
 }
@@ -173,10 +192,10 @@ fn scalar_kind<T: AtomValue>() -> ValueKind {
     }
 }
 
-fn one_atom(datum: &Datum) -> Result<&Atom, String> {
+fn one_atom(datum: &Datum) -> Result<&Atom, ConvertError> {
     datum
         .as_scalar()
-        .ok_or_else(|| format!("{datum} is not a single value"))
+        .ok_or_else(|| ConvertError::new(format!("{datum} is not a single value")))
 }
 
 /// Scalars: exactly one atom.
@@ -186,7 +205,7 @@ macro_rules! scalar_column {
             fn kind() -> ValueKind {
                 scalar_kind::<$t>()
             }
-            fn from_datum(datum: &Datum) -> Result<Self, String> {
+            fn from_datum(datum: &Datum) -> Result<Self, ConvertError> {
                 <$t as AtomValue>::from_atom(one_atom(datum)?)
             }
             fn to_datum(&self) -> Datum {
@@ -216,7 +235,7 @@ macro_rules! impl_scalar_column {
             }
             fn from_datum(
                 datum: &$crate::Datum,
-            ) -> ::std::result::Result<Self, ::std::string::String> {
+            ) -> ::std::result::Result<Self, $crate::model::ConvertError> {
                 $crate::model::__scalar_from_datum(datum)
             }
             fn to_datum(&self) -> $crate::Datum {
@@ -235,7 +254,7 @@ pub fn __scalar_kind<T: AtomValue>() -> ValueKind {
 }
 
 #[doc(hidden)]
-pub fn __scalar_from_datum<T: AtomValue>(datum: &Datum) -> Result<T, String> {
+pub fn __scalar_from_datum<T: AtomValue>(datum: &Datum) -> Result<T, ConvertError> {
     T::from_atom(one_atom(datum)?)
 }
 
@@ -246,11 +265,13 @@ impl<T: AtomValue + PartialEq> ColumnValue for Option<T> {
             ..scalar_kind::<T>()
         }
     }
-    fn from_datum(datum: &Datum) -> Result<Self, String> {
+    fn from_datum(datum: &Datum) -> Result<Self, ConvertError> {
         match datum.as_set() {
             Some([]) => Ok(None),
             Some([atom]) => T::from_atom(atom).map(Some),
-            _ => Err(format!("{datum} holds more than one value")),
+            _ => Err(ConvertError::new(format!(
+                "{datum} holds more than one value"
+            ))),
         }
     }
     fn to_datum(&self) -> Datum {
@@ -259,12 +280,14 @@ impl<T: AtomValue + PartialEq> ColumnValue for Option<T> {
             None => Datum::empty(),
         }
     }
-    fn from_datum_owned(datum: Datum) -> Result<Self, String> {
+    fn from_datum_owned(datum: Datum) -> Result<Self, ConvertError> {
         match datum {
             Datum::Set(atoms) if atoms.len() <= 1 => {
                 atoms.into_vec().pop().map(T::from_atom_owned).transpose()
             }
-            other => Err(format!("{other} holds more than one value")),
+            other => Err(ConvertError::new(format!(
+                "{other} holds more than one value"
+            ))),
         }
     }
     fn is_default(&self) -> bool {
@@ -280,10 +303,10 @@ impl<T: AtomValue + Ord> ColumnValue for BTreeSet<T> {
             ..scalar_kind::<T>()
         }
     }
-    fn from_datum(datum: &Datum) -> Result<Self, String> {
+    fn from_datum(datum: &Datum) -> Result<Self, ConvertError> {
         datum
             .as_set()
-            .ok_or_else(|| format!("{datum} is not a set"))?
+            .ok_or_else(|| ConvertError::new(format!("{datum} is not a set")))?
             .iter()
             .map(T::from_atom)
             .collect()
@@ -293,14 +316,14 @@ impl<T: AtomValue + Ord> ColumnValue for BTreeSet<T> {
         // order; Datum::set sorts.
         Datum::set(self.iter().map(AtomValue::to_atom))
     }
-    fn from_datum_owned(datum: Datum) -> Result<Self, String> {
+    fn from_datum_owned(datum: Datum) -> Result<Self, ConvertError> {
         match datum {
             Datum::Set(atoms) => atoms
                 .into_vec()
                 .into_iter()
                 .map(T::from_atom_owned)
                 .collect(),
-            other => Err(format!("{other} is not a set")),
+            other => Err(ConvertError::new(format!("{other} is not a set"))),
         }
     }
     fn is_default(&self) -> bool {
@@ -319,10 +342,10 @@ impl<K: AtomValue + Ord, V: AtomValue + PartialEq> ColumnValue for BTreeMap<K, V
             value_ref: V::REF_TABLE,
         }
     }
-    fn from_datum(datum: &Datum) -> Result<Self, String> {
+    fn from_datum(datum: &Datum) -> Result<Self, ConvertError> {
         datum
             .as_map()
-            .ok_or_else(|| format!("{datum} is not a map"))?
+            .ok_or_else(|| ConvertError::new(format!("{datum} is not a map")))?
             .iter()
             .map(|(k, v)| Ok((K::from_atom(k)?, V::from_atom(v)?)))
             .collect()
@@ -330,7 +353,7 @@ impl<K: AtomValue + Ord, V: AtomValue + PartialEq> ColumnValue for BTreeMap<K, V
     fn to_datum(&self) -> Datum {
         Datum::map(self.iter().map(|(k, v)| (k.to_atom(), v.to_atom())))
     }
-    fn from_datum_owned(datum: Datum) -> Result<Self, String> {
+    fn from_datum_owned(datum: Datum) -> Result<Self, ConvertError> {
         match datum {
             Datum::Map(pairs) => pairs
                 .into_vec()
@@ -338,7 +361,7 @@ impl<K: AtomValue + Ord, V: AtomValue + PartialEq> ColumnValue for BTreeMap<K, V
                 .map(|(k, v)| Ok((K::from_atom_owned(k)?, V::from_atom_owned(v)?)))
                 .collect(),
             Datum::Set(s) if s.is_empty() => Ok(BTreeMap::new()),
-            other => Err(format!("{other} is not a map")),
+            other => Err(ConvertError::new(format!("{other} is not a map"))),
         }
     }
     fn is_default(&self) -> bool {
@@ -365,9 +388,11 @@ mod tests {
         assert_eq!(String::from_datum(&d("\"x\"")).unwrap(), "x");
         assert!(String::from_datum(&d("5"))
             .unwrap_err()
+            .message
             .contains("expected string"));
         assert!(i64::from_datum(&d("[\"set\",[]]"))
             .unwrap_err()
+            .message
             .contains("not a single value"));
         assert_eq!(true.to_datum(), d("true"));
     }

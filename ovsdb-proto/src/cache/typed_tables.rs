@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::model::Table;
 
-use super::change::{Change, Event, TableRows, TypedChange};
+use super::change::{Change, Event, TableRows};
 use super::row::CachedRow;
 use super::CacheEvent;
 
@@ -246,7 +246,7 @@ pub enum TypedEvent<T> {
         /// What happened to it, in the model's terms. For a table also kept typed
         /// ([`CacheConfig::typed`](super::CacheConfig::typed)) the rows are those of
         /// the snapshots before and after, shared, not decoded again.
-        change: TypedChange<Arc<T>>,
+        change: Change<Arc<T>>,
     },
     /// A row changed but does not decode into the model (a value the model cannot
     /// hold); the untyped events and the snapshot still have it.
@@ -261,33 +261,8 @@ pub enum TypedEvent<T> {
 }
 
 /// The typed event stream of one table: every change of the table, in order, decoded
-/// into `T`. Lossless: a reader that falls behind holds the cache back.
-pub struct TypedEvents<T> {
-    rx: tokio::sync::mpsc::Receiver<Vec<TypedEvent<T>>>,
-    pending: std::collections::VecDeque<TypedEvent<T>>,
-}
-
-impl<T> TypedEvents<T> {
-    /// The next event; `None` once the cache is dropped.
-    pub async fn recv(&mut self) -> Option<TypedEvent<T>> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                return Some(e);
-            }
-            self.pending.extend(self.rx.recv().await?);
-        }
-    }
-
-    /// An event if one is waiting.
-    pub fn try_recv(&mut self) -> Option<TypedEvent<T>> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                return Some(e);
-            }
-            self.pending.extend(self.rx.try_recv().ok()?);
-        }
-    }
-}
+/// into `T`.
+pub type TypedEvents<T> = super::BatchReceiver<TypedEvent<T>>;
 
 /// Where the cache task sends one table's typed events.
 pub(crate) trait Subscriber: Send + Sync {
@@ -312,10 +287,7 @@ pub(crate) fn subscription<T: Table>(capacity: usize) -> (Arc<dyn Subscriber>, T
     let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
     (
         Arc::new(TypedSubscriber { tx }),
-        TypedEvents {
-            rx,
-            pending: std::collections::VecDeque::new(),
-        },
+        super::BatchReceiver::new(rx),
     )
 }
 
@@ -371,21 +343,21 @@ fn typed_change<T: Table>(
     e: &Event,
     before: Option<&TypedState<T>>,
     after: Option<&TypedState<T>>,
-) -> Result<TypedChange<Arc<T>>, crate::model::DecodeError> {
+) -> Result<Change<Arc<T>>, crate::model::DecodeError> {
     let shared =
         |s: Option<&TypedState<T>>, row: &CachedRow| match s.and_then(|s| s.rows.get(&e.uuid)) {
             Some(t) => Ok(t.clone()),
             None => T::from_row(e.uuid, row).map(Arc::new),
         };
     Ok(match &e.change {
-        Change::Insert { new } => TypedChange::Insert {
+        Change::Insert { new } => Change::Insert {
             new: shared(after, new)?,
         },
-        Change::Modify { old, new } => TypedChange::Modify {
+        Change::Modify { old, new } => Change::Modify {
             old: shared(before, old)?,
             new: shared(after, new)?,
         },
-        Change::Delete { old } => TypedChange::Delete {
+        Change::Delete { old } => Change::Delete {
             old: shared(before, old)?,
         },
     })
