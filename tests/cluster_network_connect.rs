@@ -170,19 +170,7 @@ async fn okep_layer3_example_rows_follow_the_reference_and_pods_ping_only_where_
 
     // northd binds the ports with the requested keys.
     sb.sync().unwrap();
-    assert_eq!(
-        sb.sbctl(&[
-            "--bare",
-            "--columns",
-            "tunnel_key",
-            "find",
-            "Port_Binding",
-            &format!("logical_port={crtor}")
-        ])
-        .unwrap()
-        .trim(),
-        "3"
-    );
+    assert_eq!(sb.port_binding(crtor, "tunnel_key").unwrap(), "3");
 
     // A second pass writes nothing.
     let before = r.transactions();
@@ -712,72 +700,28 @@ async fn two_zones_agree_on_connect_ports_and_keys_and_traffic_leaves_through_th
         "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
         "[PodNetwork]",
     );
-    yaml += &udn::node(
-        "node-a",
-        "chassis-a",
-        &[("k8s.ovn.org/zone-name", "zone-a")],
-    );
-    yaml += &udn::node(
-        "node-b",
-        "chassis-b",
-        &[("k8s.ovn.org/zone-name", "zone-b")],
-    );
-    let mut zones = Vec::new();
-    for (zone, local, remote) in [
-        ("zone-a", "chassis-a", "chassis-b"),
-        ("zone-b", "chassis-b", "chassis-a"),
-    ] {
-        let sb = sandbox();
-        sb.sbctl(&["chassis-add", local, "geneve", "127.0.0.1"])
-            .unwrap();
-        sb.register_remote_chassis(remote, "127.0.0.2").unwrap();
-        let world = udn::world(&yaml, &State::default(), Some(zone));
-        let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
-        udn::apply(&r, &world).await;
-        sb.sync().unwrap();
-        zones.push((sb, world));
-    }
+    yaml += &udn::two_zone_nodes();
+    let zones = udn::two_zones(&yaml).await;
     let (a, world_a) = &zones[0];
     let (b, world_b) = &zones[1];
     assert_eq!(
         world_a.allocations, world_b.allocations,
         "both zones allocate the same"
     );
-    let pb = |sb: &integration_tests::Sandbox, port: &str, col: &str| {
-        sb.sbctl(&[
-            "--bare",
-            &format!("--columns={col}"),
-            "find",
-            "Port_Binding",
-            &format!("logical_port={port}"),
-        ])
-        .unwrap()
-        .trim()
-        .to_owned()
-    };
-    let dp_key = |sb: &integration_tests::Sandbox, name: &str| {
-        sb.sbctl(&[
-            "--bare",
-            "--columns=tunnel_key",
-            "find",
-            "Datapath_Binding",
-            &format!("external_ids:name={name}"),
-        ])
-        .unwrap()
-        .trim()
-        .to_owned()
-    };
     assert_eq!(
-        dp_key(a, "connect_router_c"),
+        a.datapath_key("connect_router_c").unwrap(),
         "16715780",
         "after yellow's transit router key"
     );
-    assert_eq!(dp_key(b, "connect_router_c"), dp_key(a, "connect_router_c"));
+    assert_eq!(
+        b.datapath_key("connect_router_c").unwrap(),
+        a.datapath_key("connect_router_c").unwrap()
+    );
 
     // node-b's blue port: remote (bound to chassis-b) in zone A, a peer pair in zone B,
     // one key in both.
     let blue_b = "crtor-c_cluster_udn_blue_node-b";
-    assert_eq!(pb(a, blue_b, "type"), "remote");
+    assert_eq!(a.port_binding(blue_b, "type").unwrap(), "remote");
     assert_eq!(
         nbctl_get(
             a,
@@ -794,8 +738,8 @@ async fn two_zones_agree_on_connect_ports_and_keys_and_traffic_leaves_through_th
         nbctl_get(b, &["get", "Logical_Router_Port", blue_b, "peer"]),
         "rtocr-cluster_udn_blue_node-b_c"
     );
-    let key = pb(a, blue_b, "tunnel_key");
-    assert_eq!(pb(b, blue_b, "tunnel_key"), key);
+    let key = a.port_binding(blue_b, "tunnel_key").unwrap();
+    assert_eq!(b.port_binding(blue_b, "tunnel_key").unwrap(), key);
     // Blue is network 1 in block 0: 0·256 + node id + 1.
     assert_eq!(
         key,
@@ -807,10 +751,16 @@ async fn two_zones_agree_on_connect_ports_and_keys_and_traffic_leaves_through_th
     );
     // Yellow (Layer2) is local in both zones, with one key.
     assert_eq!(
-        pb(a, "crtor-c_cluster_udn_yellow", "tunnel_key"),
-        pb(b, "crtor-c_cluster_udn_yellow", "tunnel_key")
+        a.port_binding("crtor-c_cluster_udn_yellow", "tunnel_key")
+            .unwrap(),
+        b.port_binding("crtor-c_cluster_udn_yellow", "tunnel_key")
+            .unwrap()
     );
-    assert_eq!(pb(a, "crtor-c_cluster_udn_yellow", "type"), "patch");
+    assert_eq!(
+        a.port_binding("crtor-c_cluster_udn_yellow", "type")
+            .unwrap(),
+        "patch"
+    );
 
     // A blue pod on node-a to a green pod on node-b: zone A sends it out of the
     // connect router's remote port for green on node-b.

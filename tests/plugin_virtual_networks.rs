@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use integration_tests::sandbox;
-use netconnect::vl::{self, Plugin, VlError};
+use netconnect::virtual_networks::{self as vl, Plugin, VlError};
 use ovsdb_proto::cache::{Cache, CacheConfig};
 
 fn plugin() -> Plugin {

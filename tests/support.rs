@@ -326,10 +326,40 @@ pub mod udn {
         s
     }
 
-    /// The MAC OVN-Kubernetes gives a pod whose first address is `ip` (IPv4).
-    pub fn pod_mac(ip: std::net::Ipv4Addr) -> String {
-        let o = ip.octets();
-        format!("0a:58:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3])
+    /// The two nodes of a two-zone cluster: `node-a` on `chassis-a` in `zone-a`,
+    /// `node-b` on `chassis-b` in `zone-b`.
+    pub fn two_zone_nodes() -> String {
+        node(
+            "node-a",
+            "chassis-a",
+            &[("k8s.ovn.org/zone-name", "zone-a")],
+        ) + &node(
+            "node-b",
+            "chassis-b",
+            &[("k8s.ovn.org/zone-name", "zone-b")],
+        )
+    }
+
+    /// One sandbox per zone of [`two_zone_nodes`], each with its chassis local and the
+    /// other registered as remote, and `yaml` reconciled into it for its zone (and
+    /// synced through northd): zone A's, then zone B's.
+    pub async fn two_zones(yaml: &str) -> Vec<(ovn_sandbox::Sandbox, World)> {
+        let mut zones = Vec::new();
+        for (zone, local, remote) in [
+            ("zone-a", "chassis-a", "chassis-b"),
+            ("zone-b", "chassis-b", "chassis-a"),
+        ] {
+            let sb = crate::sandbox();
+            sb.sbctl(&["chassis-add", local, "geneve", "127.0.0.1"])
+                .unwrap();
+            sb.register_remote_chassis(remote, "127.0.0.2").unwrap();
+            let world = world(yaml, &State::default(), Some(zone));
+            let (r, _) = reconciler(&sb.nb.unix_remote()).await;
+            apply(&r, &world).await;
+            sb.sync().unwrap();
+            zones.push((sb, world));
+        }
+        zones
     }
 
     /// Adds a pod's logical port to `switch` (as OVN-Kubernetes' pod controller would)
@@ -343,11 +373,7 @@ pub mod udn {
         gateways: &[&str],
     ) -> ovn_sandbox::Pod {
         let nets: Vec<ipnet::IpNet> = ips.iter().map(|s| s.parse().unwrap()).collect();
-        let v4 = match nets[0].addr() {
-            std::net::IpAddr::V4(v4) => v4,
-            _ => panic!("IPv4 first"),
-        };
-        let mac = pod_mac(v4);
+        let mac = netconnect::topology::mac::from_ip(nets[0].addr());
         let mut addresses = mac.clone();
         for n in &nets {
             addresses.push(' ');

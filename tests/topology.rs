@@ -106,55 +106,46 @@ async fn layer3_and_layer2_networks_are_accepted_by_northd_and_idempotent() {
         .collect();
     assert!(bad.is_empty(), "northd complained:\n{}", bad.join("\n"));
     // The SB has the datapaths and port bindings with the keys the NB asked for.
-    let dp_key = |name: &str| {
-        sb.sbctl(&[
-            "--bare",
-            "--columns=tunnel_key",
-            "find",
-            "Datapath_Binding",
-            &format!("external_ids:name={name}"),
-        ])
-        .unwrap()
-        .trim()
-        .to_owned()
-    };
-    let pb_key = |port: &str| {
-        sb.sbctl(&[
-            "--bare",
-            "--columns=tunnel_key",
-            "find",
-            "Port_Binding",
-            &format!("logical_port={port}"),
-        ])
-        .unwrap()
-        .trim()
-        .to_owned()
-    };
     let blue_id = alloc.network_ids["cluster_udn_blue"];
     assert_eq!(
-        dp_key("cluster_udn_blue_transit_switch"),
+        sb.datapath_key("cluster_udn_blue_transit_switch").unwrap(),
         (16711683 + blue_id).to_string()
     );
     for (n, id) in &alloc.node_ids {
         assert_eq!(
-            pb_key(&format!("cluster_udn_blue_tstor-{n}")),
+            sb.port_binding(&format!("cluster_udn_blue_tstor-{n}"), "tunnel_key")
+                .unwrap(),
             id.to_string()
         );
         assert_eq!(
-            pb_key(&format!("trtor-GR_yellow_net_{n}")),
+            sb.port_binding(&format!("trtor-GR_yellow_net_{n}"), "tunnel_key")
+                .unwrap(),
             (10 + id).to_string()
         );
     }
     let keys = &alloc.tunnel_keys["yellow_net"];
-    assert_eq!(dp_key("yellow_net_ovn_layer2_switch"), keys[0].to_string());
-    assert_eq!(dp_key("yellow_net_transit_router"), keys[1].to_string());
-    assert_eq!(pb_key("trtos-yellow_net_ovn_layer2_switch"), "1");
+    assert_eq!(
+        sb.datapath_key("yellow_net_ovn_layer2_switch").unwrap(),
+        keys[0].to_string()
+    );
+    assert_eq!(
+        sb.datapath_key("yellow_net_transit_router").unwrap(),
+        keys[1].to_string()
+    );
+    assert_eq!(
+        sb.port_binding("trtos-yellow_net_ovn_layer2_switch", "tunnel_key")
+            .unwrap(),
+        "1"
+    );
     // Every port the NB has is bound in the SB.
     let lsps = sb
         .nbctl(&["--bare", "--columns=name", "list", "Logical_Switch_Port"])
         .unwrap();
     for name in lsps.split_whitespace() {
-        assert!(!pb_key(name).is_empty(), "no port binding for {name}");
+        assert!(
+            !sb.port_binding(name, "tunnel_key").unwrap().is_empty(),
+            "no port binding for {name}"
+        );
     }
 }
 
@@ -309,33 +300,8 @@ spec:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_zones_agree_on_remote_ports_and_keys_and_traffic_leaves_through_them() {
     use integration_tests::udn;
-    let yaml = TWO_ZONES.to_string()
-        + &udn::node(
-            "node-a",
-            "chassis-a",
-            &[("k8s.ovn.org/zone-name", "zone-a")],
-        )
-        + &udn::node(
-            "node-b",
-            "chassis-b",
-            &[("k8s.ovn.org/zone-name", "zone-b")],
-        );
-    let state = netconnect::status::dir::State::default();
-    let mut zones = Vec::new();
-    for (zone, local, remote) in [
-        ("zone-a", "chassis-a", "chassis-b"),
-        ("zone-b", "chassis-b", "chassis-a"),
-    ] {
-        let sb = sandbox();
-        sb.sbctl(&["chassis-add", local, "geneve", "127.0.0.1"])
-            .unwrap();
-        sb.register_remote_chassis(remote, "127.0.0.2").unwrap();
-        let world = udn::world(&yaml, &state, Some(zone));
-        let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
-        udn::apply(&r, &world).await;
-        sb.sync().unwrap();
-        zones.push((sb, world));
-    }
+    let yaml = TWO_ZONES.to_string() + &udn::two_zone_nodes();
+    let zones = udn::two_zones(&yaml).await;
     let (a, world_a) = &zones[0];
     let (b, world_b) = &zones[1];
     assert_eq!(
@@ -370,69 +336,41 @@ async fn two_zones_agree_on_remote_ports_and_keys_and_traffic_leaves_through_the
         ),
         "router"
     );
-    let sb_key = |sb: &integration_tests::Sandbox, port: &str| {
-        sb.sbctl(&[
-            "--bare",
-            "--columns=tunnel_key",
-            "find",
-            "Port_Binding",
-            &format!("logical_port={port}"),
-        ])
-        .unwrap()
-        .trim()
-        .to_owned()
-    };
-    let ka = sb_key(a, "cluster_udn_blue_tstor-node-b");
-    assert_eq!(ka, id_b);
-    assert_eq!(sb_key(b, "cluster_udn_blue_tstor-node-b"), ka);
-    let pb_type = a
-        .sbctl(&[
-            "--bare",
-            "--columns=type",
-            "find",
-            "Port_Binding",
-            "logical_port=cluster_udn_blue_tstor-node-b",
-        ])
+    let ka = a
+        .port_binding("cluster_udn_blue_tstor-node-b", "tunnel_key")
         .unwrap();
-    assert_eq!(pb_type.trim(), "remote");
-    let dp_key = |sb: &integration_tests::Sandbox, name: &str| {
-        sb.sbctl(&[
-            "--bare",
-            "--columns=tunnel_key",
-            "find",
-            "Datapath_Binding",
-            &format!("external_ids:name={name}"),
-        ])
-        .unwrap()
-        .trim()
-        .to_owned()
-    };
+    assert_eq!(ka, id_b);
     assert_eq!(
-        dp_key(a, "cluster_udn_blue_transit_switch"),
-        dp_key(b, "cluster_udn_blue_transit_switch")
+        b.port_binding("cluster_udn_blue_tstor-node-b", "tunnel_key")
+            .unwrap(),
+        ka
+    );
+    let pb_type = a.port_binding("cluster_udn_blue_tstor-node-b", "type");
+    assert_eq!(pb_type.unwrap(), "remote");
+    assert_eq!(
+        a.datapath_key("cluster_udn_blue_transit_switch").unwrap(),
+        b.datapath_key("cluster_udn_blue_transit_switch").unwrap()
     );
     assert_eq!(
-        dp_key(a, "cluster_udn_yellow_transit_router"),
-        dp_key(b, "cluster_udn_yellow_transit_router")
+        a.datapath_key("cluster_udn_yellow_transit_router").unwrap(),
+        b.datapath_key("cluster_udn_yellow_transit_router").unwrap()
     );
     // Layer2: node-b's transit router port is bound to chassis-b in zone A (a remote
     // port binding) and peered with its gateway router in zone B; same key.
-    let ptr_a = sb_key(a, "trtor-GR_cluster_udn_yellow_node-b");
+    let ptr_a = a
+        .port_binding("trtor-GR_cluster_udn_yellow_node-b", "tunnel_key")
+        .unwrap();
     assert_eq!(
         ptr_a,
         (10 + world_a.allocations.node_ids["node-b"]).to_string()
     );
-    assert_eq!(sb_key(b, "trtor-GR_cluster_udn_yellow_node-b"), ptr_a);
-    let t = a
-        .sbctl(&[
-            "--bare",
-            "--columns=type",
-            "find",
-            "Port_Binding",
-            "logical_port=trtor-GR_cluster_udn_yellow_node-b",
-        ])
-        .unwrap();
-    assert_eq!(t.trim(), "remote");
+    assert_eq!(
+        b.port_binding("trtor-GR_cluster_udn_yellow_node-b", "tunnel_key")
+            .unwrap(),
+        ptr_a
+    );
+    let t = a.port_binding("trtor-GR_cluster_udn_yellow_node-b", "type");
+    assert_eq!(t.unwrap(), "remote");
 
     // A pod on node-a sends to node-b's subnet: zone A's pipeline leaves through the
     // remote transit switch port.

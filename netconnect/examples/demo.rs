@@ -126,11 +126,7 @@ fn pod(
     gateway: &str,
 ) -> Result<(ovn_sandbox::Pod, IpAddr), String> {
     let addr: IpAddr = ip.parse().map_err(|e| format!("{ip}: {e}"))?;
-    let IpAddr::V4(v4) = addr else {
-        return Err("IPv4 pods only".into());
-    };
-    let o = v4.octets();
-    let mac = format!("0a:58:{:02x}:{:02x}:{:02x}:{:02x}", o[0], o[1], o[2], o[3]);
+    let mac = netconnect::topology::mac::from_ip(addr);
     let addresses = format!("{mac} {ip}");
     sb.nbctl(&[
         "lsp-add",

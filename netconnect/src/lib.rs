@@ -29,7 +29,7 @@ pub mod ownership;
 pub mod reconcile;
 pub mod status;
 pub mod topology;
-pub mod vl;
+pub mod virtual_networks;
 pub mod world;
 
 #[cfg(test)]

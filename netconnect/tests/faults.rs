@@ -7,70 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use ovn_sandbox::{Cluster, Installation, OvsdbServer, Sandbox, ServerOptions};
 
 mod common;
-use common::{get, wait_until};
-
-fn netconnectd() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_netconnectd"))
-}
-
-/// A running daemon, killed on drop.
-struct Daemon {
-    child: Child,
-    addr: String,
-}
-
-impl Daemon {
-    fn start(nb: &str, manifests: &Path, status: &Path, extra: &[&str]) -> Daemon {
-        let port = ovn_sandbox::free_port().unwrap();
-        let addr = format!("127.0.0.1:{port}");
-        let child = Command::new(netconnectd())
-            .args(["--nb", nb, "--manifests"])
-            .arg(manifests)
-            .arg("--status-dir")
-            .arg(status)
-            .args(["--listen", &addr])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Daemon { child, addr }
-    }
-
-    /// Waits until every key of the current inputs reconciled without error and the
-    /// queue is quiet (`/readyz`, then `/status` with every key ok, twice in a row).
-    fn wait_converged(&self, secs: u64) {
-        let mut good = 0;
-        wait_until("the daemon to converge", secs, || {
-            let ok = get(&self.addr, "/status").is_some_and(|(_, b)| {
-                let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
-                v["ready"] == true
-                    && v["keys"]
-                        .as_array()
-                        .is_some_and(|k| !k.is_empty() && k.iter().all(|k| k["ok"] == true))
-            });
-            good = if ok { good + 1 } else { 0 };
-            good >= 3
-        });
-    }
-
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
+use common::{netconnectd, wait_until, Daemon};
 
 /// The NB's rows of the tables netconnect writes, each row as JSON with its uuid,
 /// version, the columns OVN's daemons write and every reference left out, sorted: two

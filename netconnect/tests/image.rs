@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use ovn_sandbox::Sandbox;
 
@@ -103,23 +102,7 @@ fn the_image_runs_as_its_user_from_its_environment_alone() {
     }
 
     // Stopped as an engine stops a container: SIGTERM, exit 0.
-    let pid = d.0.id();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let start = Instant::now();
-    let code = loop {
-        if let Some(s) = d.0.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no exit after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let code = d.terminate(10);
     let mut err = String::new();
     use std::io::Read;
     let _ = d.0.stderr.take().unwrap().read_to_string(&mut err);

@@ -1,18 +1,13 @@
 //! The `netconnectd` command: `--once` and `--plan` against a real NB, with good and
 //! bad manifests.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use ovn_sandbox::Sandbox;
 
 mod common;
-use common::{get, wait_until, Killed};
-
-/// The binary, which cargo builds for this package's integration tests.
-fn netconnectd() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_netconnectd"))
-}
+use common::{get, netconnectd, wait_until, Daemon};
 
 fn sandbox() -> Sandbox {
     Sandbox::start().unwrap_or_else(|e| panic!("cannot start the OVN sandbox: {e}"))
@@ -339,20 +334,8 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     let s = tempfile::tempdir().unwrap();
     std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
     std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
-    let port = ovn_sandbox::free_port().unwrap();
-    let addr = format!("127.0.0.1:{port}");
-    let mut d = Killed(
-        Command::new(netconnectd())
-            .args(["--nb", &nb, "--manifests"])
-            .arg(m.path())
-            .arg("--status-dir")
-            .arg(s.path())
-            .args(["--listen", &addr])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    let addr = d.addr.clone();
     wait_until("/readyz", 20, || {
         get(&addr, "/readyz").is_some_and(|(c, _)| c == 200)
     });
@@ -425,16 +408,5 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     });
 
     // SIGTERM: exits 0.
-    let pid = d.0.id();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
-    let mut code = None;
-    wait_until("the daemon to exit", 10, || {
-        code = d.0.try_wait().unwrap().map(|s| s.code());
-        code.is_some()
-    });
-    assert_eq!(code, Some(Some(0)));
+    assert_eq!(d.process.terminate(10).code(), Some(0));
 }

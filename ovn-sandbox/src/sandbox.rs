@@ -80,6 +80,26 @@ impl Sandbox {
         self.install.output("ovn-sbctl", &all)
     }
 
+    /// Column `column` of the port binding of logical port `port`, as `ovn-sbctl --bare`
+    /// prints it (empty when there is no such binding).
+    pub fn port_binding(&self, port: &str, column: &str) -> Result<String> {
+        let condition = format!("logical_port={port}");
+        self.sb_find("Port_Binding", column, &condition)
+    }
+
+    /// The tunnel key northd gave the datapath of logical switch or router `name`
+    /// (empty when there is none).
+    pub fn datapath_key(&self, name: &str) -> Result<String> {
+        let condition = format!("external_ids:name={name}");
+        self.sb_find("Datapath_Binding", "tunnel_key", &condition)
+    }
+
+    fn sb_find(&self, table: &str, column: &str, condition: &str) -> Result<String> {
+        let columns = format!("--columns={column}");
+        let out = self.sbctl(&["--bare", &columns, "find", table, condition])?;
+        Ok(out.trim().to_owned())
+    }
+
     /// Runs `ovn-trace` against this sandbox's southbound database.
     pub fn trace(&self, args: &[&str]) -> Result<String> {
         let db = format!("--db={}", self.sb.tool_unix_remote());

@@ -12,6 +12,8 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
+
+mod common;
 use ovsdb_proto::cache::{Cache, CacheConfig};
 use ovsdb_proto::{Atom, Datum, Operation, Remote, Row};
 
@@ -302,19 +304,9 @@ async fn extras(cache: &Cache, events: &mut ovsdb_proto::cache::CacheEvents, rem
     );
 }
 
+/// Runs a child doing `args`; the two figures it prints.
 fn run_child(args: &[&str]) -> (f64, f64) {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .arg("--child")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprint!("{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = common::child_output(args);
     let mut parts = text.split_whitespace().map(|p| p.parse::<f64>().unwrap());
     (parts.next().unwrap(), parts.next().unwrap())
 }

@@ -1,10 +1,17 @@
-//! What netconnect's process-level tests and benches share: an HTTP GET for the
-//! daemon's endpoints, a polling wait, and a child process killed on drop.
+//! What netconnect's process-level tests share: the daemon's binary, a daemon
+//! serving its endpoints, an HTTP GET for them, a polling wait, and a child process
+//! killed on drop or stopped as a container engine stops one.
 
 #![allow(dead_code)]
 
-use std::process::Child;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
+
+/// The daemon's binary, which cargo builds for this package's integration tests.
+pub fn netconnectd() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_netconnectd"))
+}
 
 /// `GET path` on `addr` (HTTP/1.1, connection closed after): status code and body;
 /// `None` when nothing answers.
@@ -42,5 +49,79 @@ impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+impl Killed {
+    /// Sends SIGTERM, as a container engine stops a container, and waits up to `secs`
+    /// seconds for the exit.
+    pub fn terminate(&mut self, secs: u64) -> ExitStatus {
+        let pid = self.0.id();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success());
+        let mut status = None;
+        wait_until("the process to exit after SIGTERM", secs, || {
+            status = self.0.try_wait().unwrap();
+            status.is_some()
+        });
+        status.unwrap()
+    }
+}
+
+/// A running netconnectd serving its endpoints on a free local port, killed on drop.
+pub struct Daemon {
+    /// The process.
+    pub process: Killed,
+    /// Where it serves `/readyz`, `/status`, `/metrics`.
+    pub addr: String,
+}
+
+impl Daemon {
+    /// Starts netconnectd on NB `nb` with its manifests and status directories and
+    /// `extra` arguments; its output is discarded.
+    pub fn start(nb: &str, manifests: &Path, status: &Path, extra: &[&str]) -> Daemon {
+        let port = ovn_sandbox::free_port().unwrap();
+        let addr = format!("127.0.0.1:{port}");
+        let child = Command::new(netconnectd())
+            .args(["--nb", nb, "--manifests"])
+            .arg(manifests)
+            .arg("--status-dir")
+            .arg(status)
+            .args(["--listen", &addr])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Daemon {
+            process: Killed(child),
+            addr,
+        }
+    }
+
+    /// Waits until every key of the current inputs reconciled without error and the
+    /// queue is quiet (`/status` ready with every key ok, three times in a row).
+    pub fn wait_converged(&self, secs: u64) {
+        let mut good = 0;
+        wait_until("the daemon to converge", secs, || {
+            let ok = get(&self.addr, "/status").is_some_and(|(_, b)| {
+                let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_default();
+                v["ready"] == true
+                    && v["keys"]
+                        .as_array()
+                        .is_some_and(|k| !k.is_empty() && k.iter().all(|k| k["ok"] == true))
+            });
+            good = if ok { good + 1 } else { 0 };
+            good >= 3
+        });
+    }
+
+    /// Kills it now.
+    pub fn kill(&mut self) {
+        let _ = self.process.0.kill();
+        let _ = self.process.0.wait();
     }
 }

@@ -1,4 +1,4 @@
-//! What the netconnect benches share: peak memory, recording a reconciler's
+//! What the netconnect benches (and the cache's sync bench) share: peak memory, recording a reconciler's
 //! transactions and replaying them over a raw socket (the floor), a raw monitoring
 //! client, and running each phase in a child process.
 
@@ -133,6 +133,14 @@ pub fn raw_monitor(path: &str) {
 
 /// Runs this bench binary as a child doing `args`, echoing and returning its output.
 pub fn run_child(args: &[&str]) -> String {
+    let text = child_output(args);
+    print!("{text}");
+    text
+}
+
+/// Runs this bench binary as a child doing `args`: its standard output (its standard
+/// error echoed). Panics, with what the child said, if it fails.
+pub fn child_output(args: &[&str]) -> String {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--child")
         .args(args)
@@ -144,7 +152,5 @@ pub fn run_child(args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
-    let text = String::from_utf8(out.stdout).unwrap();
-    print!("{text}");
-    text
+    String::from_utf8(out.stdout).unwrap()
 }

@@ -1,11 +1,11 @@
 //! The networking-plugin seed's CreateVL / QueryVL / UpdateVL / DeleteVL on a real NB:
 //!
 //! ```text
-//! vl REMOTE create NAME SUBNET GATEWAY
-//! vl REMOTE query NAME
-//! vl REMOTE update NAME SUBNET GATEWAY
-//! vl REMOTE delete NAME
-//! vl REMOTE list
+//! virtual_networks REMOTE create NAME SUBNET GATEWAY
+//! virtual_networks REMOTE query NAME
+//! virtual_networks REMOTE update NAME SUBNET GATEWAY
+//! virtual_networks REMOTE delete NAME
+//! virtual_networks REMOTE list
 //! ```
 //!
 //! with `--router` (default `k8smaster`), and for north-south traffic
@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use netconnect::vl::{self, Plugin, VirtualNetwork};
+use netconnect::virtual_networks::{self as vl, Plugin, VirtualNetwork};
 use ovsdb_proto::cache::{Cache, CacheConfig};
 use ovsdb_proto::Remote;
 
