@@ -1325,3 +1325,136 @@ async fn okep_layer2_example_three_layer2_networks_ping_through_their_transit_ro
         "yellow to blue"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_from_the_manifests_gets_its_load_balancer_and_answers_across_the_connect() {
+    use std::time::Duration;
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let mut base = String::new();
+    for ns in ["blue", "green"] {
+        base += &namespace(ns);
+    }
+    base += &cudn_l3(
+        "blue",
+        "blue",
+        "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
+        "svc: \"yes\"",
+    );
+    base += &cudn_l3(
+        "green",
+        "green",
+        "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
+        "svc: \"yes\"",
+    );
+    base += &cnc(
+        "svc",
+        "svc",
+        "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+        "[PodNetwork, ServiceNetwork]",
+    );
+    for n in ["node-a", "node-b"] {
+        base += &udn::node(n, "chassis-1", &[]);
+    }
+    let plain = udn::world(&base, &State::default(), None);
+    let green_b_ip = netconnect::topology::addr::nth(
+        &plain.allocations.host_subnets["cluster_udn_green"]["node-b"][0],
+        5,
+    )
+    .unwrap();
+    let with_service = base.clone()
+        + &udn::service(
+            "green",
+            "web",
+            "10.96.0.20",
+            80,
+            "cluster_udn_green",
+            8080,
+            &[&green_b_ip.to_string()],
+        );
+    let world = udn::world(&with_service, &State::default(), None);
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    udn::apply(&r, &world).await;
+
+    // The load balancer, in green's cluster group and the connect's.
+    let lb = "cluster_udn_green_Service_green/web_TCP_cluster";
+    let lb_uuid = nbctl_get(
+        &sb,
+        &[
+            "--bare",
+            "--columns=_uuid",
+            "find",
+            "Load_Balancer",
+            &format!("name=\"{lb}\""),
+        ],
+    );
+    assert!(!lb_uuid.is_empty(), "no load balancer {lb}");
+    assert_eq!(
+        nbctl_get(&sb, &["get", "Load_Balancer", &lb_uuid, "vips"]),
+        format!("{{\"10.96.0.20:80\"=\"{green_b_ip}:8080\"}}")
+    );
+    for group in ["cluster_udn_green_clusterLBGroup", "cnc_svc_svc"] {
+        let members = nbctl_get(
+            &sb,
+            &[
+                "--bare",
+                "--columns=load_balancer",
+                "find",
+                "Load_Balancer_Group",
+                &format!("name={group}"),
+            ],
+        );
+        assert_eq!(members, lb_uuid, "{group}");
+    }
+    let first = r.transactions();
+    udn::apply(&r, &world).await;
+    assert_eq!(r.transactions(), first, "nothing to write a second time");
+
+    // Blue reaches green's service through the connect.
+    let pod = |net: &str, node: &str, ip: std::net::IpAddr, chassis: &mut ovn_sandbox::Chassis| {
+        let s = &world.allocations.host_subnets[net][node][0];
+        let gw = netconnect::topology::addr::nth(s, 1).unwrap().to_string();
+        add_pod(
+            &sb,
+            chassis,
+            &format!("{net}_{node}"),
+            &format!("{net}-{node}"),
+            &[&format!("{ip}/24")],
+            &[&gw],
+        )
+    };
+    let blue_a_ip = netconnect::topology::addr::nth(
+        &world.allocations.host_subnets["cluster_udn_blue"]["node-a"][0],
+        5,
+    )
+    .unwrap();
+    let blue_a = pod("cluster_udn_blue", "node-a", blue_a_ip, &mut chassis);
+    let green_b = pod("cluster_udn_green", "node-b", green_b_ip, &mut chassis);
+    chassis.serve_tcp(&green_b, 8080, "green-web").unwrap();
+    sb.sync_hv().unwrap();
+    let vip: std::net::IpAddr = "10.96.0.20".parse().unwrap();
+    let t = Duration::from_secs(2);
+    assert_eq!(
+        chassis.tcp_request(&blue_a, vip, 80, t).unwrap().as_deref(),
+        Some("green-web"),
+        "blue reaches green's service"
+    );
+
+    // The service removed: its load balancer goes, out of both groups; the groups stay.
+    udn::apply(&r, &plain).await;
+    assert_eq!(
+        nbctl_get(&sb, &["--bare", "--columns=name", "list", "Load_Balancer"]),
+        ""
+    );
+    assert!(nbctl_get(
+        &sb,
+        &["--bare", "--columns=name", "list", "Load_Balancer_Group"]
+    )
+    .contains("cluster_udn_green_clusterLBGroup"));
+    sb.sync_hv().unwrap();
+    assert_eq!(
+        chassis.tcp_request(&blue_a, vip, 80, t).unwrap(),
+        None,
+        "no service, no answer"
+    );
+}

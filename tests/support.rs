@@ -326,6 +326,35 @@ pub mod udn {
         s
     }
 
+    /// A ClusterIP service `ns/name` on `cluster_ip:port` (TCP) and the endpoint slice
+    /// OVN-Kubernetes' mirroring controller writes for it on network `net`: the pods
+    /// `endpoints` listening on `target`.
+    pub fn service(
+        ns: &str,
+        name: &str,
+        cluster_ip: &str,
+        port: u16,
+        net: &str,
+        target: u16,
+        endpoints: &[&str],
+    ) -> String {
+        let mut s = format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: {ns}}}\n\
+             spec: {{clusterIP: {cluster_ip}, clusterIPs: [{cluster_ip}], ports: [{{port: {port}, protocol: TCP, targetPort: {target}}}]}}\n\
+             ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+             metadata:\n  name: {name}-{net}\n  namespace: {ns}\n\
+             \x20 labels: {{endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: {name}}}\n\
+             \x20 annotations: {{k8s.ovn.org/endpointslice-network: {net}}}\n\
+             addressType: IPv4\nports: [{{port: {target}, protocol: TCP}}]\nendpoints:\n"
+        );
+        for e in endpoints {
+            s.push_str(&format!(
+                "- {{addresses: [{e}], conditions: {{ready: true}}}}\n"
+            ));
+        }
+        s
+    }
+
     /// The two nodes of a two-zone cluster: `node-a` on `chassis-a` in `zone-a`,
     /// `node-b` on `chassis-b` in `zone-b`.
     pub fn two_zone_nodes() -> String {

@@ -91,16 +91,10 @@ fn peak_mib(pid: &str) -> f64 {
 async fn every_key(r: &Reconciler, w: &World) {
     use futures_util::stream::{self, StreamExt};
     use netconnect::world::Key;
-    let phase = |k: &Key| match k {
-        Key::Cluster => 0,
-        Key::Network(_) | Key::Gone(_) => 1,
-        Key::Connect(_) => 2,
-        Key::ConnectNetwork(..) => 3,
-    };
     let mut keys = w.keys();
     keys.extend(w.gone_in(&r.cache().snapshot(), r.indexes()));
-    for p in 0..4 {
-        let these: Vec<Key> = keys.iter().filter(|k| phase(k) == p).cloned().collect();
+    for p in 0..netconnect::controller::key::PHASES {
+        let these: Vec<Key> = keys.iter().filter(|k| k.phase() == p).cloned().collect();
         stream::iter(these)
             .map(|k| async move {
                 netconnect::controller::reconcile_key(r, w, &k)

@@ -122,15 +122,28 @@ pub fn connect_owner(cnc: &str) -> Owner {
 /// `<network>-network-controller`.
 pub const NETWORK_CONTROLLER_SUFFIX: &str = "-network-controller";
 
+/// The owner type of a service's load balancers (written by its network's
+/// controller).
+pub const SERVICE_OWNER_TYPE: &str = "Service";
+
+/// The owner of the rows of service `key` (`namespace/name`) on network `net`.
+pub fn service_owner(key: &str, net: &str) -> Owner {
+    Owner {
+        controller: format!("{net}{NETWORK_CONTROLLER_SUFFIX}"),
+        kind: SERVICE_OWNER_TYPE.into(),
+        name: key.into(),
+    }
+}
+
 /// True for owners netconnect writes (and so may remove): the cluster rows, the
-/// networks' rows and the ClusterNetworkConnects' rows.
+/// networks' rows, their services' rows and the ClusterNetworkConnects' rows.
 pub fn is_ours(owner: &Owner) -> bool {
     *owner == cluster_owner()
         || *owner == connect_owner(&owner.name)
         || (owner.controller.ends_with(NETWORK_CONTROLLER_SUFFIX)
             && matches!(
                 owner.kind.as_str(),
-                "UserDefinedNetwork" | "ClusterUserDefinedNetwork"
+                "UserDefinedNetwork" | "ClusterUserDefinedNetwork" | SERVICE_OWNER_TYPE
             ))
 }
 

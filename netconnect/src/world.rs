@@ -106,6 +106,7 @@ impl World {
     pub fn keys(&self) -> Vec<Key> {
         let mut keys = vec![Key::Cluster];
         keys.extend(self.inventory.networks.keys().cloned().map(Key::Network));
+        keys.extend(self.service_keys());
         keys.extend(self.inventory.connects.keys().cloned().map(Key::Connect));
         for (cnc, c) in &self.allocations.connects {
             if c.tunnel_key.is_some() && self.inventory.connects.contains_key(cnc) {
@@ -115,6 +116,18 @@ impl World {
             }
         }
         keys
+    }
+
+    /// The keys of the services programmed on a primary user-defined network.
+    fn service_keys(&self) -> impl Iterator<Item = Key> + '_ {
+        let inv = &self.inventory;
+        inv.services
+            .values()
+            .filter(|s| {
+                inv.network_of_service(s)
+                    .is_some_and(|n| inv.networks.contains_key(n))
+            })
+            .map(|s| Key::Service(s.key()))
     }
 
     /// The keys of the ClusterNetworkConnects that connect network `net` now: each
@@ -158,6 +171,18 @@ impl World {
             && self.inventory.connects.contains_key(&owner.name)
         {
             return Key::Connect(owner.name.clone());
+        }
+        if owner.kind == topology::services::OWNER_TYPE {
+            let net = owner.controller.strip_suffix("-network-controller");
+            let svc = self.inventory.services.get(&owner.name);
+            if let (Some(net), Some(svc)) = (net, svc) {
+                if self.inventory.network_of_service(svc) == Some(net)
+                    && self.inventory.networks.contains_key(net)
+                {
+                    return Key::Service(owner.name.clone());
+                }
+            }
+            return Key::Gone(owner.clone());
         }
         if let Some(net) = owner.controller.strip_suffix("-network-controller") {
             if let Some(info) = self.inventory.networks.get(net) {
@@ -261,9 +286,13 @@ impl World {
                 d.claim::<nb_model::LoadBalancerGroup>(&services::lb_group_name(&owner.name));
                 Ok(d)
             }
+            Key::Service(name) => topology::services::build(&self.inputs(), name),
             Key::Gone(owner) => {
                 let mut d = Desired::new(owner.clone());
-                if let Some(net) = owner.controller.strip_suffix("-network-controller") {
+                // A network's own rows claim its load balancer groups (a table without
+                // owner stamps); a service's do not.
+                let net = owner.controller.strip_suffix("-network-controller");
+                if let (Some(net), false) = (net, owner.kind == topology::services::OWNER_TYPE) {
                     topology::rows::claim_lb_groups(&mut d, net);
                 }
                 Ok(d)

@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
+use super::meta::ObjectMeta;
 use super::objects::{
     ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, Node, UserDefinedNetwork,
 };
+use super::service::{EndpointSlice, Service};
 
 /// Where an object was read: the file (as named in messages), the document (from 1)
 /// and, inside a `kind: List`, the item (from 1).
@@ -47,6 +49,10 @@ pub enum Object {
     ClusterUserDefinedNetwork(ClusterUserDefinedNetwork),
     /// `k8s.ovn.org/v1 ClusterNetworkConnect`.
     ClusterNetworkConnect(ClusterNetworkConnect),
+    /// `v1 Service`.
+    Service(Box<Service>),
+    /// `discovery.k8s.io/v1 EndpointSlice`.
+    EndpointSlice(Box<EndpointSlice>),
 }
 
 impl Object {
@@ -58,17 +64,26 @@ impl Object {
             Object::UserDefinedNetwork(_) => "UserDefinedNetwork",
             Object::ClusterUserDefinedNetwork(_) => "ClusterUserDefinedNetwork",
             Object::ClusterNetworkConnect(_) => "ClusterNetworkConnect",
+            Object::Service(_) => "Service",
+            Object::EndpointSlice(_) => "EndpointSlice",
         }
     }
 
     /// `namespace/name` or `name`.
     pub fn name(&self) -> String {
+        self.metadata().qualified_name()
+    }
+
+    /// Its name, namespace, labels and annotations.
+    pub fn metadata(&self) -> &ObjectMeta {
         match self {
-            Object::Node(o) => o.metadata.qualified_name(),
-            Object::Namespace(o) => o.metadata.qualified_name(),
-            Object::UserDefinedNetwork(o) => o.metadata.qualified_name(),
-            Object::ClusterUserDefinedNetwork(o) => o.metadata.qualified_name(),
-            Object::ClusterNetworkConnect(o) => o.metadata.qualified_name(),
+            Object::Node(o) => &o.metadata,
+            Object::Namespace(o) => &o.metadata,
+            Object::UserDefinedNetwork(o) => &o.metadata,
+            Object::ClusterUserDefinedNetwork(o) => &o.metadata,
+            Object::ClusterNetworkConnect(o) => &o.metadata,
+            Object::Service(o) => &o.metadata,
+            Object::EndpointSlice(o) => &o.metadata,
         }
     }
 }
@@ -258,7 +273,7 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
         return fail(Some("kind".into()), "missing".into());
     }
     let object = match kind.as_str() {
-        "Node" | "Namespace" if !group_ok("v1") => {
+        "Node" | "Namespace" | "Service" if !group_ok("v1") => {
             return fail(
                 Some("apiVersion".into()),
                 format!("{kind} is apiVersion v1, not \"{api_version}\""),
@@ -272,7 +287,15 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
                 format!("{kind} is apiVersion k8s.ovn.org/v1, not \"{api_version}\""),
             )
         }
+        "EndpointSlice" if !group_ok("discovery.k8s.io/v1") => {
+            return fail(
+                Some("apiVersion".into()),
+                format!("{kind} is apiVersion discovery.k8s.io/v1, not \"{api_version}\""),
+            )
+        }
         "Node" => Object::Node(typed(value, &label)?),
+        "Service" => Object::Service(Box::new(typed(value, &label)?)),
+        "EndpointSlice" => Object::EndpointSlice(Box::new(typed(value, &label)?)),
         "Namespace" => Object::Namespace(typed(value, &label)?),
         "UserDefinedNetwork" => Object::UserDefinedNetwork(typed(value, &label)?),
         "ClusterUserDefinedNetwork" => Object::ClusterUserDefinedNetwork(typed(value, &label)?),
@@ -282,7 +305,10 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
     if object.name().is_empty() || name.is_none() {
         return fail(Some("metadata.name".into()), "missing".into());
     }
-    let namespaced = matches!(object, Object::UserDefinedNetwork(_));
+    let namespaced = matches!(
+        object,
+        Object::UserDefinedNetwork(_) | Object::Service(_) | Object::EndpointSlice(_)
+    );
     match (namespaced, namespace.as_deref()) {
         (true, None | Some("")) => fail(
             Some("metadata.namespace".into()),

@@ -11,6 +11,7 @@ pub mod meta;
 pub mod network;
 pub mod objects;
 pub mod selector;
+pub mod service;
 pub mod validate;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -27,6 +28,9 @@ pub use objects::{
 pub use selector::LabelSelector;
 
 use annotations::{BadAnnotation, L3GatewayConfig};
+
+/// Where an endpoint slice is kept: namespace, service, network, slice name.
+pub type SliceKey = (String, String, String, String);
 
 /// A node with OVN-Kubernetes' annotations read.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,6 +108,11 @@ pub struct Inventory {
     pub networks: BTreeMap<String, NetworkInfo>,
     /// ClusterNetworkConnects by name.
     pub connects: BTreeMap<String, ConnectInfo>,
+    /// Services by `namespace/name`.
+    pub services: BTreeMap<String, service::ServiceInfo>,
+    /// The endpoint slices mirrored for user-defined networks, by namespace, service,
+    /// network and slice name (the default network's slices are not kept).
+    pub endpoint_slices: BTreeMap<SliceKey, service::EndpointSlice>,
     /// Objects skipped or partly refused, with why.
     pub problems: Vec<Problem>,
     /// Network objects refused as a whole (their reasons are among the problems).
@@ -243,6 +252,27 @@ impl Inventory {
                     }
                 }
             }
+            Object::Service(svc) => {
+                match validate::service::service(svc, &context.reserved.service_cidrs) {
+                    Ok(Some(info)) => {
+                        self.services.insert(info.key(), info);
+                    }
+                    Ok(None) => {}
+                    Err(e) => self.problems.push(problem(Some(e.field), e.message)),
+                }
+            }
+            Object::EndpointSlice(slice) => {
+                if let Some((svc, net)) = service::mirrored_for(slice) {
+                    let m = &slice.metadata;
+                    let key = (
+                        m.namespace.clone().unwrap_or_default(),
+                        svc.to_owned(),
+                        net.to_owned(),
+                        m.name.clone(),
+                    );
+                    self.endpoint_slices.insert(key, (**slice).clone());
+                }
+            }
             Object::ClusterNetworkConnect(cnc) => match connect_info(origin, cnc, context) {
                 Ok((info, refused)) => {
                     if let Some(e) = refused {
@@ -282,6 +312,29 @@ impl Inventory {
     /// whole cluster).
     pub fn is_local(&self, node: &NodeInfo, zone: Option<&str>) -> bool {
         zone.is_none_or(|z| node.zone == z)
+    }
+
+    /// The network service `svc` is programmed on: its namespace's primary
+    /// user-defined network (`None` for the default network's services).
+    pub fn network_of_service(&self, svc: &service::ServiceInfo) -> Option<&str> {
+        self.primary_network_of(&svc.namespace)
+    }
+
+    /// The endpoint slices of `svc` mirrored for network `net`.
+    pub fn slices_of(&self, svc: &service::ServiceInfo, net: &str) -> Vec<&service::EndpointSlice> {
+        let first = (
+            svc.namespace.clone(),
+            svc.name.clone(),
+            net.to_owned(),
+            String::new(),
+        );
+        self.endpoint_slices
+            .range(first..)
+            .take_while(|((ns, name, n, _), _)| {
+                *ns == svc.namespace && *name == svc.name && n == net
+            })
+            .map(|(_, slice)| slice)
+            .collect()
     }
 
     /// The primary network of namespace `ns`: its primary UserDefinedNetwork, else a

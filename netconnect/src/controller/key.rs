@@ -15,6 +15,9 @@ pub enum Key {
     Connect(String),
     /// A ClusterNetworkConnect's rows for one connected network: (CNC, network).
     ConnectNetwork(String, String),
+    /// A service's load balancers on its namespace's primary network, by
+    /// `namespace/name`.
+    Service(String),
     /// Rows whose owner no longer exists: they are removed.
     Gone(Owner),
 }
@@ -26,6 +29,7 @@ impl std::fmt::Display for Key {
             Key::Network(n) => write!(f, "network {n}"),
             Key::Connect(c) => write!(f, "connect {c}"),
             Key::ConnectNetwork(c, n) => write!(f, "connect {c} network {n}"),
+            Key::Service(s) => write!(f, "service {s}"),
             Key::Gone(o) => write!(f, "gone {o}"),
         }
     }
@@ -34,18 +38,20 @@ impl std::fmt::Display for Key {
 impl Key {
     /// The key's place in the order keys depend on each other: the cluster rows (0)
     /// before the networks, which refer to them, and rows of owners gone (1); the
-    /// networks before the ClusterNetworkConnects' own rows (2), which refer to the
-    /// networks' routers; those before a connect's rows for each network (3), which go
-    /// on both.
+    /// networks before the services (2), whose load balancers go in the networks'
+    /// groups; those before the ClusterNetworkConnects' own rows (3), which refer to
+    /// the networks' routers and group the services' load balancers; those before a
+    /// connect's rows for each network (4), which go on both.
     pub fn phase(&self) -> usize {
         match self {
             Key::Cluster => 0,
             Key::Network(_) | Key::Gone(_) => 1,
-            Key::Connect(_) => 2,
-            Key::ConnectNetwork(..) => 3,
+            Key::Service(_) => 2,
+            Key::Connect(_) => 3,
+            Key::ConnectNetwork(..) => 4,
         }
     }
 }
 
 /// How many phases [`Key::phase`] has.
-pub const PHASES: usize = 4;
+pub const PHASES: usize = 5;

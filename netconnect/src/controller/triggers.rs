@@ -5,9 +5,10 @@
 //! - A row netconnect owns wakes the key that owns it. A network's router or switch
 //!   changing also wakes the ClusterNetworkConnects of that network: they put their
 //!   rows on them.
-//! - A load balancer of another party (OVN-Kubernetes' services controller) naming a
-//!   network in `k8s.ovn.org/network` wakes that network's connects: their service
-//!   groups follow its ClusterIP load balancers.
+//! - A load balancer, netconnect's (a service key's) or another party's
+//!   (OVN-Kubernetes' services controller) naming a network in `k8s.ovn.org/network`,
+//!   wakes that network's connects: their service groups follow its ClusterIP load
+//!   balancers.
 //! - The default COPP or a meter of another party wakes every key: keys refer to them
 //!   by name.
 //! - Any other row wakes nothing.
@@ -41,6 +42,12 @@ pub fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
             let mut out = Vec::new();
             if let Key::Network(net) = &key {
                 if matches!(table, "Logical_Router" | "Logical_Switch") {
+                    out.extend(world.connects_of(net).into_iter().map(Wake::Look));
+                }
+            }
+            if table == "Load_Balancer" {
+                // A service's load balancer: the connects of its network group them.
+                if let Some(net) = owner.controller.strip_suffix("-network-controller") {
                     out.extend(world.connects_of(net).into_iter().map(Wake::Look));
                 }
             }
@@ -218,5 +225,58 @@ spec:
             matches!(&got[..], [Wake::Own(Key::Gone(o))] if o.name == "red"),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn a_services_own_load_balancer_wakes_the_service_and_its_networks_connects() {
+        let manifests = format!(
+            "{MANIFESTS}---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: web}}\n\
+             ---\napiVersion: v1\nkind: Service\nmetadata: {{name: s, namespace: web}}\n\
+             spec: {{clusterIP: 10.96.0.10, ports: [{{port: 80}}]}}\n"
+        );
+        let files = [parse_file(Path::new("m.yaml"), &manifests)];
+        let w = World::build(&files, &State::default(), Settings::default());
+        assert!(w.problems.is_empty(), "{:?}", w.problems);
+        let svc = Key::Service("web/s".into());
+        assert!(w.keys().contains(&svc), "{:?}", w.keys());
+        // Both networks select every namespace; the first by name is web's.
+        let owner = crate::ownership::service_owner("web/s", "cluster_udn_blue");
+        let stamp = [
+            ("k8s.ovn.org/owner-controller", owner.controller.clone()),
+            ("k8s.ovn.org/owner-type", owner.kind.clone()),
+            ("k8s.ovn.org/name", owner.name.clone()),
+        ];
+        let lb = row("Load_Balancer", &ids(&stamp));
+        let mut got = woken(&w, "Load_Balancer", &lb);
+        got.sort();
+        let mut want: Vec<Wake> = w
+            .connects_of("cluster_udn_blue")
+            .into_iter()
+            .map(Wake::Look)
+            .collect();
+        want.push(Wake::Own(svc));
+        want.sort();
+        assert!(want.len() >= 3, "{want:?}");
+        assert_eq!(got, want);
+        // The service gone: its rows' key removes them, and only them (not the
+        // network's load balancer groups, which a network's gone key claims).
+        let gone = World::build(
+            &[parse_file(Path::new("m.yaml"), MANIFESTS)],
+            &State::default(),
+            Settings::default(),
+        );
+        let woke = woken(&gone, "Load_Balancer", &lb);
+        let own: Vec<&Key> = woke
+            .iter()
+            .filter_map(|w| match w {
+                Wake::Own(k) => Some(k),
+                Wake::Look(_) => None,
+            })
+            .collect();
+        let [key @ Key::Gone(_)] = &own[..] else {
+            panic!("{woke:?}");
+        };
+        let d = gone.desired(key).unwrap();
+        assert!(d.is_empty() && d.claims().next().is_none(), "{d:?}");
     }
 }

@@ -54,6 +54,7 @@ pub fn kind(key: &Key) -> &'static str {
         Key::Network(_) => "network",
         Key::Connect(_) => "connect",
         Key::ConnectNetwork(..) => "connect_network",
+        Key::Service(_) => "service",
         Key::Gone(_) => "gone",
     }
 }

@@ -128,13 +128,7 @@ impl State {
             if let Some(n) = network {
                 accepted.insert(n.name(), n);
             }
-            let meta = match o {
-                Object::Node(n) => &n.metadata,
-                Object::UserDefinedNetwork(u) => &u.metadata,
-                Object::ClusterUserDefinedNetwork(c) => &c.metadata,
-                Object::Namespace(n) => &n.metadata,
-                Object::ClusterNetworkConnect(c) => &c.metadata,
-            };
+            let meta = o.metadata();
             let kept: BTreeMap<String, String> = meta
                 .annotations
                 .iter()
@@ -272,6 +266,8 @@ fn to_yaml(o: &Object) -> io::Result<String> {
         Object::UserDefinedNetwork(u) => y(u),
         Object::ClusterUserDefinedNetwork(c) => y(c),
         Object::ClusterNetworkConnect(c) => y(c),
+        Object::Service(s) => y(s),
+        Object::EndpointSlice(s) => y(s),
     }
 }
 

@@ -6,6 +6,7 @@
 //!   OKEP-5094);
 //! - [`gateway`]: the gateway router of a local node and its external side;
 //! - [`interconnect`]: what joins a network's zone to the other zones;
+//! - [`services`]: a service's load balancers on its namespace's primary network;
 //! - [`cluster`]: rows shared by every network (the default COPP and its meters);
 //! - [`connect`]: a ClusterNetworkConnect (OKEP-5224): its router, its
 //!   [`connect::services`] and its service-only [`connect::isolation`] ACLs.
@@ -25,6 +26,7 @@ pub mod layer3;
 pub mod mac;
 pub mod names;
 pub mod rows;
+pub mod services;
 
 use std::net::IpAddr;
 

@@ -96,6 +96,7 @@ fn dual_stack(field: &str, list: &[String]) -> Result<Vec<IpNet>, FieldError> {
 mod connect;
 mod network;
 mod reserved;
+pub mod service;
 mod update;
 
 pub use connect::{connect_spec, ConnectSpec};

@@ -220,3 +220,102 @@ fn connect_specs_follow_the_crd_rules() {
     let e = cnc("  networkSelectors: [{networkSelectionType: SecondaryUserDefinedNetworks}]\n  connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\n  connectivity: [PodNetwork]\n").unwrap_err();
     assert_eq!(e.field, "spec.networkSelectors[0].networkSelectionType");
 }
+
+/// A service read from a file with `spec`, checked against 10.96.0.0/16.
+fn svc(spec_yaml: &str) -> Result<Option<crate::api::service::ServiceInfo>, FieldError> {
+    let text = format!("apiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: blue}}\nspec:\n{spec_yaml}");
+    let f = parse_file(Path::new("svc.yaml"), &text);
+    assert!(f.problems.is_empty(), "{:?}", f.problems);
+    match &f.objects[0].1 {
+        Object::Service(s) => service::service(s, &["10.96.0.0/16".parse().unwrap()]),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn services_follow_the_api_servers_rules() {
+    let ok = svc("  clusterIP: 10.96.0.10\n  ports: [{port: 80, targetPort: 8080}]\n")
+        .unwrap()
+        .unwrap();
+    assert_eq!(ok.key(), "blue/web");
+    assert_eq!(ok.cluster_ips, ["10.96.0.10".parse::<IpAddr>().unwrap()]);
+    assert_eq!(ok.ports[0].protocol, crate::api::service::Protocol::Tcp);
+    assert!(svc("  type: ExternalName\n  ports: []\n")
+        .unwrap()
+        .is_none());
+    let cases = [
+        (
+            "  clusterIP: 10.97.0.10\n  ports: [{port: 80}]\n",
+            "spec.clusterIPs[0]",
+            "10.97.0.10 is not in the service CIDRs 10.96.0.0/16",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  clusterIPs: [10.96.0.10, 10.96.0.11]\n  ports: [{port: 80}]\n",
+            "spec.clusterIPs[1]",
+            "two addresses of one family",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80, name: a}, {port: 81}]\n",
+            "spec.ports[1].name",
+            "required when the service has several ports",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80, name: a}, {port: 81, name: a}]\n",
+            "spec.ports[1].name",
+            "\"a\" with TCP is listed twice",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80, protocol: ICMP}]\n",
+            "spec.ports[0].protocol",
+            "unsupported value \"ICMP\": TCP, UDP or SCTP",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 70000}]\n",
+            "spec.ports[0].port",
+            "70000 is not between 1 and 65535",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80, nodePort: 30080}]\n",
+            "spec.ports[0].nodePort",
+            "may not be set for a ClusterIP service",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80}]\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 90000}}\n",
+            "spec.sessionAffinityConfig.clientIP.timeoutSeconds",
+            "90000 is not between 1 and 86400",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80}]\n  externalTrafficPolicy: Sometimes\n",
+            "spec.externalTrafficPolicy",
+            "unsupported value \"Sometimes\": Cluster or Local",
+        ),
+        ("  ports: []\n", "spec.ports", "at least one port is required"),
+    ];
+    for (spec, field, message) in cases {
+        let e = svc(spec).unwrap_err();
+        assert_eq!(
+            (e.field.as_str(), e.message.as_str()),
+            (field, message),
+            "{spec}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_service_is_reported_where_it_is_and_the_others_are_kept() {
+    let text = "apiVersion: v1\nkind: Service\nmetadata: {name: good, namespace: blue}\nspec: {clusterIP: 10.96.0.10, ports: [{port: 80}]}\n\
+                ---\napiVersion: v1\nkind: Service\nmetadata: {name: bad, namespace: blue}\nspec: {clusterIP: 10.96.0.11, ports: [{port: 0}]}\n\
+                ---\napiVersion: v1\nkind: Service\nmetadata: {name: nowhere}\nspec: {ports: [{port: 80}]}\n";
+    let files = [parse_file(Path::new("svc.yaml"), text)];
+    let inv = crate::api::Inventory::build(&files, &crate::api::Context::default());
+    assert_eq!(inv.services.keys().collect::<Vec<_>>(), ["blue/good"]);
+    let mut problems: Vec<String> = inv.problems.iter().map(ToString::to_string).collect();
+    problems.sort();
+    assert_eq!(
+        problems,
+        [
+            "svc.yaml doc 2: Service blue/bad: spec.ports[0].port: 0 is not between 1 and 65535",
+            "svc.yaml doc 3: Service nowhere: metadata.namespace: Service is namespaced and needs one",
+        ]
+    );
+}

@@ -1,0 +1,210 @@
+//! A service's load balancers on its namespace's primary network, as OVN-Kubernetes'
+//! services controller writes them for a user-defined network.
+//!
+//! The cluster-wide load balancer of a protocol, `<p>Service_<ns>/<name>_<PROTO>_cluster`
+//! (`<p>` the network's name prefix), holds one VIP per cluster IP (and external IP,
+//! unless `externalTrafficPolicy: Local`) and port, `ip:port` (`[ip]:port` for IPv6),
+//! whose backends are the port's eligible endpoints of the VIP's family, `ip:port`
+//! joined by commas, in the order of their text; several target ports of one service
+//! port (a rolling update) add their backends to the same VIP. It goes in the
+//! network's cluster load balancer group, which every node switch and gateway router
+//! of the network holds.
+//!
+//! Options: `reject=true` (a VIP without backends answers with a reset or an ICMP
+//! unreachable), `event=false`, `skip_snat=false`, `neighbor_responder=none`,
+//! `hairpin_snat_ip` (the masquerade subnets' `.5`, the address a pod reaching itself
+//! through a VIP is SNATed to); with `sessionAffinity: ClientIP`, `affinity_timeout`,
+//! or at the largest timeout (one day) `selection_fields=[ip_src, ip_dst]` instead.
+//! `external_ids`: `k8s.ovn.org/kind=Service`, `k8s.ovn.org/owner=<ns>/<name>`,
+//! `k8s.ovn.org/network`, `k8s.ovn.org/role=primary`.
+//!
+//! Not written yet (they need per-node load balancers): NodePorts, services with
+//! `internalTrafficPolicy: Local`, `externalTrafficPolicy: Local` external IPs, and
+//! services backed by host-network endpoints; headless services have none.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use nb_model::{
+    LoadBalancer, LoadBalancerGroup, LoadBalancerProtocol, LoadBalancerSelectionFields,
+};
+
+use super::addr::nth;
+use super::desired::Desired;
+use super::names::Names;
+use super::rows::map;
+use super::{BuildError, Inputs, TopologyConfig};
+use crate::api::service::{
+    endpoints_of, PortEndpoints, Protocol, ServiceInfo, MAX_AFFINITY_TIMEOUT,
+};
+use nb_model::keys::ovn_k8s::{NETWORK, ROLE};
+
+/// `external_ids` key: the kind of object a load balancer is for (`Service`).
+pub const KIND: &str = "k8s.ovn.org/kind";
+/// `external_ids` key: the service a load balancer is for (`<ns>/<name>`).
+pub const OWNER: &str = "k8s.ovn.org/owner";
+pub use crate::ownership::{service_owner as owner, SERVICE_OWNER_TYPE as OWNER_TYPE};
+/// The protocols, in the order their load balancers are made.
+pub const PROTOCOLS: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp];
+
+/// The name of `svc`'s load balancer of `protocol` and `scope` (`cluster`, or a node's)
+/// on the network named by `names`.
+pub fn lb_name(names: &Names, svc: &ServiceInfo, protocol: Protocol, scope: &str) -> String {
+    format!(
+        "{}Service_{}/{}_{}_{scope}",
+        names.prefix,
+        svc.namespace,
+        svc.name,
+        protocol.as_str()
+    )
+}
+
+/// The address a pod that reaches itself through a VIP is SNATed to: the `.5` of each
+/// masquerade subnet, IPv4 then IPv6, space-separated.
+pub fn hairpin_snat_ip(cfg: &TopologyConfig) -> String {
+    let mut ips: Vec<&ipnet::IpNet> = cfg.masquerade_subnets.iter().collect();
+    ips.sort_by_key(|s| s.addr().is_ipv6());
+    let ips: Vec<String> = ips
+        .into_iter()
+        .filter_map(|s| nth(s, 5))
+        .map(|ip| ip.to_string())
+        .collect();
+    ips.join(" ")
+}
+
+/// `ip:port`, `[ip]:port` for IPv6.
+pub fn endpoint(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V4(v4) => format!("{v4}:{port}"),
+        IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+    }
+}
+
+/// The options of every load balancer of `svc`, and its selection fields.
+fn options(
+    cfg: &TopologyConfig,
+    svc: &ServiceInfo,
+) -> (
+    BTreeMap<String, String>,
+    std::collections::BTreeSet<LoadBalancerSelectionFields>,
+) {
+    let hairpin = hairpin_snat_ip(cfg);
+    let mut options = map([
+        ("event", "false"),
+        ("reject", "true"),
+        ("skip_snat", "false"),
+        ("neighbor_responder", "none"),
+        ("hairpin_snat_ip", hairpin.as_str()),
+    ]);
+    let mut fields = std::collections::BTreeSet::new();
+    match svc.affinity_timeout {
+        Some(MAX_AFFINITY_TIMEOUT) => {
+            fields.insert(LoadBalancerSelectionFields::IpSrc);
+            fields.insert(LoadBalancerSelectionFields::IpDst);
+        }
+        Some(t) => {
+            options.insert("affinity_timeout".into(), t.to_string());
+        }
+        None => {}
+    }
+    (options, fields)
+}
+
+fn protocol_of(p: Protocol) -> LoadBalancerProtocol {
+    match p {
+        Protocol::Tcp => LoadBalancerProtocol::Tcp,
+        Protocol::Udp => LoadBalancerProtocol::Udp,
+        Protocol::Sctp => LoadBalancerProtocol::Sctp,
+    }
+}
+
+/// The VIPs of `svc` its cluster-wide load balancers answer on: its cluster IPs and,
+/// unless `externalTrafficPolicy: Local`, its external IPs.
+fn cluster_vips(svc: &ServiceInfo) -> Vec<IpAddr> {
+    let mut vips = svc.cluster_ips.clone();
+    if !svc.external_local {
+        vips.extend(svc.external_ips.iter().copied());
+    }
+    vips
+}
+
+/// The cluster-wide load balancers of `svc` on network `net` (one per protocol it
+/// has ports of), from `endpoints` (one entry per port of the service, as
+/// [`crate::api::service::endpoints_of`] gives them).
+pub fn cluster_load_balancers(
+    cfg: &TopologyConfig,
+    net: &str,
+    svc: &ServiceInfo,
+    endpoints: &[PortEndpoints],
+) -> Vec<LoadBalancer> {
+    if svc.cluster_ips.is_empty() || svc.internal_local {
+        return Vec::new();
+    }
+    let names = Names::new(net);
+    let (options, selection_fields) = options(cfg, svc);
+    let key = svc.key();
+    let external_ids = map([
+        (KIND, "Service"),
+        (OWNER, key.as_str()),
+        (NETWORK, net),
+        (ROLE, "primary"),
+    ]);
+    let vips = cluster_vips(svc);
+    let mut out = Vec::new();
+    for protocol in PROTOCOLS {
+        let ports: Vec<usize> = (0..svc.ports.len())
+            .filter(|&i| svc.ports[i].protocol == protocol)
+            .collect();
+        if ports.is_empty() {
+            continue;
+        }
+        let mut rules: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for i in ports {
+            let none = PortEndpoints::new();
+            let by_target = endpoints.get(i).unwrap_or(&none);
+            for vip in &vips {
+                let backends = by_target.iter().flat_map(|(port, addresses)| {
+                    addresses
+                        .iter()
+                        .filter(|(ip, _)| ip.is_ipv4() == vip.is_ipv4())
+                        .map(move |(ip, _)| endpoint(*ip, *port))
+                });
+                rules
+                    .entry(endpoint(*vip, svc.ports[i].port))
+                    .or_default()
+                    .extend(backends);
+            }
+        }
+        out.push(LoadBalancer {
+            name: lb_name(&names, svc, protocol, "cluster"),
+            protocol: Some(protocol_of(protocol)),
+            vips: rules.into_iter().map(|(v, b)| (v, b.join(","))).collect(),
+            options: options.clone(),
+            selection_fields: selection_fields.clone(),
+            external_ids: external_ids.clone(),
+            ..Default::default()
+        });
+    }
+    out
+}
+
+/// The rows of service `key` (`namespace/name`): its load balancers, each put in its
+/// network's cluster load balancer group.
+pub fn build(inputs: &Inputs, key: &str) -> Result<Desired, BuildError> {
+    let inv = inputs.inventory;
+    let unknown = || BuildError::Unknown(key.to_owned());
+    let svc = inv.services.get(key).ok_or_else(unknown)?;
+    let net = inv.network_of_service(svc).ok_or_else(unknown)?;
+    let mut d = Desired::new(owner(key, net));
+    let slices = inv.slices_of(svc, net);
+    let endpoints = endpoints_of(svc, &slices);
+    let group = Names::new(net).cluster_lb_group();
+    for lb in cluster_load_balancers(inputs.config, net, svc, &endpoints) {
+        let r = d.add(lb.name.clone(), lb);
+        d.attach::<LoadBalancerGroup, _>(&group, "load_balancer", &r);
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests;
