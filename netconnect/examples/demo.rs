@@ -68,7 +68,39 @@ spec:
   - networkSelectionType: PrimaryUserDefinedNetworks
     primaryUserDefinedNetworkSelector: {namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: yellow}}}
   connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]
-  connectivity: [PodNetwork]
+  connectivity: [PodNetwork, ServiceNetwork]
+";
+
+/// A ClusterIP service in yellow and one in red, each with the endpoint slice
+/// OVN-Kubernetes mirrors for its namespace's network (the pods below, port 8080).
+const SERVICES: &str = "\
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Service, metadata: {name: web, namespace: yellow},
+   spec: {clusterIP: 10.96.0.50, ports: [{port: 80, targetPort: 8080}]}}
+- apiVersion: discovery.k8s.io/v1
+  kind: EndpointSlice
+  metadata:
+    name: web-yellow
+    namespace: yellow
+    labels: {endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: web}
+    annotations: {k8s.ovn.org/endpointslice-network: yellow_yellow-network}
+  addressType: IPv4
+  ports: [{port: 8080, protocol: TCP}]
+  endpoints: [{addresses: [105.105.0.10], conditions: {ready: true}}]
+- {apiVersion: v1, kind: Service, metadata: {name: web, namespace: red},
+   spec: {clusterIP: 10.96.0.60, ports: [{port: 80, targetPort: 8080}]}}
+- apiVersion: discovery.k8s.io/v1
+  kind: EndpointSlice
+  metadata:
+    name: web-red
+    namespace: red
+    labels: {endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: web}
+    annotations: {k8s.ovn.org/endpointslice-network: red_red-network}
+  addressType: IPv4
+  ports: [{port: 8080, protocol: TCP}]
+  endpoints: [{addresses: [106.106.2.5], conditions: {ready: true}}]
 ";
 
 /// The netconnectd process, stopped on drop.
@@ -162,6 +194,24 @@ fn ping(
     Ok(ok)
 }
 
+/// A TCP request from `from` to port 80 of ClusterIP `vip`: the reply, if any.
+fn request(
+    chassis: &Chassis,
+    from: &ovn_sandbox::Pod,
+    name: &str,
+    vip: &str,
+) -> Result<Option<String>, String> {
+    let to: IpAddr = vip.parse().map_err(|e| format!("{vip}: {e}"))?;
+    let reply = chassis
+        .tcp_request(from, to, 80, Duration::from_secs(2))
+        .map_err(|e| e.to_string())?;
+    println!(
+        "$ curl {to}:80 ({name}): {}",
+        reply.as_deref().unwrap_or("no answer")
+    );
+    Ok(reply)
+}
+
 fn run() -> Result<(), String> {
     let bin = netconnectd()?;
     step("starting a real OVN central and a chassis");
@@ -185,6 +235,7 @@ fn run() -> Result<(), String> {
         ("nodes.yaml", NODES),
         ("networks.yaml", NETWORKS),
         ("connect.yaml", CONNECT),
+        ("services.yaml", SERVICES),
     ] {
         std::fs::write(manifests.join(file), text).map_err(|e| e.to_string())?;
     }
@@ -224,7 +275,7 @@ fn run() -> Result<(), String> {
             .map_err(|e| e.to_string())?
     );
 
-    step("pods: blue on ovn-worker, yellow (Layer2) and red");
+    step("pods: blue on ovn-worker, yellow (Layer2) and red, each of the last two serving its network's ClusterIP service");
     let (blue, _) = pod(
         &sb,
         &mut chassis,
@@ -234,7 +285,7 @@ fn run() -> Result<(), String> {
         24,
         "103.103.1.1",
     )?;
-    let (_, yellow_ip) = pod(
+    let (yellow, yellow_ip) = pod(
         &sb,
         &mut chassis,
         "yellow_yellow.network_ovn_layer2_switch",
@@ -243,7 +294,7 @@ fn run() -> Result<(), String> {
         16,
         "105.105.0.1",
     )?;
-    let (_, red_ip) = pod(
+    let (red, red_ip) = pod(
         &sb,
         &mut chassis,
         "red_red.network_ovn-worker2",
@@ -252,9 +303,21 @@ fn run() -> Result<(), String> {
         24,
         "106.106.2.1",
     )?;
+    for (p, reply) in [(&yellow, "yellow-web"), (&red, "red-web")] {
+        chassis
+            .serve_tcp(p, 8080, reply)
+            .map_err(|e| e.to_string())?;
+    }
     sb.sync_hv().map_err(|e| e.to_string())?;
     let connected = ping(&chassis, &blue, "yellow, connected", yellow_ip)?;
     let unconnected = ping(&chassis, &blue, "red, not connected", red_ip)?;
+    let yellow_web = request(&chassis, &blue, "yellow's service, connected", "10.96.0.50")?;
+    let red_web = request(
+        &chassis,
+        &blue,
+        "red's service, not connected",
+        "10.96.0.60",
+    )?;
 
     step("the ClusterNetworkConnect deleted");
     std::fs::remove_file(manifests.join("connect.yaml")).map_err(|e| e.to_string())?;
@@ -266,8 +329,9 @@ fn run() -> Result<(), String> {
     sb.sync_hv().map_err(|e| e.to_string())?;
     let after = ping(&chassis, &blue, "yellow, no longer connected", yellow_ip)?;
 
-    if connected && !unconnected && !after {
-        println!("\nas expected: blue reached yellow while connected, never red, and not yellow once disconnected");
+    let services = yellow_web.as_deref() == Some("yellow-web") && red_web.is_none();
+    if connected && !unconnected && !after && services {
+        println!("\nas expected: blue reached yellow and its service while connected, never red or its service, and not yellow once disconnected");
         Ok(())
     } else {
         Err("the pings did not go as expected".into())

@@ -1,10 +1,11 @@
 //! The README's main job (`scripts/demo.sh` runs the `demo` example): its output shows
-//! the connect's status, the connect router, and the three pings as they should go.
+//! the connect's status, the connect router, and the pings and service requests as
+//! they should go.
 
 use std::process::Command;
 
 #[test]
-fn the_demo_connects_blue_to_yellow_never_to_red_and_disconnects() {
+fn the_demo_connects_blue_to_yellow_and_its_service_never_to_red_and_disconnects() {
     // Built by `cargo test` beside this test's binary, with netconnectd.
     let exe = std::env::current_exe().unwrap();
     let demo = exe
@@ -24,6 +25,8 @@ fn the_demo_connects_blue_to_yellow_never_to_red_and_disconnects() {
         "port crtor-colored-enterprise_yellow_yellow-network",
         "$ ping 105.105.0.10 (yellow, connected): answered",
         "$ ping 106.106.2.5 (red, not connected): no answer",
+        "$ curl 10.96.0.50:80 (yellow's service, connected): yellow-web",
+        "$ curl 10.96.0.60:80 (red's service, not connected): no answer",
         "$ ping 105.105.0.10 (yellow, no longer connected): no answer",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
