@@ -37,6 +37,14 @@ impl Settings {
         self.reserved.service_cidrs = cidrs.clone();
         self.topology.service_cidrs = cidrs;
     }
+
+    /// Sets the masquerade subnets everywhere they are used: the ranges networks must
+    /// stay out of, and the masquerade addresses of gateway routers, management ports
+    /// and service hairpins.
+    pub fn set_masquerade_subnets(&mut self, subnets: Vec<ipnet::IpNet>) {
+        self.reserved.masquerade = subnets.clone();
+        self.topology.masquerade_subnets = subnets;
+    }
 }
 
 /// The inputs, validated and allocated.

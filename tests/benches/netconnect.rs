@@ -37,7 +37,7 @@ fn manifests(networks: usize, nodes: usize) -> String {
     for i in 0..networks {
         s.push_str(&format!(
             "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: net{i:04}}}\n\
-             spec:\n  namespaceSelector: {{}}\n  network:\n    topology: Layer3\n    layer3: {{role: Primary, subnets: [{{cidr: 10.128.0.0/14, hostSubnet: 23}}]}}\n"
+             spec:\n  namespaceSelector: {{}}\n  network:\n    topology: Layer3\n    layer3: {{role: Primary, subnets: [{{cidr: 10.132.0.0/14, hostSubnet: 23}}]}}\n"
         ));
     }
     for n in 0..nodes {

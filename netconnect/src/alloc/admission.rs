@@ -278,8 +278,8 @@ fn disjoint(nets: &[&Network]) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Connect subnet `c` overlaps no service CIDR, masquerade subnet, or any network's
-/// pod, join or transit subnets.
+/// Connect subnet `c` overlaps no service CIDR, masquerade subnet, subnet of the
+/// default network, or any network's pod, join or transit subnets.
 fn connect_subnet_free(
     c: &IpNet,
     nets: &[&Network],
@@ -298,6 +298,12 @@ fn connect_subnet_free(
     }
     if let Some(s) = reserved.masquerade.iter().find(|s| overlaps(c, s)) {
         return conflict(format!("the masquerade subnet {s}"));
+    }
+    if let Some(s) = reserved.cluster_subnets.iter().find(|s| overlaps(c, s)) {
+        return conflict(format!("the default network's cluster subnet {s}"));
+    }
+    if let Some(s) = reserved.default_join.iter().find(|s| overlaps(c, s)) {
+        return conflict(format!("the default network's join subnet {s}"));
     }
     for n in nets {
         let name = n.name();

@@ -86,6 +86,28 @@ pub fn default_service_cidrs() -> Vec<ipnet::IpNet> {
     vec![DEFAULT_SERVICE_CIDR.parse().expect("constant")]
 }
 
+/// The default network's cluster subnets (OVN-Kubernetes' `--cluster-subnets`
+/// default, `10.128.0.0/14`): user-defined networks and connect subnets stay out of
+/// them.
+pub const DEFAULT_CLUSTER_SUBNETS: [&str; 1] = ["10.128.0.0/14"];
+/// The default network's join subnets (OVN-Kubernetes' `--gateway-v4-join-subnet` and
+/// `--gateway-v6-join-subnet` defaults).
+pub const DEFAULT_NETWORK_JOIN: [&str; 2] = ["100.64.0.0/16", "fd98::/64"];
+
+/// [`DEFAULT_CLUSTER_SUBNETS`], parsed.
+pub fn default_cluster_subnets() -> Vec<ipnet::IpNet> {
+    parse_all(&DEFAULT_CLUSTER_SUBNETS)
+}
+
+/// [`DEFAULT_NETWORK_JOIN`], parsed.
+pub fn default_network_join() -> Vec<ipnet::IpNet> {
+    parse_all(&DEFAULT_NETWORK_JOIN)
+}
+
+fn parse_all(cidrs: &[&str]) -> Vec<ipnet::IpNet> {
+    cidrs.iter().map(|c| c.parse().expect("constant")).collect()
+}
+
 /// [`DEFAULT_MASQUERADE`], parsed.
 pub fn default_masquerade() -> Vec<ipnet::IpNet> {
     DEFAULT_MASQUERADE

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::topology::GatewayMode;
 use crate::world::Settings;
 
 /// Programs OVN_Northbound with OVN-Kubernetes' user-defined network topologies.
@@ -53,6 +54,53 @@ pub struct Args {
         value_delimiter = ','
     )]
     pub service_cidrs: Vec<ipnet::IpNet>,
+    /// The default network's cluster subnets, which networks and connect subnets must
+    /// stay out of (default `10.128.0.0/14`).
+    #[arg(
+        long = "cluster-subnet",
+        value_name = "CIDR",
+        env = "NETCONNECTD_CLUSTER_SUBNETS",
+        value_delimiter = ','
+    )]
+    pub cluster_subnets: Vec<ipnet::IpNet>,
+    /// The default network's join subnets (default `100.64.0.0/16,fd98::/64`).
+    #[arg(
+        long = "default-join-subnet",
+        value_name = "CIDR",
+        env = "NETCONNECTD_DEFAULT_JOIN_SUBNETS",
+        value_delimiter = ','
+    )]
+    pub default_join_subnets: Vec<ipnet::IpNet>,
+    /// The masquerade subnets, one per family (default `169.254.0.0/17,fd69::/112`).
+    #[arg(
+        long = "masquerade-subnet",
+        value_name = "CIDR",
+        env = "NETCONNECTD_MASQUERADE_SUBNETS",
+        value_delimiter = ','
+    )]
+    pub masquerade_subnets: Vec<ipnet::IpNet>,
+    /// The transit switch subnets, one per family, also the default Layer2 transit
+    /// subnets (default `100.88.0.0/16,fd97::/64`).
+    #[arg(
+        long = "transit-subnet",
+        value_name = "CIDR",
+        env = "NETCONNECTD_TRANSIT_SUBNETS",
+        value_delimiter = ','
+    )]
+    pub transit_subnets: Vec<ipnet::IpNet>,
+    /// How pods' traffic leaves the cluster: `shared` (through the gateway router) or
+    /// `local` (through the node's host).
+    #[arg(
+        long,
+        value_name = "MODE",
+        default_value = "shared",
+        env = "NETCONNECTD_GATEWAY_MODE",
+        value_parser = ["shared", "local"]
+    )]
+    pub gateway_mode: String,
+    /// The cluster MTU, written as `gateway_mtu` on gateway-facing router ports.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::api::network::DEFAULT_MTU, env = "NETCONNECTD_MTU")]
+    pub mtu: u32,
     /// Serve `/healthz`, `/readyz`, `/status` and `/metrics` on this address (e.g.
     /// `127.0.0.1:9476`).
     #[arg(long, value_name = "ADDR", env = "NETCONNECTD_LISTEN")]
@@ -72,6 +120,23 @@ impl Args {
         if !self.service_cidrs.is_empty() {
             s.set_service_cidrs(self.service_cidrs.clone());
         }
+        if !self.masquerade_subnets.is_empty() {
+            s.set_masquerade_subnets(self.masquerade_subnets.clone());
+        }
+        if !self.cluster_subnets.is_empty() {
+            s.reserved.cluster_subnets = self.cluster_subnets.clone();
+        }
+        if !self.default_join_subnets.is_empty() {
+            s.reserved.default_join = self.default_join_subnets.clone();
+        }
+        if !self.transit_subnets.is_empty() {
+            s.cluster.transit_subnets = self.transit_subnets.clone();
+        }
+        s.topology.gateway_mode = match self.gateway_mode.as_str() {
+            "local" => GatewayMode::Local,
+            _ => GatewayMode::Shared,
+        };
+        s.topology.mtu = self.mtu;
         s
     }
 
@@ -82,5 +147,72 @@ impl Args {
         } else {
             "info"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_cluster_setting_is_a_flag_and_reaches_the_settings() {
+        let args = Args::try_parse_from([
+            "netconnectd",
+            "--nb",
+            "unix:/nb",
+            "--manifests",
+            "/m",
+            "--service-cidr",
+            "172.30.0.0/16",
+            "--cluster-subnet",
+            "10.244.0.0/16,fd00:10:244::/48",
+            "--default-join-subnet",
+            "100.62.0.0/16",
+            "--masquerade-subnet",
+            "169.254.169.0/29,fd69::/125",
+            "--transit-subnet",
+            "100.90.0.0/16",
+            "--gateway-mode",
+            "local",
+            "--mtu",
+            "8900",
+        ])
+        .unwrap();
+        let s = args.settings();
+        let nets =
+            |v: &[&str]| -> Vec<ipnet::IpNet> { v.iter().map(|c| c.parse().unwrap()).collect() };
+        assert_eq!(s.reserved.service_cidrs, nets(&["172.30.0.0/16"]));
+        assert_eq!(s.topology.service_cidrs, nets(&["172.30.0.0/16"]));
+        assert_eq!(
+            s.reserved.cluster_subnets,
+            nets(&["10.244.0.0/16", "fd00:10:244::/48"])
+        );
+        assert_eq!(s.reserved.default_join, nets(&["100.62.0.0/16"]));
+        assert_eq!(
+            s.reserved.masquerade,
+            nets(&["169.254.169.0/29", "fd69::/125"])
+        );
+        assert_eq!(s.topology.masquerade_subnets, s.reserved.masquerade);
+        assert_eq!(s.cluster.transit_subnets, nets(&["100.90.0.0/16"]));
+        assert_eq!(s.topology.gateway_mode, GatewayMode::Local);
+        assert_eq!(s.topology.mtu, 8900);
+
+        // Without them, the defaults.
+        let s = Args::try_parse_from(["netconnectd", "--nb", "unix:/nb", "--manifests", "/m"])
+            .unwrap()
+            .settings();
+        assert_eq!(s.topology.gateway_mode, GatewayMode::Shared);
+        assert_eq!(s.topology.mtu, 1400);
+        assert_eq!(s.reserved, crate::api::validate::Reserved::default());
+        let bad = Args::try_parse_from([
+            "netconnectd",
+            "--nb",
+            "x",
+            "--manifests",
+            "/m",
+            "--gateway-mode",
+            "remote",
+        ]);
+        assert!(bad.is_err());
     }
 }

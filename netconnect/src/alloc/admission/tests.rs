@@ -122,6 +122,16 @@ fn refusals() -> Vec<(String, Reason, &'static str)> {
             "Connect subnet 169.254.0.0/16 conflicts with the masquerade subnet 169.254.0.0/17",
         ),
         (
+            two.clone() + &cnc("c", "x", "[{cidr: 10.128.0.0/16, networkPrefix: 24}]", ""),
+            Reason::ConnectSubnetConflict,
+            "Connect subnet 10.128.0.0/16 conflicts with the default network's cluster subnet 10.128.0.0/14",
+        ),
+        (
+            two.clone() + &cnc("c", "x", "[{cidr: 100.64.0.0/16, networkPrefix: 24}]", ""),
+            Reason::ConnectSubnetConflict,
+            "Connect subnet 100.64.0.0/16 conflicts with the default network's join subnet 100.64.0.0/16",
+        ),
+        (
             two.clone() + &cnc("c", "x", "[{cidr: 100.65.0.0/16, networkPrefix: 24}]", ""),
             Reason::ConnectSubnetConflict,
             "Connect subnet 100.65.0.0/16 conflicts with join subnet 100.65.0.0/16 of network 'cluster_udn_a'",

@@ -1,5 +1,6 @@
-//! The ranges networks must stay out of: the masquerade and service subnets, the join
-//! and transit subnets (OVN-Kubernetes' cluster manager checks them after admission).
+//! The ranges networks must stay out of: the masquerade and service subnets, the
+//! default network's cluster and join subnets, a network's own join subnets
+//! (OVN-Kubernetes' cluster manager checks them after admission, OKEP-5377).
 
 use super::*;
 
@@ -10,6 +11,10 @@ pub struct Reserved {
     pub masquerade: Vec<IpNet>,
     /// The cluster's service CIDRs (default `10.96.0.0/16`).
     pub service_cidrs: Vec<IpNet>,
+    /// The default network's cluster subnets (default `10.128.0.0/14`).
+    pub cluster_subnets: Vec<IpNet>,
+    /// The default network's join subnets (default `100.64.0.0/16`, `fd98::/64`).
+    pub default_join: Vec<IpNet>,
 }
 
 impl Default for Reserved {
@@ -17,6 +22,8 @@ impl Default for Reserved {
         Reserved {
             masquerade: super::super::network::default_masquerade(),
             service_cidrs: super::super::network::default_service_cidrs(),
+            cluster_subnets: super::super::network::default_cluster_subnets(),
+            default_join: super::super::network::default_network_join(),
         }
     }
 }
@@ -36,6 +43,11 @@ pub fn check_reserved(net: &Network, reserved: &Reserved, at: &str) -> Result<()
         for (what, ranges) in [
             ("the masquerade subnet", &reserved.masquerade),
             ("the service CIDR", &reserved.service_cidrs),
+            (
+                "the default network's cluster subnet",
+                &reserved.cluster_subnets,
+            ),
+            ("the default network's join subnet", &reserved.default_join),
             ("the join subnet", &net.join_subnets),
         ] {
             if let Some(r) = ranges.iter().find(|r| overlaps(r, &s.cidr)) {

@@ -146,6 +146,17 @@ fn reserved_ranges_and_join_subnets_are_kept_out() {
     assert!(e.message.contains("join subnet"), "{e}");
     let e = check_reserved(&l3("[{cidr: 169.254.0.0/20}]").unwrap(), &r, "spec").unwrap_err();
     assert!(e.message.contains("masquerade"), "{e}");
+    // OKEP-5377: the default network's subnets too.
+    let e = check_reserved(&l3("[{cidr: 10.130.0.0/16}]").unwrap(), &r, "spec").unwrap_err();
+    assert_eq!(
+        e.message,
+        "10.130.0.0/16 overlaps the default network's cluster subnet 10.128.0.0/14"
+    );
+    let e = check_reserved(&l3("[{cidr: 100.64.0.0/20}]").unwrap(), &r, "spec").unwrap_err();
+    assert_eq!(
+        e.message,
+        "100.64.0.0/20 overlaps the default network's join subnet 100.64.0.0/16"
+    );
     check_reserved(&l3("[{cidr: 10.1.0.0/16}]").unwrap(), &r, "spec").unwrap();
 }
 

@@ -38,8 +38,11 @@ fn nodes() -> String {
 }
 
 fn build(yaml: &str) -> crate::topology::Desired {
+    build_with(yaml, TopologyConfig::default())
+}
+
+fn build_with(yaml: &str, config: TopologyConfig) -> crate::topology::Desired {
     let (inv, alloc) = cluster(yaml);
-    let config = TopologyConfig::default();
     let inputs = Inputs {
         inventory: &inv,
         allocations: &alloc,
@@ -201,4 +204,33 @@ fn keys_are_allocated_when_missing_and_transit_moves_off_an_overlap() {
         .unwrap();
     assert_eq!(trtos.ipv6_ra_configs["address_mode"], "dhcpv6_stateful");
     assert_eq!(trtos.ipv6_ra_configs["mtu"], "1400");
+}
+
+#[test]
+fn local_gateway_mode_commits_all_and_keeps_the_pods_egress_off_the_gateway_router() {
+    // Reference §3.2: ct-commit-all on the transit router; the src-ip route of the
+    // network's subnet via the gateway router exists in shared gateway mode only.
+    let yaml = cudn(
+        "[100.200.0.0/16]",
+        "k8s.ovn.org/network-id: '2', k8s.ovn.org/tunnel-keys: '[16711685,16715780]'",
+    ) + &nodes();
+    let local = TopologyConfig {
+        gateway_mode: crate::topology::GatewayMode::Local,
+        ..TopologyConfig::default()
+    };
+    let tr_name = format!("{P}transit_router");
+    let src_routes = |d: &crate::topology::Desired| {
+        d.all::<LogicalRouterStaticRoute>()
+            .into_keys()
+            .filter(|k| k.starts_with(&format!("{tr_name}|src-ip|")))
+            .count()
+    };
+    let d = build_with(&yaml, local);
+    let tr = d.get::<LogicalRouter>(&tr_name).unwrap();
+    assert_eq!(tr.options["ct-commit-all"], "true");
+    assert_eq!(src_routes(&d), 0);
+    let d = build(&yaml);
+    let tr = d.get::<LogicalRouter>(&tr_name).unwrap();
+    assert!(!tr.options.contains_key("ct-commit-all"));
+    assert_eq!(src_routes(&d), 1);
 }

@@ -374,3 +374,38 @@ fn a_node_with_no_zone_filter_is_local_and_the_result_is_deterministic() {
     // No chassis annotation: no gateway router.
     assert!(d1.get::<LogicalRouter>(&format!("GR_{P}a")).is_none());
 }
+
+#[test]
+fn local_gateway_mode_commits_all_and_sends_the_nodes_pods_out_through_the_management_port() {
+    // Reference §2.1 and §2.6: ct-commit-all on the cluster router; the src-ip route
+    // of the node's host subnet via the management port (192.168.1.2), not the GR.
+    let (inv, alloc) =
+        cluster(&(cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2) + &test_node()));
+    let config = TopologyConfig {
+        gateway_mode: crate::topology::GatewayMode::Local,
+        ..TopologyConfig::default()
+    };
+    let inputs = Inputs {
+        inventory: &inv,
+        allocations: &alloc,
+        zone: None,
+        config: &config,
+    };
+    let d = network(&inputs, NET).unwrap();
+    let cr_name = format!("{P}ovn_cluster_router");
+    let cr = d.get::<LogicalRouter>(&cr_name).unwrap();
+    assert_eq!(cr.options["ct-commit-all"], "true");
+    let route = |policy: &str, prefix: &str, hop: &str| {
+        d.get::<LogicalRouterStaticRoute>(&format!("{cr_name}|{policy}|{prefix}|{hop}"))
+    };
+    assert!(route("src-ip", "192.168.1.0/24", "192.168.1.2").is_some());
+    assert!(route("src-ip", "192.168.1.0/24", "100.65.0.4").is_none());
+    assert!(route("dst-ip", "100.65.0.4", "100.65.0.4").is_some());
+    // Shared mode (the default) has neither.
+    let d = build(
+        &(cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2) + &test_node()),
+        None,
+    );
+    let cr = d.get::<LogicalRouter>(&cr_name).unwrap();
+    assert!(!cr.options.contains_key("ct-commit-all"));
+}
