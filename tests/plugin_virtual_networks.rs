@@ -306,7 +306,7 @@ fn the_example_cli_runs_each_verb() {
         .parent()
         .and_then(|d| d.parent())
         .unwrap()
-        .join("examples/vl");
+        .join("examples/virtual_networks");
     assert!(
         bin.exists(),
         "{} is missing: run `cargo test --workspace`",
