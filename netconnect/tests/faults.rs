@@ -157,7 +157,7 @@ fn manifests(dir: &Path, n: usize, nodes: usize) {
     for i in 0..n {
         s.push_str(&format!(
             "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: net{i:03}, labels: {{c: \"yes\"}}}}\n\
-             spec:\n  namespaceSelector: {{}}\n  network: {{topology: Layer3, layer3: {{role: Primary, subnets: [{{cidr: 10.{i}.0.0/16, hostSubnet: 24}}]}}}}\n"
+             spec:\n  namespaceSelector: {{matchLabels: {{net: net{i:03}}}}}\n  network: {{topology: Layer3, layer3: {{role: Primary, subnets: [{{cidr: 10.{i}.0.0/16, hostSubnet: 24}}]}}}}\n"
         ));
     }
     std::fs::write(dir.join("networks.yaml"), s).unwrap();

@@ -32,7 +32,7 @@ const GOOD: &str = r#"apiVersion: k8s.ovn.org/v1
 kind: ClusterUserDefinedNetwork
 metadata: {name: blue}
 spec:
-  namespaceSelector: {}
+  namespaceSelector: {matchLabels: {tenant: blue}}
   network:
     topology: Layer3
     layer3: {role: Primary, subnets: [{cidr: 10.10.0.0/16}]}

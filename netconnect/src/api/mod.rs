@@ -200,6 +200,7 @@ impl Inventory {
                 inv.add(origin, object, context, &mut prefixes);
             }
         }
+        inv.report_primary_conflicts();
         inv
     }
 
@@ -338,25 +339,60 @@ impl Inventory {
     }
 
     /// The primary network of namespace `ns`: its primary UserDefinedNetwork, else a
-    /// primary ClusterUserDefinedNetwork that selects it (first by name).
+    /// primary ClusterUserDefinedNetwork that selects it (first by name). A namespace
+    /// has at most one; when several claim it, this one is used and the others are
+    /// reported ([`Inventory::build`]).
     pub fn primary_network_of(&self, ns: &str) -> Option<&str> {
-        let labels = &self.namespaces.get(ns)?.metadata.labels;
-        let primary = |n: &&NetworkInfo| n.network.role == Role::Primary;
-        self.networks
-            .values()
-            .filter(primary)
-            .find(|n| {
-                matches!(&n.network.owner, NetworkOwner::UserDefinedNetwork { namespace, .. } if namespace == ns)
-            })
-            .or_else(|| {
-                self.networks.values().filter(primary).find(|n| {
-                    n.namespace_selector
-                        .as_ref()
-                        .is_some_and(|sel| sel.matches(labels))
-                })
-            })
-            .map(|n| n.network.owner.network_name())
-            .and_then(|name| self.networks.get_key_value(&name).map(|(k, _)| k.as_str()))
+        self.primary_networks_of(ns).into_iter().next()
+    }
+
+    /// Every primary network that claims namespace `ns`, the one in force first: its
+    /// primary UserDefinedNetworks, then the primary ClusterUserDefinedNetworks that
+    /// select it, each in name order.
+    pub fn primary_networks_of(&self, ns: &str) -> Vec<&str> {
+        let Some(namespace) = self.namespaces.get(ns) else {
+            return Vec::new();
+        };
+        let labels = &namespace.metadata.labels;
+        let primary = self
+            .networks
+            .iter()
+            .filter(|(_, n)| n.network.role == Role::Primary);
+        let own = primary.clone().filter(|(_, n)| {
+            matches!(&n.network.owner, NetworkOwner::UserDefinedNetwork { namespace, .. } if namespace == ns)
+        });
+        let selecting = primary.filter(|(_, n)| {
+            n.namespace_selector
+                .as_ref()
+                .is_some_and(|sel| sel.matches(labels))
+        });
+        own.chain(selecting).map(|(k, _)| k.as_str()).collect()
+    }
+
+    /// Reports each namespace claimed by several primary networks, on each of them.
+    fn report_primary_conflicts(&mut self) {
+        let mut found = Vec::new();
+        for ns in self.namespaces.keys() {
+            let claims = self.primary_networks_of(ns);
+            if claims.len() < 2 {
+                continue;
+            }
+            let message = format!(
+                "namespace {ns} is selected by several primary networks ({}); a namespace has at most one: it is given {}",
+                claims.join(", "),
+                claims[0]
+            );
+            for net in claims {
+                let info = &self.networks[net];
+                found.push(Problem {
+                    origin: info.origin.clone(),
+                    object: Some(info.network.owner.to_string()),
+                    field: None,
+                    message: message.clone(),
+                });
+            }
+        }
+        self.problems.extend(found);
     }
 
     /// The networks a ClusterNetworkConnect's selectors select, by name, each once:
@@ -593,6 +629,36 @@ mod tests {
 
     fn udn(spec: &str) -> String {
         format!("apiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {{name: net1, namespace: red}}\nspec: {spec}\n")
+    }
+
+    #[test]
+    fn a_namespace_claimed_by_two_primary_networks_is_reported_on_both() {
+        // Seed 002: at most one primary network per namespace. The namespace's own
+        // UserDefinedNetwork is its primary network; both objects are told.
+        let yaml = "apiVersion: v1\nkind: Namespace\nmetadata: {name: red, labels: {team: a}}\n---\n".to_string()
+            + &udn("{topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 10.1.0.0/16}]}}")
+            + "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: wide}\n\
+               spec:\n  namespaceSelector: {matchLabels: {team: a}}\n  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 10.2.0.0/16}]}}\n";
+        let inv = Inventory::build(
+            &[load::parse_file(Path::new("in.yaml"), &yaml)],
+            &Context::default(),
+        );
+        assert_eq!(inv.primary_network_of("red"), Some("red_net1"));
+        assert_eq!(
+            inv.primary_networks_of("red"),
+            ["red_net1", "cluster_udn_wide"]
+        );
+        let message = "namespace red is selected by several primary networks (red_net1, cluster_udn_wide); a namespace has at most one: it is given red_net1";
+        let got: Vec<String> = inv.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            got,
+            [
+                format!("in.yaml doc 2: UserDefinedNetwork red/net1: {message}"),
+                format!("in.yaml doc 3: ClusterUserDefinedNetwork wide: {message}"),
+            ]
+        );
+        // Both networks stay in force (the message is a note on their status).
+        assert_eq!(inv.networks.len(), 2);
     }
 
     /// Every rule, with the message it gives: each object on its own is refused with

@@ -236,10 +236,12 @@ spec:
         );
         let files = [parse_file(Path::new("m.yaml"), &manifests)];
         let w = World::build(&files, &State::default(), Settings::default());
-        assert!(w.problems.is_empty(), "{:?}", w.problems);
+        // Blue and green both select every namespace: web is given the first, blue,
+        // and the two are told.
+        assert_eq!(w.problems.len(), 2, "{:?}", w.problems);
+        assert!(w.problems.iter().all(|p| p.message.contains("namespace web is selected by several primary networks (cluster_udn_blue, cluster_udn_green)")));
         let svc = Key::Service("web/s".into());
         assert!(w.keys().contains(&svc), "{:?}", w.keys());
-        // Both networks select every namespace; the first by name is web's.
         let owner = crate::ownership::service_owner("web/s", "cluster_udn_blue");
         let stamp = [
             ("k8s.ovn.org/owner-controller", owner.controller.clone()),

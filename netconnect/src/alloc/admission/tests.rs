@@ -9,11 +9,12 @@ use crate::api::load::parse_file;
 use crate::api::{Context, Inventory};
 use crate::testing::node;
 
-/// A CUDN labelled `c: <label>` with `network` as its spec.network.
+/// A CUDN labelled `c: <label>` with `network` as its spec.network, selecting the
+/// namespaces labelled `primary: <name>`.
 fn cudn(name: &str, label: &str, network: &str) -> String {
     format!(
         "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: {name}, labels: {{c: {label}}}}}\n\
-         spec:\n  namespaceSelector: {{}}\n  network: {network}\n"
+         spec:\n  namespaceSelector: {{matchLabels: {{primary: {name}}}}}\n  network: {network}\n"
     )
 }
 
@@ -219,8 +220,8 @@ fn a_second_connect_overlapping_a_first_on_a_shared_network_is_refused() {
            spec:\n  networkSelectors:\n  - networkSelectionType: ClusterUserDefinedNetworks\n    clusterUserDefinedNetworkSelector: {networkSelector: {matchExpressions: [{key: c, operator: In, values: [y]}]}}\n\
            \x20 - networkSelectionType: PrimaryUserDefinedNetworks\n    primaryUserDefinedNetworkSelector: {namespaceSelector: {matchLabels: {ns: b}}}\n\
            \x20 connectSubnets: [{cidr: 192.168.128.0/17, networkPrefix: 24}]\n  connectivity: [PodNetwork]\n"
-        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: nsb, labels: {ns: b}}\n";
-    // The namespace's primary network is the first primary CUDN selecting it (a).
+        + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: nsb, labels: {ns: b, primary: a}}\n";
+    // The namespace's primary network is a.
     let out = admit_yaml(&yaml);
     assert_eq!(out["one"].accepted, Ok(()));
     let Err(r) = &out["two"].accepted else {
