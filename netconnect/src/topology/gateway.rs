@@ -171,7 +171,7 @@ impl NetworkBuilder<'_> {
         let mut nats = Vec::new();
         for (l, ipv4) in logical {
             if let Some(m) = self.gateway_masquerade(ipv4) {
-                nats.push(snat(l, m, self.ids()));
+                nats.push(snat(l, m, &self.cfg.ephemeral_port_range, self.ids()));
             }
         }
         for nat in nats {

@@ -16,7 +16,7 @@ use ipnet::IpNet;
 use nb_model::keys::{lrp_options, ls_other_config};
 use nb_model::{
     LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterPort,
-    LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort, Nat,
+    LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort,
 };
 use ovsdb_proto::model::Ref;
 
@@ -25,7 +25,7 @@ use super::builder::NetworkBuilder;
 use super::desired::Desired;
 use super::rows::{
     add_nat, add_policy, add_route, bind_to_chassis, ip_match_family, map, port_addresses,
-    router_port, same_family,
+    router_port, same_family, snat,
 };
 use super::{interconnect, mac, masquerade_ip, GatewayMode, Inputs, NodeView};
 use crate::api::Network;
@@ -277,9 +277,12 @@ impl<'a> Layer3<'a> {
         rtos
     }
 
-    /// The management port's masquerade SNAT on the cluster router. Its gateway port is
-    /// named: with several local nodes (one NB for the cluster) the router has several
-    /// distributed gateway ports, and OVN needs to know which one the NAT is for.
+    /// The management port's masquerade SNAT on the cluster router, one per host
+    /// subnet (each family to the network's management-port masquerade address of
+    /// that family), for traffic to the management port's MAC: what leaves OVN to the
+    /// host through the management port comes from the masquerade address. Its gateway
+    /// port is named: with several local nodes (one NB for the cluster) the router has
+    /// several distributed gateway ports, and OVN needs to know which one the NAT is for.
     fn management_port_snat(
         &mut self,
         node: &NodeView,
@@ -287,23 +290,18 @@ impl<'a> Layer3<'a> {
         rtos: Ref<LogicalRouterPort>,
     ) {
         let b = &mut self.b;
-        let masquerade = masquerade_ip(b.cfg, b.id, true, false);
-        let v4 = host.subnets.iter().find(|s| s.addr().is_ipv4());
-        let (Some(masquerade), Some(v4)) = (masquerade, v4) else {
-            return;
-        };
-        let nat = Nat {
-            type_: nb_model::NatType::Snat,
-            external_ip: masquerade.to_string(),
-            logical_ip: v4.to_string(),
-            logical_port: Some(b.names.rtos(node.name)),
-            gateway_port: Some(rtos),
-            match_: format!("eth.dst == {}", host.management_mac()),
-            options: map([(nb_model::keys::nat_options::STATELESS, "false")]),
-            external_ids: b.ids(),
-            ..Default::default()
-        };
-        add_nat(b.d, &mut self.cr.nat, &b.names.cluster_router(), nat);
+        let mac = host.management_mac();
+        for subnet in host.subnets {
+            let ipv4 = subnet.addr().is_ipv4();
+            let Some(masquerade) = masquerade_ip(b.cfg, b.id, ipv4, false) else {
+                continue;
+            };
+            let mut nat = snat(subnet, masquerade, &b.cfg.ephemeral_port_range, b.ids());
+            nat.logical_port = Some(b.names.rtos(node.name));
+            nat.gateway_port = Some(rtos.clone());
+            nat.match_ = format!("eth.dst == {mac}");
+            add_nat(b.d, &mut self.cr.nat, &b.names.cluster_router(), nat);
+        }
     }
 
     /// The node's gateway router, its join switch pair, the routes between it and the

@@ -67,7 +67,13 @@ pub struct TopologyConfig {
     /// The highest tunnel key OVN gives a logical port: 32767 with Geneve (the
     /// default), 2047 with VXLAN. Connect-router ports beyond it are refused.
     pub max_port_tunnel_key: u32,
+    /// The source ports SNAT may use (`external_port_range` of every NAT rule),
+    /// OVN-Kubernetes' `--ephemeral-port-range`.
+    pub ephemeral_port_range: String,
 }
+
+/// OVN-Kubernetes' default `--ephemeral-port-range`: Linux's default ephemeral ports.
+pub const DEFAULT_EPHEMERAL_PORT_RANGE: &str = "32768-60999";
 
 impl Default for TopologyConfig {
     fn default() -> Self {
@@ -79,6 +85,7 @@ impl Default for TopologyConfig {
             egress_ip: true,
             service_cidrs: crate::api::network::default_service_cidrs(),
             max_port_tunnel_key: crate::alloc::connect::MAX_PORT_TUNNEL_KEY,
+            ephemeral_port_range: DEFAULT_EPHEMERAL_PORT_RANGE.into(),
         }
     }
 }

@@ -149,10 +149,12 @@ pub fn nat_identity(router: &str, n: &Nat) -> String {
     format!("{router}|{kind}|{}|{}", n.logical_ip, n.external_ip)
 }
 
-/// A stateful SNAT of `logical` to `external`, with `external_ids`.
+/// A stateful SNAT of `logical` to `external` using source ports `port_range` (as
+/// OVN-Kubernetes' `buildNAT` writes every NAT rule), with `external_ids`.
 pub(crate) fn snat(
     logical: impl ToString,
     external: impl ToString,
+    port_range: &str,
     external_ids: BTreeMap<String, String>,
 ) -> Nat {
     Nat {
@@ -160,6 +162,7 @@ pub(crate) fn snat(
         external_ip: external.to_string(),
         logical_ip: logical.to_string(),
         options: map([(nat_options::STATELESS, "false")]),
+        external_port_range: port_range.to_owned(),
         external_ids,
         ..Default::default()
     }

@@ -210,6 +210,10 @@ fn routes_policies_and_nat_match_the_reference() {
     assert_eq!(nat.external_ip, "169.254.0.14");
     assert_eq!(nat.logical_ip, "192.168.1.0/24");
     assert_eq!(nat.match_, "eth.dst == 0a:58:c0:a8:01:02");
+    // Every NAT rule with OVN-Kubernetes' ephemeral port range (libovsdb/ops buildNAT).
+    for n in d.all::<Nat>().values() {
+        assert_eq!(n.external_port_range, "32768-60999", "{n:?}");
+    }
 
     // The gateway router.
     let gr = d.get::<LogicalRouter>(&format!("GR_{P}test-node")).unwrap();
@@ -358,6 +362,24 @@ fn remote_nodes_get_a_remote_port_and_routes_through_it() {
     let rtos = d.get::<LogicalRouterPort>(&format!("rtos-{P}n1")).unwrap();
     assert_eq!(rtos.networks.len(), 2);
     assert_eq!(rtos.mac, "0a:58:0a:01:03:01", "MAC from the IPv4 gateway");
+    // The management port's SNAT for both families (buildUDNEgressSNAT): network id
+    // 3's management-port masquerade addresses 169.254.0.16 and fd69::10, both for
+    // the management port's MAC (from its IPv4 address).
+    let mut snats: Vec<(String, String, String)> = d
+        .all::<Nat>()
+        .into_values()
+        .filter(|n| n.logical_port.is_some())
+        .map(|n| (n.logical_ip, n.external_ip, n.match_))
+        .collect();
+    snats.sort();
+    let m = "eth.dst == 0a:58:0a:01:03:02".to_string();
+    assert_eq!(
+        snats,
+        [
+            ("10.1.3.0/24".into(), "169.254.0.16".into(), m.clone()),
+            ("fd00:10:0:3::/64".into(), "fd69::10".into(), m),
+        ]
+    );
 }
 
 #[test]
