@@ -439,39 +439,44 @@ fn add_cluster_ip_service(
     name
 }
 
+/// Namespaces blue and green, a Layer3 network each (103.103.0.0/16, 104.104.0.0/16),
+/// connect `svc` joining them with `connectivity`, and nodes node-a and node-b on
+/// chassis-1.
+fn blue_and_green_connected(connectivity: &str) -> String {
+    let mut y = String::new();
+    for ns in ["blue", "green"] {
+        y += &namespace(ns);
+    }
+    y += &cudn_l3(
+        "blue",
+        "blue",
+        "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
+        "svc: \"yes\"",
+    );
+    y += &cudn_l3(
+        "green",
+        "green",
+        "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
+        "svc: \"yes\"",
+    );
+    y += &cnc(
+        "svc",
+        "svc",
+        "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+        connectivity,
+    );
+    for n in ["node-a", "node-b"] {
+        y += &udn::node(n, "chassis-1", &[]);
+    }
+    y
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn services_answer_across_connected_networks_and_service_only_isolates_pods() {
     use std::time::Duration;
     let sb = sandbox();
     let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
-    let manifests = |connectivity: &str| {
-        let mut y = String::new();
-        for ns in ["blue", "green"] {
-            y += &namespace(ns);
-        }
-        y += &cudn_l3(
-            "blue",
-            "blue",
-            "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
-            "svc: \"yes\"",
-        );
-        y += &cudn_l3(
-            "green",
-            "green",
-            "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
-            "svc: \"yes\"",
-        );
-        y += &cnc(
-            "svc",
-            "svc",
-            "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
-            connectivity,
-        );
-        for n in ["node-a", "node-b"] {
-            y += &udn::node(n, "chassis-1", &[]);
-        }
-        y
-    };
+    let manifests = blue_and_green_connected;
     let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     // The networks alone first: the NB as it is before any connect.
     let no_cnc = manifests("[PodNetwork]")
@@ -1331,31 +1336,7 @@ async fn a_service_from_the_manifests_gets_its_load_balancer_and_answers_across_
     use std::time::Duration;
     let sb = sandbox();
     let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
-    let mut base = String::new();
-    for ns in ["blue", "green"] {
-        base += &namespace(ns);
-    }
-    base += &cudn_l3(
-        "blue",
-        "blue",
-        "[{cidr: 103.103.0.0/16, hostSubnet: 24}]",
-        "svc: \"yes\"",
-    );
-    base += &cudn_l3(
-        "green",
-        "green",
-        "[{cidr: 104.104.0.0/16, hostSubnet: 24}]",
-        "svc: \"yes\"",
-    );
-    base += &cnc(
-        "svc",
-        "svc",
-        "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
-        "[PodNetwork, ServiceNetwork]",
-    );
-    for n in ["node-a", "node-b"] {
-        base += &udn::node(n, "chassis-1", &[]);
-    }
+    let base = blue_and_green_connected("[PodNetwork, ServiceNetwork]");
     let plain = udn::world(&base, &State::default(), None);
     let green_b_ip = netconnect::topology::addr::nth(
         &plain.allocations.host_subnets["cluster_udn_green"]["node-b"][0],
