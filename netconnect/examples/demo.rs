@@ -71,37 +71,29 @@ spec:
   connectivity: [PodNetwork, ServiceNetwork]
 ";
 
-/// A ClusterIP service in yellow and one in red, each with the endpoint slice
-/// OVN-Kubernetes mirrors for its namespace's network (the pods below, port 8080).
-const SERVICES: &str = "\
+/// ClusterIP service `web` of namespace `ns` on `vip:80`, and the endpoint slice
+/// OVN-Kubernetes mirrors for it on network `net`: the pod `endpoint`, port 8080.
+fn service(ns: &str, vip: &str, net: &str, endpoint: &str) -> String {
+    format!(
+        "---
 apiVersion: v1
-kind: List
-items:
-- {apiVersion: v1, kind: Service, metadata: {name: web, namespace: yellow},
-   spec: {clusterIP: 10.96.0.50, ports: [{port: 80, targetPort: 8080}]}}
-- apiVersion: discovery.k8s.io/v1
-  kind: EndpointSlice
-  metadata:
-    name: web-yellow
-    namespace: yellow
-    labels: {endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: web}
-    annotations: {k8s.ovn.org/endpointslice-network: yellow_yellow-network}
-  addressType: IPv4
-  ports: [{port: 8080, protocol: TCP}]
-  endpoints: [{addresses: [105.105.0.10], conditions: {ready: true}}]
-- {apiVersion: v1, kind: Service, metadata: {name: web, namespace: red},
-   spec: {clusterIP: 10.96.0.60, ports: [{port: 80, targetPort: 8080}]}}
-- apiVersion: discovery.k8s.io/v1
-  kind: EndpointSlice
-  metadata:
-    name: web-red
-    namespace: red
-    labels: {endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: web}
-    annotations: {k8s.ovn.org/endpointslice-network: red_red-network}
-  addressType: IPv4
-  ports: [{port: 8080, protocol: TCP}]
-  endpoints: [{addresses: [106.106.2.5], conditions: {ready: true}}]
-";
+kind: Service
+metadata: {{name: web, namespace: {ns}}}
+spec: {{clusterIP: {vip}, ports: [{{port: 80, targetPort: 8080}}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: web-{ns}
+  namespace: {ns}
+  labels: {{endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: web}}
+  annotations: {{k8s.ovn.org/endpointslice-network: {net}}}
+addressType: IPv4
+ports: [{{port: 8080, protocol: TCP}}]
+endpoints: [{{addresses: [{endpoint}], conditions: {{ready: true}}}}]
+"
+    )
+}
 
 /// The netconnectd process, stopped on drop.
 struct Daemon(Child);
@@ -235,10 +227,17 @@ fn run() -> Result<(), String> {
         ("nodes.yaml", NODES),
         ("networks.yaml", NETWORKS),
         ("connect.yaml", CONNECT),
-        ("services.yaml", SERVICES),
     ] {
         std::fs::write(manifests.join(file), text).map_err(|e| e.to_string())?;
     }
+    // A ClusterIP service in yellow and one in red, served by the pods made below.
+    let services = service(
+        "yellow",
+        "10.96.0.50",
+        "yellow_yellow-network",
+        "105.105.0.10",
+    ) + &service("red", "10.96.0.60", "red_red-network", "106.106.2.5");
+    std::fs::write(manifests.join("services.yaml"), services).map_err(|e| e.to_string())?;
     print!("{CONNECT}");
 
     step("netconnectd --nb ... --manifests ... --status-dir ... --listen 127.0.0.1:PORT");

@@ -135,16 +135,25 @@ pub fn service_owner(key: &str, net: &str) -> Owner {
     }
 }
 
+/// For the owner of a network's own rows (owner type `UserDefinedNetwork` or
+/// `ClusterUserDefinedNetwork`, controller `<network>-network-controller`), the network.
+pub fn network_of_owner(owner: &Owner) -> Option<&str> {
+    let net = owner.controller.strip_suffix(NETWORK_CONTROLLER_SUFFIX)?;
+    matches!(
+        owner.kind.as_str(),
+        "UserDefinedNetwork" | "ClusterUserDefinedNetwork"
+    )
+    .then_some(net)
+}
+
 /// True for owners netconnect writes (and so may remove): the cluster rows, the
 /// networks' rows, their services' rows and the ClusterNetworkConnects' rows.
 pub fn is_ours(owner: &Owner) -> bool {
     *owner == cluster_owner()
         || *owner == connect_owner(&owner.name)
+        || network_of_owner(owner).is_some()
         || (owner.controller.ends_with(NETWORK_CONTROLLER_SUFFIX)
-            && matches!(
-                owner.kind.as_str(),
-                "UserDefinedNetwork" | "ClusterUserDefinedNetwork" | SERVICE_OWNER_TYPE
-            ))
+            && owner.kind == SERVICE_OWNER_TYPE)
 }
 
 /// `external_ids` key of a ClusterNetworkConnect's row: a connected network's id.

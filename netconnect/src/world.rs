@@ -131,10 +131,7 @@ impl World {
         let inv = &self.inventory;
         inv.services
             .values()
-            .filter(|s| {
-                inv.network_of_service(s)
-                    .is_some_and(|n| inv.networks.contains_key(n))
-            })
+            .filter(|s| inv.network_of_service(s).is_some())
             .map(|s| Key::Service(s.key()))
     }
 
@@ -184,9 +181,7 @@ impl World {
             let net = owner.controller.strip_suffix("-network-controller");
             let svc = self.inventory.services.get(&owner.name);
             if let (Some(net), Some(svc)) = (net, svc) {
-                if self.inventory.network_of_service(svc) == Some(net)
-                    && self.inventory.networks.contains_key(net)
-                {
+                if self.inventory.network_of_service(svc) == Some(net) {
                     return Key::Service(owner.name.clone());
                 }
             }
@@ -297,10 +292,9 @@ impl World {
             Key::Service(name) => topology::services::build(&self.inputs(), name),
             Key::Gone(owner) => {
                 let mut d = Desired::new(owner.clone());
-                // A network's own rows claim its load balancer groups (a table without
-                // owner stamps); a service's do not.
-                let net = owner.controller.strip_suffix("-network-controller");
-                if let (Some(net), false) = (net, owner.kind == topology::services::OWNER_TYPE) {
+                // A network's rows claim its load balancer groups (a table without
+                // owner stamps), so that they go with it.
+                if let Some(net) = crate::ownership::network_of_owner(owner) {
                     topology::rows::claim_lb_groups(&mut d, net);
                 }
                 Ok(d)

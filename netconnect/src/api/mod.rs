@@ -110,6 +110,10 @@ pub struct Inventory {
     pub connects: BTreeMap<String, ConnectInfo>,
     /// Services by `namespace/name`.
     pub services: BTreeMap<String, service::ServiceInfo>,
+    /// Each namespace's primary user-defined network, by namespace: its primary
+    /// UserDefinedNetwork, else the first primary ClusterUserDefinedNetwork by name
+    /// that selects it (resolved once, when the inventory is built).
+    pub primary_networks: BTreeMap<String, String>,
     /// The endpoint slices mirrored for user-defined networks, by namespace, service,
     /// network and slice name (the default network's slices are not kept).
     pub endpoint_slices: BTreeMap<SliceKey, service::EndpointSlice>,
@@ -200,7 +204,7 @@ impl Inventory {
                 inv.add(origin, object, context, &mut prefixes);
             }
         }
-        inv.report_primary_conflicts();
+        inv.assign_primary_networks();
         inv
     }
 
@@ -338,12 +342,11 @@ impl Inventory {
             .collect()
     }
 
-    /// The primary network of namespace `ns`: its primary UserDefinedNetwork, else a
-    /// primary ClusterUserDefinedNetwork that selects it (first by name). A namespace
-    /// has at most one; when several claim it, this one is used and the others are
-    /// reported ([`Inventory::build`]).
+    /// The primary network of namespace `ns` ([`Inventory::primary_networks`]). A
+    /// namespace has at most one; when several claim it, this one is used and the
+    /// others are reported ([`Inventory::build`]).
     pub fn primary_network_of(&self, ns: &str) -> Option<&str> {
-        self.primary_networks_of(ns).into_iter().next()
+        self.primary_networks.get(ns).map(String::as_str)
     }
 
     /// Every primary network that claims namespace `ns`, the one in force first: its
@@ -369,11 +372,16 @@ impl Inventory {
         own.chain(selecting).map(|(k, _)| k.as_str()).collect()
     }
 
-    /// Reports each namespace claimed by several primary networks, on each of them.
-    fn report_primary_conflicts(&mut self) {
+    /// Gives each namespace its primary network, and reports each namespace claimed
+    /// by several on each of them.
+    fn assign_primary_networks(&mut self) {
         let mut found = Vec::new();
+        let mut assigned = BTreeMap::new();
         for ns in self.namespaces.keys() {
             let claims = self.primary_networks_of(ns);
+            if let Some(first) = claims.first() {
+                assigned.insert(ns.clone(), (*first).to_owned());
+            }
             if claims.len() < 2 {
                 continue;
             }
@@ -393,6 +401,7 @@ impl Inventory {
             }
         }
         self.problems.extend(found);
+        self.primary_networks = assigned;
     }
 
     /// The networks a ClusterNetworkConnect's selectors select, by name, each once:

@@ -225,6 +225,19 @@ spec:
             matches!(&got[..], [Wake::Own(Key::Gone(o))] if o.name == "red"),
             "{got:?}"
         );
+        // Its key claims the network's load balancer groups, so that they go too.
+        let [Wake::Own(key)] = &got[..] else {
+            unreachable!()
+        };
+        let d = w.desired(key).unwrap();
+        assert_eq!(
+            d.claims().map(|(_, n)| n).collect::<Vec<_>>(),
+            [
+                "cluster_udn_red_clusterLBGroup",
+                "cluster_udn_red_clusterRouterLBGroup",
+                "cluster_udn_red_clusterSwitchLBGroup"
+            ]
+        );
     }
 
     #[test]
