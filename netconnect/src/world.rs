@@ -135,6 +135,16 @@ impl World {
             .map(|s| Key::Service(s.key()))
     }
 
+    /// The network whose gateway router port `port` is (`rtoe-GR_<prefix><node>` of
+    /// a node the world knows), if any.
+    pub fn network_of_gateway_port(&self, port: &str) -> Option<String> {
+        let rest = port.strip_prefix("rtoe-GR_")?;
+        self.inventory.networks.keys().find_map(|net| {
+            let node = rest.strip_prefix(&topology::names::prefix(net))?;
+            self.inventory.nodes.contains_key(node).then(|| net.clone())
+        })
+    }
+
     /// The keys of the ClusterNetworkConnects that connect network `net` now: each
     /// one's own and the one for `net`.
     pub fn connects_of(&self, net: &str) -> Vec<Key> {

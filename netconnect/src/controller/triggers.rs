@@ -11,6 +11,8 @@
 //!   balancers.
 //! - The default COPP or a meter of another party wakes every key: keys refer to them
 //!   by name.
+//! - A static MAC binding on a network's gateway router port (`rtoe-GR_<p><node>`)
+//!   wakes that network's key: it owns the bindings on its ports.
 //! - Any other row wakes nothing.
 
 use ovsdb_proto::cache::CachedRow;
@@ -62,6 +64,13 @@ pub fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
         _ if matches!(table, "Copp" | "Meter") => {
             world.keys().into_iter().map(Wake::Look).collect()
         }
+        _ if table == "Static_MAC_Binding" => row
+            .get("logical_port")
+            .and_then(|d| d.as_scalar())
+            .and_then(Atom::as_str)
+            .and_then(|port| world.network_of_gateway_port(port))
+            .map(|net| vec![Wake::Own(Key::Network(net))])
+            .unwrap_or_default(),
         _ => Vec::new(),
     }
 }
@@ -202,6 +211,45 @@ spec:
         for table in ["Copp", "Meter"] {
             assert_eq!(woken(&w, table, &row(table, &[])), all, "{table}");
         }
+    }
+
+    #[test]
+    fn a_static_mac_binding_on_a_gateway_routers_port_wakes_its_network() {
+        let files = [parse_file(
+            Path::new("m.yaml"),
+            &format!("{MANIFESTS}---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-a}}\n"),
+        )];
+        let w = World::build(&files, &State::default(), Settings::default());
+        let schema =
+            DatabaseSchema::from_slice(include_bytes!("../../../schemas/ovn-nb.ovsschema"))
+                .unwrap();
+        let mut store = CacheConfig::new(vec![], "OVN_Northbound", &["Static_MAC_Binding"])
+            .store(&schema)
+            .unwrap();
+        let mut got = Vec::new();
+        for (i, port) in [
+            "rtoe-GR_cluster_udn_blue_node-a",
+            "rtoe-GR_cluster_udn_blue_node-z",
+            "rtoe-GR_someone_else",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let mut r = Row::new();
+            r.insert("logical_port".into(), Datum::scalar(port));
+            let u = Uuid::from_u128(i as u128 + 1);
+            store.insert("Static_MAC_Binding", u, &r).unwrap();
+            let row = store.snapshot().get("Static_MAC_Binding", &u).unwrap();
+            got.push(woken(&w, "Static_MAC_Binding", &row));
+        }
+        assert_eq!(
+            got,
+            [
+                vec![Wake::Own(Key::Network("cluster_udn_blue".into()))],
+                vec![],
+                vec![]
+            ]
+        );
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub const TABLES: &[&str] = &[
     "Meter",
     "Meter_Band",
     "NAT",
+    "Static_MAC_Binding",
 ];
 
 /// Tables without a `name` column.
@@ -46,7 +47,7 @@ const NAMELESS: &[&str] = &[
 ];
 
 /// Tables without `external_ids`: their rows have no owner stamp.
-const UNSTAMPED: &[&str] = &["Load_Balancer_Group"];
+const UNSTAMPED: &[&str] = &["Load_Balancer_Group", "Static_MAC_Binding"];
 
 /// The sets of references keys put their rows into on rows they do not own, and
 /// whose current holders the reconciler must find (to take a row out of a parent that
@@ -95,11 +96,25 @@ fn part_of(row: &CachedRow) -> Vec<(Owner, String)> {
 }
 
 fn name_of(row: &CachedRow) -> Vec<String> {
-    row.get("name")
-        .and_then(|d| d.as_scalar())
-        .and_then(Atom::as_str)
+    string_column(row, "name")
         .map(|n| vec![n.to_owned()])
         .unwrap_or_default()
+}
+
+fn string_column<'r>(row: &'r CachedRow, column: &str) -> Option<&'r str> {
+    row.get(column)
+        .and_then(|d| d.as_scalar())
+        .and_then(Atom::as_str)
+}
+
+/// A static MAC binding is known by its port (all the bindings on a port) and by its
+/// port and address, space-separated (one binding: its identity in a key).
+fn binding_names(row: &CachedRow) -> Vec<String> {
+    let (Some(port), Some(ip)) = (string_column(row, "logical_port"), string_column(row, "ip"))
+    else {
+        return Vec::new();
+    };
+    vec![port.to_owned(), format!("{port} {ip}")]
 }
 
 impl NbIndexes {
@@ -113,7 +128,9 @@ impl NbIndexes {
                 owner.insert(table, config.index(table, "owner", owner_of));
                 part.insert(table, config.index(table, "part", part_of));
             }
-            if !NAMELESS.contains(&table) {
+            if table == "Static_MAC_Binding" {
+                name.insert(table, config.index(table, "name", binding_names));
+            } else if !NAMELESS.contains(&table) {
                 name.insert(table, config.index(table, "name", name_of));
             }
         }
@@ -209,7 +226,8 @@ impl NbIndexes {
             .unwrap_or_default()
     }
 
-    /// The rows of `table` named `name`.
+    /// The rows of `table` named `name` (a static MAC binding is named by its port, and
+    /// by its port and address).
     pub fn named(&self, snap: &Snapshot, table: &str, name: &str) -> Vec<(Uuid, Arc<CachedRow>)> {
         self.name
             .get(table)

@@ -2,8 +2,9 @@
 //! transaction. The ownership rules, all here:
 //!
 //! - A row is the key's when its `external_ids` carry the key's owner (for a table
-//!   without `external_ids`, when the key claims its name). Only such rows are
-//!   inserted, updated or deleted; an update sends only the columns that differ.
+//!   without `external_ids`, when the key claims its name; a static MAC binding, when
+//!   it sits on one of the key's router ports). Only such rows are inserted, updated
+//!   or deleted; an update sends only the columns that differ.
 //! - A set of references (a router's `ports`, a switch's `load_balancer_group`) is
 //!   changed by mutation, element by element: the key adds the references it wants and
 //!   removes only references to its own rows, so references other parties added stay.
@@ -301,6 +302,40 @@ impl<'a> Planning<'a> {
                     format!("?{uuid}")
                 } else {
                     name.to_owned()
+                };
+                rows.insert(identity, Existing { uuid, row });
+            }
+        }
+        self.find_port_bindings();
+    }
+
+    /// Static MAC bindings on the key's router ports are the key's, wanted or not: so
+    /// that those of a gateway router the key no longer wants go with its port.
+    fn find_port_bindings(&mut self) {
+        const TABLE: &str = "Static_MAC_Binding";
+        let ports: Vec<String> = self
+            .existing
+            .get("Logical_Router_Port")
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(|e| e.row.get("name")?.as_scalar()?.as_str().map(str::to_owned))
+            .collect();
+        for port in ports {
+            for (uuid, row) in self.nb.named(self.snap, TABLE, &port) {
+                if self.keep.contains(&uuid) || !self.owned.insert(uuid) {
+                    continue;
+                }
+                let ip = row
+                    .get("ip")
+                    .and_then(Datum::as_scalar)
+                    .and_then(Atom::as_str)
+                    .unwrap_or_default();
+                let identity = format!("{port} {ip}");
+                let rows = self.existing.entry(TABLE).or_default();
+                let identity = if rows.contains_key(&identity) {
+                    format!("?{uuid}")
+                } else {
+                    identity
                 };
                 rows.insert(identity, Existing { uuid, row });
             }

@@ -352,3 +352,75 @@ fn a_second_row_of_one_identity_goes() {
     assert_eq!(touched(&plan), [twin], "{:#?}", plan.operations);
     assert!(matches!(plan.operations[0], Operation::Delete { .. }));
 }
+
+/// [`network`] with a router port `<name>-rtoe` and `bindings` static MAC bindings on
+/// it (their addresses).
+fn network_with_bindings(name: &str, bindings: &[&str]) -> Desired {
+    use nb_model::{LogicalRouterPort, StaticMacBinding};
+    let mut d = network(name);
+    let port = format!("{name}-rtoe");
+    let lrp = d.add(
+        port.clone(),
+        LogicalRouterPort {
+            name: port.clone(),
+            mac: "0a:58:00:00:00:01".into(),
+            networks: ["192.0.2.1/24".to_string()].into(),
+            ..Default::default()
+        },
+    );
+    let mut router = LogicalRouter::named(format!("{name}-gr"));
+    router.ports = [lrp].into();
+    d.add(format!("{name}-gr"), router);
+    for ip in bindings {
+        d.add(
+            format!("{port} {ip}"),
+            StaticMacBinding {
+                logical_port: port.clone(),
+                ip: (*ip).into(),
+                mac: "0a:58:a9:fe:00:04".into(),
+                override_dynamic_mac: true,
+                ..Default::default()
+            },
+        );
+    }
+    d
+}
+
+#[test]
+fn static_mac_bindings_on_the_keys_router_ports_are_the_keys_and_go_with_them() {
+    use nb_model::StaticMacBinding;
+    let mut nb = Nb::new();
+    let d = network_with_bindings("red", &["169.254.0.4", "169.254.0.2"]);
+    assert_eq!(nb.plan(&d).unwrap().inserted.len(), 4 + 2 + 2);
+    let uuids = nb.write(&d);
+    assert!(nb.plan(&d).unwrap().is_empty());
+    // Someone else's binding on someone else's port, and one left on the key's port
+    // that the key does not want (an address it used to bind).
+    let theirs = nb.put(&StaticMacBinding {
+        logical_port: "made-by-hand".into(),
+        ip: "169.254.0.4".into(),
+        mac: "0a:58:a9:fe:00:04".into(),
+        ..Default::default()
+    });
+    let stale = nb.put(&StaticMacBinding {
+        logical_port: "red-rtoe".into(),
+        ip: "169.254.0.9".into(),
+        mac: "0a:58:a9:fe:00:09".into(),
+        ..Default::default()
+    });
+    let plan = nb.plan(&d).unwrap();
+    assert_eq!(touched(&plan), [stale], "{:#?}", plan.operations);
+    // The gateway gone: its port and every binding on it go, the other party's stays.
+    let plan = nb.plan(&network("red")).unwrap();
+    let touched = touched(&plan);
+    let bindings: Vec<Uuid> = d
+        .rows()
+        .filter(|r| r.table == "Static_MAC_Binding")
+        .map(|r| uuids[&r.placeholder])
+        .chain([stale])
+        .collect();
+    for b in &bindings {
+        assert!(touched.contains(b), "{b} kept: {:#?}", plan.operations);
+    }
+    assert!(!touched.contains(&theirs));
+}
