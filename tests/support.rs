@@ -316,10 +316,24 @@ pub mod udn {
     }
 
     /// A node document whose chassis is `chassis`, with extra annotations.
+    ///
+    /// Like every node of an OVN-Kubernetes cluster, it has a gateway
+    /// (`k8s.ovn.org/l3-gateway-config`) unless `extra` gives one: its address
+    /// `192.168.126.<n>/24`, `n` derived from the name (10 to 249).
     pub fn node(name: &str, chassis: &str, extra: &[(&str, &str)]) -> String {
         let mut s = format!(
             "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  annotations:\n    k8s.ovn.org/node-chassis-id: {chassis}\n"
         );
+        let gateway = "k8s.ovn.org/l3-gateway-config";
+        if !extra.iter().any(|(k, _)| *k == gateway) {
+            let n = 10
+                + name
+                    .bytes()
+                    .fold(7u32, |h, b| h.wrapping_mul(31) ^ u32::from(b))
+                    % 240;
+            let gw = gateway_config(&[&format!("192.168.126.{n}/24")], &["192.168.126.1"]);
+            s.push_str(&format!("    {gateway}: '{gw}'\n"));
+        }
         for (k, v) in extra {
             s.push_str(&format!("    {k}: '{v}'\n"));
         }
@@ -358,15 +372,39 @@ pub mod udn {
     /// The two nodes of a two-zone cluster: `node-a` on `chassis-a` in `zone-a`,
     /// `node-b` on `chassis-b` in `zone-b`.
     pub fn two_zone_nodes() -> String {
+        let gw_a = gateway_config(&["192.168.126.10/24"], &["192.168.126.1"]);
+        let gw_b = gateway_config(&["192.168.126.11/24"], &["192.168.126.1"]);
         node(
             "node-a",
             "chassis-a",
-            &[("k8s.ovn.org/zone-name", "zone-a")],
+            &[
+                ("k8s.ovn.org/zone-name", "zone-a"),
+                ("k8s.ovn.org/l3-gateway-config", &gw_a),
+            ],
         ) + &node(
             "node-b",
             "chassis-b",
-            &[("k8s.ovn.org/zone-name", "zone-b")],
+            &[
+                ("k8s.ovn.org/zone-name", "zone-b"),
+                ("k8s.ovn.org/l3-gateway-config", &gw_b),
+            ],
         )
+    }
+
+    /// A node's `k8s.ovn.org/l3-gateway-config` (shared gateway mode, NodePorts on):
+    /// its addresses `ips` (CIDRs) and next hops `next_hops`, its MAC derived from the
+    /// first address.
+    pub fn gateway_config(ips: &[&str], next_hops: &[&str]) -> String {
+        let first: ipnet::IpNet = ips[0].parse().unwrap();
+        serde_json::json!({"default": {
+            "mode": "shared",
+            "bridge-id": "breth0",
+            "mac-address": netconnect::topology::mac::from_ip(first.addr()),
+            "ip-addresses": ips,
+            "next-hops": next_hops,
+            "node-port-enable": "true",
+        }})
+        .to_string()
     }
 
     /// One sandbox per zone of [`two_zone_nodes`], each with its chassis local and the

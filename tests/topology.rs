@@ -38,12 +38,19 @@ spec:
   layer2: {role: Primary, subnets: [10.20.0.0/16, "fd20::/64"]}
 "#;
 
+/// Three nodes with a chassis each; node-a and node-b have a gateway (dual stack),
+/// node-c none.
 fn nodes() -> String {
     let mut s = String::new();
     for (i, n) in ["node-a", "node-b", "node-c"].iter().enumerate() {
         s.push_str(&format!(
             "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: {n}\n  annotations:\n    k8s.ovn.org/node-chassis-id: chassis-{i}\n"
         ));
+        if i < 2 {
+            s.push_str(&format!(
+                "    k8s.ovn.org/l3-gateway-config: '{{\"default\":{{\"mode\":\"shared\",\"bridge-id\":\"breth0\",\"mac-address\":\"0a:58:c0:a8:7e:0{i}\",\"ip-addresses\":[\"192.168.126.1{i}/24\",\"fd00:126::1{i}/64\"],\"next-hops\":[\"192.168.126.1\",\"fd00:126::1\"],\"node-port-enable\":\"true\"}}}}'\n"
+            ));
+        }
     }
     s
 }
@@ -117,12 +124,41 @@ async fn layer3_and_layer2_networks_are_accepted_by_northd_and_idempotent() {
                 .unwrap(),
             id.to_string()
         );
-        assert_eq!(
-            sb.port_binding(&format!("trtor-GR_yellow_net_{n}"), "tunnel_key")
-                .unwrap(),
-            (10 + id).to_string()
-        );
+        // A Layer2 node's transit router port comes with its gateway router.
+        if n != "node-c" {
+            assert_eq!(
+                sb.port_binding(&format!("trtor-GR_yellow_net_{n}"), "tunnel_key")
+                    .unwrap(),
+                (10 + id).to_string()
+            );
+        }
     }
+    assert_eq!(
+        sb.nbctl(&[
+            "--bare",
+            "--columns=name",
+            "find",
+            "Logical_Router",
+            "name=GR_cluster_udn_blue_node-c"
+        ])
+        .unwrap()
+        .trim(),
+        "",
+        "node-c has no gateway config: no gateway router"
+    );
+    // The static MAC bindings of the gateway routers reach the SB as northd's.
+    let smb = sb
+        .sbctl(&[
+            "--bare",
+            "--columns=ip",
+            "find",
+            "Static_MAC_Binding",
+            "logical_port=rtoe-GR_cluster_udn_blue_node-a",
+        ])
+        .unwrap();
+    let mut ips: Vec<&str> = smb.split_whitespace().collect();
+    ips.sort_unstable();
+    assert_eq!(ips, ["169.254.0.2", "169.254.0.4", "fd69::2", "fd69::4"]);
     let keys = &alloc.tunnel_keys["yellow_net"];
     assert_eq!(
         sb.datapath_key("yellow_net_ovn_layer2_switch").unwrap(),
@@ -562,7 +598,8 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
     use integration_tests::udn;
     use netconnect::controller::{settle, Backoff, Controller};
     let sb = sandbox();
-    let yaml = udn::node("n1", "c1", &[])
+    let gw = udn::gateway_config(&["192.168.126.10/24"], &["192.168.126.1"]);
+    let yaml = udn::node("n1", "c1", &[("k8s.ovn.org/l3-gateway-config", &gw)])
         + &udn::node("n2", "c2", &[])
         + &l3("blue", "[{cidr: 10.10.0.0/16}]");
     let world = std::sync::Arc::new(udn::world(

@@ -22,14 +22,35 @@ items:
 - {apiVersion: v1, kind: Namespace, metadata: {name: red, labels: {kubernetes.io/metadata.name: red}}}
 ";
 
-const NODES: &str = "\
+/// The kind cluster's three nodes on the demo's one chassis, each with the gateway
+/// ovnkube-node would annotate (`k8s.ovn.org/l3-gateway-config`): OVN-Kubernetes
+/// builds a node's gateway router, and its pods' routes out, only from it.
+const NODES: &str = r#"
 apiVersion: v1
 kind: List
 items:
-- {apiVersion: v1, kind: Node, metadata: {name: ovn-control-plane, annotations: {k8s.ovn.org/node-chassis-id: demo-chassis}}}
-- {apiVersion: v1, kind: Node, metadata: {name: ovn-worker, annotations: {k8s.ovn.org/node-chassis-id: demo-chassis}}}
-- {apiVersion: v1, kind: Node, metadata: {name: ovn-worker2, annotations: {k8s.ovn.org/node-chassis-id: demo-chassis}}}
-";
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: ovn-control-plane
+    annotations:
+      k8s.ovn.org/node-chassis-id: demo-chassis
+      k8s.ovn.org/l3-gateway-config: '{"default":{"mode":"shared","bridge-id":"breth0","mac-address":"02:42:ac:12:00:02","ip-addresses":["172.18.0.2/16"],"next-hops":["172.18.0.1"],"node-port-enable":"true"}}'
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: ovn-worker
+    annotations:
+      k8s.ovn.org/node-chassis-id: demo-chassis
+      k8s.ovn.org/l3-gateway-config: '{"default":{"mode":"shared","bridge-id":"breth0","mac-address":"02:42:ac:12:00:03","ip-addresses":["172.18.0.3/16"],"next-hops":["172.18.0.1"],"node-port-enable":"true"}}'
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: ovn-worker2
+    annotations:
+      k8s.ovn.org/node-chassis-id: demo-chassis
+      k8s.ovn.org/l3-gateway-config: '{"default":{"mode":"shared","bridge-id":"breth0","mac-address":"02:42:ac:12:00:04","ip-addresses":["172.18.0.4/16"],"next-hops":["172.18.0.1"],"node-port-enable":"true"}}'
+"#;
 
 const NETWORKS: &str = "\
 apiVersion: k8s.ovn.org/v1

@@ -1,18 +1,21 @@
 //! The gateway router of a local node (`GR_<p><node>`, reference §2.6), shared by the
 //! Layer3 and Layer2 topologies, and its external side when the node carries
 //! `k8s.ovn.org/l3-gateway-config`: the external switch `ext_<p><node>` with its
-//! localnet port, the `rtoe-`/`etor-` pair, the default and masquerade routes, and the
-//! SNAT of the network's traffic to its masquerade address.
+//! localnet port, the `rtoe-`/`etor-` pair, the default and masquerade routes, the
+//! static MAC bindings of the masquerade next hops, and the SNAT of the network's
+//! traffic to its masquerade address.
 
 use std::net::IpAddr;
 
 use ipnet::IpNet;
-use nb_model::{LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort};
+use nb_model::{
+    LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, StaticMacBinding,
+};
 
 use super::addr::with_len;
 use super::builder::NetworkBuilder;
 use super::rows::{add_nat, add_route, map, snat};
-use super::{masquerade_ip, masquerade_next_hop, NodeView};
+use super::{mac, masquerade_host_ip, masquerade_ip, masquerade_next_hop, NodeView};
 use crate::api::annotations::L3GatewayConfig;
 
 impl NetworkBuilder<'_> {
@@ -64,7 +67,33 @@ impl NetworkBuilder<'_> {
         self.external_port(node, gw, gr);
         self.external_switch(node, gw);
         self.external_routes(node, gw, gr);
+        self.masquerade_mac_bindings(node, gw);
         self.masquerade_snat(node, gr, gr_join);
+    }
+
+    /// Static MAC bindings on `rtoe-GR_…` for the masquerade subnet's dummy next hop
+    /// (`…4`) and the host's masquerade address (`…2`) of each family the node has
+    /// (OVN-Kubernetes' `CreateDummyGWMacBindings`): the masquerade subnet is directly
+    /// attached to the external port and its addresses are the same on every node, so
+    /// the router must not look them up on the wire (nobody answers for `…4`).
+    fn masquerade_mac_bindings(&mut self, node: &NodeView, gw: &L3GatewayConfig) {
+        let port = self.names.rtoe(node.name);
+        for ipv4 in [true, false] {
+            if !gw.ip_addresses.iter().any(|a| a.addr().is_ipv4() == ipv4) {
+                continue;
+            }
+            let hop = masquerade_next_hop(self.cfg, ipv4).map(|(_, hop)| hop);
+            for ip in hop.into_iter().chain(masquerade_host_ip(self.cfg, ipv4)) {
+                let binding = StaticMacBinding {
+                    logical_port: port.clone(),
+                    ip: ip.to_string(),
+                    mac: mac::from_ip(ip),
+                    override_dynamic_mac: true,
+                    ..Default::default()
+                };
+                self.d.add(binding_identity(&port, ip), binding);
+            }
+        }
     }
 
     /// The masquerade IP of the network's gateway routers, per family.
@@ -178,4 +207,10 @@ impl NetworkBuilder<'_> {
             add_nat(self.d, &mut gr.nat, &gr_name, nat);
         }
     }
+}
+
+/// A static MAC binding's identity: its port and address (the table's unique index),
+/// space-separated.
+pub fn binding_identity(port: &str, ip: IpAddr) -> String {
+    format!("{port} {ip}")
 }

@@ -9,6 +9,14 @@
 //! `trtor-GR_…` port (tunnel key `10 + node id`), the odd one on the gateway router's
 //! `rtotr-GR_…` port. A remote node's `trtor-` port has no peer and is bound to its
 //! chassis by `requested-chassis`.
+//!
+//! Each local node's host hangs off the switch by its management port `k8s-<p><node>`
+//! (the `.2` of each subnet, the same on every node: a zone holds only its own); the
+//! transit router SNATs what it sends there to the network's masquerade address and,
+//! once the node has a gateway, reroutes the pods' packets for the node's address to
+//! it ([`super::host`]). A local node gets its gateway router (and the `trtor-` port
+//! peered with it) only from its `k8s.ovn.org/l3-gateway-config`, as in
+//! OVN-Kubernetes.
 
 use ipnet::IpNet;
 use nb_model::keys::{lr_options, lrp_options, ls_other_config};
@@ -17,9 +25,11 @@ use nb_model::{LogicalRouter, LogicalRouterStaticRoutePolicy, LogicalSwitch, Log
 use super::addr::{nth_in, with_len};
 use super::builder::NetworkBuilder;
 use super::desired::Desired;
+use super::host::{self, HostSide};
 use super::rows::{add_route, bind_to_chassis, map, router_port, same_family};
 use super::{interconnect, BuildError, GatewayMode, Inputs, NodeView};
 use crate::alloc::transit::node_pair;
+use crate::api::annotations::L3GatewayConfig;
 use crate::api::Network;
 
 /// The tunnel key of every zone's `trtos-` port.
@@ -45,6 +55,28 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
     let b = NetworkBuilder::new(inputs, net, id, "layer2", d);
     let mut l2 = Layer2::new(b, keys);
     l2.switch_port(&nodes);
+    let local: Vec<&NodeView> = nodes.iter().filter(|n| n.local).collect();
+    for node in &local {
+        l2.management_port(node);
+    }
+    if local.len() > 1 {
+        // OVN-Kubernetes has one node per zone, so a zone's switch holds one
+        // management port; with one NB for several nodes they share one address.
+        let names: Vec<&str> = local.iter().map(|n| n.name).collect();
+        l2.b.d.incomplete.push(format!(
+            "nodes {} share one NB (no zone): their management ports on Layer2 network {} \
+             have the same address, so at most one node's host is reachable from its pods; \
+             run netconnectd per zone for host access",
+            names.join(", "),
+            name
+        ));
+    }
+    if nodes.iter().any(|n| n.local && n.gateway.is_some()) {
+        l2.management_snat();
+    }
+    if !local.is_empty() {
+        l2.management_routes();
+    }
     for node in &nodes {
         let (tr_side, gr_side) = node_pairs(transit, node.id);
         if tr_side.is_empty() {
@@ -54,10 +86,13 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
             continue;
         };
         let pair = Pair { tr_side, gr_side };
-        let trtor = l2.transit_router_port(node, &pair);
         if node.local {
-            l2.local_node(node, chassis, trtor, &pair);
+            if let Some(gw) = node.gateway {
+                let trtor = l2.transit_router_port(node, &pair);
+                l2.local_node(node, chassis, gw, trtor, &pair);
+            }
         } else {
+            let trtor = l2.transit_router_port(node, &pair);
             let b = &mut l2.b;
             interconnect::remote_transit_router_port(
                 b,
@@ -176,6 +211,74 @@ impl<'a> Layer2<'a> {
         self.ls.ports.insert(self.b.d.add(names.stotr(), stotr));
     }
 
+    /// The management port's addresses: the `.2` of each subnet, or the `.1` where the
+    /// pods' gateway took the `.2` (OVN-Kubernetes' `allocateInfrastructureIPs`).
+    fn management_addresses(&self) -> Vec<IpNet> {
+        let gateways = self.pod_gateways();
+        let net = self.b.net;
+        net.subnets
+            .iter()
+            .filter_map(|s| {
+                let two = nth_in(&s.cidr, 2)?;
+                if gateways.iter().any(|g| g.addr() == two.addr()) {
+                    nth_in(&s.cidr, 1)
+                } else {
+                    Some(two)
+                }
+            })
+            .collect()
+    }
+
+    /// `k8s-<p><node>` on the switch for a local node.
+    fn management_port(&mut self, node: &NodeView) {
+        let addresses = self.management_addresses();
+        if addresses.is_empty() {
+            return;
+        }
+        let port = self.b.management_port(node.name, &addresses);
+        self.ls.ports.insert(port);
+    }
+
+    /// The masquerade SNAT of the network's subnets on the transit router, for what it
+    /// sends to the management port (OVN-Kubernetes'
+    /// `addOrUpdateUDNClusterSubnetEgressSNAT`; the port is the same on every node).
+    fn management_snat(&mut self) {
+        let management = self.management_addresses();
+        let mgmt_mac = host::management_mac(&management);
+        let subnets: Vec<IpNet> = self.b.net.subnets.iter().map(|s| s.cidr).collect();
+        let (b, mut side) = self.split_host_side();
+        b.management_snat(&mut side, &subnets, &mgmt_mac);
+    }
+
+    /// Local gateway mode: the pods leave through the management port, a source route
+    /// per subnet on the transit router (OVN-Kubernetes' `syncNodeManagementPort`; the
+    /// port's address is the same on every node).
+    fn management_routes(&mut self) {
+        if self.b.cfg.gateway_mode != GatewayMode::Local {
+            return;
+        }
+        let tr_name = self.b.names.transit_router();
+        let management = self.management_addresses();
+        for (s, m) in self.b.net.subnets.iter().zip(&management) {
+            let mut route = self.b.route(s.cidr, m.addr());
+            route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
+            add_route(self.b.d, &mut self.tr.static_routes, &tr_name, route);
+        }
+    }
+
+    /// The builder and the transit router as the host sees it (`trtos-` toward the
+    /// switch), borrowed apart.
+    fn split_host_side(&mut self) -> (&mut NetworkBuilder<'a>, HostSide<'_>) {
+        let side = HostSide {
+            router: &mut self.tr,
+            router_name: self.b.names.transit_router(),
+            port: self.b.names.trtos(),
+            gateway_port: None,
+            switch: self.b.names.layer2_switch(),
+        };
+        (&mut self.b, side)
+    }
+
     /// `trtor-GR_…`, the transit router's port toward a node's gateway router (its
     /// tunnel key `10 + node id`), not yet added.
     fn transit_router_port(&self, node: &NodeView, pair: &Pair) -> nb_model::LogicalRouterPort {
@@ -188,12 +291,15 @@ impl<'a> Layer2<'a> {
         trtor
     }
 
-    /// A node of the zone: `trtor-` peered with its gateway router's `rtotr-`, the
-    /// gateway router with its routes, and the transit router's routes to it.
+    /// A node of the zone with a gateway: `trtor-` peered with its gateway router's
+    /// `rtotr-`, the gateway router with its routes and external side, the transit
+    /// router's routes to it, and the reroutes of the node's addresses to its
+    /// management port.
     fn local_node(
         &mut self,
         node: &NodeView,
         chassis: &str,
+        gw: &L3GatewayConfig,
         mut trtor: nb_model::LogicalRouterPort,
         pair: &Pair,
     ) {
@@ -209,10 +315,13 @@ impl<'a> Layer2<'a> {
             .insert("lb_force_snat_ip".into(), joins.join(" "));
         self.gateway_port(node, &gr_join, pair, &mut gr);
         self.gateway_routes(node, &gr_join, pair, &mut gr);
-        if let Some(gw) = node.gateway {
-            self.b.external_side(node, gw, &mut gr, &gr_join);
-        }
+        self.b.external_side(node, gw, &mut gr, &gr_join);
         self.b.d.add(self.b.names.gateway_router(n), gr);
+        // A Layer2 network's node has no host addresses besides its own
+        // (OVN-Kubernetes' `hostAddrs` is empty for Layer2).
+        let management = self.management_addresses();
+        let (b, mut side) = self.split_host_side();
+        b.node_ip_reroutes(&mut side, gw, &[], &management);
     }
 
     /// `rtotr-GR_…`: the gateway router's port toward the transit router, with its join

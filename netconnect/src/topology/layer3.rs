@@ -12,6 +12,8 @@
 //! node. Per remote node: its `type=remote` transit switch port and the routes to its
 //! host subnets and gateway router through it.
 
+use std::net::IpAddr;
+
 use ipnet::IpNet;
 use nb_model::keys::{lrp_options, ls_other_config};
 use nb_model::{
@@ -23,18 +25,18 @@ use ovsdb_proto::model::Ref;
 use super::addr::nth_in;
 use super::builder::NetworkBuilder;
 use super::desired::Desired;
+use super::host::{self, HostSide};
+use super::names::Names;
 use super::rows::{
-    add_nat, add_policy, add_route, bind_to_chassis, ip_match_family, map, port_addresses,
-    router_port, same_family, snat,
+    add_policy, add_route, bind_to_chassis, ip_match_family, map, router_port, same_family,
 };
-use super::{interconnect, mac, masquerade_ip, GatewayMode, Inputs, NodeView};
+use super::{interconnect, masquerade_ip, GatewayMode, Inputs, NodeView};
+use crate::api::annotations::L3GatewayConfig;
 use crate::api::Network;
 
 /// The priority of the EgressIP no-reroute policies.
 pub const NO_REROUTE_PRIORITY: i64 = 102;
-/// The priority of the policies sending traffic for the node's IPs to the management
-/// port.
-pub const NODE_IP_REROUTE_PRIORITY: i64 = 1004;
+pub use super::host::NODE_IP_REROUTE_PRIORITY;
 
 /// The priority-102 policies: every ordered pair of same-family cluster subnets
 /// (OKEP-5377, the pair with itself included), each subnet to the join subnet, and
@@ -108,6 +110,24 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) {
     l3.finish();
 }
 
+/// The cluster router as the host sees it from `node`: `rtos-<p><node>` toward the
+/// node switch, which a NAT must name as its gateway port (`rtos`): the router has a
+/// distributed gateway port per local node.
+fn host_side<'r>(
+    names: &Names,
+    cr: &'r mut LogicalRouter,
+    node: &NodeView,
+    rtos: Option<Ref<LogicalRouterPort>>,
+) -> HostSide<'r> {
+    HostSide {
+        router: cr,
+        router_name: names.cluster_router(),
+        port: names.rtos(node.name),
+        gateway_port: rtos,
+        switch: names.node_switch(node.name),
+    }
+}
+
 /// A Layer3 network being built: the rows every node adds to.
 struct Layer3<'a> {
     b: NetworkBuilder<'a>,
@@ -136,16 +156,8 @@ impl<'s> HostAddresses<'s> {
         HostAddresses {
             subnets,
             gateway: subnets.iter().filter_map(|s| nth_in(s, 1)).collect(),
-            management: subnets.iter().filter_map(|s| nth_in(s, 2)).collect(),
+            management: host::management_addresses(subnets),
         }
-    }
-
-    /// The management port's MAC, derived from its first address.
-    fn management_mac(&self) -> String {
-        self.management
-            .first()
-            .map(|m| mac::from_ip(m.addr()))
-            .unwrap_or_default()
     }
 }
 
@@ -207,10 +219,14 @@ impl<'a> Layer3<'a> {
         let host = HostAddresses::new(subnets);
         self.node_switch(node, &host);
         let rtos = self.cluster_router_port(node, &host);
-        self.management_port_snat(node, &host, rtos);
+        let mgmt_mac = host::management_mac(&host.management);
+        let mut side = host_side(&self.b.names, &mut self.cr, node, Some(rtos));
+        self.b.management_snat(&mut side, host.subnets, &mgmt_mac);
+        self.management_routes(&host);
         interconnect::local_pair(&mut self.b, node, &mut self.cr, &mut self.ts);
-        if let Some(chassis) = node.chassis {
-            self.gateway(node, chassis, &host);
+        // OVN-Kubernetes builds a node's gateway only from its l3-gateway-config.
+        if let (Some(chassis), Some(gw)) = (node.chassis, node.gateway) {
+            self.gateway(node, chassis, gw, &host);
         }
     }
 
@@ -242,18 +258,8 @@ impl<'a> Layer3<'a> {
         }
         let stor = LogicalSwitchPort::to_router(names.stor(n), names.rtos(n));
         ls.ports.insert(self.b.d.add(names.stor(n), stor));
-        let addresses = port_addresses(
-            &host.management_mac(),
-            host.management.iter().map(|m| m.addr().to_string()),
-        );
-        let mgmt = LogicalSwitchPort {
-            name: names.management_port(n),
-            addresses: [addresses].into(),
-            ..Default::default()
-        };
-        ls.ports
-            .insert(self.b.d.add(names.management_port(n), mgmt));
-        self.b.d.add(names.node_switch(n), ls);
+        ls.ports.insert(self.b.management_port(n, &host.management));
+        self.b.d.add(self.b.names.node_switch(n), ls);
     }
 
     /// `rtos-<p><node>`: the cluster router's port to the node switch, a distributed
@@ -277,45 +283,30 @@ impl<'a> Layer3<'a> {
         rtos
     }
 
-    /// The management port's masquerade SNAT on the cluster router, one per host
-    /// subnet (each family to the network's management-port masquerade address of
-    /// that family), for traffic to the management port's MAC: what leaves OVN to the
-    /// host through the management port comes from the masquerade address. Its gateway
-    /// port is named: with several local nodes (one NB for the cluster) the router has
-    /// several distributed gateway ports, and OVN needs to know which one the NAT is for.
-    fn management_port_snat(
+    /// The node's gateway router, its join switch pair, the routes between it and the
+    /// cluster router, the reroutes to the node's addresses and the router's external
+    /// side.
+    fn gateway(
         &mut self,
         node: &NodeView,
+        chassis: &str,
+        gw: &L3GatewayConfig,
         host: &HostAddresses,
-        rtos: Ref<LogicalRouterPort>,
     ) {
-        let b = &mut self.b;
-        let mac = host.management_mac();
-        for subnet in host.subnets {
-            let ipv4 = subnet.addr().is_ipv4();
-            let Some(masquerade) = masquerade_ip(b.cfg, b.id, ipv4, false) else {
-                continue;
-            };
-            let mut nat = snat(subnet, masquerade, &b.cfg.ephemeral_port_range, b.ids());
-            nat.logical_port = Some(b.names.rtos(node.name));
-            nat.gateway_port = Some(rtos.clone());
-            nat.match_ = format!("eth.dst == {mac}");
-            add_nat(b.d, &mut self.cr.nat, &b.names.cluster_router(), nat);
-        }
-    }
-
-    /// The node's gateway router, its join switch pair, the routes between it and the
-    /// cluster router and, with a gateway config, the reroutes to the node's addresses
-    /// and the router's external side.
-    fn gateway(&mut self, node: &NodeView, chassis: &str, host: &HostAddresses) {
         let gr_join = self.b.gateway_join(node.id);
         let mut gr = self.b.gateway_router(node, chassis);
         self.gateway_join_ports(node, &gr_join, &mut gr);
         self.gateway_routes(node, host, &gr_join, &mut gr);
-        if let Some(gw) = node.gateway {
-            self.node_ip_reroutes(node, &gw.ip_addresses, host);
-            self.b.external_side(node, gw, &mut gr, &gr_join);
-        }
+        // The gateway router's masquerade addresses are the node's too (OVN-Kubernetes'
+        // `hostAddrs` of a Layer3 network).
+        let masquerade: Vec<IpAddr> = [true, false]
+            .into_iter()
+            .filter_map(|ipv4| masquerade_ip(self.b.cfg, self.b.id, ipv4, true))
+            .collect();
+        let mut side = host_side(&self.b.names, &mut self.cr, node, None);
+        self.b
+            .node_ip_reroutes(&mut side, gw, &masquerade, &host.management);
+        self.b.external_side(node, gw, &mut gr, &gr_join);
         self.b.d.add(self.b.names.gateway_router(node.name), gr);
     }
 
@@ -339,9 +330,9 @@ impl<'a> Layer3<'a> {
     }
 
     /// The gateway router's routes to the cluster subnets via the cluster router; the
-    /// cluster router's routes to the gateway router's join addresses, and its
-    /// source routes sending the node's pods out through the gateway router (shared
-    /// gateway mode) or the management port (local gateway mode).
+    /// cluster router's routes to the gateway router's join addresses, and (shared
+    /// gateway mode) its source routes sending the node's pods out through the gateway
+    /// router.
     fn gateway_routes(
         &mut self,
         node: &NodeView,
@@ -362,45 +353,30 @@ impl<'a> Layer3<'a> {
             let route = b.route(j.addr(), j.addr());
             add_route(b.d, &mut self.cr.static_routes, &cr_name, route);
         }
-        for (s, m) in host.subnets.iter().zip(&host.management) {
-            let via = match b.cfg.gateway_mode {
-                GatewayMode::Shared => same_family(gr_join, s.addr().is_ipv4()),
-                GatewayMode::Local => Some(m.addr()),
-            };
-            if let Some(via) = via {
-                let mut route = b.route(s, via);
-                route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
-                add_route(b.d, &mut self.cr.static_routes, &cr_name, route);
+        if b.cfg.gateway_mode == GatewayMode::Shared {
+            for s in host.subnets {
+                if let Some(via) = same_family(gr_join, s.addr().is_ipv4()) {
+                    let mut route = b.route(s, via);
+                    route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
+                    add_route(b.d, &mut self.cr.static_routes, &cr_name, route);
+                }
             }
         }
     }
 
-    /// Traffic from the node's pods to the node's own addresses goes to the management
-    /// port (priority 1004).
-    fn node_ip_reroutes(&mut self, node: &NodeView, node_ips: &[IpNet], host: &HostAddresses) {
+    /// Local gateway mode: the node's pods leave through the management port, a
+    /// source route per host subnet (OVN-Kubernetes' `syncNodeManagementPort`, gateway
+    /// or not).
+    fn management_routes(&mut self, host: &HostAddresses) {
+        if self.b.cfg.gateway_mode != GatewayMode::Local {
+            return;
+        }
         let b = &mut self.b;
-        let n = node.name;
         let cr_name = b.names.cluster_router();
-        for ip in node_ips {
-            let ipv4 = ip.addr().is_ipv4();
-            let Some(m) = same_family(&host.management, ipv4) else {
-                continue;
-            };
-            let p = LogicalRouterPolicy {
-                priority: NODE_IP_REROUTE_PRIORITY,
-                action: LogicalRouterPolicyAction::Reroute,
-                match_: format!(
-                    "inport == \"{}\" && {}.dst == {} /* {} */",
-                    b.names.rtos(n),
-                    ip_match_family(ipv4),
-                    ip.addr(),
-                    b.names.node_switch(n)
-                ),
-                nexthops: [m.to_string()].into(),
-                external_ids: b.ids(),
-                ..Default::default()
-            };
-            add_policy(b.d, &mut self.cr.policies, &cr_name, p);
+        for (s, m) in host.subnets.iter().zip(&host.management) {
+            let mut route = b.route(s, m.addr());
+            route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
+            add_route(b.d, &mut self.cr.static_routes, &cr_name, route);
         }
     }
 

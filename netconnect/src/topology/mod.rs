@@ -5,6 +5,7 @@
 //! - [`layer2`]: a primary Layer2 network with its transit router (reference §3,
 //!   OKEP-5094);
 //! - [`gateway`]: the gateway router of a local node and its external side;
+//! - [`host`]: the management port to the node's host, its SNAT and reroutes;
 //! - [`interconnect`]: what joins a network's zone to the other zones;
 //! - [`services`]: a service's load balancers on its namespace's primary network;
 //! - [`cluster`]: rows shared by every network (the default COPP and its meters);
@@ -20,6 +21,7 @@ pub mod cluster;
 pub mod connect;
 pub mod desired;
 pub mod gateway;
+pub mod host;
 pub mod interconnect;
 pub mod layer2;
 pub mod layer3;
@@ -223,19 +225,26 @@ pub fn masquerade_ip(
     ipv4: bool,
     gateway: bool,
 ) -> Option<IpAddr> {
-    let subnet = config
-        .masquerade_subnets
-        .iter()
-        .find(|s| s.addr().is_ipv4() == ipv4)?;
+    let subnet = masquerade_subnet(config, ipv4)?;
     let n = 10 + 2 * id as u128 - u128::from(gateway);
     addr::nth(subnet, n)
 }
 
 /// The masquerade subnet's dummy next hop (`…4`), the GR's route back to the host.
 pub fn masquerade_next_hop(config: &TopologyConfig, ipv4: bool) -> Option<(IpNet, IpAddr)> {
-    let subnet = config
+    let subnet = masquerade_subnet(config, ipv4)?;
+    Some((*subnet, addr::nth(subnet, 4)?))
+}
+
+/// The host's masquerade address (`…2`), where the host's traffic to services comes
+/// from on the gateway bridge.
+pub fn masquerade_host_ip(config: &TopologyConfig, ipv4: bool) -> Option<IpAddr> {
+    addr::nth(masquerade_subnet(config, ipv4)?, 2)
+}
+
+fn masquerade_subnet(config: &TopologyConfig, ipv4: bool) -> Option<&IpNet> {
+    config
         .masquerade_subnets
         .iter()
-        .find(|s| s.addr().is_ipv4() == ipv4)?;
-    Some((*subnet, addr::nth(subnet, 4)?))
+        .find(|s| s.addr().is_ipv4() == ipv4)
 }

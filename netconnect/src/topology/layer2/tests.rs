@@ -1,11 +1,11 @@
 //! Layer2 rows pinned with the reference's vector (§3.2, from OVN-Kubernetes'
 //! layer2_user_defined_network_controller_test.go): network id 2, tunnel keys
-//! `[16711685, 16715780]`, node `test-node` with id 4, subnet 100.200.0.0/16, and a
-//! stale remote node with id 5.
+//! `[16711685, 16715780]`, node `test-node` with id 4 and a gateway on
+//! 192.168.126.202, subnet 100.200.0.0/16, and a stale remote node with id 5.
 
 use nb_model::{
-    LogicalRouter, LogicalRouterPort, LogicalRouterStaticRoute, LogicalRouterStaticRoutePolicy,
-    LogicalSwitch, LogicalSwitchPort,
+    LogicalRouter, LogicalRouterPolicy, LogicalRouterPort, LogicalRouterStaticRoute,
+    LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort, Nat, StaticMacBinding,
 };
 
 use crate::testing::{cluster, node};
@@ -21,20 +21,27 @@ fn cudn(subnets: &str, annotations: &str) -> String {
     )
 }
 
+const GATEWAY: &str = r#"{"default":{"mode":"shared","bridge-id":"breth0","interface-id":"breth0_test-node","mac-address":"0a:58:c0:a8:7e:ca","ip-addresses":["192.168.126.202/24"],"next-hops":["192.168.126.1"],"node-port-enable":"true"}}"#;
+
 fn nodes() -> String {
-    node(
-        "test-node",
-        &[
-            ("k8s.ovn.org/node-id", "4"),
-            ("k8s.ovn.org/node-chassis-id", "chassis-4"),
-        ],
-    ) + &node(
-        "stale-node",
-        &[
-            ("k8s.ovn.org/node-id", "5"),
-            ("k8s.ovn.org/node-chassis-id", "chassis-5"),
-        ],
-    )
+    nodes_with(&[("k8s.ovn.org/l3-gateway-config", GATEWAY)])
+}
+
+/// The vector's two nodes, `test-node` with `extra` annotations.
+fn nodes_with(extra: &[(&str, &str)]) -> String {
+    let mut local = vec![
+        ("k8s.ovn.org/node-id", "4"),
+        ("k8s.ovn.org/node-chassis-id", "chassis-4"),
+    ];
+    local.extend_from_slice(extra);
+    node("test-node", &local)
+        + &node(
+            "stale-node",
+            &[
+                ("k8s.ovn.org/node-id", "5"),
+                ("k8s.ovn.org/node-chassis-id", "chassis-5"),
+            ],
+        )
 }
 
 fn build(yaml: &str) -> crate::topology::Desired {
@@ -207,9 +214,10 @@ fn keys_are_allocated_when_missing_and_transit_moves_off_an_overlap() {
 }
 
 #[test]
-fn local_gateway_mode_commits_all_and_keeps_the_pods_egress_off_the_gateway_router() {
+fn local_gateway_mode_commits_all_and_sends_the_pods_out_through_the_management_port() {
     // Reference §3.2: ct-commit-all on the transit router; the src-ip route of the
-    // network's subnet via the gateway router exists in shared gateway mode only.
+    // network's subnet goes via the gateway router in shared gateway mode, via the
+    // management port in local gateway mode.
     let yaml = cudn(
         "[100.200.0.0/16]",
         "k8s.ovn.org/network-id: '2', k8s.ovn.org/tunnel-keys: '[16711685,16715780]'",
@@ -228,9 +236,153 @@ fn local_gateway_mode_commits_all_and_keeps_the_pods_egress_off_the_gateway_rout
     let d = build_with(&yaml, local);
     let tr = d.get::<LogicalRouter>(&tr_name).unwrap();
     assert_eq!(tr.options["ct-commit-all"], "true");
-    assert_eq!(src_routes(&d), 0);
+    // The only source route goes to the management port (syncNodeManagementPort).
+    assert_eq!(src_routes(&d), 1);
+    assert!(d
+        .get::<LogicalRouterStaticRoute>(&format!("{tr_name}|src-ip|100.200.0.0/16|100.200.0.2"))
+        .is_some());
     let d = build(&yaml);
     let tr = d.get::<LogicalRouter>(&tr_name).unwrap();
     assert!(!tr.options.contains_key("ct-commit-all"));
     assert_eq!(src_routes(&d), 1);
+    assert!(d
+        .get::<LogicalRouterStaticRoute>(&format!("{tr_name}|src-ip|100.200.0.0/16|100.88.0.9"))
+        .is_some());
+}
+
+#[test]
+fn the_management_port_its_snat_and_the_node_ip_reroute_match_the_reference() {
+    // OVN-Kubernetes' layer2 test (expectedLayer2EgressEntities): the SNAT to the
+    // management port's masquerade address (network id 2: 169.254.0.14) on trtos-,
+    // and one 1004 policy for the node's address (a Layer2 network has no other).
+    let d = vector();
+    let mgmt = d
+        .get::<LogicalSwitchPort>(&format!("k8s-{P}test-node"))
+        .unwrap();
+    assert_eq!(
+        mgmt.addresses.iter().collect::<Vec<_>>(),
+        ["0a:58:64:c8:00:02 100.200.0.2"]
+    );
+    let ls = d
+        .get::<LogicalSwitch>(&format!("{P}ovn_layer2_switch"))
+        .unwrap();
+    let on_switch: Vec<String> = ls
+        .ports
+        .iter()
+        .filter_map(|r| d.identity_of(r).map(str::to_owned))
+        .collect();
+    assert!(
+        on_switch.contains(&format!("k8s-{P}test-node")),
+        "{on_switch:?}"
+    );
+    let tr_name = format!("{P}transit_router");
+    let nat = d
+        .get::<Nat>(&format!("{tr_name}|snat|100.200.0.0/16|169.254.0.14"))
+        .unwrap();
+    assert_eq!(nat.match_, "eth.dst == 0a:58:64:c8:00:02");
+    assert_eq!(
+        nat.logical_port.as_deref(),
+        Some(format!("trtos-{P}ovn_layer2_switch").as_str())
+    );
+    assert_eq!(nat.gateway_port, None);
+    assert_eq!(nat.external_port_range, "32768-60999");
+    let policies: Vec<LogicalRouterPolicy> = d
+        .all::<LogicalRouterPolicy>()
+        .into_values()
+        .filter(|p| p.priority == 1004)
+        .collect();
+    assert_eq!(policies.len(), 1, "{policies:?}");
+    assert_eq!(
+        policies[0].match_,
+        format!(
+            "inport == \"trtos-{P}ovn_layer2_switch\" && ip4.dst == 192.168.126.202 /* {P}ovn_layer2_switch */"
+        )
+    );
+    assert_eq!(
+        policies[0].nexthops.iter().collect::<Vec<_>>(),
+        ["100.200.0.2"]
+    );
+    let tr = d.get::<LogicalRouter>(&tr_name).unwrap();
+    assert_eq!((tr.nat.len(), tr.policies.len()), (1, 1));
+}
+
+#[test]
+fn the_gateway_router_binds_the_masquerade_next_hops_statically() {
+    // OVN-Kubernetes' CreateDummyGWMacBindings: the dummy next hop (.4) and the host's
+    // masquerade address (.2) on rtoe-, MACs derived from the addresses.
+    let d = vector();
+    let port = format!("rtoe-GR_{P}test-node");
+    let bindings = d.all::<StaticMacBinding>();
+    let got: Vec<(&str, &str, &str, bool)> = bindings
+        .values()
+        .map(|b| {
+            (
+                b.logical_port.as_str(),
+                b.ip.as_str(),
+                b.mac.as_str(),
+                b.override_dynamic_mac,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (port.as_str(), "169.254.0.2", "0a:58:a9:fe:00:02", true),
+            (port.as_str(), "169.254.0.4", "0a:58:a9:fe:00:04", true),
+        ]
+    );
+}
+
+#[test]
+fn a_local_node_without_a_gateway_config_gets_its_management_port_and_no_gateway_router() {
+    let d = build(
+        &(cudn(
+            "[100.200.0.0/16]",
+            "k8s.ovn.org/network-id: '2', k8s.ovn.org/tunnel-keys: '[16711685,16715780]'",
+        ) + &nodes_with(&[])),
+    );
+    assert!(d
+        .get::<LogicalSwitchPort>(&format!("k8s-{P}test-node"))
+        .is_some());
+    assert!(d
+        .get::<LogicalRouter>(&format!("GR_{P}test-node"))
+        .is_none());
+    assert!(d
+        .get::<LogicalRouterPort>(&format!("trtor-GR_{P}test-node"))
+        .is_none());
+    assert!(d.all::<Nat>().is_empty());
+    assert!(d.all::<StaticMacBinding>().is_empty());
+    assert!(d
+        .all::<LogicalRouterPolicy>()
+        .values()
+        .all(|p| p.priority != 1004));
+    // The remote node's port is written whatever its gateway.
+    assert!(d
+        .get::<LogicalRouterPort>(&format!("trtor-GR_{P}stale-node"))
+        .is_some());
+}
+
+#[test]
+fn several_local_nodes_get_a_management_port_each_and_a_note_that_they_share_its_address() {
+    let (inv, alloc) = cluster(
+        &(cudn(
+            "[100.200.0.0/16]",
+            "k8s.ovn.org/network-id: '2', k8s.ovn.org/tunnel-keys: '[16711685,16715780]'",
+        ) + &nodes()),
+    );
+    let config = TopologyConfig::default();
+    let inputs = Inputs {
+        inventory: &inv,
+        allocations: &alloc,
+        zone: None,
+        config: &config,
+    };
+    let d = network(&inputs, NET).unwrap();
+    for n in ["test-node", "stale-node"] {
+        assert!(d.get::<LogicalSwitchPort>(&format!("k8s-{P}{n}")).is_some());
+    }
+    assert_eq!(d.incomplete.len(), 1, "{:?}", d.incomplete);
+    assert!(d.incomplete[0].contains("nodes stale-node, test-node share one NB"));
+    // In a zone of its own, a node's port is the only one: nothing to note.
+    assert!(vector().incomplete.is_empty());
 }

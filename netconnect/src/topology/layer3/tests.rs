@@ -201,6 +201,27 @@ fn routes_policies_and_nat_match_the_reference() {
         .get::<LogicalRouterPolicy>(&format!("{cr_name}|1004|{m}"))
         .unwrap();
     assert_eq!(p.nexthops.iter().collect::<Vec<_>>(), ["192.168.1.2"]);
+    // expectedLayer3EgressEntities: a second 1004 policy for the gateway router's
+    // masquerade address (network id 2: 169.254.0.13), the node's address too.
+    let m =
+        format!("inport == \"rtos-{P}test-node\" && ip4.dst == 169.254.0.13 /* {P}test-node */");
+    let p = d
+        .get::<LogicalRouterPolicy>(&format!("{cr_name}|1004|{m}"))
+        .unwrap();
+    assert_eq!(p.nexthops.iter().collect::<Vec<_>>(), ["192.168.1.2"]);
+    let bindings: Vec<(String, String)> = d
+        .all::<nb_model::StaticMacBinding>()
+        .into_values()
+        .map(|b| (b.logical_port, b.ip))
+        .collect();
+    let rtoe = format!("rtoe-GR_{P}test-node");
+    assert_eq!(
+        bindings,
+        [
+            (rtoe.clone(), "169.254.0.2".to_string()),
+            (rtoe, "169.254.0.4".to_string())
+        ]
+    );
     let nat = d
         .all::<Nat>()
         .into_values()
@@ -430,4 +451,59 @@ fn local_gateway_mode_commits_all_and_sends_the_nodes_pods_out_through_the_manag
     );
     let cr = d.get::<LogicalRouter>(&cr_name).unwrap();
     assert!(!cr.options.contains_key("ct-commit-all"));
+}
+
+#[test]
+fn a_node_without_a_gateway_config_gets_its_management_port_and_no_gateway_router() {
+    // OVN-Kubernetes builds a gateway only from k8s.ovn.org/l3-gateway-config; the
+    // management port, its SNAT and (local gateway mode) its source route are the
+    // node's whatever its gateway.
+    let yaml = cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2)
+        + &node(
+            "test-node",
+            &[
+                ("k8s.ovn.org/node-id", "4"),
+                ("k8s.ovn.org/node-chassis-id", CHASSIS),
+                (
+                    "k8s.ovn.org/node-subnets",
+                    r#"{"cluster_udn_isolatednet":["192.168.1.0/24"]}"#,
+                ),
+            ],
+        );
+    let (inv, alloc) = cluster(&yaml);
+    let config = TopologyConfig {
+        gateway_mode: crate::topology::GatewayMode::Local,
+        ..TopologyConfig::default()
+    };
+    let inputs = Inputs {
+        inventory: &inv,
+        allocations: &alloc,
+        zone: None,
+        config: &config,
+    };
+    let d = network(&inputs, NET).unwrap();
+    let cr_name = format!("{P}ovn_cluster_router");
+    assert!(d
+        .get::<LogicalSwitchPort>(&format!("k8s-{P}test-node"))
+        .is_some());
+    assert!(d
+        .get::<Nat>(&format!("{cr_name}|snat|192.168.1.0/24|169.254.0.14"))
+        .is_some());
+    assert!(d
+        .get::<LogicalRouterStaticRoute>(&format!("{cr_name}|src-ip|192.168.1.0/24|192.168.1.2"))
+        .is_some());
+    assert!(d
+        .get::<LogicalRouter>(&format!("GR_{P}test-node"))
+        .is_none());
+    assert!(d
+        .get::<LogicalRouterPort>(&format!("rtoj-GR_{P}test-node"))
+        .is_none());
+    assert!(d
+        .get::<LogicalRouterStaticRoute>(&format!("{cr_name}|dst-ip|100.65.0.4|100.65.0.4"))
+        .is_none());
+    assert!(d
+        .all::<LogicalRouterPolicy>()
+        .values()
+        .all(|p| p.priority != 1004));
+    assert!(d.all::<nb_model::StaticMacBinding>().is_empty());
 }
