@@ -78,6 +78,8 @@ pub struct Chassis {
     servers: Vec<std::process::Child>,
     tag: String,
     bridge: String,
+    /// Management ports added so far (their interfaces are numbered).
+    management_ports: u32,
     /// The node's network namespace, where ovs-vswitchd and the pods' host veths live
     /// (the userspace datapath's tap devices are named alike in every chassis).
     node: Netns,
@@ -282,6 +284,7 @@ impl Chassis {
             servers: Vec::new(),
             tag,
             bridge,
+            management_ports: 0,
             node,
             dir,
         })
@@ -402,6 +405,68 @@ impl Chassis {
         Ok(pod)
     }
 
+    /// Adds the node's end of a management port: an OVS internal port bound to
+    /// logical switch port `iface_id`, living in the chassis' own network namespace
+    /// (the node's host, as `ovn-k8s-mpX` lives on a real node), with MAC `mac` and
+    /// addresses `ips`. The returned [`Pod`] runs commands in that namespace (the
+    /// host): `host_veth` names the interface. It goes with the chassis.
+    pub fn add_management_port(&mut self, iface_id: &str, mac: &str, ips: &[IpNet]) -> Result<Pod> {
+        let name = format!("{}m{}", self.tag, self.management_ports);
+        self.management_ports += 1;
+        self.vsctl(&[
+            "add-port",
+            &self.bridge,
+            &name,
+            "--",
+            "set",
+            "interface",
+            &name,
+            "type=internal",
+            &format!("mac=\"{mac}\""),
+            &format!("external_ids:iface-id={iface_id}"),
+        ])?;
+        let node = self.node.0.clone();
+        wait_until(&format!("the management port {name}"), || {
+            Ok(ip(&["-n", &node, "link", "show", &name]).ok())
+        })?;
+        ip(&["-n", &node, "link", "set", &name, "address", mac])?;
+        run(
+            Command::new("ip").args([
+                "netns",
+                "exec",
+                &node,
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{name}.accept_dad=0"),
+            ]),
+            "sysctl accept_dad",
+        )?;
+        for a in ips {
+            ip(&["-n", &node, "addr", "add", &a.to_string(), "dev", &name])?;
+        }
+        // As for a pod's veth: the userspace datapath does not complete checksums.
+        run(
+            Command::new("ip").args(["netns", "exec", &node, "ethtool", "-K", &name, "tx", "off"]),
+            "ethtool -K tx off",
+        )?;
+        ip(&["-n", &node, "link", "set", &name, "up"])?;
+        Ok(Pod {
+            netns: node,
+            iface_id: iface_id.to_owned(),
+            host_veth: name,
+            mac: mac.to_owned(),
+            ips: ips.to_vec(),
+        })
+    }
+
+    /// Runs `ip args…` in the chassis' own network namespace (the node's host): to
+    /// give the host an address or a route.
+    pub fn host_ip(&self, args: &[&str]) -> Result<()> {
+        let mut all = vec!["-n", self.node.0.as_str()];
+        all.extend_from_slice(args);
+        ip(&all)
+    }
+
     /// Runs `command` in `pod`'s namespace.
     pub fn exec(&self, pod: &Pod, command: &[&str]) -> Result<Output> {
         Command::new("ip")
@@ -431,8 +496,9 @@ impl Chassis {
     }
 }
 
-/// A TCP server: accepts every connection, sends its reply, closes (argv: address,
-/// port, reply). Binds `::` with IPv4 mapped, so one server answers both families.
+/// A TCP server: accepts every connection, sends its reply, closes (argv: port,
+/// reply; `{peer}` in the reply becomes the client's address). Binds `::` with IPv4
+/// mapped, so one server answers both families.
 const TCP_SERVER: &str = concat!(
     "import socket,sys\n",
     "s=socket.socket(socket.AF_INET6)\n",
@@ -441,25 +507,86 @@ const TCP_SERVER: &str = concat!(
     "s.bind(('::',int(sys.argv[1])))\n",
     "s.listen(64)\n",
     "while True:\n",
-    "    c,_=s.accept()\n",
-    "    c.sendall(sys.argv[2].encode())\n",
+    "    c,a=s.accept()\n",
+    "    p=a[0][7:] if a[0].startswith('::ffff:') else a[0]\n",
+    "    c.sendall(sys.argv[2].replace('{peer}',p).encode())\n",
     "    c.close()\n",
 );
 
-/// A TCP client: connects, prints what it reads (argv: address, port, timeout).
-const TCP_CLIENT: &str = concat!(
+/// A UDP server: answers every datagram with its reply (argv: port, reply; `{peer}`
+/// in the reply becomes the sender's address). Both families, as [`TCP_SERVER`].
+const UDP_SERVER: &str = concat!(
     "import socket,sys\n",
-    "c=socket.create_connection((sys.argv[1],int(sys.argv[2])),timeout=float(sys.argv[3]))\n",
-    "c.settimeout(float(sys.argv[3]))\n",
-    "sys.stdout.write(c.recv(1000).decode())\n",
+    "s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM)\n",
+    "s.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_V6ONLY,0)\n",
+    "s.bind(('::',int(sys.argv[1])))\n",
+    "while True:\n",
+    "    d,a=s.recvfrom(2000)\n",
+    "    p=a[0][7:] if a[0].startswith('::ffff:') else a[0]\n",
+    "    s.sendto(sys.argv[2].replace('{peer}',p).encode(),a)\n",
 );
+
+/// A client (argv: tcp|udp, address, port, timeout): prints `reply:` and what it
+/// read, `refused` when the destination refused (a TCP reset, an ICMP unreachable),
+/// `timeout` when nothing came back in time.
+const CLIENT: &str = concat!(
+    "import socket,sys\n",
+    "kind,host,port,t=sys.argv[1],sys.argv[2],int(sys.argv[3]),float(sys.argv[4])\n",
+    "try:\n",
+    "    if kind=='tcp':\n",
+    "        c=socket.create_connection((host,port),timeout=t)\n",
+    "        c.settimeout(t)\n",
+    "        r=c.recv(1000)\n",
+    "    else:\n",
+    "        fam=socket.AF_INET6 if ':' in host else socket.AF_INET\n",
+    "        c=socket.socket(fam,socket.SOCK_DGRAM)\n",
+    "        c.settimeout(t)\n",
+    "        c.connect((host,port))\n",
+    "        c.send(b'?')\n",
+    "        r=c.recv(2000)\n",
+    "    sys.stdout.write('reply:'+r.decode())\n",
+    "except ConnectionRefusedError:\n",
+    "    sys.stdout.write('refused')\n",
+    "except (socket.timeout,TimeoutError):\n",
+    "    sys.stdout.write('timeout')\n",
+);
+
+/// What a request from a pod got back.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Answer {
+    /// A reply, its text.
+    Reply(String),
+    /// The destination refused: a TCP reset or an ICMP unreachable.
+    Refused,
+    /// Nothing within the timeout.
+    Silence,
+}
+
+/// A transport protocol a test server speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// TCP.
+    Tcp,
+    /// UDP.
+    Udp,
+}
 
 impl Chassis {
     /// Starts a TCP server in `pod` listening on `port` (both families) that answers
-    /// every connection with `reply`; it runs until the chassis is dropped.
+    /// every connection with `reply`, where `{peer}` stands for the address the
+    /// connection came from; it runs until the chassis is dropped.
     pub fn serve_tcp(&mut self, pod: &Pod, port: u16, reply: &str) -> Result<()> {
+        self.serve(pod, Transport::Tcp, port, reply)
+    }
+
+    /// Starts a server of `transport` in `pod` on `port`, as [`Chassis::serve_tcp`].
+    pub fn serve(&mut self, pod: &Pod, transport: Transport, port: u16, reply: &str) -> Result<()> {
+        let script = match transport {
+            Transport::Tcp => TCP_SERVER,
+            Transport::Udp => UDP_SERVER,
+        };
         let child = Command::new("ip")
-            .args(["netns", "exec", &pod.netns, "python3", "-c", TCP_SERVER])
+            .args(["netns", "exec", &pod.netns, "python3", "-c", script])
             .arg(port.to_string())
             .arg(reply)
             .stdin(Stdio::null())
@@ -471,9 +598,53 @@ impl Chassis {
             })?;
         self.servers.push(child);
         let local: IpAddr = "127.0.0.1".parse().expect("constant");
-        wait_until(&format!("the TCP server in {}", pod.netns), || {
-            self.tcp_request(pod, local, port, std::time::Duration::from_millis(200))
-                .map(|r| r.map(|_| ()))
+        wait_until(
+            &format!("the {transport:?} server in {}", pod.netns),
+            || {
+                self.request(
+                    pod,
+                    transport,
+                    local,
+                    port,
+                    std::time::Duration::from_millis(200),
+                )
+                .map(|a| matches!(a, Answer::Reply(_)).then_some(()))
+            },
+        )
+    }
+
+    /// Sends a request of `transport` from `pod` to `to`:`port` (a connection for TCP,
+    /// a datagram for UDP) and tells what came back within `timeout`.
+    pub fn request(
+        &self,
+        pod: &Pod,
+        transport: Transport,
+        to: IpAddr,
+        port: u16,
+        timeout: std::time::Duration,
+    ) -> Result<Answer> {
+        let kind = match transport {
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
+        };
+        let out = self.exec(
+            pod,
+            &[
+                "python3",
+                "-c",
+                CLIENT,
+                kind,
+                &to.to_string(),
+                &port.to_string(),
+                &format!("{:.3}", timeout.as_secs_f64()),
+            ],
+        )?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(match text.strip_prefix("reply:") {
+            Some(reply) => Answer::Reply(reply.to_owned()),
+            None if text == "refused" => Answer::Refused,
+            // Another error (no route to the host, say) is as good as silence.
+            None => Answer::Silence,
         })
     }
 
@@ -486,21 +657,12 @@ impl Chassis {
         port: u16,
         timeout: std::time::Duration,
     ) -> Result<Option<String>> {
-        let out = self.exec(
-            pod,
-            &[
-                "python3",
-                "-c",
-                TCP_CLIENT,
-                &to.to_string(),
-                &port.to_string(),
-                &format!("{:.3}", timeout.as_secs_f64()),
-            ],
-        )?;
-        Ok(out
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned()))
+        Ok(
+            match self.request(pod, Transport::Tcp, to, port, timeout)? {
+                Answer::Reply(r) => Some(r),
+                Answer::Refused | Answer::Silence => None,
+            },
+        )
     }
 }
 

@@ -22,7 +22,7 @@ mod ports;
 mod sandbox;
 mod server;
 
-pub use chassis::{leftovers, Chassis, Pod, NETNS_PREFIX};
+pub use chassis::{leftovers, Answer, Chassis, Pod, Transport, NETNS_PREFIX};
 pub use cluster::Cluster;
 use daemon::{wait_until, Daemon, WorkDir};
 pub use install::Installation;
