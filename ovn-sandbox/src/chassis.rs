@@ -80,6 +80,10 @@ pub struct Chassis {
     bridge: String,
     /// Management ports added so far (their interfaces are numbered).
     management_ports: u32,
+    /// The gateway bridge and its port to the external host, once added.
+    gateway: Option<(String, String)>,
+    /// Flow files written so far (they are numbered).
+    flow_files: AtomicU32,
     /// The node's network namespace, where ovs-vswitchd and the pods' host veths live
     /// (the userspace datapath's tap devices are named alike in every chassis).
     node: Netns,
@@ -285,6 +289,8 @@ impl Chassis {
             tag,
             bridge,
             management_ports: 0,
+            gateway: None,
+            flow_files: AtomicU32::new(0),
             node,
             dir,
         })
@@ -457,6 +463,166 @@ impl Chassis {
             mac: mac.to_owned(),
             ips: ips.to_vec(),
         })
+    }
+
+    /// Adds the node's gateway bridge and the network beyond it, as ovnkube-node sets
+    /// them up in shared gateway mode: an OVS bridge (userspace datapath) mapped to
+    /// `physnet` (so the gateway routers' localnet ports land on it), with a veth to
+    /// an "external" host, a namespace of its own with addresses `external` and
+    /// default routes via `routes`. The bridge forwards as a learning switch; add the
+    /// node's SNAT with [`Chassis::snat_to_node`]. The returned [`Pod`] is the
+    /// external host; it goes with the chassis.
+    pub fn add_gateway_bridge(
+        &mut self,
+        physnet: &str,
+        external: &[IpNet],
+        routes: &[IpAddr],
+    ) -> Result<Pod> {
+        let bridge = format!("{}x", self.tag);
+        self.vsctl(&[
+            "add-br",
+            &bridge,
+            "--",
+            "set",
+            "bridge",
+            &bridge,
+            "datapath_type=netdev",
+            "fail-mode=secure",
+            "other_config:disable-in-band=true",
+        ])?;
+        self.vsctl(&[
+            "set",
+            "open",
+            ".",
+            &format!("external_ids:ovn-bridge-mappings={physnet}:{bridge}"),
+        ])?;
+        let netns = format!("{}xe", self.tag);
+        let host = format!("{}xh", self.tag);
+        let peer = format!("{}xc", self.tag);
+        let pod = Pod {
+            netns: netns.clone(),
+            iface_id: String::new(),
+            host_veth: host.clone(),
+            mac: String::new(),
+            ips: external.to_vec(),
+        };
+        ip(&["netns", "add", &netns])?;
+        // Recorded at once, so that drop removes the namespace.
+        self.pods.push(pod.clone());
+        ip(&["link", "add", &host, "type", "veth", "peer", "name", &peer])?;
+        ip(&["link", "set", &host, "netns", &self.node.0])?;
+        ip(&["link", "set", &peer, "netns", &netns])?;
+        ip(&["-n", &netns, "link", "set", &peer, "name", "eth0"])?;
+        run(
+            Command::new("ip").args([
+                "netns",
+                "exec",
+                &netns,
+                "sysctl",
+                "-qw",
+                "net.ipv6.conf.eth0.accept_dad=0",
+            ]),
+            "sysctl accept_dad",
+        )?;
+        for a in external {
+            ip(&["-n", &netns, "addr", "add", &a.to_string(), "dev", "eth0"])?;
+        }
+        for (ns, dev) in [
+            (netns.as_str(), "eth0"),
+            (self.node.0.as_str(), host.as_str()),
+        ] {
+            run(
+                Command::new("ip").args(["netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"]),
+                "ethtool -K tx off",
+            )?;
+        }
+        ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
+        ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+        for r in routes {
+            let family = if r.is_ipv4() { "-4" } else { "-6" };
+            ip(&[
+                family,
+                "-n",
+                &netns,
+                "route",
+                "add",
+                "default",
+                "via",
+                &r.to_string(),
+            ])?;
+        }
+        ip(&["-n", &self.node.0, "link", "set", &host, "up"])?;
+        self.vsctl(&["add-port", &bridge, &host])?;
+        let ofport = self.vsctl(&["get", "interface", &host, "ofport"])?;
+        // Every gateway router of the node has the node's MAC: the external host's ARP
+        // and neighbor replies go to all of them, not to the one a learning switch
+        // last saw it behind.
+        let ofport = ofport.trim().to_owned();
+        self.add_flows(
+            &bridge,
+            &format!(
+                "table=0,priority=60,in_port={ofport},arp,actions=FLOOD\n\
+                 table=0,priority=60,in_port={ofport},icmp6,icmp_type=136,actions=FLOOD\n\
+                 table=0,priority=0,actions=NORMAL\ntable=1,priority=0,actions=NORMAL\n"
+            ),
+        )?;
+        self.gateway = Some((bridge, ofport));
+        Ok(pod)
+    }
+
+    /// On the gateway bridge, the SNAT ovnkube-node gives a user-defined network's
+    /// traffic in shared gateway mode: what leaves the gateway router (behind
+    /// `localnet_port`) from the network's masquerade address `masquerade` goes out to
+    /// the external host from the node's address `node_ip` (conntrack zone 64000), and
+    /// the replies are un-NATed and sent back to that gateway router.
+    pub fn snat_to_node(
+        &self,
+        localnet_port: &str,
+        masquerade: IpAddr,
+        node_ip: IpAddr,
+    ) -> Result<()> {
+        let Some((bridge, phys)) = &self.gateway else {
+            return fail("snat_to_node needs add_gateway_bridge first");
+        };
+        // ovn-controller's patch port for the localnet port (patch-<port>-to-<br-int>).
+        let patch = format!("patch-{localnet_port}-to-{}", self.bridge);
+        let patch = wait_until(&format!("the patch port {patch}"), || {
+            Ok(self
+                .vsctl(&["get", "interface", &patch, "ofport"])
+                .ok()
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty() && p != "[]" && p != "-1"))
+        })?;
+        let ip = if masquerade.is_ipv4() { "ip" } else { "ipv6" };
+        let (src, dst) = if masquerade.is_ipv4() {
+            ("nw_src", "nw_dst")
+        } else {
+            ("ipv6_src", "ipv6_dst")
+        };
+        let flows = format!(
+            "table=0,priority=100,{ip},{src}={masquerade},actions=ct(commit,zone=64000,nat(src={node_ip})),output:{phys}\n\
+             table=0,priority=50,in_port={phys},{ip},{dst}={node_ip},actions=ct(zone=64000,nat,table=1)\n\
+             table=1,priority=100,{ip},{dst}={masquerade},actions=output:{patch}\n"
+        );
+        self.add_flows(bridge, &flows)
+    }
+
+    /// Adds `flows` (one per line) to `bridge` with `ovs-ofctl add-flows`.
+    fn add_flows(&self, bridge: &str, flows: &str) -> Result<()> {
+        let name = format!("flows-{}", self.flow_files.fetch_add(1, Ordering::Relaxed));
+        let file = self.dir.host(&name);
+        std::fs::write(&file, flows)
+            .map_err(|e| SandboxError(format!("cannot write {}: {e}", file.display())))?;
+        let target = format!(
+            "unix:{}",
+            self.run_inner.join(format!("{bridge}.mgmt")).display()
+        );
+        self.install
+            .output(
+                "ovs-ofctl",
+                &["add-flows", &target, path_str(&self.dir.inner(&name))?],
+            )
+            .map(|_| ())
     }
 
     /// Runs `ip args…` in the chassis' own network namespace (the node's host): to
