@@ -607,6 +607,109 @@ impl Chassis {
         self.add_flows(bridge, &flows)
     }
 
+    /// Local gateway mode, as ovnkube-node sets the node up: the node's addresses
+    /// `node_ips` live on the gateway bridge's own interface (in the node's namespace,
+    /// with the node's MAC `mac`), the host forwards and masquerades to them what it
+    /// routes out there, and what the external host sends to them (and its ARP and
+    /// neighbor solicitations for them) goes to the host, not to the gateway routers.
+    pub fn route_via_host(&self, node_ips: &[IpNet], mac: &str) -> Result<()> {
+        let Some((bridge, phys)) = &self.gateway else {
+            return fail("route_via_host needs add_gateway_bridge first");
+        };
+        let node = self.node.0.as_str();
+        ip(&["-n", node, "link", "set", bridge, "address", mac])?;
+        run(
+            Command::new("ip").args([
+                "netns",
+                "exec",
+                node,
+                "sysctl",
+                "-qw",
+                &format!("net.ipv6.conf.{bridge}.accept_dad=0"),
+            ]),
+            "sysctl accept_dad",
+        )?;
+        for a in node_ips {
+            ip(&["-n", node, "addr", "add", &a.to_string(), "dev", bridge])?;
+        }
+        run(
+            Command::new("ip").args(["netns", "exec", node, "ethtool", "-K", bridge, "tx", "off"]),
+            "ethtool -K tx off",
+        )?;
+        ip(&["-n", node, "link", "set", bridge, "up"])?;
+        let mut flows = String::new();
+        for a in node_ips {
+            let addr = a.addr();
+            let (sysctl, table, to_host) = if addr.is_ipv4() {
+                (
+                    "net.ipv4.ip_forward=1",
+                    "iptables",
+                    [format!("arp,arp_tpa={addr}"), format!("ip,nw_dst={addr}")],
+                )
+            } else {
+                (
+                    "net.ipv6.conf.all.forwarding=1",
+                    "ip6tables",
+                    [
+                        format!("icmp6,icmp_type=135,nd_target={addr}"),
+                        format!("ipv6,ipv6_dst={addr}"),
+                    ],
+                )
+            };
+            for m in to_host {
+                flows.push_str(&format!(
+                    "table=0,priority=70,in_port={phys},{m},actions=LOCAL\n"
+                ));
+            }
+            for cmd in [
+                vec!["sysctl", "-qw", sysctl],
+                vec![
+                    table,
+                    "-t",
+                    "nat",
+                    "-A",
+                    "POSTROUTING",
+                    "-o",
+                    bridge,
+                    "-j",
+                    "MASQUERADE",
+                ],
+            ] {
+                run(
+                    Command::new("ip").args(["netns", "exec", node]).args(&cmd),
+                    &cmd.join(" "),
+                )?;
+            }
+        }
+        self.add_flows(bridge, &flows)
+    }
+
+    /// The packets the host's masquerading rules of family `ipv4` have sent out.
+    pub fn host_masqueraded(&self, ipv4: bool) -> Result<u64> {
+        let table = if ipv4 { "iptables" } else { "ip6tables" };
+        let out = run(
+            Command::new("ip").args([
+                "netns",
+                "exec",
+                &self.node.0,
+                table,
+                "-t",
+                "nat",
+                "-L",
+                "POSTROUTING",
+                "-v",
+                "-x",
+                "-n",
+            ]),
+            "iptables -L",
+        )?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("MASQUERADE"))
+            .filter_map(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+            .sum())
+    }
+
     /// Adds `flows` (one per line) to `bridge` with `ovs-ofctl add-flows`.
     fn add_flows(&self, bridge: &str, flows: &str) -> Result<()> {
         let name = format!("flows-{}", self.flow_files.fetch_add(1, Ordering::Relaxed));
