@@ -17,31 +17,10 @@ use std::time::Duration;
 
 use integration_tests::{sandbox, udn};
 use ipnet::IpNet;
+use netconnect::api::load::parse_file;
 use netconnect::status::dir::State;
-use netconnect::topology::addr::nth;
-use netconnect::topology::{masquerade_ip, TopologyConfig};
-
-const NETWORKS: &str = r#"
-apiVersion: k8s.ovn.org/v1
-kind: ClusterUserDefinedNetwork
-metadata: {name: blue}
-spec:
-  namespaceSelector: {}
-  network:
-    topology: Layer3
-    layer3:
-      role: Primary
-      subnets: [{cidr: 10.10.0.0/16, hostSubnet: 24}, {cidr: "fd10::/48", hostSubnet: 64}]
----
-apiVersion: k8s.ovn.org/v1
-kind: ClusterUserDefinedNetwork
-metadata: {name: yellow}
-spec:
-  namespaceSelector: {}
-  network:
-    topology: Layer2
-    layer2: {role: Primary, subnets: [10.20.0.0/16, "fd20::/64"]}
-"#;
+use netconnect::topology::{masquerade_ip, GatewayMode};
+use netconnect::world::{Settings, World};
 
 const NODE: [&str; 2] = ["192.168.126.10", "fd00:126::10"];
 const EXTERNAL: [&str; 2] = ["192.168.126.1", "fd00:126::1"];
@@ -50,147 +29,37 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pods_reach_an_external_host_through_the_gateway_router_from_the_node_address() {
-    let sb = sandbox();
-    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
-    let gw = udn::gateway_config(
-        &[&format!("{}/24", NODE[0]), &format!("{}/64", NODE[1])],
-        &EXTERNAL,
-    );
-    let yaml = NETWORKS.to_string()
-        + &udn::node(
-            "node-a",
-            "chassis-1",
-            &[("k8s.ovn.org/l3-gateway-config", &gw)],
-        );
-    let world = udn::world(&yaml, &State::default(), None);
-    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
-    udn::apply(&r, &world).await;
-
-    let external = chassis
-        .add_gateway_bridge(
-            "physnet",
-            &[
-                format!("{}/24", EXTERNAL[0]).parse().unwrap(),
-                format!("{}/64", EXTERNAL[1]).parse().unwrap(),
-            ],
-            &[],
-        )
-        .unwrap();
-    chassis
-        .serve_tcp(&external, 8080, "external, from {peer}")
-        .unwrap();
-
-    let config = TopologyConfig::default();
-    let alloc = &world.allocations;
-    let blue: Vec<IpNet> = alloc.host_subnets["cluster_udn_blue"]["node-a"].clone();
-    let yellow: Vec<IpNet> = vec![
-        "10.20.0.0/16".parse().unwrap(),
-        "fd20::/64".parse().unwrap(),
-    ];
-    let nets = [
-        ("cluster_udn_blue", blue, "cluster_udn_blue_node-a"),
-        (
-            "cluster_udn_yellow",
-            yellow,
-            "cluster_udn_yellow_ovn_layer2_switch",
-        ),
-    ];
-    let mut pods = Vec::new();
-    for (net, subnets, switch) in &nets {
-        // ovnkube-node's SNAT of the network's gateway-router masquerade address.
-        let id = alloc.network_ids[*net];
-        for (v4, node_ip) in [(true, NODE[0]), (false, NODE[1])] {
-            let masquerade = masquerade_ip(&config, id, v4, true).unwrap();
-            chassis
-                .snat_to_node(&format!("breth0_{net}_node-a"), masquerade, ip(node_ip))
-                .unwrap();
-        }
-        let addresses: Vec<String> = subnets
-            .iter()
-            .map(|s| {
-                IpNet::new(nth(s, 5).unwrap(), s.prefix_len())
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
-        let gateways: Vec<String> = subnets
-            .iter()
-            .map(|s| nth(s, 1).unwrap().to_string())
-            .collect();
-        pods.push(udn::add_pod(
-            &sb,
-            &mut chassis,
-            switch,
-            &format!("{net}_pod"),
-            &addresses.iter().map(String::as_str).collect::<Vec<_>>(),
-            &gateways.iter().map(String::as_str).collect::<Vec<_>>(),
-        ));
-    }
-    sb.sync_hv().unwrap();
-
-    let t = Duration::from_secs(3);
-    for ((net, _, _), pod) in nets.iter().zip(&pods) {
-        for (to, node_ip) in EXTERNAL.iter().zip(NODE) {
-            let got = chassis.tcp_request(pod, ip(to), 8080, t).unwrap();
-            assert_eq!(
-                got,
-                Some(format!("external, from {node_ip}")),
-                "{net}: a pod reaches {to}, seen from the node's address"
-            );
-        }
-    }
-
-    // Without the gateway router's SNAT (deleted by hand) the packets leave from the
-    // pods' own addresses, which the node's bridge does not NAT and the external host
-    // cannot answer: nothing comes back. netconnect restores the SNAT.
-    for (net, _, _) in &nets {
-        let gr = format!("GR_{}node-a", netconnect::topology::names::prefix(net));
-        sb.nbctl(&["--if-exists", "lr-nat-del", &gr, "snat"])
-            .unwrap();
-    }
-    sb.sync_hv().unwrap();
-    for pod in &pods {
-        let got = chassis.tcp_request(pod, ip(EXTERNAL[0]), 8080, t).unwrap();
-        assert_eq!(got, None, "{}: no SNAT, no answer", pod.iface_id);
-    }
-    udn::apply(&r, &world).await;
-    sb.sync_hv().unwrap();
-    for pod in &pods {
-        let got = chassis.tcp_request(pod, ip(EXTERNAL[0]), 8080, t).unwrap();
-        assert_eq!(
-            got,
-            Some(format!("external, from {}", NODE[0])),
-            "{}: the SNAT is back",
-            pod.iface_id
-        );
-    }
+fn nets(addresses: [&str; 2], len: [u8; 2]) -> Vec<IpNet> {
+    addresses
+        .iter()
+        .zip(len)
+        .map(|(a, l)| IpNet::new(ip(a), l).unwrap())
+        .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn in_local_gateway_mode_pods_leave_through_the_management_port_and_the_host() {
-    use netconnect::api::load::parse_file;
-    use netconnect::topology::GatewayMode;
-    use netconnect::world::{Settings, World};
-    let sb = sandbox();
-    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
-    let node_nets: Vec<IpNet> = vec![
-        format!("{}/24", NODE[0]).parse().unwrap(),
-        format!("{}/64", NODE[1]).parse().unwrap(),
-    ];
-    let gw = udn::gateway_config(
-        &[&node_nets[0].to_string(), &node_nets[1].to_string()],
-        &EXTERNAL,
-    );
-    let yaml = NETWORKS.to_string()
+/// Blue and yellow on node-a, whose gateway has the node's addresses, in `mode`,
+/// programmed into `sb`'s NB; the gateway bridge with the external host serving TCP
+/// on 8080 (its reply names the peer); a pod of each network.
+async fn setup(
+    sb: &ovn_sandbox::Sandbox,
+    chassis: &mut ovn_sandbox::Chassis,
+    mode: GatewayMode,
+) -> (
+    World,
+    std::sync::Arc<netconnect::reconcile::Reconciler>,
+    [udn::OnNode; 2],
+    Vec<ovn_sandbox::Pod>,
+) {
+    let node = nets(NODE, [24, 64]);
+    let gw = udn::gateway_config(&[&node[0].to_string(), &node[1].to_string()], &EXTERNAL);
+    let yaml = udn::BLUE_AND_YELLOW.to_string()
         + &udn::node(
             "node-a",
             "chassis-1",
             &[("k8s.ovn.org/l3-gateway-config", &gw)],
         );
     let mut settings = Settings::default();
-    settings.topology.gateway_mode = GatewayMode::Local;
+    settings.topology.gateway_mode = mode;
     let world = World::build(
         &[parse_file(std::path::Path::new("m.yaml"), &yaml)],
         &State::default(),
@@ -199,96 +68,103 @@ async fn in_local_gateway_mode_pods_leave_through_the_management_port_and_the_ho
     assert!(world.problems.is_empty(), "{:?}", world.problems);
     let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     udn::apply(&r, &world).await;
-
-    // The node as ovnkube-node sets it up in local gateway mode: its addresses on the
-    // gateway bridge's interface, a management port per network with the network's
-    // masquerade addresses routed back through it. No SNAT on the bridge: a packet
-    // the gateway router sent would leave from a masquerade address nobody answers.
     let external = chassis
-        .add_gateway_bridge(
-            "physnet",
-            &[
-                format!("{}/24", EXTERNAL[0]).parse().unwrap(),
-                format!("{}/64", EXTERNAL[1]).parse().unwrap(),
-            ],
-            &[],
-        )
+        .add_gateway_bridge("physnet", &nets(EXTERNAL, [24, 64]), &[])
         .unwrap();
-    let node_mac = netconnect::topology::mac::from_ip(ip(NODE[0]));
-    chassis.route_via_host(&node_nets, &node_mac).unwrap();
     chassis
         .serve_tcp(&external, 8080, "external, from {peer}")
         .unwrap();
-    let config = TopologyConfig::default();
-    let alloc = &world.allocations;
-    let nets = [
-        (
-            "cluster_udn_blue",
-            alloc.host_subnets["cluster_udn_blue"]["node-a"].clone(),
-            "cluster_udn_blue_node-a",
-        ),
-        (
-            "cluster_udn_yellow",
-            vec![
-                "10.20.0.0/16".parse().unwrap(),
-                "fd20::/64".parse().unwrap(),
-            ],
-            "cluster_udn_yellow_ovn_layer2_switch",
-        ),
-    ];
-    let mut pods = Vec::new();
-    for (net, subnets, switch) in &nets {
-        let mgmt: Vec<IpNet> = subnets
-            .iter()
-            .map(|s| IpNet::new(nth(s, 2).unwrap(), s.prefix_len()).unwrap())
-            .collect();
-        let mac = netconnect::topology::mac::from_ip(mgmt[0].addr());
-        let port = chassis
-            .add_management_port(&format!("k8s-{net}_node-a"), &mac, &mgmt)
-            .unwrap();
-        let id = alloc.network_ids[*net];
-        for v4 in [true, false] {
-            let m = masquerade_ip(&config, id, v4, false).unwrap();
+    let on = udn::blue_and_yellow_on(&world, "node-a");
+    let pods = on
+        .iter()
+        .map(|n| {
+            udn::pod_at(
+                sb,
+                chassis,
+                &n.switch,
+                &format!("{}_pod", n.net),
+                &n.subnets,
+                5,
+            )
+        })
+        .collect();
+    (world, r, on, pods)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_reach_an_external_host_through_the_gateway_router_from_the_node_address() {
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let (world, r, on, pods) = setup(&sb, &mut chassis, GatewayMode::Shared).await;
+    // ovnkube-node's SNAT of each network's gateway-router masquerade address.
+    for n in &on {
+        let id = world.allocations.network_ids[n.net];
+        for (v4, node_ip) in [(true, NODE[0]), (false, NODE[1])] {
+            let masquerade = masquerade_ip(&world.settings.topology, id, v4, true).unwrap();
             chassis
-                .host_ip(&["route", "add", &m.to_string(), "dev", &port.host_veth])
+                .snat_to_node(&format!("breth0_{}_node-a", n.net), masquerade, ip(node_ip))
                 .unwrap();
         }
-        let addresses: Vec<String> = subnets
-            .iter()
-            .map(|s| {
-                IpNet::new(nth(s, 5).unwrap(), s.prefix_len())
-                    .unwrap()
-                    .to_string()
-            })
-            .collect();
-        let gateways: Vec<String> = subnets
-            .iter()
-            .map(|s| nth(s, 1).unwrap().to_string())
-            .collect();
-        pods.push(udn::add_pod(
-            &sb,
-            &mut chassis,
-            switch,
-            &format!("{net}_pod"),
-            &addresses.iter().map(String::as_str).collect::<Vec<_>>(),
-            &gateways.iter().map(String::as_str).collect::<Vec<_>>(),
-        ));
     }
     sb.sync_hv().unwrap();
 
     let t = Duration::from_secs(3);
-    for ((net, _, _), pod) in nets.iter().zip(&pods) {
+    for (n, pod) in on.iter().zip(&pods) {
+        for (to, node_ip) in EXTERNAL.iter().zip(NODE) {
+            let got = chassis.tcp_request(pod, ip(to), 8080, t).unwrap();
+            assert_eq!(
+                got,
+                Some(format!("external, from {node_ip}")),
+                "{}: a pod reaches {to}, seen from the node's address",
+                n.net
+            );
+        }
+    }
+
+    // Without the gateway router's SNAT (deleted by hand) the packets leave from the
+    // pods' own addresses, which the node's bridge does not NAT and the external host
+    // cannot answer: nothing comes back. netconnect restores the SNAT.
+    for n in &on {
+        let gr = format!("GR_{}node-a", netconnect::topology::names::prefix(n.net));
+        sb.nbctl(&["--if-exists", "lr-nat-del", &gr, "snat"])
+            .unwrap();
+    }
+    expect_out_and_back(&sb, &chassis, &r, &world, &pods, || 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_local_gateway_mode_pods_leave_through_the_management_port_and_the_host() {
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let (world, r, on, pods) = setup(&sb, &mut chassis, GatewayMode::Local).await;
+    // The node as ovnkube-node sets it up in local gateway mode: its addresses on the
+    // gateway bridge's interface, a management port per network. No SNAT on the
+    // bridge: a packet the gateway router sent would leave from a masquerade address
+    // nobody answers.
+    let node_mac = netconnect::topology::mac::from_ip(ip(NODE[0]));
+    chassis
+        .route_via_host(&nets(NODE, [24, 64]), &node_mac)
+        .unwrap();
+    for n in &on {
+        udn::host_management_port(&mut chassis, &world, n, "node-a");
+    }
+    sb.sync_hv().unwrap();
+
+    let t = Duration::from_secs(3);
+    for (n, pod) in on.iter().zip(&pods) {
         for (v4, (to, node_ip)) in [true, false].into_iter().zip(EXTERNAL.iter().zip(NODE)) {
             let before = chassis.host_masqueraded(v4).unwrap();
             let got = chassis.tcp_request(pod, ip(to), 8080, t).unwrap();
             assert_eq!(
                 got,
                 Some(format!("external, from {node_ip}")),
-                "{net}: a pod reaches {to} through its node's host"
+                "{}: a pod reaches {to} through its node's host",
+                n.net
             );
             assert!(
                 chassis.host_masqueraded(v4).unwrap() > before,
-                "{net}: the host routed the request to {to}"
+                "{}: the host routed the request to {to}",
+                n.net
             );
         }
     }
@@ -296,34 +172,51 @@ async fn in_local_gateway_mode_pods_leave_through_the_management_port_and_the_ho
     // Without the source routes to the management port (deleted by hand) the pods'
     // packets have no route out: nothing reaches the host or the external host.
     // netconnect restores them.
-    let routes = [
-        (
-            "cluster_udn_blue_ovn_cluster_router",
-            nets[0].1[0].to_string(),
-        ),
-        (
-            "cluster_udn_yellow_transit_router",
-            "10.20.0.0/16".to_string(),
-        ),
-    ];
-    for (router, prefix) in &routes {
-        sb.nbctl(&["lr-route-del", router, prefix]).unwrap();
-    }
+    sb.nbctl(&[
+        "lr-route-del",
+        "cluster_udn_blue_ovn_cluster_router",
+        &on[0].subnets[0].to_string(),
+    ])
+    .unwrap();
+    sb.nbctl(&[
+        "lr-route-del",
+        "cluster_udn_yellow_transit_router",
+        "10.20.0.0/16",
+    ])
+    .unwrap();
+    expect_out_and_back(&sb, &chassis, &r, &world, &pods, || {
+        chassis.host_masqueraded(true).unwrap()
+    })
+    .await;
+}
+
+/// With a row deleted by hand, no pod of `pods` reaches the external host (and
+/// `count` does not move); once `r` reconciles `world` again, every pod does, seen
+/// from the node's address.
+async fn expect_out_and_back(
+    sb: &ovn_sandbox::Sandbox,
+    chassis: &ovn_sandbox::Chassis,
+    r: &netconnect::reconcile::Reconciler,
+    world: &World,
+    pods: &[ovn_sandbox::Pod],
+    count: impl Fn() -> u64,
+) {
+    let t = Duration::from_secs(3);
     sb.sync_hv().unwrap();
-    for pod in &pods {
-        let before = chassis.host_masqueraded(true).unwrap();
+    for pod in pods {
+        let before = count();
         let got = chassis.tcp_request(pod, ip(EXTERNAL[0]), 8080, t).unwrap();
-        assert_eq!(got, None, "{}: no route out, no answer", pod.iface_id);
-        assert_eq!(chassis.host_masqueraded(true).unwrap(), before);
+        assert_eq!(got, None, "{}: the row is gone, no answer", pod.iface_id);
+        assert_eq!(count(), before, "{}", pod.iface_id);
     }
-    udn::apply(&r, &world).await;
+    udn::apply(r, world).await;
     sb.sync_hv().unwrap();
-    for pod in &pods {
+    for pod in pods {
         let got = chassis.tcp_request(pod, ip(EXTERNAL[0]), 8080, t).unwrap();
         assert_eq!(
             got,
             Some(format!("external, from {}", NODE[0])),
-            "{}: the route is back",
+            "{}: the row is back",
             pod.iface_id
         );
     }

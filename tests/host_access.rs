@@ -14,52 +14,14 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use integration_tests::{sandbox, udn};
-use ipnet::IpNet;
 use netconnect::topology::addr::nth;
+use netconnect::topology::masquerade_ip;
 
 const NODE_V4: &str = "192.168.126.10";
 const NODE_V6: &str = "fd00:126::10";
 
-const NETWORKS: &str = r#"
-apiVersion: k8s.ovn.org/v1
-kind: ClusterUserDefinedNetwork
-metadata: {name: blue}
-spec:
-  namespaceSelector: {}
-  network:
-    topology: Layer3
-    layer3:
-      role: Primary
-      subnets: [{cidr: 10.10.0.0/16, hostSubnet: 24}, {cidr: "fd10::/48", hostSubnet: 64}]
----
-apiVersion: k8s.ovn.org/v1
-kind: ClusterUserDefinedNetwork
-metadata: {name: yellow}
-spec:
-  namespaceSelector: {}
-  network:
-    topology: Layer2
-    layer2: {role: Primary, subnets: [10.20.0.0/16, "fd20::/64"]}
-"#;
-
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
-}
-
-/// The `n`-th address of `subnet` with the subnet's prefix length.
-fn nth_net(subnet: &IpNet, n: u128) -> IpNet {
-    IpNet::new(nth(subnet, n).unwrap(), subnet.prefix_len()).unwrap()
-}
-
-/// One network as the test uses it: its subnets on the node (host subnets for
-/// Layer3, the network's for Layer2), the switch pods go on, its management port.
-struct Net {
-    name: &'static str,
-    subnets: Vec<IpNet>,
-    switch: String,
-    management_port: String,
-    /// The management port's masquerade address of each family.
-    masquerade: Vec<IpAddr>,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -70,7 +32,7 @@ async fn pods_reach_their_nodes_host_through_the_management_port_and_back() {
         &[&format!("{NODE_V4}/24"), &format!("{NODE_V6}/64")],
         &["192.168.126.1", "fd00:126::1"],
     );
-    let yaml = NETWORKS.to_string()
+    let yaml = udn::BLUE_AND_YELLOW.to_string()
         + &udn::node(
             "node-a",
             "chassis-1",
@@ -79,55 +41,21 @@ async fn pods_reach_their_nodes_host_through_the_management_port_and_back() {
     let world = udn::world(&yaml, &netconnect::status::dir::State::default(), None);
     let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     udn::apply(&r, &world).await;
+    let nets = udn::blue_and_yellow_on(&world, "node-a");
 
-    let alloc = &world.allocations;
-    let config = netconnect::topology::TopologyConfig::default();
-    let masquerade = |net: &str| -> Vec<IpAddr> {
-        let id = alloc.network_ids[net];
-        [true, false]
-            .into_iter()
-            .filter_map(|v4| netconnect::topology::masquerade_ip(&config, id, v4, false))
-            .collect()
-    };
-    let nets = [
-        Net {
-            name: "cluster_udn_blue",
-            subnets: alloc.host_subnets["cluster_udn_blue"]["node-a"].clone(),
-            switch: "cluster_udn_blue_node-a".into(),
-            management_port: "k8s-cluster_udn_blue_node-a".into(),
-            masquerade: masquerade("cluster_udn_blue"),
-        },
-        Net {
-            name: "cluster_udn_yellow",
-            subnets: vec![
-                "10.20.0.0/16".parse().unwrap(),
-                "fd20::/64".parse().unwrap(),
-            ],
-            switch: "cluster_udn_yellow_ovn_layer2_switch".into(),
-            management_port: "k8s-cluster_udn_yellow_node-a".into(),
-            masquerade: masquerade("cluster_udn_yellow"),
-        },
-    ];
-
-    // The node's addresses, and its management ports with the addresses netconnect
-    // gave them in the NB; the host routes each network's masquerade addresses back
-    // out of that network's management port.
+    // The node's addresses on the host's loopback, a management port per network with
+    // the addresses netconnect gave it in the NB.
     chassis
         .host_ip(&["addr", "add", &format!("{NODE_V4}/32"), "dev", "lo"])
         .unwrap();
     chassis
         .host_ip(&["addr", "add", &format!("{NODE_V6}/128"), "dev", "lo"])
         .unwrap();
-    let mut hosts = Vec::new();
+    let mut host = None;
     for net in &nets {
+        let name = format!("k8s-{}_node-a", net.net);
         let addresses = sb
-            .nbctl(&[
-                "--bare",
-                "get",
-                "Logical_Switch_Port",
-                &net.management_port,
-                "addresses",
-            ])
+            .nbctl(&["--bare", "get", "Logical_Switch_Port", &name, "addresses"])
             .unwrap();
         let words: Vec<&str> = addresses
             .trim()
@@ -143,59 +71,45 @@ async fn pods_reach_their_nodes_host_through_the_management_port_and_back() {
             &words[1..],
             want,
             "{}: the management port's addresses",
-            net.name
+            net.net
         );
-        let ips: Vec<IpNet> = net.subnets.iter().map(|s| nth_net(s, 2)).collect();
-        let host = chassis
-            .add_management_port(&net.management_port, words[0], &ips)
-            .unwrap();
-        for m in &net.masquerade {
-            chassis
-                .host_ip(&["route", "add", &m.to_string(), "dev", &host.host_veth])
-                .unwrap();
-        }
-        hosts.push(host);
+        let port = udn::host_management_port(&mut chassis, &world, net, "node-a");
+        assert_eq!(words[0], port.mac, "{}: the management port's MAC", net.net);
+        host = Some(port);
     }
-    let host = hosts[0].clone();
+    let host = host.unwrap();
     chassis
         .serve_tcp(&host, 8080, "node-a host, from {peer}")
         .unwrap();
-
     let mut pods = Vec::new();
     for net in &nets {
-        let addresses: Vec<String> = net
-            .subnets
-            .iter()
-            .map(|s| nth_net(s, 5).to_string())
-            .collect();
-        let gateways: Vec<String> = net
-            .subnets
-            .iter()
-            .map(|s| nth(s, 1).unwrap().to_string())
-            .collect();
-        let pod = udn::add_pod(
+        let pod = udn::pod_at(
             &sb,
             &mut chassis,
             &net.switch,
-            &format!("{}_pod", net.name),
-            &addresses.iter().map(String::as_str).collect::<Vec<_>>(),
-            &gateways.iter().map(String::as_str).collect::<Vec<_>>(),
+            &format!("{}_pod", net.net),
+            &net.subnets,
+            5,
         );
-        chassis.serve_tcp(&pod, 8080, net.name).unwrap();
+        chassis.serve_tcp(&pod, 8080, net.net).unwrap();
         pods.push(pod);
     }
     sb.sync_hv().unwrap();
 
     let timeout = Duration::from_secs(3);
+    let config = &world.settings.topology;
     for (net, pod) in nets.iter().zip(&pods) {
-        // The host sees the network's masquerade address of the family, not the pod's.
-        for (node_ip, masquerade) in [ip(NODE_V4), ip(NODE_V6)].into_iter().zip(&net.masquerade) {
+        // The host sees the network's management-port masquerade address of the
+        // family, not the pod's.
+        let id = world.allocations.network_ids[net.net];
+        for (v4, node_ip) in [(true, ip(NODE_V4)), (false, ip(NODE_V6))] {
+            let masquerade = masquerade_ip(config, id, v4, false).unwrap();
             let got = chassis.tcp_request(pod, node_ip, 8080, timeout).unwrap();
             assert_eq!(
                 got,
                 Some(format!("node-a host, from {masquerade}")),
                 "{}: a pod reaches its node's host at {node_ip}",
-                net.name
+                net.net
             );
         }
         for pod_ip in &pod.ips {
@@ -204,9 +118,9 @@ async fn pods_reach_their_nodes_host_through_the_management_port_and_back() {
                 .unwrap();
             assert_eq!(
                 got.as_deref(),
-                Some(net.name),
+                Some(net.net),
                 "{}: the host reaches the pod at {}",
-                net.name,
+                net.net,
                 pod_ip.addr()
             );
         }
@@ -228,7 +142,7 @@ async fn pods_reach_their_nodes_host_through_the_management_port_and_back() {
         assert_eq!(
             got, None,
             "{}: without the reroute the host is not reached",
-            net.name
+            net.net
         );
     }
     udn::apply(&r, &world).await;

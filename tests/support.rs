@@ -265,6 +265,7 @@ pub mod udn {
     use netconnect::controller::{self, Backoff};
     use netconnect::reconcile::{NbIndexes, Reconciler};
     use netconnect::status::dir::State;
+    use netconnect::topology::addr;
     use netconnect::world::{Settings, World};
     use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
 
@@ -427,6 +428,120 @@ pub mod udn {
             zones.push((sb, world));
         }
         zones
+    }
+
+    /// Two dual-stack primary networks selecting every namespace: `blue`, Layer3
+    /// (10.10.0.0/16 in /24s, fd10::/48 in /64s), and `yellow`, Layer2 (10.20.0.0/16,
+    /// fd20::/64).
+    pub const BLUE_AND_YELLOW: &str = r#"
+apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: blue}
+spec:
+  namespaceSelector: {}
+  network:
+    topology: Layer3
+    layer3:
+      role: Primary
+      subnets: [{cidr: 10.10.0.0/16, hostSubnet: 24}, {cidr: "fd10::/48", hostSubnet: 64}]
+---
+apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: yellow}
+spec:
+  namespaceSelector: {}
+  network:
+    topology: Layer2
+    layer2: {role: Primary, subnets: [10.20.0.0/16, "fd20::/64"]}
+"#;
+
+    /// One of [`BLUE_AND_YELLOW`]'s networks as seen from one node.
+    pub struct OnNode {
+        /// The network's name.
+        pub net: &'static str,
+        /// Where the node's pods take their addresses: blue's host subnets on the
+        /// node, yellow's subnets.
+        pub subnets: Vec<ipnet::IpNet>,
+        /// The switch the node's pods go on.
+        pub switch: String,
+    }
+
+    /// [`BLUE_AND_YELLOW`]'s networks on `node` of `world`.
+    pub fn blue_and_yellow_on(world: &World, node: &str) -> [OnNode; 2] {
+        [
+            OnNode {
+                net: "cluster_udn_blue",
+                subnets: world.allocations.host_subnets["cluster_udn_blue"][node].clone(),
+                switch: format!("cluster_udn_blue_{node}"),
+            },
+            OnNode {
+                net: "cluster_udn_yellow",
+                subnets: vec![
+                    "10.20.0.0/16".parse().unwrap(),
+                    "fd20::/64".parse().unwrap(),
+                ],
+                switch: "cluster_udn_yellow_ovn_layer2_switch".into(),
+            },
+        ]
+    }
+
+    /// The host's end of `on`'s management port on `node`, in `chassis`' own namespace:
+    /// an OVS internal port bound to `k8s-<net>_<node>` with the `.2` of each subnet
+    /// and the MAC derived from the first, and the network's management-port
+    /// masquerade addresses routed back through it (as ovnkube-node sets up
+    /// `ovn-k8s-mpX`).
+    pub fn host_management_port(
+        chassis: &mut ovn_sandbox::Chassis,
+        world: &World,
+        on: &OnNode,
+        node: &str,
+    ) -> ovn_sandbox::Pod {
+        let ips: Vec<ipnet::IpNet> = on
+            .subnets
+            .iter()
+            .map(|s| ipnet::IpNet::new(addr::nth(s, 2).unwrap(), s.prefix_len()).unwrap())
+            .collect();
+        let mac = netconnect::topology::mac::from_ip(ips[0].addr());
+        let port = chassis
+            .add_management_port(&format!("k8s-{}_{node}", on.net), &mac, &ips)
+            .unwrap();
+        let id = world.allocations.network_ids[on.net];
+        for v4 in [true, false] {
+            let m = netconnect::topology::masquerade_ip(&world.settings.topology, id, v4, false)
+                .unwrap();
+            chassis
+                .host_ip(&["route", "add", &m.to_string(), "dev", &port.host_veth])
+                .unwrap();
+        }
+        port
+    }
+
+    /// A pod named `name` on `switch` at the `n`-th address of each of `subnets`, its
+    /// default routes via their first addresses.
+    pub fn pod_at(
+        sb: &ovn_sandbox::Sandbox,
+        chassis: &mut ovn_sandbox::Chassis,
+        switch: &str,
+        name: &str,
+        subnets: &[ipnet::IpNet],
+        n: u128,
+    ) -> ovn_sandbox::Pod {
+        let addresses: Vec<String> = subnets
+            .iter()
+            .map(|s| format!("{}/{}", addr::nth(s, n).unwrap(), s.prefix_len()))
+            .collect();
+        let gateways: Vec<String> = subnets
+            .iter()
+            .map(|s| addr::nth(s, 1).unwrap().to_string())
+            .collect();
+        add_pod(
+            sb,
+            chassis,
+            switch,
+            name,
+            &addresses.iter().map(String::as_str).collect::<Vec<_>>(),
+            &gateways.iter().map(String::as_str).collect::<Vec<_>>(),
+        )
     }
 
     /// Adds a pod's logical port to `switch` (as OVN-Kubernetes' pod controller would)

@@ -106,6 +106,23 @@ fn run(cmd: &mut Command, what: &str) -> Result<Output> {
     Ok(out)
 }
 
+/// The `ovs-vsctl` arguments adding bridge `name` on the userspace datapath, its
+/// flows left to its controller (OVN or the test).
+fn add_bridge(name: &str) -> [String; 9] {
+    [
+        "add-br",
+        name,
+        "--",
+        "set",
+        "bridge",
+        name,
+        "datapath_type=netdev",
+        "fail-mode=secure",
+        "other_config:disable-in-band=true",
+    ]
+    .map(str::to_owned)
+}
+
 fn ip(args: &[&str]) -> Result<()> {
     run(
         Command::new("ip").args(args),
@@ -227,17 +244,7 @@ impl Chassis {
         // its internal port is a tap device of the host, so two chassis (tests running
         // side by side) cannot both call it br-int.
         let bridge = format!("{tag}b");
-        vsctl(&[
-            "add-br",
-            &bridge,
-            "--",
-            "set",
-            "bridge",
-            &bridge,
-            "datapath_type=netdev",
-            "fail-mode=secure",
-            "other_config:disable-in-band=true",
-        ])?;
+        vsctl(&add_bridge(&bridge).each_ref().map(String::as_str))?;
         vsctl(&[
             "set",
             "open",
@@ -328,68 +335,73 @@ impl Chassis {
         gateways: &[IpAddr],
     ) -> Result<Pod> {
         let i = self.pods.len();
-        let netns = format!("{}p{i}", self.tag);
-        let host = format!("{}h{i}", self.tag);
-        let peer = format!("{}c{i}", self.tag);
-        ip(&["netns", "add", &netns])?;
         let pod = Pod {
-            netns: netns.clone(),
+            netns: format!("{}p{i}", self.tag),
             iface_id: iface_id.to_owned(),
-            host_veth: host.clone(),
+            host_veth: format!("{}h{i}", self.tag),
             mac: mac.to_owned(),
             ips: ips.to_vec(),
         };
-        // Recorded before anything else can fail, so that drop cleans it up.
+        self.add_namespace(&pod, &format!("{}c{i}", self.tag), gateways)?;
+        self.vsctl(&[
+            "add-port",
+            &self.bridge,
+            &pod.host_veth,
+            "--",
+            "set",
+            "interface",
+            &pod.host_veth,
+            &format!("external_ids:iface-id={iface_id}"),
+        ])?;
+        Ok(pod)
+    }
+
+    /// Creates `pod`'s namespace with its `eth0` (the MAC and addresses of `pod`,
+    /// default routes via `gateways`), one end of a veth whose other end,
+    /// `pod.host_veth`, is in the chassis' namespace (`peer` names it until it moves).
+    /// The namespace is recorded first, so that drop removes it whatever fails.
+    fn add_namespace(&mut self, pod: &Pod, peer: &str, gateways: &[IpAddr]) -> Result<()> {
+        let (netns, host) = (pod.netns.as_str(), pod.host_veth.as_str());
+        ip(&["netns", "add", netns])?;
         self.pods.push(pod.clone());
-        ip(&["link", "add", &host, "type", "veth", "peer", "name", &peer])?;
-        ip(&["link", "set", &host, "netns", &self.node.0])?;
-        ip(&["link", "set", &peer, "netns", &netns])?;
-        ip(&["-n", &netns, "link", "set", &peer, "name", "eth0"])?;
-        ip(&["-n", &netns, "link", "set", "eth0", "address", mac])?;
+        ip(&["link", "add", host, "type", "veth", "peer", "name", peer])?;
+        ip(&["link", "set", host, "netns", &self.node.0])?;
+        ip(&["link", "set", peer, "netns", netns])?;
+        ip(&["-n", netns, "link", "set", peer, "name", "eth0"])?;
+        if !pod.mac.is_empty() {
+            ip(&["-n", netns, "link", "set", "eth0", "address", &pod.mac])?;
+        }
         // No DAD: the addresses are ours alone and tests should not wait for it.
         run(
             Command::new("ip").args([
                 "netns",
                 "exec",
-                &netns,
+                netns,
                 "sysctl",
                 "-qw",
                 "net.ipv6.conf.eth0.accept_dad=0",
             ]),
             "sysctl accept_dad",
         )?;
-        for a in ips {
-            ip(&["-n", &netns, "addr", "add", &a.to_string(), "dev", "eth0"])?;
+        for a in &pod.ips {
+            ip(&["-n", netns, "addr", "add", &a.to_string(), "dev", "eth0"])?;
         }
         // The userspace datapath does not complete checksums a veth left to offload:
         // TCP would fail where ping works.
-        run(
-            Command::new("ip").args([
-                "netns", "exec", &netns, "ethtool", "-K", "eth0", "tx", "off",
-            ]),
-            "ethtool -K eth0 tx off",
-        )?;
-        run(
-            Command::new("ip").args([
-                "netns",
-                "exec",
-                &self.node.0,
-                "ethtool",
-                "-K",
-                &host,
-                "tx",
-                "off",
-            ]),
-            "ethtool -K tx off",
-        )?;
-        ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
-        ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+        for (ns, dev) in [(netns, "eth0"), (self.node.0.as_str(), host)] {
+            run(
+                Command::new("ip").args(["netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"]),
+                "ethtool -K tx off",
+            )?;
+        }
+        ip(&["-n", netns, "link", "set", "eth0", "up"])?;
+        ip(&["-n", netns, "link", "set", "lo", "up"])?;
         for g in gateways {
             let family = if g.is_ipv4() { "-4" } else { "-6" };
             ip(&[
                 family,
                 "-n",
-                &netns,
+                netns,
                 "route",
                 "add",
                 "default",
@@ -397,18 +409,7 @@ impl Chassis {
                 &g.to_string(),
             ])?;
         }
-        ip(&["-n", &self.node.0, "link", "set", &host, "up"])?;
-        self.vsctl(&[
-            "add-port",
-            &self.bridge,
-            &host,
-            "--",
-            "set",
-            "interface",
-            &host,
-            &format!("external_ids:iface-id={iface_id}"),
-        ])?;
-        Ok(pod)
+        ip(&["-n", &self.node.0, "link", "set", host, "up"])
     }
 
     /// Adds the node's end of a management port: an OVS internal port bound to
@@ -479,79 +480,22 @@ impl Chassis {
         routes: &[IpAddr],
     ) -> Result<Pod> {
         let bridge = format!("{}x", self.tag);
-        self.vsctl(&[
-            "add-br",
-            &bridge,
-            "--",
-            "set",
-            "bridge",
-            &bridge,
-            "datapath_type=netdev",
-            "fail-mode=secure",
-            "other_config:disable-in-band=true",
-        ])?;
+        self.vsctl(&add_bridge(&bridge).each_ref().map(String::as_str))?;
         self.vsctl(&[
             "set",
             "open",
             ".",
             &format!("external_ids:ovn-bridge-mappings={physnet}:{bridge}"),
         ])?;
-        let netns = format!("{}xe", self.tag);
-        let host = format!("{}xh", self.tag);
-        let peer = format!("{}xc", self.tag);
         let pod = Pod {
-            netns: netns.clone(),
+            netns: format!("{}xe", self.tag),
             iface_id: String::new(),
-            host_veth: host.clone(),
+            host_veth: format!("{}xh", self.tag),
             mac: String::new(),
             ips: external.to_vec(),
         };
-        ip(&["netns", "add", &netns])?;
-        // Recorded at once, so that drop removes the namespace.
-        self.pods.push(pod.clone());
-        ip(&["link", "add", &host, "type", "veth", "peer", "name", &peer])?;
-        ip(&["link", "set", &host, "netns", &self.node.0])?;
-        ip(&["link", "set", &peer, "netns", &netns])?;
-        ip(&["-n", &netns, "link", "set", &peer, "name", "eth0"])?;
-        run(
-            Command::new("ip").args([
-                "netns",
-                "exec",
-                &netns,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.eth0.accept_dad=0",
-            ]),
-            "sysctl accept_dad",
-        )?;
-        for a in external {
-            ip(&["-n", &netns, "addr", "add", &a.to_string(), "dev", "eth0"])?;
-        }
-        for (ns, dev) in [
-            (netns.as_str(), "eth0"),
-            (self.node.0.as_str(), host.as_str()),
-        ] {
-            run(
-                Command::new("ip").args(["netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"]),
-                "ethtool -K tx off",
-            )?;
-        }
-        ip(&["-n", &netns, "link", "set", "eth0", "up"])?;
-        ip(&["-n", &netns, "link", "set", "lo", "up"])?;
-        for r in routes {
-            let family = if r.is_ipv4() { "-4" } else { "-6" };
-            ip(&[
-                family,
-                "-n",
-                &netns,
-                "route",
-                "add",
-                "default",
-                "via",
-                &r.to_string(),
-            ])?;
-        }
-        ip(&["-n", &self.node.0, "link", "set", &host, "up"])?;
+        self.add_namespace(&pod, &format!("{}xc", self.tag), routes)?;
+        let host = pod.host_veth.clone();
         self.vsctl(&["add-port", &bridge, &host])?;
         let ofport = self.vsctl(&["get", "interface", &host, "ofport"])?;
         // Every gateway router of the node has the node's MAC: the external host's ARP
