@@ -61,9 +61,6 @@ pub const PARTITIONED: &[&str] = &[
     "Logical_Router_Static_Route",
 ];
 
-/// Partitions are network ids, below this.
-pub const PARTITIONS: u32 = crate::alloc::MAX_NETWORKS;
-
 /// The indexes the reconciler reads, declared on a cache.
 #[derive(Clone, Debug)]
 pub struct NbIndexes {
@@ -71,6 +68,8 @@ pub struct NbIndexes {
     owner: BTreeMap<&'static str, RowIndex<Owner>>,
     /// Rows with a partition, by owner and partition.
     part: BTreeMap<&'static str, RowIndex<(Owner, String)>>,
+    /// Rows with a partition, by owner (every partition of an owner in one look-up).
+    parted: BTreeMap<&'static str, RowIndex<Owner>>,
     name: BTreeMap<&'static str, RowIndex<String>>,
     holders: BTreeMap<&'static str, RowIndex<Uuid>>,
 }
@@ -83,6 +82,10 @@ fn owner_of(row: &CachedRow) -> Vec<Owner> {
         return Vec::new();
     }
     Owner::of(ids).into_iter().collect()
+}
+
+fn parted_owner_of(row: &CachedRow) -> Vec<Owner> {
+    part_of(row).into_iter().map(|(o, _)| o).collect()
 }
 
 fn part_of(row: &CachedRow) -> Vec<(Owner, String)> {
@@ -122,11 +125,15 @@ impl NbIndexes {
     pub fn register(config: &mut CacheConfig) -> NbIndexes {
         let mut owner = BTreeMap::new();
         let mut part = BTreeMap::new();
+        let mut parted = BTreeMap::new();
         let mut name = BTreeMap::new();
         for &table in TABLES {
             if !UNSTAMPED.contains(&table) {
                 owner.insert(table, config.index(table, "owner", owner_of));
                 part.insert(table, config.index(table, "part", part_of));
+                if PARTITIONED.contains(&table) {
+                    parted.insert(table, config.index(table, "parted", parted_owner_of));
+                }
             }
             if table == "Static_MAC_Binding" {
                 name.insert(table, config.index(table, "name", binding_names));
@@ -148,6 +155,7 @@ impl NbIndexes {
         NbIndexes {
             owner,
             part,
+            parted,
             name,
             holders,
         }
@@ -196,21 +204,27 @@ impl NbIndexes {
         if PARTITIONED.contains(&table) {
             match scope {
                 Scope::Part(p) => rows = self.owned_in(snap, table, owner, p),
-                Scope::All => {
-                    for p in 0..PARTITIONS {
-                        rows.extend(self.owned_in(snap, table, owner, &p.to_string()));
-                    }
-                }
-                Scope::Rest { held } => {
-                    for p in (0..PARTITIONS).map(|p| p.to_string()) {
-                        if !held.contains(&p) {
-                            rows.extend(self.owned_in(snap, table, owner, &p));
-                        }
-                    }
-                }
+                Scope::All => rows.extend(self.parted(snap, table, owner)),
+                Scope::Rest { held } => rows.extend(
+                    self.parted(snap, table, owner)
+                        .into_iter()
+                        .filter(|(_, row)| {
+                            row.get("external_ids")
+                                .and_then(partition_of)
+                                .is_none_or(|p| !held.contains(&p))
+                        }),
+                ),
             }
         }
         rows
+    }
+
+    /// The rows of `table` owned by `owner` in any partition.
+    fn parted(&self, snap: &Snapshot, table: &str, owner: &Owner) -> Vec<(Uuid, Arc<CachedRow>)> {
+        self.parted
+            .get(table)
+            .and_then(|i| snap.lookup_rows(i, owner).ok())
+            .unwrap_or_default()
     }
 
     /// The rows of `table` owned by `owner` outside any partition.
