@@ -96,7 +96,12 @@ fn plan(world: &World, reconciler: &Reconciler, cache: &Cache) -> ExitCode {
             .map_err(|e| e.to_string())
             .and_then(|d| reconciler.plan(&d).map_err(|e| e.to_string()));
         match plan {
-            Ok(p) if p.is_empty() => println!("{key}: unchanged"),
+            Ok(p) if p.is_empty() => {
+                println!("{key}: unchanged");
+                for note in &p.incomplete {
+                    println!("  incomplete: {note}");
+                }
+            }
             Ok(p) => {
                 println!("{key}: {}", p.summary());
                 for line in p.to_string().lines().skip(1) {

@@ -109,6 +109,23 @@ impl fmt::Display for Plan {
                 m.row, m.column, m.inserted, m.deleted
             )?;
         }
+        for note in &self.incomplete {
+            writeln!(f, "  incomplete: {note}")?;
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Plan;
+
+    #[test]
+    fn what_a_key_could_not_build_is_printed_with_its_plan() {
+        let plan = Plan {
+            incomplete: vec!["nodes a, b share one NB".into()],
+            ..Default::default()
+        };
+        assert_eq!(plan.to_string(), "  incomplete: nodes a, b share one NB\n");
     }
 }
