@@ -126,6 +126,17 @@ impl World {
         keys
     }
 
+    /// The keys of the services programmed on network `net`: their per-node load
+    /// balancers sit on its switches and gateway routers.
+    pub fn services_of(&self, net: &str) -> Vec<Key> {
+        let inv = &self.inventory;
+        inv.services
+            .values()
+            .filter(|s| inv.network_of_service(s) == Some(net))
+            .map(|s| Key::Service(s.key()))
+            .collect()
+    }
+
     /// The keys of the services programmed on a primary user-defined network.
     fn service_keys(&self) -> impl Iterator<Item = Key> + '_ {
         let inv = &self.inventory;

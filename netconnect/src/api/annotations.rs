@@ -21,6 +21,9 @@ pub const NODE_SUBNETS: &str = "k8s.ovn.org/node-subnets";
 pub const NODE_TRANSIT_SWITCH_PORT_IFADDR: &str = "k8s.ovn.org/node-transit-switch-port-ifaddr";
 /// On Nodes: the gateway configuration, `{"default": {"mode": …, …}}`.
 pub const L3_GATEWAY_CONFIG: &str = "k8s.ovn.org/l3-gateway-config";
+/// Node annotation: every address of the node's host, as CIDRs (a JSON list); the
+/// addresses a NodePort answers on.
+pub const HOST_CIDRS: &str = "k8s.ovn.org/host-cidrs";
 /// On networks (a NAD in OVN-Kubernetes; here the UDN or CUDN): the network id.
 pub const NETWORK_ID: &str = "k8s.ovn.org/network-id";
 /// On primary Layer2 networks: `[<switch key>, <transit router key>]`.
@@ -244,6 +247,21 @@ pub struct L3GatewayConfig {
     pub node_port_enable: bool,
     /// The VLAN of the external network, if any.
     pub vlan_id: Option<u16>,
+}
+
+/// Reads [`HOST_CIDRS`]: the addresses without their prefix lengths, each once, in
+/// the order of their text (as OVN-Kubernetes lists them).
+pub fn parse_host_cidrs(value: &str) -> Result<Vec<IpAddr>, BadAnnotation> {
+    let cidrs: Vec<String> = serde_json::from_str(value)
+        .map_err(|e| bad(HOST_CIDRS, value, format!("not a JSON list of CIDRs ({e})")))?;
+    let mut by_text = BTreeMap::new();
+    for c in &cidrs {
+        let net = c
+            .parse::<IpNet>()
+            .map_err(|_| bad(HOST_CIDRS, value, format!("{c:?} is not a CIDR")))?;
+        by_text.insert(net.addr().to_string(), net.addr());
+    }
+    Ok(by_text.into_values().collect())
 }
 
 /// Reads [`L3_GATEWAY_CONFIG`]. `None` for `mode: disabled` (no gateway).

@@ -51,6 +51,8 @@ pub struct NodeInfo {
     pub transit_ifaddr: Option<Vec<IpNet>>,
     /// `k8s.ovn.org/l3-gateway-config`, unless absent or disabled.
     pub gateway: Option<L3GatewayConfig>,
+    /// `k8s.ovn.org/host-cidrs`: the host's addresses, in the order of their text.
+    pub host_addresses: Vec<std::net::IpAddr>,
 }
 
 impl NodeInfo {
@@ -463,6 +465,11 @@ fn node_info(origin: &Origin, node: &Node, context: &Context) -> Result<NodeInfo
         .map(|v| parse_l3_gateway_config(v))
         .transpose()?
         .flatten();
+    let host_addresses = a
+        .get(HOST_CIDRS)
+        .map(|v| parse_host_cidrs(v))
+        .transpose()?
+        .unwrap_or_default();
     let zone = a
         .get(ZONE_NAME)
         .filter(|z| !z.is_empty())
@@ -477,6 +484,7 @@ fn node_info(origin: &Origin, node: &Node, context: &Context) -> Result<NodeInfo
         subnets,
         transit_ifaddr,
         gateway,
+        host_addresses,
     })
 }
 

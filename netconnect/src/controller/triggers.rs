@@ -3,8 +3,8 @@
 //! functions).
 //!
 //! - A row netconnect owns wakes the key that owns it. A network's router or switch
-//!   changing also wakes the ClusterNetworkConnects of that network: they put their
-//!   rows on them.
+//!   changing also wakes the ClusterNetworkConnects and the services of that network:
+//!   they put their rows on them.
 //! - A load balancer, netconnect's (a service key's) or another party's
 //!   (OVN-Kubernetes' services controller) naming a network in `k8s.ovn.org/network`,
 //!   wakes that network's connects: their service groups follow its ClusterIP load
@@ -45,6 +45,7 @@ pub fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
             if let Key::Network(net) = &key {
                 if matches!(table, "Logical_Router" | "Logical_Switch") {
                     out.extend(world.connects_of(net).into_iter().map(Wake::Look));
+                    out.extend(world.services_of(net).into_iter().map(Wake::Look));
                 }
             }
             if table == "Load_Balancer" {
@@ -317,10 +318,14 @@ spec:
             .into_iter()
             .map(Wake::Look)
             .collect();
-        want.push(Wake::Own(svc));
+        want.push(Wake::Own(svc.clone()));
         want.sort();
         assert!(want.len() >= 3, "{want:?}");
         assert_eq!(got, want);
+        // Blue's router changing wakes the service too: its per-node load balancers
+        // sit on blue's switches and gateway routers.
+        let router = row("Logical_Router", &ids(&owned_by("blue")));
+        assert!(woken(&w, "Logical_Router", &router).contains(&Wake::Look(svc.clone())));
         // The service gone: its rows' key removes them, and only them (not the
         // network's load balancer groups, which a network's gone key claims).
         let gone = World::build(

@@ -51,8 +51,15 @@ const UNSTAMPED: &[&str] = &["Load_Balancer_Group", "Static_MAC_Binding"];
 
 /// The sets of references keys put their rows into on rows they do not own, and
 /// whose current holders the reconciler must find (to take a row out of a parent that
-/// should no longer hold it): a switch's ACLs and load balancer groups.
-pub const ATTACHABLE: &[(&str, &[&str])] = &[("Logical_Switch", &["acls", "load_balancer_group"])];
+/// should no longer hold it): a switch's ACLs, load balancer groups and load
+/// balancers, a router's load balancers.
+pub const ATTACHABLE: &[(&str, &[&str])] = &[
+    (
+        "Logical_Switch",
+        &["acls", "load_balancer_group", "load_balancer"],
+    ),
+    ("Logical_Router", &["load_balancer"]),
+];
 
 /// The tables whose rows may have a partition.
 pub const PARTITIONED: &[&str] = &[

@@ -109,6 +109,8 @@ pub struct NodeView<'a> {
     pub gateway: Option<&'a L3GatewayConfig>,
     /// `k8s.ovn.org/gateway-mtu-support` is not `false`.
     pub gateway_mtu: bool,
+    /// The host's addresses (`k8s.ovn.org/host-cidrs`), in the order of their text.
+    pub host_addresses: &'a [IpAddr],
 }
 
 /// Everything the builders read.
@@ -158,6 +160,7 @@ impl<'a> Inputs<'a> {
                         .map(Vec::as_slice)
                         .unwrap_or(&[]),
                     gateway: node.gateway.as_ref(),
+                    host_addresses: &node.host_addresses,
                     gateway_mtu: node
                         .object
                         .metadata
@@ -240,6 +243,11 @@ pub fn masquerade_next_hop(config: &TopologyConfig, ipv4: bool) -> Option<(IpNet
 /// from on the gateway bridge.
 pub fn masquerade_host_ip(config: &TopologyConfig, ipv4: bool) -> Option<IpAddr> {
     addr::nth(masquerade_subnet(config, ipv4)?, 2)
+}
+
+/// The host's masquerade address for `externalTrafficPolicy: Local` NodePorts (`…3`).
+pub fn masquerade_etp_local_ip(config: &TopologyConfig, ipv4: bool) -> Option<IpAddr> {
+    addr::nth(masquerade_subnet(config, ipv4)?, 3)
 }
 
 fn masquerade_subnet(config: &TopologyConfig, ipv4: bool) -> Option<&IpNet> {

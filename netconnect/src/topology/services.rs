@@ -18,16 +18,20 @@
 //! `external_ids`: `k8s.ovn.org/kind=Service`, `k8s.ovn.org/owner=<ns>/<name>`,
 //! `k8s.ovn.org/network`, `k8s.ovn.org/role=primary`.
 //!
-//! Not written yet (they need per-node load balancers): NodePorts, services with
-//! `internalTrafficPolicy: Local`, `externalTrafficPolicy: Local` external IPs, and
-//! services backed by host-network endpoints; headless services have none.
+//! What cannot be the same on every node (node ports, `externalTrafficPolicy: Local`
+//! external IPs, `internalTrafficPolicy: Local` cluster IPs, host-network endpoints)
+//! goes in per-node load balancers ([`node`]) on the nodes' switches and gateway
+//! routers. Headless services have none.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use nb_model::{
     LoadBalancer, LoadBalancerGroup, LoadBalancerProtocol, LoadBalancerSelectionFields,
+    LogicalRouter, LogicalSwitch,
 };
+
+pub mod node;
 
 use super::addr::nth;
 use super::desired::Desired;
@@ -37,6 +41,7 @@ use super::{BuildError, Inputs, TopologyConfig};
 use crate::api::service::{
     endpoints_of, PortEndpoints, Protocol, ServiceInfo, MAX_AFFINITY_TIMEOUT,
 };
+use crate::api::{Network, Topology};
 use nb_model::keys::ovn_k8s::{NETWORK, ROLE};
 
 /// `external_ids` key: the kind of object a load balancer is for (`Service`).
@@ -110,6 +115,16 @@ fn options(
     (options, fields)
 }
 
+/// The `external_ids` of every load balancer of `svc` on network `net`.
+fn external_ids(svc: &ServiceInfo, net: &str) -> BTreeMap<String, String> {
+    map([
+        (KIND, "Service"),
+        (OWNER, svc.key().as_str()),
+        (NETWORK, net),
+        (ROLE, "primary"),
+    ])
+}
+
 fn protocol_of(p: Protocol) -> LoadBalancerProtocol {
     match p {
         Protocol::Tcp => LoadBalancerProtocol::Tcp,
@@ -130,30 +145,29 @@ fn cluster_vips(svc: &ServiceInfo) -> Vec<IpAddr> {
 
 /// The cluster-wide load balancers of `svc` on network `net` (one per protocol it
 /// has ports of), from `endpoints` (one entry per port of the service, as
-/// [`crate::api::service::endpoints_of`] gives them).
+/// [`crate::api::service::endpoints_of`] gives them); an endpoint outside `subnets`
+/// (the network's) is on a host's network and makes its port's cluster IPs per-node.
 pub fn cluster_load_balancers(
     cfg: &TopologyConfig,
     net: &str,
     svc: &ServiceInfo,
     endpoints: &[PortEndpoints],
+    subnets: &[ipnet::IpNet],
 ) -> Vec<LoadBalancer> {
-    if svc.cluster_ips.is_empty() || svc.internal_local {
+    if svc.cluster_ips.is_empty() {
         return Vec::new();
     }
+    // Ports with per-node cluster IPs (internalTrafficPolicy: Local, host-network
+    // endpoints) are not in the cluster-wide load balancers.
+    let (_, cluster_wide) = node::configs(svc, endpoints, subnets);
     let names = Names::new(net);
     let (options, selection_fields) = options(cfg, svc);
-    let key = svc.key();
-    let external_ids = map([
-        (KIND, "Service"),
-        (OWNER, key.as_str()),
-        (NETWORK, net),
-        (ROLE, "primary"),
-    ]);
+    let external_ids = external_ids(svc, net);
     let vips = cluster_vips(svc);
     let mut out = Vec::new();
     for protocol in PROTOCOLS {
         let ports: Vec<usize> = (0..svc.ports.len())
-            .filter(|&i| svc.ports[i].protocol == protocol)
+            .filter(|&i| svc.ports[i].protocol == protocol && cluster_wide[i])
             .collect();
         if ports.is_empty() {
             continue;
@@ -188,22 +202,96 @@ pub fn cluster_load_balancers(
     out
 }
 
-/// The rows of service `key` (`namespace/name`): its load balancers, each put in its
-/// network's cluster load balancer group.
+/// The rows of service `key` (`namespace/name`): its cluster-wide load balancers, each
+/// put in its network's cluster load balancer group, and its per-node load balancers
+/// ([`node`]) on the local nodes' switches and gateway routers.
 pub fn build(inputs: &Inputs, key: &str) -> Result<Desired, BuildError> {
     let inv = inputs.inventory;
     let unknown = || BuildError::Unknown(key.to_owned());
     let svc = inv.services.get(key).ok_or_else(unknown)?;
     let net = inv.network_of_service(svc).ok_or_else(unknown)?;
+    let network = &inv.networks.get(net).ok_or_else(unknown)?.network;
+    let subnets: Vec<ipnet::IpNet> = network.subnets.iter().map(|s| s.cidr).collect();
     let mut d = Desired::new(owner(key, net));
     let slices = inv.slices_of(svc, net);
     let endpoints = endpoints_of(svc, &slices);
-    let group = Names::new(net).cluster_lb_group();
-    for lb in cluster_load_balancers(inputs.config, net, svc, &endpoints) {
+    let names = Names::new(net);
+    let group = names.cluster_lb_group();
+    for lb in cluster_load_balancers(inputs.config, net, svc, &endpoints, &subnets) {
         let r = d.add(lb.name.clone(), lb);
         d.attach::<LoadBalancerGroup, _>(&group, "load_balancer", &r);
     }
+    let (configs, _) = node::configs(svc, &endpoints, &subnets);
+    if configs.is_empty() {
+        return Ok(d);
+    }
+    let nodes = service_nodes(inputs, network, &names);
+    let (options, selection_fields) = options(inputs.config, svc);
+    for lb in node::load_balancers(inputs.config, &configs, &nodes) {
+        let mut rules: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for r in &lb.rules {
+            rules
+                .entry(endpoint(r.vip, r.port))
+                .or_default()
+                .extend(r.targets.iter().map(|(ip, port)| endpoint(*ip, *port)));
+        }
+        let mut options = options.clone();
+        if lb.skip_snat {
+            options.insert("skip_snat".into(), "true".into());
+        }
+        let row = LoadBalancer {
+            name: lb_name(&names, svc, lb.protocol, &lb.scope),
+            protocol: Some(protocol_of(lb.protocol)),
+            vips: rules.into_iter().map(|(v, b)| (v, b.join(","))).collect(),
+            options,
+            selection_fields: selection_fields.clone(),
+            external_ids: external_ids(svc, net),
+            ..Default::default()
+        };
+        let r = d.add(row.name.clone(), row);
+        for s in &lb.switches {
+            d.attach::<LogicalSwitch, _>(s, "load_balancer", &r);
+        }
+        for gr in &lb.routers {
+            d.attach::<LogicalRouter, _>(gr, "load_balancer", &r);
+        }
+    }
     Ok(d)
+}
+
+/// The nodes of the zone as `network`'s services see them, in name order: a Layer3
+/// node once it has its host subnets (its switch), a Layer2 node on the network's
+/// switch; its gateway router when it has a gateway and a chassis (as the topology
+/// builds it).
+fn service_nodes<'a>(
+    inputs: &Inputs<'a>,
+    network: &Network,
+    names: &Names,
+) -> Vec<node::ServiceNode<'a>> {
+    let net = network.name();
+    inputs
+        .nodes()
+        .into_iter()
+        .filter(|n| n.local)
+        .filter_map(|n| {
+            let switch = match network.topology {
+                Topology::Layer2 => names.layer2_switch(),
+                _ if inputs.host_subnets(&net, n.name).is_empty() => return None,
+                _ => names.node_switch(n.name),
+            };
+            let gw = n.gateway;
+            Some(node::ServiceNode {
+                name: n.name,
+                switch,
+                router: gw.and(n.chassis).map(|_| names.gateway_router(n.name)),
+                gateway_addresses: gw
+                    .map(|g| g.ip_addresses.iter().map(|a| a.addr()).collect())
+                    .unwrap_or_default(),
+                host_addresses: n.host_addresses,
+                node_port: gw.is_some_and(|g| g.node_port_enable),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

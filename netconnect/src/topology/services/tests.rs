@@ -76,7 +76,13 @@ fn external_ids() -> std::collections::BTreeMap<String, String> {
 #[test]
 fn a_service_without_endpoints_has_its_vip_and_no_backend() {
     // "create service from Single Stack Service without endpoints".
-    let lbs = cluster_load_balancers(&config(), NET, &svc(FOO), &endpoints_of(&svc(FOO), &[]));
+    let lbs = cluster_load_balancers(
+        &config(),
+        NET,
+        &svc(FOO),
+        &endpoints_of(&svc(FOO), &[]),
+        &any(),
+    );
     assert_eq!(
         lbs,
         [LoadBalancer {
@@ -115,7 +121,7 @@ endpoints:
 ",
     );
     let s = svc(FOO_DUAL);
-    let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&v4, &v6]));
+    let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&v4, &v6]), &any());
     assert_eq!(lbs.len(), 1);
     assert_eq!(
         lbs[0].vips,
@@ -136,7 +142,7 @@ fn endpoints_count_when_ready_else_when_serving_and_terminating() {
     let s = svc(FOO);
     let endpoints = |yaml: &str| {
         let sl = slice(yaml);
-        let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&sl]));
+        let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&sl]), &any());
         lbs[0].vips["192.168.1.1:80"].clone()
     };
     // One ready, one not ready, one with unknown readiness (counts as ready); the
@@ -204,7 +210,7 @@ ports: [{name: dns-tcp, protocol: TCP, port: 6363}]
 endpoints: [{addresses: [10.0.0.8]}]
 ",
     );
-    let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&sl, &sl2]));
+    let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&sl, &sl2]), &any());
     let got: Vec<(&str, Option<LoadBalancerProtocol>, &str)> = lbs
         .iter()
         .map(|lb| {
@@ -238,7 +244,7 @@ fn client_ip_affinity_sets_the_timeout_or_at_one_day_the_selection_fields() {
         let s = svc(&format!(
             "{FOO}  sessionAffinity: ClientIP\n  sessionAffinityConfig: {{clientIP: {{timeoutSeconds: {timeout}}}}}\n"
         ));
-        cluster_load_balancers(&config(), NET, &s, &[]).remove(0)
+        cluster_load_balancers(&config(), NET, &s, &[], &any()).remove(0)
     };
     // OVN-Kubernetes' servicesOptionsWithAffinityTimeout(): the default three hours.
     let lb = with("10800");
@@ -263,15 +269,15 @@ fn headless_and_internal_local_services_have_no_cluster_load_balancer() {
 metadata: {name: h, namespace: testns}
 spec: {clusterIP: None, ports: [{port: 80}]}
 ");
-    assert!(cluster_load_balancers(&config(), NET, &headless, &[]).is_empty());
+    assert!(cluster_load_balancers(&config(), NET, &headless, &[], &any()).is_empty());
     let local = svc(&format!("{FOO}  internalTrafficPolicy: Local\n"));
-    assert!(cluster_load_balancers(&config(), NET, &local, &[]).is_empty());
+    assert!(cluster_load_balancers(&config(), NET, &local, &[], &any()).is_empty());
 }
 
 #[test]
 fn external_ips_join_the_cluster_vips_unless_external_traffic_is_local() {
     let s = svc(&format!("{FOO}  externalIPs: [172.18.0.100]\n"));
-    let lbs = cluster_load_balancers(&config(), NET, &s, &[]);
+    let lbs = cluster_load_balancers(&config(), NET, &s, &[], &any());
     assert_eq!(
         lbs[0].vips,
         map([("172.18.0.100:80", ""), ("192.168.1.1:80", "")])
@@ -279,6 +285,11 @@ fn external_ips_join_the_cluster_vips_unless_external_traffic_is_local() {
     let s = svc(&format!(
         "{FOO}  externalIPs: [172.18.0.100]\n  externalTrafficPolicy: Local\n  type: LoadBalancer\n"
     ));
-    let lbs = cluster_load_balancers(&config(), NET, &s, &[]);
+    let lbs = cluster_load_balancers(&config(), NET, &s, &[], &any());
     assert_eq!(lbs[0].vips, map([("192.168.1.1:80", "")]));
+}
+
+/// Subnets holding every endpoint of these tests: none is on a host's network.
+fn any() -> Vec<ipnet::IpNet> {
+    vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()]
 }
