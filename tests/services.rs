@@ -1,8 +1,9 @@
-//! ClusterIP services of a user-defined network over the real datapath: the load
-//! balancers netconnect writes from Service and EndpointSlice manifests carry TCP and
-//! UDP to endpoints on another node, refuse what a service without endpoints is sent
+//! Services of a user-defined network over the real datapath: the load balancers
+//! netconnect writes from Service and EndpointSlice manifests carry TCP and UDP to
+//! endpoints on another node, refuse what a service without endpoints is sent
 //! (OVN-Kubernetes' `reject=true`), and `sessionAffinity: ClientIP` holds a client to
-//! one backend. No load balancer is made by hand.
+//! one backend; an external host reaches a NodePort on the node's address through the
+//! node's per-node load balancer. No load balancer is made by hand.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -217,4 +218,103 @@ async fn cluster_ip_services_carry_tcp_and_udp_reject_without_endpoints_and_keep
         [reply("b1"), reply("b2")].into(),
         "both backends without affinity"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_host_reaches_a_node_port_on_the_nodes_address() {
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let node_ip = "192.168.126.10";
+    let gw = udn::gateway_config(&[&format!("{node_ip}/24")], &["192.168.126.1"]);
+    let node = udn::node(
+        "node-a",
+        "chassis-1",
+        &[
+            ("k8s.ovn.org/l3-gateway-config", &gw),
+            ("k8s.ovn.org/host-cidrs", &format!("[\"{node_ip}/24\"]")),
+        ],
+    );
+    let plain = udn::world(&(NETWORK.to_string() + &node), &State::default(), None);
+    let subnet = plain.allocations.host_subnets["web_net"]["node-a"][0];
+    let backend_ip = nth(&subnet, 5).unwrap();
+    // A NodePort service: its cluster IP in the cluster-wide load balancer, its node
+    // port in node-a's per-node one.
+    let yaml = NETWORK.to_string()
+        + &node
+        + &service(
+            "np",
+            "10.96.1.20",
+            &[("http", 80, "TCP", 8080)],
+            None,
+            &[backend_ip],
+        )
+        .replace(
+            "spec: {clusterIP: 10.96.1.20,",
+            "spec: {type: NodePort, clusterIP: 10.96.1.20,",
+        )
+        .replace("targetPort: 8080}", "targetPort: 8080, nodePort: 30080}");
+    let world = udn::world(&yaml, &State::default(), None);
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    udn::apply(&r, &world).await;
+    let lb = "web_net_Service_web/np_TCP_node_router+switch_node-a";
+    assert_eq!(
+        sb.nbctl(&["--bare", "get", "Load_Balancer", lb, "vips"])
+            .unwrap()
+            .trim(),
+        format!("{{\"{node_ip}:30080\"=\"{backend_ip}:8080\"}}")
+    );
+    for (table, row) in [
+        ("Logical_Router", "GR_web_net_node-a"),
+        ("Logical_Switch", "web_net_node-a"),
+    ] {
+        let lbs = sb
+            .nbctl(&["--bare", "get", table, row, "load_balancer"])
+            .unwrap();
+        let uuid = sb
+            .nbctl(&[
+                "--bare",
+                "--columns=_uuid",
+                "find",
+                "Load_Balancer",
+                &format!("name=\"{lb}\""),
+            ])
+            .unwrap();
+        assert_eq!(
+            lbs.trim().trim_matches(|c| c == '[' || c == ']'),
+            uuid.trim(),
+            "{row} holds the node port"
+        );
+    }
+
+    let external = chassis
+        .add_gateway_bridge("physnet", &["192.168.126.1/24".parse().unwrap()], &[])
+        .unwrap();
+    let gw_addr = nth(&subnet, 1).unwrap().to_string();
+    let backend = udn::add_pod(
+        &sb,
+        &mut chassis,
+        "web_net_node-a",
+        "web_net_web_np",
+        &[&format!("{backend_ip}/24")],
+        &[&gw_addr],
+    );
+    chassis
+        .serve(&backend, Transport::Tcp, 8080, "np backend, from {peer}")
+        .unwrap();
+    chassis
+        .steer_node_port("breth0_web_net_node-a", ip(node_ip), 30080)
+        .unwrap();
+    sb.sync_hv().unwrap();
+    let t = Duration::from_secs(3);
+    let got = chassis
+        .request(&external, Transport::Tcp, ip(node_ip), 30080, t)
+        .unwrap();
+    // The gateway router SNATs what it forwards to its own join address
+    // (lb_force_snat_ip=router_ip): the backend sees that, not the external host.
+    assert_eq!(got, Answer::Reply("np backend, from 100.65.0.2".into()));
+    // A port no node port has: nothing answers.
+    let other = chassis
+        .request(&external, Transport::Tcp, ip(node_ip), 30081, t)
+        .unwrap();
+    assert!(!matches!(other, Answer::Reply(_)), "{other:?}");
 }

@@ -528,15 +528,7 @@ impl Chassis {
         let Some((bridge, phys)) = &self.gateway else {
             return fail("snat_to_node needs add_gateway_bridge first");
         };
-        // ovn-controller's patch port for the localnet port (patch-<port>-to-<br-int>).
-        let patch = format!("patch-{localnet_port}-to-{}", self.bridge);
-        let patch = wait_until(&format!("the patch port {patch}"), || {
-            Ok(self
-                .vsctl(&["get", "interface", &patch, "ofport"])
-                .ok()
-                .map(|p| p.trim().to_owned())
-                .filter(|p| !p.is_empty() && p != "[]" && p != "-1"))
-        })?;
+        let patch = self.patch_port(localnet_port)?;
         let ip = if masquerade.is_ipv4() { "ip" } else { "ipv6" };
         let (src, dst) = if masquerade.is_ipv4() {
             ("nw_src", "nw_dst")
@@ -549,6 +541,40 @@ impl Chassis {
              table=1,priority=100,{ip},{dst}={masquerade},actions=output:{patch}\n"
         );
         self.add_flows(bridge, &flows)
+    }
+
+    /// The OpenFlow port of ovn-controller's patch port for `localnet_port` on the
+    /// gateway bridge (`patch-<port>-to-<integration bridge>`), once it exists.
+    fn patch_port(&self, localnet_port: &str) -> Result<String> {
+        let patch = format!("patch-{localnet_port}-to-{}", self.bridge);
+        wait_until(&format!("the patch port {patch}"), || {
+            Ok(self
+                .vsctl(&["get", "interface", &patch, "ofport"])
+                .ok()
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty() && p != "[]" && p != "-1"))
+        })
+    }
+
+    /// On the gateway bridge, what ovnkube-node does for a user-defined network's
+    /// node port in shared gateway mode: what the external host sends to `node_ip`:
+    /// `port` (TCP) goes to the gateway router behind `localnet_port`.
+    pub fn steer_node_port(&self, localnet_port: &str, node_ip: IpAddr, port: u16) -> Result<()> {
+        let Some((bridge, phys)) = &self.gateway else {
+            return fail("steer_node_port needs add_gateway_bridge first");
+        };
+        let patch = self.patch_port(localnet_port)?;
+        let (ip, dst) = if node_ip.is_ipv4() {
+            ("tcp", "nw_dst")
+        } else {
+            ("tcp6", "ipv6_dst")
+        };
+        self.add_flows(
+            bridge,
+            &format!(
+                "table=0,priority=110,in_port={phys},{ip},{dst}={node_ip},tp_dst={port},actions=output:{patch}\n"
+            ),
+        )
     }
 
     /// Local gateway mode, as ovnkube-node sets the node up: the node's addresses
