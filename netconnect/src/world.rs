@@ -126,6 +126,17 @@ impl World {
         keys
     }
 
+    /// The keys of this world that may write something other than what they wrote
+    /// against `previous`: every key but the services whose inputs are the same
+    /// ([`topology::services::unchanged`]).
+    pub fn changed_since(&self, previous: &World) -> Vec<Key> {
+        let same = topology::services::unchanged(&previous.inputs(), &self.inputs());
+        self.keys()
+            .into_iter()
+            .filter(|k| !matches!(k, Key::Service(s) if same.contains(s)))
+            .collect()
+    }
+
     /// The keys of the services programmed on network `net`: their per-node load
     /// balancers sit on its switches and gateway routers.
     pub fn services_of(&self, net: &str) -> Vec<Key> {

@@ -176,7 +176,9 @@ impl Controller {
         shutdown: CancellationToken,
     ) {
         let first = Arc::new(worker::FirstPass::new(self.initial_keys()));
-        self.enqueue_all();
+        // The world the first keys come from: later worlds are compared with it.
+        let initial = self.world.borrow().clone();
+        enqueue_all(&self.queue, &initial, &self.reconciler);
         let mut tasks = tokio::task::JoinSet::new();
         let mut others = tokio::task::JoinSet::new();
         let w = worker::Worker {
@@ -217,14 +219,33 @@ impl Controller {
         let mut world = self.world.clone();
         let reconciler = self.reconciler.clone();
         others.spawn(async move {
+            let mut previous = initial;
             while world.changed().await.is_ok() {
                 let w = world.borrow_and_update().clone();
-                enqueue_all(&queue, &w, &reconciler);
+                enqueue_changed(&queue, &previous, &w, &reconciler);
+                previous = w;
             }
         });
         // The workers end on shutdown; the sources go with them.
         while tasks.join_next().await.is_some() {}
         others.abort_all();
+    }
+}
+
+/// The keys a new world makes to look again: those of `world` that may have changed
+/// since `previous` ([`World::changed_since`]: a service whose inputs are the same is
+/// not looked at again when another service's endpoints move), and the keys of owners
+/// in the NB that `world` no longer defines.
+pub fn changed_keys(previous: &World, world: &World, reconciler: &Reconciler) -> Vec<Key> {
+    let mut keys = world.changed_since(previous);
+    let snap = reconciler.cache().snapshot();
+    keys.extend(world.gone_in(&snap, reconciler.indexes()));
+    keys
+}
+
+fn enqueue_changed(queue: &Queue<Key>, previous: &World, world: &World, reconciler: &Reconciler) {
+    for k in changed_keys(previous, world, reconciler) {
+        queue.add(k);
     }
 }
 

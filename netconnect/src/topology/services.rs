@@ -259,6 +259,47 @@ pub fn build(inputs: &Inputs, key: &str) -> Result<Desired, BuildError> {
     Ok(d)
 }
 
+/// The services with the same inputs in `a` and `b`, so that [`build`] gives the same
+/// rows from both: the service, its network (definition and name), its slices on that
+/// network, the network's nodes as services see them, the cluster settings. What a
+/// network gives its services is compared once per network.
+pub fn unchanged(a: &Inputs, b: &Inputs) -> std::collections::BTreeSet<String> {
+    let mut networks: std::collections::HashMap<&str, bool> = std::collections::HashMap::new();
+    let mut out = std::collections::BTreeSet::new();
+    if a.config != b.config {
+        return out;
+    }
+    for (key, sb) in &b.inventory.services {
+        let Some(sa) = a.inventory.services.get(key) else {
+            continue;
+        };
+        let (Some(na), Some(nb)) = (
+            a.inventory.network_of_service(sa),
+            b.inventory.network_of_service(sb),
+        ) else {
+            continue;
+        };
+        if sa != sb || na != nb {
+            continue;
+        }
+        let same_network = *networks.entry(nb).or_insert_with(|| {
+            match (a.inventory.networks.get(na), b.inventory.networks.get(nb)) {
+                (Some(x), Some(y)) => {
+                    let names = Names::new(nb);
+                    x.network == y.network
+                        && service_nodes(a, &x.network, &names)
+                            == service_nodes(b, &y.network, &names)
+                }
+                _ => false,
+            }
+        });
+        if same_network && a.inventory.slices_of(sa, na) == b.inventory.slices_of(sb, nb) {
+            out.insert(key.clone());
+        }
+    }
+    out
+}
+
 /// The nodes of the zone as `network`'s services see them, in name order: a Layer3
 /// node once it has its host subnets (its switch), a Layer2 node on the network's
 /// switch; its gateway router when it has a gateway and a chassis (as the topology

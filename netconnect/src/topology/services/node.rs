@@ -64,7 +64,7 @@ pub struct Config<'e> {
 }
 
 /// A node as a service's load balancers see it (OVN-Kubernetes' `nodeInfo`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServiceNode<'a> {
     /// The node's name.
     pub name: &'a str,

@@ -293,3 +293,63 @@ fn external_ips_join_the_cluster_vips_unless_external_traffic_is_local() {
 fn any() -> Vec<ipnet::IpNet> {
     vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()]
 }
+
+/// A world with network `web_net`, node `n1` (host addresses `host_cidrs`) and
+/// services `s1`, `s2`, each with one endpoint (`s1`'s is `e1`).
+fn world(e1: &str, host_cidrs: &str) -> crate::world::World {
+    let yaml = format!(
+        "---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: web}}\n\
+         ---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {{name: net, namespace: web}}\n\
+         spec: {{topology: Layer3, layer3: {{role: Primary, subnets: [{{cidr: 10.30.0.0/16, hostSubnet: 24}}]}}}}\n\
+         ---\napiVersion: v1\nkind: Node\nmetadata: {{name: n1, annotations: {{k8s.ovn.org/node-chassis-id: c1, k8s.ovn.org/host-cidrs: '{host_cidrs}'}}}}\n"
+    );
+    let mut y = yaml;
+    for (name, ip, e) in [("s1", "10.96.0.11", e1), ("s2", "10.96.0.12", "10.30.0.6")] {
+        y.push_str(&format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: web}}\n\
+             spec: {{clusterIP: {ip}, clusterIPs: [{ip}], ports: [{{port: 80, protocol: TCP, targetPort: 8080}}]}}\n\
+             ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+             metadata: {{name: {name}-m, namespace: web, labels: {{endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: {name}}}, annotations: {{k8s.ovn.org/endpointslice-network: web_net}}}}\n\
+             addressType: IPv4\nports: [{{port: 8080, protocol: TCP}}]\nendpoints: [{{addresses: [{e}], conditions: {{ready: true}}}}]\n"
+        ));
+    }
+    let files = [crate::api::load::parse_file(
+        std::path::Path::new("m.yaml"),
+        &y,
+    )];
+    let w = crate::world::World::build(&files, &Default::default(), Default::default());
+    assert!(w.problems.is_empty(), "{:?}", w.problems);
+    w
+}
+
+#[test]
+fn a_world_change_looks_again_only_at_the_services_whose_inputs_changed() {
+    use crate::world::Key;
+    let changed = |a: &crate::world::World, b: &crate::world::World| -> Vec<String> {
+        b.changed_since(a)
+            .into_iter()
+            .filter(|k| matches!(k, Key::Service(_)))
+            .map(|k| k.to_string())
+            .collect()
+    };
+    let before = world("10.30.0.5", "[\"192.168.126.10/24\"]");
+    assert!(changed(&before, &before).is_empty());
+    // One endpoint of s1 moved: s1 only, and building it again gives other rows.
+    let moved = world("10.30.0.7", "[\"192.168.126.10/24\"]");
+    assert_eq!(changed(&before, &moved), ["service web/s1"]);
+    let s1 = Key::Service("web/s1".into());
+    assert_ne!(before.desired(&s1).unwrap(), moved.desired(&s1).unwrap());
+    let s2 = Key::Service("web/s2".into());
+    assert_eq!(before.desired(&s2).unwrap(), moved.desired(&s2).unwrap());
+    // The node's host addresses (where node ports answer) changed: every service of
+    // the network looks again.
+    let renumbered = world("10.30.0.5", "[\"192.168.126.11/24\"]");
+    assert_eq!(
+        changed(&before, &renumbered),
+        ["service web/s1", "service web/s2"]
+    );
+    // Other keys are always looked at again.
+    assert!(moved
+        .changed_since(&before)
+        .contains(&Key::Network("web_net".into())));
+}
