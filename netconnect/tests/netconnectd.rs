@@ -410,3 +410,67 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     // SIGTERM: exits 0.
     assert_eq!(d.process.terminate(10).code(), Some(0));
 }
+
+/// Two services of blue's namespace, `s1` with endpoint `e1`, `s2` with 10.10.0.6.
+fn services(e1: &str) -> String {
+    let mut y = String::from(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: web, labels: {tenant: blue}}\n",
+    );
+    for (name, ip, e) in [("s1", "10.96.0.11", e1), ("s2", "10.96.0.12", "10.10.0.6")] {
+        y.push_str(&format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: web}}\n\
+             spec: {{clusterIP: {ip}, clusterIPs: [{ip}], ports: [{{port: 80, protocol: TCP, targetPort: 8080}}]}}\n\
+             ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+             metadata: {{name: {name}-m, namespace: web, labels: {{endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: {name}}}, annotations: {{k8s.ovn.org/endpointslice-network: cluster_udn_blue}}}}\n\
+             addressType: IPv4\nports: [{{port: 8080, protocol: TCP}}]\nendpoints: [{{addresses: [{e}], conditions: {{ready: true}}}}]\n"
+        ));
+    }
+    y
+}
+
+/// The `netconnect_reconciles_total` of keys of `kind`, every result.
+fn reconciles(metrics: &str, kind: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(&format!("netconnect_reconciles_total{{kind=\"{kind}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[test]
+fn an_endpoint_moved_in_the_manifests_is_written_by_its_service_alone() {
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
+    std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
+    std::fs::write(m.path().join("services.yaml"), services("10.10.0.5")).unwrap();
+    let mut d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    d.wait_converged(30);
+    let vips = |lb: &str| {
+        sb.nbctl(&["--bare", "get", "Load_Balancer", lb, "vips"])
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let s1 = "cluster_udn_blue_Service_web/s1_TCP_cluster";
+    assert_eq!(vips(s1), "{\"10.96.0.11:80\"=\"10.10.0.5:8080\"}");
+    let before = get(&d.addr, "/metrics").unwrap().1;
+
+    std::fs::write(m.path().join("services.yaml"), services("10.10.0.7")).unwrap();
+    wait_until("s1's new endpoint", 10, || {
+        vips(s1) == "{\"10.96.0.11:80\"=\"10.10.0.7:8080\"}"
+    });
+    d.wait_converged(30);
+    let after = get(&d.addr, "/metrics").unwrap().1;
+    // The network's key is looked at again (every non-service key is); of the
+    // services, s1 alone.
+    assert_eq!(
+        reconciles(&after, "service") - reconciles(&before, "service"),
+        1,
+        "{after}"
+    );
+    assert!(reconciles(&after, "network") > reconciles(&before, "network"));
+    assert_eq!(d.process.terminate(10).code(), Some(0));
+}
