@@ -69,6 +69,8 @@ impl Drop for Netns {
 pub struct Chassis {
     install: Installation,
     system_id: String,
+    /// The tunnel endpoint (`ovn-encap-ip`).
+    encap_ip: IpAddr,
     controller: Daemon,
     vswitchd: Daemon,
     ovsdb: Daemon,
@@ -135,6 +137,12 @@ impl Chassis {
     /// Starts a chassis named `system_id` whose ovn-controller follows `sandbox`'s
     /// Southbound database.
     pub fn start(sandbox: &Sandbox, system_id: &str) -> Result<Chassis> {
+        Chassis::start_at(sandbox, system_id, "127.0.0.1".parse().expect("constant"))
+    }
+
+    /// [`Chassis::start`] with tunnel endpoint `encap_ip` (`ovn-encap-ip`): chassis of
+    /// one sandbox need distinct ones; [`Chassis::link`] puts them on an underlay.
+    pub fn start_at(sandbox: &Sandbox, system_id: &str, encap_ip: IpAddr) -> Result<Chassis> {
         let install = sandbox.nb.installation().clone();
         let root = install.root().map(|r| r.to_path_buf()).ok_or_else(|| {
             SandboxError("a chassis needs the sandbox root filesystem (OVN_SANDBOX_ROOT)".into())
@@ -252,7 +260,7 @@ impl Chassis {
             &format!("external_ids:system-id={system_id}"),
             &format!("external_ids:ovn-remote={}", sandbox.sb.tool_unix_remote()),
             "external_ids:ovn-encap-type=geneve",
-            "external_ids:ovn-encap-ip=127.0.0.1",
+            &format!("external_ids:ovn-encap-ip={encap_ip}"),
             "external_ids:ovn-bridge-datapath-type=netdev",
             &format!("external_ids:ovn-bridge={bridge}"),
             &format!("external_ids:hostname={system_id}"),
@@ -286,6 +294,7 @@ impl Chassis {
         Ok(Chassis {
             install,
             system_id: system_id.to_owned(),
+            encap_ip,
             controller,
             vswitchd,
             ovsdb,
@@ -696,6 +705,46 @@ impl Chassis {
                 &["add-flows", &target, path_str(&self.dir.inner(&name))?],
             )
             .map(|_| ())
+    }
+
+    /// Joins chassis `a` and `b` by an underlay, so that their tunnels carry packets
+    /// between them: a veth between their namespaces, each end on a userspace bridge
+    /// (`<tag>u`) whose own interface has the chassis' tunnel address (given to
+    /// [`Chassis::start_at`]) with prefix length `len` (OVS's native tunneling: the
+    /// geneve packets leave and arrive through that bridge). It goes with the chassis.
+    pub fn link(a: &Chassis, b: &Chassis, len: u8) -> Result<()> {
+        let (ea, eb) = (format!("{}l", a.tag), format!("{}l", b.tag));
+        ip(&["link", "add", &ea, "type", "veth", "peer", "name", &eb])?;
+        ip(&["link", "set", &ea, "netns", &a.node.0])?;
+        ip(&["link", "set", &eb, "netns", &b.node.0])?;
+        for (c, end) in [(a, &ea), (b, &eb)] {
+            let addr = IpNet::new(c.encap_ip, len)
+                .map_err(|e| SandboxError(format!("{}/{len}: {e}", c.encap_ip)))?;
+            c.underlay(end, addr)?;
+        }
+        Ok(())
+    }
+
+    /// This chassis' side of [`Chassis::link`]: `end` on the underlay bridge, the
+    /// bridge's interface at `addr`.
+    fn underlay(&self, end: &str, addr: IpNet) -> Result<()> {
+        let bridge = format!("{}u", self.tag);
+        let node = self.node.0.as_str();
+        let mut args = add_bridge(&bridge).to_vec();
+        // A learning switch: ARP and the tunnel packets flow by NORMAL.
+        args.retain(|a| a != "fail-mode=secure");
+        self.vsctl(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
+        ip(&["-n", node, "link", "set", end, "up"])?;
+        run(
+            Command::new("ip").args(["netns", "exec", node, "ethtool", "-K", end, "tx", "off"]),
+            "ethtool -K tx off",
+        )?;
+        self.vsctl(&["add-port", &bridge, end])?;
+        wait_until(&format!("the underlay bridge {bridge}"), || {
+            Ok(ip(&["-n", node, "link", "show", &bridge]).ok())
+        })?;
+        ip(&["-n", node, "addr", "add", &addr.to_string(), "dev", &bridge])?;
+        ip(&["-n", node, "link", "set", &bridge, "up"])
     }
 
     /// Runs `ip args…` in the chassis' own network namespace (the node's host): to
