@@ -87,6 +87,16 @@ impl Layout {
     /// count, atom types, enums, ranges, lengths); the error names table, row, column
     /// and value.
     pub(super) fn check(&self, uuid: &Uuid, i: usize, value: &Datum) -> Result<(), String> {
+        // A `named-uuid` has the type of a uuid, but only a request may hold one
+        // (RFC 7047 §5.1): from a server it is a value that does not fit.
+        if holds_named_uuid(&self.types[i], value) {
+            return Err(format!(
+                "table {} row {uuid} column {}: {} holds a named-uuid, which only a request may (RFC 7047 §5.1)",
+                self.table,
+                self.names[i],
+                shown(value)
+            ));
+        }
         self.types[i].check(value).map_err(|why| {
             format!(
                 "table {} row {uuid} column {}: {} does not fit the column: {why}",
@@ -100,6 +110,25 @@ impl Layout {
     /// The `slot`th of the indexes kept for this table, as positions of its columns.
     pub(crate) fn index(&self, slot: usize) -> &[usize] {
         &self.indexes[slot]
+    }
+}
+
+/// True when `value`, of a column of type `t`, holds a `named-uuid` atom (only uuid
+/// columns can: elsewhere the type check refuses it).
+fn holds_named_uuid(t: &crate::schema::ColumnType, value: &Datum) -> bool {
+    use crate::datum::{Atom, AtomicType};
+    let uuid_key = t.key.atomic == AtomicType::Uuid;
+    let uuid_value = t
+        .value
+        .as_ref()
+        .is_some_and(|v| v.atomic == AtomicType::Uuid);
+    if !uuid_key && !uuid_value {
+        return false;
+    }
+    let named = |a: &Atom| matches!(a, Atom::NamedUuid(_));
+    match value {
+        Datum::Set(s) => s.iter().any(named),
+        Datum::Map(m) => m.iter().any(|(k, v)| named(k) || named(v)),
     }
 }
 

@@ -203,7 +203,8 @@ mod tests {
                 "T": {"columns": {
                     "name": {"type": "string"},
                     "tags": {"type": {"key": "string", "min": 0, "max": "unlimited"}},
-                    "n": {"type": {"key": {"type": "integer", "maxInteger": 1000}}}
+                    "n": {"type": {"key": {"type": "integer", "maxInteger": 1000}}},
+                    "peer": {"type": {"key": "uuid", "min": 0, "max": 1}}
                 }}
             }}))
             .unwrap();
@@ -379,6 +380,34 @@ mod tests {
         ] {
             assert!(e.contains(&first), "{path}: {e}");
         }
+    }
+
+    #[test]
+    fn a_named_uuid_from_the_server_fails_the_table_by_row_and_column_on_every_path() {
+        // RFC 7047 §5.1: a named-uuid exists only in requests.
+        let bad = [(1700, json!({"name": "x", "peer": ["named-uuid", "row1"]}))];
+        let plain = tables(N, "new", &bad);
+        let message = json!({"id": 7, "result": plain, "error": null}).to_string();
+        let want = format!(
+            "table T row {} column peer: [\"named-uuid\",\"row1\"] holds a named-uuid",
+            uuid(1700)
+        );
+        for (path, e) in [
+            ("tapped", tapped(message, false).unwrap_err()),
+            (
+                "slice",
+                sliced(&plain.to_string(), Form::Update).unwrap_err(),
+            ),
+            ("value", from_value(&plain, Form::Update).unwrap_err()),
+        ] {
+            assert!(e.contains(&want), "{path}: {e}");
+        }
+        // A real uuid there is a value like any other.
+        let good = [(
+            1700,
+            json!({"name": "x", "peer": ["uuid", uuid(1).to_string()]}),
+        )];
+        assert!(from_value(&tables(N, "new", &good), Form::Update).is_ok());
     }
 
     #[test]
