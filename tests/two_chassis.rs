@@ -123,11 +123,17 @@ async fn pods_and_services_reach_across_two_chassis_through_geneve() {
             .trim_matches('"'),
         "172.31.0.2"
     );
-    let sent: u64 = c1
-        .vsctl(&["get", "interface", tunnel, "statistics:tx_packets"])
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(sent >= 10, "{sent} packets through the tunnel");
+    // ovs-vswitchd writes interface statistics every few seconds: wait for them.
+    let sent = || -> u64 {
+        c1.vsctl(&["get", "interface", tunnel, "statistics:tx_packets"])
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while sent() < 10 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(sent() >= 10, "{} packets through the tunnel", sent());
 }
