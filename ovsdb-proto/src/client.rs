@@ -22,7 +22,7 @@ pub use crate::connection::Notifications;
 use crate::connection::{Connection, Pending, Reply, Shared};
 use crate::error::Error;
 use crate::monitor::{MonitorRequest, MonitorSince, TableUpdates, TableUpdates2};
-use crate::ops::{Operation, OperationResult};
+use crate::ops::{Operation, OperationResult, ResultShape};
 use crate::reply::{decode_transact_reply, ServerError};
 use crate::schema::DatabaseSchema;
 use crate::tap::{decode_reply, Cut, Taps, TAP_CAPACITY};
@@ -267,12 +267,17 @@ impl Client {
     > {
         let params = transact_params(db, operations)?;
         let n = operations.len();
+        let shapes: Vec<ResultShape> = operations.iter().map(ResultShape::of).collect();
         let (id, rx) = self.register("transact")?;
         let client = self.clone();
         Ok((RequestId(id), async move {
             let raw = client.send_request(id, "transact", params, rx).await?;
             match decode_transact_reply(&raw, n) {
-                Ok(Ok(results)) => Ok(results),
+                // Each result must be the kind its operation gives (a select answered
+                // with a count is the server's mistake, not rows).
+                Ok(Ok(results)) => ResultShape::check(&shapes, &results)
+                    .map(|()| results)
+                    .map_err(Error::protocol),
                 Ok(Err(e)) => Err(Error::transaction(e)),
                 Err(msg) => Err(Error::protocol(msg)),
             }

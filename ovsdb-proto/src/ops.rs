@@ -406,6 +406,57 @@ impl OperationResult {
             _ => None,
         }
     }
+
+    /// What this result is, in RFC 7047's words (§5.2).
+    pub fn shape(&self) -> &'static str {
+        match self {
+            OperationResult::Insert { .. } => "an insert's uuid",
+            OperationResult::Select { .. } => "a select's rows",
+            OperationResult::Count(_) => "a count",
+            OperationResult::Empty => "an empty result",
+        }
+    }
+}
+
+/// The shape of result RFC 7047 §5.2 gives an operation: a uuid for an insert, rows for
+/// a select, a count for an update, mutate or delete, nothing for the others.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResultShape {
+    operation: &'static str,
+    expected: fn(&OperationResult) -> bool,
+}
+
+impl ResultShape {
+    /// The shape of `operation`'s result.
+    pub(crate) fn of(operation: &Operation) -> ResultShape {
+        let expected: fn(&OperationResult) -> bool = match operation {
+            Operation::Insert { .. } => |r| matches!(r, OperationResult::Insert { .. }),
+            Operation::Select { .. } => |r| matches!(r, OperationResult::Select { .. }),
+            Operation::Update { .. } | Operation::Mutate { .. } | Operation::Delete { .. } => {
+                |r| matches!(r, OperationResult::Count(_))
+            }
+            _ => |r| matches!(r, OperationResult::Empty),
+        };
+        ResultShape {
+            operation: operation.name(),
+            expected,
+        }
+    }
+
+    /// Checks each of `results` against the shape of the operation that asked for it;
+    /// the error names the first operation answered with another's kind of result.
+    pub(crate) fn check(shapes: &[ResultShape], results: &[OperationResult]) -> Result<(), String> {
+        for (i, (shape, r)) in shapes.iter().zip(results).enumerate() {
+            if !(shape.expected)(r) {
+                return Err(format!(
+                    "transact reply: operation {i} ({}) was answered with {}",
+                    shape.operation,
+                    r.shape()
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

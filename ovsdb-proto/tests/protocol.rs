@@ -446,3 +446,48 @@ async fn a_server_request_whose_id_is_not_json_is_refused_not_answered() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_result_of_another_operations_shape_fails_the_transaction_naming_the_operation() {
+    use ovsdb_proto::{Operation, OperationResult};
+    let (c, _n, mut peer) = pair();
+    let select = |t: &str| Operation::Select {
+        table: t.into(),
+        conditions: vec![],
+        columns: None,
+    };
+    // A select answered with a count (issue 19, item 5), then one answered right.
+    for (reply, want) in [
+        (
+            r#"[{"rows":[]},{"count":3}]"#,
+            Err("operation 1 (select) was answered with a count"),
+        ),
+        (r#"[{"rows":[]},{"rows":[]}]"#, Ok(())),
+    ] {
+        let call = tokio::spawn({
+            let c = c.clone();
+            let ops = vec![select("A"), select("B")];
+            async move { c.transact("D", &ops).await }
+        });
+        let req = read_request(&mut peer).await;
+        let id = req["id"].clone();
+        peer.write_all(format!(r#"{{"id":{id},"result":{reply},"error":null}}"#).as_bytes())
+            .await
+            .unwrap();
+        let got = call.await.unwrap();
+        match want {
+            Err(text) => {
+                let e = got.unwrap_err();
+                assert!(e.is_protocol() && e.to_string().contains(text), "{e}");
+            }
+            Ok(()) => assert_eq!(
+                got.unwrap(),
+                [
+                    OperationResult::Select { rows: vec![] },
+                    OperationResult::Select { rows: vec![] }
+                ]
+            ),
+        }
+    }
+    assert!(!c.is_closed(), "the connection itself is fine");
+}
