@@ -20,6 +20,18 @@ pub const OWNER_NAME: &str = "k8s.ovn.org/name";
 /// `external_ids` key: a row's unique id.
 pub const OWNER_ID: &str = "k8s.ovn.org/id";
 
+/// A static MAC binding's identity in a key, and what the NB indexes find it by: its
+/// port and address (the table's unique index), space-separated. The table has no
+/// `external_ids`: a binding is a key's when it sits on one of the key's router ports.
+pub fn binding_identity(port: &str, ip: &str) -> String {
+    format!("{port} {ip}")
+}
+
+/// The port of a binding identity ([`binding_identity`]).
+pub fn binding_port(identity: &str) -> &str {
+    identity.split_once(' ').map_or(identity, |(port, _)| port)
+}
+
 /// Who owns a set of rows: one reconcile key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Owner {

@@ -124,7 +124,10 @@ fn binding_names(row: &CachedRow) -> Vec<String> {
     else {
         return Vec::new();
     };
-    vec![port.to_owned(), format!("{port} {ip}")]
+    vec![
+        port.to_owned(),
+        crate::ownership::binding_identity(port, ip),
+    ]
 }
 
 impl NbIndexes {

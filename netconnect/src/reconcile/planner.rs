@@ -17,7 +17,7 @@
 //!   references to it (the server then collects it).
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use ovsdb_proto::cache::{CachedRow, Snapshot};
@@ -26,6 +26,7 @@ use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation
 
 use super::nb::{NbIndexes, ATTACHABLE, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
+use crate::ownership::{binding_identity, binding_port};
 use crate::topology::desired::{
     foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
 };
@@ -309,36 +310,50 @@ impl<'a> Planning<'a> {
         self.find_port_bindings();
     }
 
-    /// Static MAC bindings on the key's router ports are the key's, wanted or not: so
-    /// that those of a gateway router the key no longer wants go with its port.
+    /// Static MAC bindings on the key's router ports are the key's, wanted or not. They
+    /// are looked for where they can be: on the ports the key's wanted bindings name (an
+    /// address no longer bound there goes), and on the router ports the key holds and
+    /// no longer wants (their bindings go with them). Not on every port the key holds:
+    /// a network of 500 nodes holds hundreds.
     fn find_port_bindings(&mut self) {
         const TABLE: &str = "Static_MAC_Binding";
-        let ports: Vec<String> = self
-            .existing
-            .get("Logical_Router_Port")
-            .into_iter()
-            .flat_map(|m| m.values())
-            .filter_map(|e| e.row.get("name")?.as_scalar()?.as_str().map(str::to_owned))
+        let desired = self.desired;
+        let mut ports: BTreeSet<&str> = desired
+            .claims()
+            .filter(|(t, _)| *t == TABLE)
+            .map(|(_, identity)| binding_port(identity))
             .collect();
+        if let Some(lrps) = self.existing.get("Logical_Router_Port") {
+            ports.extend(
+                lrps.iter()
+                    .filter(|(identity, _)| {
+                        desired.get_row("Logical_Router_Port", identity).is_none()
+                    })
+                    .filter_map(|(_, e)| e.row.get("name")?.as_scalar()?.as_str()),
+            );
+        }
+        let mut found = Vec::new();
         for port in ports {
-            for (uuid, row) in self.nb.named(self.snap, TABLE, &port) {
-                if self.keep.contains(&uuid) || !self.owned.insert(uuid) {
-                    continue;
+            for (uuid, row) in self.nb.named(self.snap, TABLE, port) {
+                if !self.keep.contains(&uuid) && !self.owned.contains(&uuid) {
+                    let ip = row
+                        .get("ip")
+                        .and_then(Datum::as_scalar)
+                        .and_then(Atom::as_str)
+                        .unwrap_or_default();
+                    found.push((binding_identity(port, ip), uuid, row.clone()));
                 }
-                let ip = row
-                    .get("ip")
-                    .and_then(Datum::as_scalar)
-                    .and_then(Atom::as_str)
-                    .unwrap_or_default();
-                let identity = format!("{port} {ip}");
-                let rows = self.existing.entry(TABLE).or_default();
-                let identity = if rows.contains_key(&identity) {
-                    format!("?{uuid}")
-                } else {
-                    identity
-                };
-                rows.insert(identity, Existing { uuid, row });
             }
+        }
+        for (identity, uuid, row) in found {
+            self.owned.insert(uuid);
+            let rows = self.existing.entry(TABLE).or_default();
+            let identity = if rows.contains_key(&identity) {
+                format!("?{uuid}")
+            } else {
+                identity
+            };
+            rows.insert(identity, Existing { uuid, row });
         }
     }
 

@@ -17,6 +17,7 @@ use super::builder::NetworkBuilder;
 use super::rows::{add_nat, add_route, map, snat};
 use super::{mac, masquerade_host_ip, masquerade_ip, masquerade_next_hop, NodeView};
 use crate::api::annotations::L3GatewayConfig;
+use crate::ownership::binding_identity;
 
 impl NetworkBuilder<'_> {
     /// The gateway router of `node` on `chassis`, without ports or routes: its options,
@@ -91,7 +92,8 @@ impl NetworkBuilder<'_> {
                     override_dynamic_mac: true,
                     ..Default::default()
                 };
-                self.d.add(binding_identity(&port, ip), binding);
+                let identity = binding_identity(&port, &binding.ip);
+                self.d.add(identity, binding);
             }
         }
     }
@@ -207,10 +209,4 @@ impl NetworkBuilder<'_> {
             add_nat(self.d, &mut gr.nat, &gr_name, nat);
         }
     }
-}
-
-/// A static MAC binding's identity: its port and address (the table's unique index),
-/// space-separated.
-pub fn binding_identity(port: &str, ip: IpAddr) -> String {
-    format!("{port} {ip}")
 }

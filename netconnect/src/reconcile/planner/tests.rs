@@ -373,7 +373,7 @@ fn network_with_bindings(name: &str, bindings: &[&str]) -> Desired {
     d.add(format!("{name}-gr"), router);
     for ip in bindings {
         d.add(
-            format!("{port} {ip}"),
+            crate::ownership::binding_identity(&port, ip),
             StaticMacBinding {
                 logical_port: port.clone(),
                 ip: (*ip).into(),
