@@ -130,6 +130,18 @@ impl<'a> NetworkBuilder<'a> {
         route(prefix, nexthop, self.ids())
     }
 
+    /// A source route: what comes from `prefix` goes via `nexthop`, with the network's
+    /// ids.
+    pub fn source_route(
+        &self,
+        prefix: impl ToString,
+        nexthop: impl ToString,
+    ) -> nb_model::LogicalRouterStaticRoute {
+        let mut r = self.route(prefix, nexthop);
+        r.policy = Some(nb_model::LogicalRouterStaticRoutePolicy::SrcIp);
+        r
+    }
+
     /// The gateway router's join addresses of node `node_id`: its id-th address in
     /// each join subnet in use.
     pub fn gateway_join(&self, node_id: u32) -> Vec<IpNet> {

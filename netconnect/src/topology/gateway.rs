@@ -99,7 +99,7 @@ impl NetworkBuilder<'_> {
     }
 
     /// The masquerade IP of the network's gateway routers, per family.
-    fn gateway_masquerade(&self, ipv4: bool) -> Option<IpAddr> {
+    pub(crate) fn gateway_masquerade(&self, ipv4: bool) -> Option<IpAddr> {
         masquerade_ip(self.cfg, self.id, ipv4, true)
     }
 

@@ -25,8 +25,10 @@ use ovsdb_proto::model::Ref;
 use super::addr::nth_in;
 use super::builder::NetworkBuilder;
 use super::mac;
-use super::masquerade_ip;
-use super::rows::{add_nat, add_policy, ip_match_family, port_addresses, same_family, snat};
+use super::rows::{
+    add_nat, add_policy, add_route, ip_match_family, port_addresses, same_family, snat,
+};
+use super::{masquerade_ip, GatewayMode};
 use crate::api::annotations::L3GatewayConfig;
 
 /// The priority of the policies sending traffic for the node's own addresses to the
@@ -101,6 +103,29 @@ impl NetworkBuilder<'_> {
             nat.gateway_port = side.gateway_port.clone();
             nat.match_ = format!("eth.dst == {mgmt_mac}");
             add_nat(self.d, &mut side.router.nat, &side.router_name, nat);
+        }
+    }
+
+    /// Local gateway mode: the pods leave through the management port, a source route
+    /// per subnet of `subnets` via the management address of the same position in
+    /// `management` (OVN-Kubernetes' `syncNodeManagementPort`, gateway or not).
+    pub(crate) fn management_routes(
+        &mut self,
+        side: &mut HostSide,
+        subnets: &[IpNet],
+        management: &[IpNet],
+    ) {
+        if self.cfg.gateway_mode != GatewayMode::Local {
+            return;
+        }
+        for (s, m) in subnets.iter().zip(management) {
+            let route = self.source_route(s, m.addr());
+            add_route(
+                self.d,
+                &mut side.router.static_routes,
+                &side.router_name,
+                route,
+            );
         }
     }
 

@@ -20,7 +20,7 @@
 
 use ipnet::IpNet;
 use nb_model::keys::{lr_options, lrp_options, ls_other_config};
-use nb_model::{LogicalRouter, LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort};
+use nb_model::{LogicalRouter, LogicalSwitch, LogicalSwitchPort};
 
 use super::addr::{nth_in, with_len};
 use super::builder::NetworkBuilder;
@@ -71,11 +71,8 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
             name
         ));
     }
-    if nodes.iter().any(|n| n.local && n.gateway.is_some()) {
-        l2.management_snat();
-    }
     if !local.is_empty() {
-        l2.management_routes();
+        l2.management_side(local.iter().any(|n| n.gateway_router().is_some()));
     }
     for node in &nodes {
         let (tr_side, gr_side) = node_pairs(transit, node.id);
@@ -87,7 +84,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
         };
         let pair = Pair { tr_side, gr_side };
         if node.local {
-            if let Some(gw) = node.gateway {
+            if let Some((chassis, gw)) = node.gateway_router() {
                 let trtor = l2.transit_router_port(node, &pair);
                 l2.local_node(node, chassis, gw, trtor, &pair);
             }
@@ -108,6 +105,17 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
     Ok(())
 }
 
+/// The transit router `tr` as the host sees it: `trtos-` toward the switch.
+fn host_side<'r>(b: &NetworkBuilder, tr: &'r mut LogicalRouter) -> HostSide<'r> {
+    HostSide {
+        router: tr,
+        router_name: b.names.transit_router(),
+        port: b.names.trtos(),
+        gateway_port: None,
+        switch: b.names.layer2_switch(),
+    }
+}
+
 /// A node's link between the transit router and its gateway router: one address pair
 /// per transit subnet (IPv4 first).
 struct Pair {
@@ -124,6 +132,10 @@ struct Layer2<'a> {
     tr: LogicalRouter,
     /// `<p>ovn_layer2_switch`.
     ls: LogicalSwitch,
+    /// The network's subnets, in spec order.
+    subnets: Vec<IpNet>,
+    /// Every node's management port addresses, one per subnet.
+    management: Vec<IpNet>,
 }
 
 impl<'a> Layer2<'a> {
@@ -145,7 +157,16 @@ impl<'a> Layer2<'a> {
                 );
             }
         }
-        Layer2 { b, tr, ls }
+        let subnets = b.net.subnets.iter().map(|s| s.cidr).collect();
+        let mut l2 = Layer2 {
+            b,
+            tr,
+            ls,
+            subnets,
+            management: Vec::new(),
+        };
+        l2.management = l2.management_addresses();
+        l2
     }
 
     /// The pods' default gateways: the network's `default_gateway_ips`, else the first
@@ -231,52 +252,31 @@ impl<'a> Layer2<'a> {
 
     /// `k8s-<p><node>` on the switch for a local node.
     fn management_port(&mut self, node: &NodeView) {
-        let addresses = self.management_addresses();
-        if addresses.is_empty() {
+        if self.management.is_empty() {
             return;
         }
-        let port = self.b.management_port(node.name, &addresses);
+        let port = self.b.management_port(node.name, &self.management);
         self.ls.ports.insert(port);
     }
 
-    /// The masquerade SNAT of the network's subnets on the transit router, for what it
-    /// sends to the management port (OVN-Kubernetes'
-    /// `addOrUpdateUDNClusterSubnetEgressSNAT`; the port is the same on every node).
-    fn management_snat(&mut self) {
-        let management = self.management_addresses();
-        let mgmt_mac = host::management_mac(&management);
-        let subnets: Vec<IpNet> = self.b.net.subnets.iter().map(|s| s.cidr).collect();
-        let (b, mut side) = self.split_host_side();
-        b.management_snat(&mut side, &subnets, &mgmt_mac);
-    }
-
-    /// Local gateway mode: the pods leave through the management port, a source route
-    /// per subnet on the transit router (OVN-Kubernetes' `syncNodeManagementPort`; the
-    /// port's address is the same on every node).
-    fn management_routes(&mut self) {
-        if self.b.cfg.gateway_mode != GatewayMode::Local {
-            return;
+    /// What the transit router sends toward the management port (the same on every
+    /// node): with a local gateway, its masquerade SNAT (OVN-Kubernetes'
+    /// `addOrUpdateUDNClusterSubnetEgressSNAT`); in local gateway mode, the pods'
+    /// source routes through it.
+    fn management_side(&mut self, gateway: bool) {
+        let mgmt_mac = host::management_mac(&self.management);
+        let Layer2 {
+            b,
+            tr,
+            subnets,
+            management,
+            ..
+        } = self;
+        let mut side = host_side(b, tr);
+        if gateway {
+            b.management_snat(&mut side, subnets, &mgmt_mac);
         }
-        let tr_name = self.b.names.transit_router();
-        let management = self.management_addresses();
-        for (s, m) in self.b.net.subnets.iter().zip(&management) {
-            let mut route = self.b.route(s.cidr, m.addr());
-            route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
-            add_route(self.b.d, &mut self.tr.static_routes, &tr_name, route);
-        }
-    }
-
-    /// The builder and the transit router as the host sees it (`trtos-` toward the
-    /// switch), borrowed apart.
-    fn split_host_side(&mut self) -> (&mut NetworkBuilder<'a>, HostSide<'_>) {
-        let side = HostSide {
-            router: &mut self.tr,
-            router_name: self.b.names.transit_router(),
-            port: self.b.names.trtos(),
-            gateway_port: None,
-            switch: self.b.names.layer2_switch(),
-        };
-        (&mut self.b, side)
+        b.management_routes(&mut side, subnets, management);
     }
 
     /// `trtor-GR_…`, the transit router's port toward a node's gateway router (its
@@ -319,9 +319,11 @@ impl<'a> Layer2<'a> {
         self.b.d.add(self.b.names.gateway_router(n), gr);
         // A Layer2 network's node has no host addresses besides its own
         // (OVN-Kubernetes' `hostAddrs` is empty for Layer2).
-        let management = self.management_addresses();
-        let (b, mut side) = self.split_host_side();
-        b.node_ip_reroutes(&mut side, gw, &[], &management);
+        let Layer2 {
+            b, tr, management, ..
+        } = self;
+        let mut side = host_side(b, tr);
+        b.node_ip_reroutes(&mut side, gw, &[], management);
     }
 
     /// `rtotr-GR_…`: the gateway router's port toward the transit router, with its join
@@ -369,8 +371,7 @@ impl<'a> Layer2<'a> {
             }
             if b.cfg.gateway_mode == GatewayMode::Shared {
                 if let Some(via) = same_family(&pair.gr_side, ipv4) {
-                    let mut route = b.route(s.cidr, via);
-                    route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
+                    let route = b.source_route(s.cidr, via);
                     add_route(b.d, &mut self.tr.static_routes, &tr_name, route);
                 }
             }
@@ -385,7 +386,7 @@ impl<'a> Layer2<'a> {
 
     /// Adds the network-wide rows, complete now that every node is in.
     fn finish(self) {
-        let Layer2 { b, tr, ls } = self;
+        let Layer2 { b, tr, ls, .. } = self;
         b.d.add(b.names.layer2_switch(), ls);
         b.d.add(b.names.transit_router(), tr);
     }

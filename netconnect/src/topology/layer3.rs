@@ -18,7 +18,7 @@ use ipnet::IpNet;
 use nb_model::keys::{lrp_options, ls_other_config};
 use nb_model::{
     LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterPort,
-    LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort,
+    LogicalSwitch, LogicalSwitchPort,
 };
 use ovsdb_proto::model::Ref;
 
@@ -30,7 +30,7 @@ use super::names::Names;
 use super::rows::{
     add_policy, add_route, bind_to_chassis, ip_match_family, map, router_port, same_family,
 };
-use super::{interconnect, masquerade_ip, GatewayMode, Inputs, NodeView};
+use super::{interconnect, GatewayMode, Inputs, NodeView};
 use crate::api::annotations::L3GatewayConfig;
 use crate::api::Network;
 
@@ -222,10 +222,10 @@ impl<'a> Layer3<'a> {
         let mgmt_mac = host::management_mac(&host.management);
         let mut side = host_side(&self.b.names, &mut self.cr, node, Some(rtos));
         self.b.management_snat(&mut side, host.subnets, &mgmt_mac);
-        self.management_routes(&host);
+        self.b
+            .management_routes(&mut side, host.subnets, &host.management);
         interconnect::local_pair(&mut self.b, node, &mut self.cr, &mut self.ts);
-        // OVN-Kubernetes builds a node's gateway only from its l3-gateway-config.
-        if let (Some(chassis), Some(gw)) = (node.chassis, node.gateway) {
+        if let Some((chassis, gw)) = node.gateway_router() {
             self.gateway(node, chassis, gw, &host);
         }
     }
@@ -301,7 +301,7 @@ impl<'a> Layer3<'a> {
         // `hostAddrs` of a Layer3 network).
         let masquerade: Vec<IpAddr> = [true, false]
             .into_iter()
-            .filter_map(|ipv4| masquerade_ip(self.b.cfg, self.b.id, ipv4, true))
+            .filter_map(|ipv4| self.b.gateway_masquerade(ipv4))
             .collect();
         let mut side = host_side(&self.b.names, &mut self.cr, node, None);
         self.b
@@ -356,27 +356,10 @@ impl<'a> Layer3<'a> {
         if b.cfg.gateway_mode == GatewayMode::Shared {
             for s in host.subnets {
                 if let Some(via) = same_family(gr_join, s.addr().is_ipv4()) {
-                    let mut route = b.route(s, via);
-                    route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
+                    let route = b.source_route(s, via);
                     add_route(b.d, &mut self.cr.static_routes, &cr_name, route);
                 }
             }
-        }
-    }
-
-    /// Local gateway mode: the node's pods leave through the management port, a
-    /// source route per host subnet (OVN-Kubernetes' `syncNodeManagementPort`, gateway
-    /// or not).
-    fn management_routes(&mut self, host: &HostAddresses) {
-        if self.b.cfg.gateway_mode != GatewayMode::Local {
-            return;
-        }
-        let b = &mut self.b;
-        let cr_name = b.names.cluster_router();
-        for (s, m) in host.subnets.iter().zip(&host.management) {
-            let mut route = b.route(s, m.addr());
-            route.policy = Some(LogicalRouterStaticRoutePolicy::SrcIp);
-            add_route(b.d, &mut self.cr.static_routes, &cr_name, route);
         }
     }
 

@@ -113,6 +113,18 @@ pub struct NodeView<'a> {
     pub host_addresses: &'a [IpAddr],
 }
 
+impl<'a> NodeView<'a> {
+    /// The chassis and gateway config of the node's gateway router, when the topology
+    /// builds one: a node of the zone with a chassis and, as OVN-Kubernetes requires,
+    /// `k8s.ovn.org/l3-gateway-config`.
+    pub fn gateway_router(&self) -> Option<(&'a str, &'a L3GatewayConfig)> {
+        if !self.local {
+            return None;
+        }
+        Some((self.chassis?, self.gateway?))
+    }
+}
+
 /// Everything the builders read.
 #[derive(Clone, Copy, Debug)]
 pub struct Inputs<'a> {

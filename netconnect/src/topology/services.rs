@@ -135,7 +135,7 @@ fn protocol_of(p: Protocol) -> LoadBalancerProtocol {
 
 /// The VIPs of `svc` its cluster-wide load balancers answer on: its cluster IPs and,
 /// unless `externalTrafficPolicy: Local`, its external IPs.
-fn cluster_vips(svc: &ServiceInfo) -> Vec<IpAddr> {
+pub(crate) fn cluster_vips(svc: &ServiceInfo) -> Vec<IpAddr> {
     let mut vips = svc.cluster_ips.clone();
     if !svc.external_local {
         vips.extend(svc.external_ips.iter().copied());
@@ -145,21 +145,19 @@ fn cluster_vips(svc: &ServiceInfo) -> Vec<IpAddr> {
 
 /// The cluster-wide load balancers of `svc` on network `net` (one per protocol it
 /// has ports of), from `endpoints` (one entry per port of the service, as
-/// [`crate::api::service::endpoints_of`] gives them); an endpoint outside `subnets`
-/// (the network's) is on a host's network and makes its port's cluster IPs per-node.
+/// [`crate::api::service::endpoints_of`] gives them), for the ports `cluster_wide`
+/// says keep their cluster IPs there ([`node::configs`]: not those with
+/// `internalTrafficPolicy: Local` or host-network endpoints).
 pub fn cluster_load_balancers(
     cfg: &TopologyConfig,
     net: &str,
     svc: &ServiceInfo,
     endpoints: &[PortEndpoints],
-    subnets: &[ipnet::IpNet],
+    cluster_wide: &[bool],
 ) -> Vec<LoadBalancer> {
     if svc.cluster_ips.is_empty() {
         return Vec::new();
     }
-    // Ports with per-node cluster IPs (internalTrafficPolicy: Local, host-network
-    // endpoints) are not in the cluster-wide load balancers.
-    let (_, cluster_wide) = node::configs(svc, endpoints, subnets);
     let names = Names::new(net);
     let (options, selection_fields) = options(cfg, svc);
     let external_ids = external_ids(svc, net);
@@ -217,16 +215,17 @@ pub fn build(inputs: &Inputs, key: &str) -> Result<Desired, BuildError> {
     let endpoints = endpoints_of(svc, &slices);
     let names = Names::new(net);
     let group = names.cluster_lb_group();
-    for lb in cluster_load_balancers(inputs.config, net, svc, &endpoints, &subnets) {
+    let (configs, cluster_wide) = node::configs(svc, &endpoints, &subnets);
+    for lb in cluster_load_balancers(inputs.config, net, svc, &endpoints, &cluster_wide) {
         let r = d.add(lb.name.clone(), lb);
         d.attach::<LoadBalancerGroup, _>(&group, "load_balancer", &r);
     }
-    let (configs, _) = node::configs(svc, &endpoints, &subnets);
     if configs.is_empty() {
         return Ok(d);
     }
     let nodes = service_nodes(inputs, network, &names);
     let (options, selection_fields) = options(inputs.config, svc);
+    let external_ids = external_ids(svc, net);
     for lb in node::load_balancers(inputs.config, &configs, &nodes) {
         let mut rules: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for r in &lb.rules {
@@ -245,7 +244,7 @@ pub fn build(inputs: &Inputs, key: &str) -> Result<Desired, BuildError> {
             vips: rules.into_iter().map(|(v, b)| (v, b.join(","))).collect(),
             options,
             selection_fields: selection_fields.clone(),
-            external_ids: external_ids(svc, net),
+            external_ids: external_ids.clone(),
             ..Default::default()
         };
         let r = d.add(row.name.clone(), row);
@@ -324,7 +323,7 @@ fn service_nodes<'a>(
             Some(node::ServiceNode {
                 name: n.name,
                 switch,
-                router: gw.and(n.chassis).map(|_| names.gateway_router(n.name)),
+                router: n.gateway_router().map(|_| names.gateway_router(n.name)),
                 gateway_addresses: gw
                     .map(|g| g.ip_addresses.iter().map(|a| a.addr()).collect())
                     .unwrap_or_default(),

@@ -30,7 +30,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-use super::PROTOCOLS;
+use super::{cluster_vips, PROTOCOLS};
 use crate::api::service::{PortEndpoints, Protocol, ServiceInfo};
 use crate::topology::{masquerade_etp_local_ip, masquerade_host_ip, TopologyConfig};
 
@@ -142,21 +142,19 @@ pub fn configs<'e>(
                 ..config(vec![Vip::Node], node_port)
             });
         }
-        let external: Vec<Vip> = svc.external_ips.iter().map(|ip| Vip::Ip(*ip)).collect();
-        let mut vips: Vec<Vip> = svc.cluster_ips.iter().map(|ip| Vip::Ip(*ip)).collect();
-        if svc.external_local && !external.is_empty() {
+        if svc.external_local && !svc.external_ips.is_empty() {
+            let external = svc.external_ips.iter().map(|ip| Vip::Ip(*ip)).collect();
             per_node.push(Config {
                 external_local: true,
                 ..config(external, port.port)
             });
-        } else {
-            vips.extend(external);
         }
         let host = eps
             .values()
             .flatten()
             .any(|(ip, _)| is_host_endpoint(ip, subnets));
         if host || svc.internal_local {
+            let vips = cluster_vips(svc).into_iter().map(Vip::Ip).collect();
             per_node.push(Config {
                 internal_local: svc.internal_local,
                 ..config(vips, port.port)

@@ -76,13 +76,7 @@ fn external_ids() -> std::collections::BTreeMap<String, String> {
 #[test]
 fn a_service_without_endpoints_has_its_vip_and_no_backend() {
     // "create service from Single Stack Service without endpoints".
-    let lbs = cluster_load_balancers(
-        &config(),
-        NET,
-        &svc(FOO),
-        &endpoints_of(&svc(FOO), &[]),
-        &any(),
-    );
+    let lbs = cluster_lbs(&svc(FOO), &endpoints_of(&svc(FOO), &[]));
     assert_eq!(
         lbs,
         [LoadBalancer {
@@ -121,7 +115,7 @@ endpoints:
 ",
     );
     let s = svc(FOO_DUAL);
-    let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&v4, &v6]), &any());
+    let lbs = cluster_lbs(&s, &endpoints_of(&s, &[&v4, &v6]));
     assert_eq!(lbs.len(), 1);
     assert_eq!(
         lbs[0].vips,
@@ -142,7 +136,7 @@ fn endpoints_count_when_ready_else_when_serving_and_terminating() {
     let s = svc(FOO);
     let endpoints = |yaml: &str| {
         let sl = slice(yaml);
-        let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&sl]), &any());
+        let lbs = cluster_lbs(&s, &endpoints_of(&s, &[&sl]));
         lbs[0].vips["192.168.1.1:80"].clone()
     };
     // One ready, one not ready, one with unknown readiness (counts as ready); the
@@ -210,7 +204,7 @@ ports: [{name: dns-tcp, protocol: TCP, port: 6363}]
 endpoints: [{addresses: [10.0.0.8]}]
 ",
     );
-    let lbs = cluster_load_balancers(&config(), NET, &s, &endpoints_of(&s, &[&sl, &sl2]), &any());
+    let lbs = cluster_lbs(&s, &endpoints_of(&s, &[&sl, &sl2]));
     let got: Vec<(&str, Option<LoadBalancerProtocol>, &str)> = lbs
         .iter()
         .map(|lb| {
@@ -244,7 +238,7 @@ fn client_ip_affinity_sets_the_timeout_or_at_one_day_the_selection_fields() {
         let s = svc(&format!(
             "{FOO}  sessionAffinity: ClientIP\n  sessionAffinityConfig: {{clientIP: {{timeoutSeconds: {timeout}}}}}\n"
         ));
-        cluster_load_balancers(&config(), NET, &s, &[], &any()).remove(0)
+        cluster_lbs(&s, &[]).remove(0)
     };
     // OVN-Kubernetes' servicesOptionsWithAffinityTimeout(): the default three hours.
     let lb = with("10800");
@@ -269,15 +263,15 @@ fn headless_and_internal_local_services_have_no_cluster_load_balancer() {
 metadata: {name: h, namespace: testns}
 spec: {clusterIP: None, ports: [{port: 80}]}
 ");
-    assert!(cluster_load_balancers(&config(), NET, &headless, &[], &any()).is_empty());
+    assert!(cluster_lbs(&headless, &[]).is_empty());
     let local = svc(&format!("{FOO}  internalTrafficPolicy: Local\n"));
-    assert!(cluster_load_balancers(&config(), NET, &local, &[], &any()).is_empty());
+    assert!(cluster_lbs(&local, &[]).is_empty());
 }
 
 #[test]
 fn external_ips_join_the_cluster_vips_unless_external_traffic_is_local() {
     let s = svc(&format!("{FOO}  externalIPs: [172.18.0.100]\n"));
-    let lbs = cluster_load_balancers(&config(), NET, &s, &[], &any());
+    let lbs = cluster_lbs(&s, &[]);
     assert_eq!(
         lbs[0].vips,
         map([("172.18.0.100:80", ""), ("192.168.1.1:80", "")])
@@ -285,13 +279,17 @@ fn external_ips_join_the_cluster_vips_unless_external_traffic_is_local() {
     let s = svc(&format!(
         "{FOO}  externalIPs: [172.18.0.100]\n  externalTrafficPolicy: Local\n  type: LoadBalancer\n"
     ));
-    let lbs = cluster_load_balancers(&config(), NET, &s, &[], &any());
+    let lbs = cluster_lbs(&s, &[]);
     assert_eq!(lbs[0].vips, map([("192.168.1.1:80", "")]));
 }
 
-/// Subnets holding every endpoint of these tests: none is on a host's network.
-fn any() -> Vec<ipnet::IpNet> {
-    vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()]
+/// The cluster-wide load balancers of `s` on `NET` from `endpoints`, as [`build`]
+/// makes them: the ports whose cluster IPs are per node left out (every endpoint of
+/// these tests is a pod of the network, none on a host's network).
+fn cluster_lbs(s: &ServiceInfo, endpoints: &[PortEndpoints]) -> Vec<LoadBalancer> {
+    let pods: Vec<ipnet::IpNet> = vec!["0.0.0.0/0".parse().unwrap(), "::/0".parse().unwrap()];
+    let (_, cluster_wide) = node::configs(s, endpoints, &pods);
+    cluster_load_balancers(&config(), NET, s, endpoints, &cluster_wide)
 }
 
 /// A world with network `web_net`, node `n1` (host addresses `host_cidrs`) and
