@@ -129,7 +129,7 @@ async fn pods_reach_an_external_host_through_the_gateway_router_from_the_node_ad
         sb.nbctl(&["--if-exists", "lr-nat-del", &gr, "snat"])
             .unwrap();
     }
-    expect_out_and_back(&sb, &chassis, &r, &world, &pods, || 0).await;
+    expect_out_and_back(&sb, &chassis, &r, &world, &pods, None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,14 +184,12 @@ async fn in_local_gateway_mode_pods_leave_through_the_management_port_and_the_ho
         "10.20.0.0/16",
     ])
     .unwrap();
-    expect_out_and_back(&sb, &chassis, &r, &world, &pods, || {
-        chassis.host_masqueraded(true).unwrap()
-    })
-    .await;
+    let masqueraded = || chassis.host_masqueraded(true).unwrap();
+    expect_out_and_back(&sb, &chassis, &r, &world, &pods, Some(&masqueraded)).await;
 }
 
 /// With a row deleted by hand, no pod of `pods` reaches the external host (and
-/// `count` does not move); once `r` reconciles `world` again, every pod does, seen
+/// `count`, if given, does not move); once `r` reconciles `world` again, every pod does, seen
 /// from the node's address.
 async fn expect_out_and_back(
     sb: &ovn_sandbox::Sandbox,
@@ -199,15 +197,15 @@ async fn expect_out_and_back(
     r: &netconnect::reconcile::Reconciler,
     world: &World,
     pods: &[ovn_sandbox::Pod],
-    count: impl Fn() -> u64,
+    count: Option<&dyn Fn() -> u64>,
 ) {
     let t = Duration::from_secs(3);
     sb.sync_hv().unwrap();
     for pod in pods {
-        let before = count();
+        let before = count.map(|c| c());
         let got = chassis.tcp_request(pod, ip(EXTERNAL[0]), 8080, t).unwrap();
         assert_eq!(got, None, "{}: the row is gone, no answer", pod.iface_id);
-        assert_eq!(count(), before, "{}", pod.iface_id);
+        assert_eq!(count.map(|c| c()), before, "{}", pod.iface_id);
     }
     udn::apply(r, world).await;
     sb.sync_hv().unwrap();

@@ -26,13 +26,10 @@ spec:
   layer3: {role: Primary, subnets: [{cidr: 10.30.0.0/16, hostSubnet: 24}]}
 "#;
 
-/// One port of a service: its name, port, protocol and target port.
-type Port = (&'static str, u16, &'static str, u16);
+type Port = udn::ServicePort;
 
 /// Service `web/<name>` on `cluster_ip` with `ports`, `ClientIP` affinity of that many
-/// seconds if asked,
-/// and the endpoint slice OVN-Kubernetes' mirroring controller writes for it on the
-/// network: `endpoints`, ready.
+/// seconds if asked, and its mirrored slice on `web_net`: `endpoints`, ready.
 fn service(
     name: &str,
     cluster_ip: &str,
@@ -40,43 +37,13 @@ fn service(
     affinity: Option<u32>,
     endpoints: &[IpAddr],
 ) -> String {
-    let svc_ports: Vec<String> = ports
-        .iter()
-        .map(|(n, p, proto, t)| {
-            format!("{{name: {n}, port: {p}, protocol: {proto}, targetPort: {t}}}")
-        })
-        .collect();
-    let slice_ports: Vec<String> = ports
-        .iter()
-        .map(|(n, _, proto, t)| format!("{{name: {n}, port: {t}, protocol: {proto}}}"))
-        .collect();
-    let affinity = match affinity {
-        Some(t) => format!(
-            ", sessionAffinity: ClientIP, sessionAffinityConfig: {{clientIP: {{timeoutSeconds: {t}}}}}"
-        ),
-        None => String::new(),
+    let spec = udn::ServiceSpec {
+        cluster_ip,
+        ports,
+        affinity,
+        node_port: None,
     };
-    let mut s = format!(
-        "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: web}}\n\
-         spec: {{clusterIP: {cluster_ip}, clusterIPs: [{cluster_ip}], ports: [{}]{affinity}}}\n\
-         ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
-         metadata:\n  name: {name}-web-net\n  namespace: web\n\
-         \x20 labels: {{endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: {name}}}\n\
-         \x20 annotations: {{k8s.ovn.org/endpointslice-network: web_net}}\n\
-         addressType: IPv4\nports: [{}]\nendpoints:",
-        svc_ports.join(", "),
-        slice_ports.join(", ")
-    );
-    if endpoints.is_empty() {
-        s.push_str(" []\n");
-    }
-    for e in endpoints {
-        s.push_str(&format!(
-            "\n- {{addresses: [{e}], conditions: {{ready: true}}}}"
-        ));
-    }
-    s.push('\n');
-    s
+    udn::service_with("web", name, "web_net", &spec, endpoints)
 }
 
 fn ip(s: &str) -> IpAddr {
@@ -241,18 +208,18 @@ async fn an_external_host_reaches_a_node_port_on_the_nodes_address() {
     // port in node-a's per-node one.
     let yaml = NETWORK.to_string()
         + &node
-        + &service(
+        + &udn::service_with(
+            "web",
             "np",
-            "10.96.1.20",
-            &[("http", 80, "TCP", 8080)],
-            None,
+            "web_net",
+            &udn::ServiceSpec {
+                cluster_ip: "10.96.1.20",
+                ports: &[("http", 80, "TCP", 8080)],
+                affinity: None,
+                node_port: Some(30080),
+            },
             &[backend_ip],
-        )
-        .replace(
-            "spec: {clusterIP: 10.96.1.20,",
-            "spec: {type: NodePort, clusterIP: 10.96.1.20,",
-        )
-        .replace("targetPort: 8080}", "targetPort: 8080, nodePort: 30080}");
+        );
     let world = udn::world(&yaml, &State::default(), None);
     let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     udn::apply(&r, &world).await;

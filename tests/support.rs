@@ -353,20 +353,98 @@ pub mod udn {
         target: u16,
         endpoints: &[&str],
     ) -> String {
+        let endpoints: Vec<std::net::IpAddr> =
+            endpoints.iter().map(|e| e.parse().unwrap()).collect();
+        let s = ServiceSpec {
+            cluster_ip,
+            ports: &[("", port, "TCP", target)],
+            affinity: None,
+            node_port: None,
+        };
+        service_with(ns, name, net, &s, &endpoints)
+    }
+
+    /// One port of a service: its name (empty for a lone port), port, protocol and
+    /// target port.
+    pub type ServicePort = (&'static str, u16, &'static str, u16);
+
+    /// A ClusterIP service's spec as the tests write it.
+    pub struct ServiceSpec<'a> {
+        /// Its cluster IP.
+        pub cluster_ip: &'a str,
+        /// Its ports.
+        pub ports: &'a [ServicePort],
+        /// `sessionAffinity: ClientIP` with this timeout (seconds), if any.
+        pub affinity: Option<u32>,
+        /// `type: NodePort` with this node port on the first port, if any.
+        pub node_port: Option<u16>,
+    }
+
+    /// Service `ns/name` of `spec` and the endpoint slice OVN-Kubernetes' mirroring
+    /// controller writes for it on network `net`: `endpoints`, ready.
+    pub fn service_with(
+        ns: &str,
+        name: &str,
+        net: &str,
+        spec: &ServiceSpec,
+        endpoints: &[std::net::IpAddr],
+    ) -> String {
+        let named = |n: &str| {
+            if n.is_empty() {
+                String::new()
+            } else {
+                format!("name: {n}, ")
+            }
+        };
+        let svc_ports: Vec<String> = spec
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, (n, p, proto, t))| {
+                let node_port = match spec.node_port {
+                    Some(np) if i == 0 => format!(", nodePort: {np}"),
+                    _ => String::new(),
+                };
+                format!(
+                    "{{{}port: {p}, protocol: {proto}, targetPort: {t}{node_port}}}",
+                    named(n)
+                )
+            })
+            .collect();
+        let kind = if spec.node_port.is_some() {
+            "type: NodePort, "
+        } else {
+            ""
+        };
+        let slice_ports: Vec<String> = spec
+            .ports
+            .iter()
+            .map(|(n, _, proto, t)| format!("{{{}port: {t}, protocol: {proto}}}", named(n)))
+            .collect();
+        let affinity = match spec.affinity {
+            Some(t) => format!(
+                ", sessionAffinity: ClientIP, sessionAffinityConfig: {{clientIP: {{timeoutSeconds: {t}}}}}"
+            ),
+            None => String::new(),
+        };
+        let ip = spec.cluster_ip;
         let mut s = format!(
             "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: {ns}}}\n\
-             spec: {{clusterIP: {cluster_ip}, clusterIPs: [{cluster_ip}], ports: [{{port: {port}, protocol: TCP, targetPort: {target}}}]}}\n\
+             spec: {{{kind}clusterIP: {ip}, clusterIPs: [{ip}], ports: [{}]{affinity}}}\n\
              ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
              metadata:\n  name: {name}-{net}\n  namespace: {ns}\n\
              \x20 labels: {{endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: {name}}}\n\
              \x20 annotations: {{k8s.ovn.org/endpointslice-network: {net}}}\n\
-             addressType: IPv4\nports: [{{port: {target}, protocol: TCP}}]\nendpoints:\n"
+             addressType: IPv4\nports: [{}]\nendpoints: [",
+            svc_ports.join(", "),
+            slice_ports.join(", ")
         );
-        for e in endpoints {
-            s.push_str(&format!(
-                "- {{addresses: [{e}], conditions: {{ready: true}}}}\n"
-            ));
-        }
+        let eps: Vec<String> = endpoints
+            .iter()
+            .map(|e| format!("{{addresses: [{e}], conditions: {{ready: true}}}}"))
+            .collect();
+        s.push_str(&eps.join(", "));
+        s.push_str("]\n");
         s
     }
 

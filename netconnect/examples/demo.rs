@@ -23,34 +23,26 @@ items:
 ";
 
 /// The kind cluster's three nodes on the demo's one chassis, each with the gateway
-/// ovnkube-node would annotate (`k8s.ovn.org/l3-gateway-config`): OVN-Kubernetes
-/// builds a node's gateway router, and its pods' routes out, only from it.
-const NODES: &str = r#"
-apiVersion: v1
-kind: List
-items:
-- apiVersion: v1
-  kind: Node
-  metadata:
-    name: ovn-control-plane
-    annotations:
-      k8s.ovn.org/node-chassis-id: demo-chassis
-      k8s.ovn.org/l3-gateway-config: '{"default":{"mode":"shared","bridge-id":"breth0","mac-address":"02:42:ac:12:00:02","ip-addresses":["172.18.0.2/16"],"next-hops":["172.18.0.1"],"node-port-enable":"true"}}'
-- apiVersion: v1
-  kind: Node
-  metadata:
-    name: ovn-worker
-    annotations:
-      k8s.ovn.org/node-chassis-id: demo-chassis
-      k8s.ovn.org/l3-gateway-config: '{"default":{"mode":"shared","bridge-id":"breth0","mac-address":"02:42:ac:12:00:03","ip-addresses":["172.18.0.3/16"],"next-hops":["172.18.0.1"],"node-port-enable":"true"}}'
-- apiVersion: v1
-  kind: Node
-  metadata:
-    name: ovn-worker2
-    annotations:
-      k8s.ovn.org/node-chassis-id: demo-chassis
-      k8s.ovn.org/l3-gateway-config: '{"default":{"mode":"shared","bridge-id":"breth0","mac-address":"02:42:ac:12:00:04","ip-addresses":["172.18.0.4/16"],"next-hops":["172.18.0.1"],"node-port-enable":"true"}}'
-"#;
+/// ovnkube-node would annotate (`k8s.ovn.org/l3-gateway-config`, its address on kind's
+/// 172.18.0.0/16): OVN-Kubernetes builds a node's gateway router, and its pods' routes
+/// out, only from it.
+fn nodes() -> String {
+    let mut y = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for (name, n) in [
+        ("ovn-control-plane", 2),
+        ("ovn-worker", 3),
+        ("ovn-worker2", 4),
+    ] {
+        let gw = format!(
+            r#"{{"default":{{"mode":"shared","bridge-id":"breth0","mac-address":"02:42:ac:12:00:{n:02x}","ip-addresses":["172.18.0.{n}/16"],"next-hops":["172.18.0.1"],"node-port-enable":"true"}}}}"#
+        );
+        y.push_str(&format!(
+            "- apiVersion: v1\n  kind: Node\n  metadata:\n    name: {name}\n    annotations:\n      \
+             k8s.ovn.org/node-chassis-id: demo-chassis\n      k8s.ovn.org/l3-gateway-config: '{gw}'\n"
+        ));
+    }
+    y
+}
 
 const NETWORKS: &str = "\
 apiVersion: k8s.ovn.org/v1
@@ -245,7 +237,7 @@ fn run() -> Result<(), String> {
     std::fs::create_dir_all(&manifests).map_err(|e| e.to_string())?;
     for (file, text) in [
         ("namespaces.yaml", NAMESPACES),
-        ("nodes.yaml", NODES),
+        ("nodes.yaml", &nodes()),
         ("networks.yaml", NETWORKS),
         ("connect.yaml", CONNECT),
     ] {

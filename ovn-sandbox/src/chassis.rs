@@ -125,6 +125,28 @@ fn add_bridge(name: &str) -> [String; 9] {
     .map(str::to_owned)
 }
 
+/// No duplicate address detection on `dev` in namespace `ns`: the test's addresses
+/// are its own, and tests should not wait for DAD.
+fn no_dad(ns: &str, dev: &str) -> Result<()> {
+    let key = format!("net.ipv6.conf.{dev}.accept_dad=0");
+    run(
+        Command::new("ip").args(["netns", "exec", ns, "sysctl", "-qw", &key]),
+        "sysctl accept_dad",
+    )
+    .map(|_| ())
+}
+
+/// Transmit checksum offload off on `dev` in namespace `ns`: the userspace datapath
+/// does not complete checksums a device left to offload (TCP would fail where ping
+/// works).
+fn no_tx_offload(ns: &str, dev: &str) -> Result<()> {
+    run(
+        Command::new("ip").args(["netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"]),
+        "ethtool -K tx off",
+    )
+    .map(|_| ())
+}
+
 fn ip(args: &[&str]) -> Result<()> {
     run(
         Command::new("ip").args(args),
@@ -380,29 +402,12 @@ impl Chassis {
         if !pod.mac.is_empty() {
             ip(&["-n", netns, "link", "set", "eth0", "address", &pod.mac])?;
         }
-        // No DAD: the addresses are ours alone and tests should not wait for it.
-        run(
-            Command::new("ip").args([
-                "netns",
-                "exec",
-                netns,
-                "sysctl",
-                "-qw",
-                "net.ipv6.conf.eth0.accept_dad=0",
-            ]),
-            "sysctl accept_dad",
-        )?;
+        no_dad(netns, "eth0")?;
         for a in &pod.ips {
             ip(&["-n", netns, "addr", "add", &a.to_string(), "dev", "eth0"])?;
         }
-        // The userspace datapath does not complete checksums a veth left to offload:
-        // TCP would fail where ping works.
-        for (ns, dev) in [(netns, "eth0"), (self.node.0.as_str(), host)] {
-            run(
-                Command::new("ip").args(["netns", "exec", ns, "ethtool", "-K", dev, "tx", "off"]),
-                "ethtool -K tx off",
-            )?;
-        }
+        no_tx_offload(netns, "eth0")?;
+        no_tx_offload(&self.node.0, host)?;
         ip(&["-n", netns, "link", "set", "eth0", "up"])?;
         ip(&["-n", netns, "link", "set", "lo", "up"])?;
         for g in gateways {
@@ -446,25 +451,11 @@ impl Chassis {
             Ok(ip(&["-n", &node, "link", "show", &name]).ok())
         })?;
         ip(&["-n", &node, "link", "set", &name, "address", mac])?;
-        run(
-            Command::new("ip").args([
-                "netns",
-                "exec",
-                &node,
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{name}.accept_dad=0"),
-            ]),
-            "sysctl accept_dad",
-        )?;
+        no_dad(&node, &name)?;
         for a in ips {
             ip(&["-n", &node, "addr", "add", &a.to_string(), "dev", &name])?;
         }
-        // As for a pod's veth: the userspace datapath does not complete checksums.
-        run(
-            Command::new("ip").args(["netns", "exec", &node, "ethtool", "-K", &name, "tx", "off"]),
-            "ethtool -K tx off",
-        )?;
+        no_tx_offload(&node, &name)?;
         ip(&["-n", &node, "link", "set", &name, "up"])?;
         Ok(Pod {
             netns: node,
@@ -597,24 +588,11 @@ impl Chassis {
         };
         let node = self.node.0.as_str();
         ip(&["-n", node, "link", "set", bridge, "address", mac])?;
-        run(
-            Command::new("ip").args([
-                "netns",
-                "exec",
-                node,
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{bridge}.accept_dad=0"),
-            ]),
-            "sysctl accept_dad",
-        )?;
+        no_dad(node, bridge)?;
         for a in node_ips {
             ip(&["-n", node, "addr", "add", &a.to_string(), "dev", bridge])?;
         }
-        run(
-            Command::new("ip").args(["netns", "exec", node, "ethtool", "-K", bridge, "tx", "off"]),
-            "ethtool -K tx off",
-        )?;
+        no_tx_offload(node, bridge)?;
         ip(&["-n", node, "link", "set", bridge, "up"])?;
         let mut flows = String::new();
         for a in node_ips {
@@ -735,10 +713,7 @@ impl Chassis {
         args.retain(|a| a != "fail-mode=secure");
         self.vsctl(&args.iter().map(String::as_str).collect::<Vec<_>>())?;
         ip(&["-n", node, "link", "set", end, "up"])?;
-        run(
-            Command::new("ip").args(["netns", "exec", node, "ethtool", "-K", end, "tx", "off"]),
-            "ethtool -K tx off",
-        )?;
+        no_tx_offload(node, end)?;
         self.vsctl(&["add-port", &bridge, end])?;
         wait_until(&format!("the underlay bridge {bridge}"), || {
             Ok(ip(&["-n", node, "link", "show", &bridge]).ok())
