@@ -90,4 +90,7 @@ pub mod ovn_k8s {
     pub const ROLE: &str = "k8s.ovn.org/role";
     /// The node a per-node row belongs to.
     pub const NODE: &str = "k8s.ovn.org/node";
+    /// On a primary network's route to one of the default network's services it may
+    /// reach: that service's `namespace/name`.
+    pub const UDN_ENABLED_SERVICE: &str = "k8s.ovn.org/udn-enabled-default-service";
 }

@@ -3,8 +3,8 @@
 //! 500, about 761k rows).
 //!
 //! - `library` (a child process, so that its peak memory is its own): a cache and a
-//!   reconciler program an empty ovsdb-server with every key, two in flight (as the
-//!   daemon's two workers) and no plan kept, then a node is added to the inputs and
+//!   reconciler program an empty ovsdb-server with every key, as many in flight as the
+//!   daemon's workers (`--workers`, default 8) and no plan kept, then a node is added to the inputs and
 //!   every key reconciled again;
 //! - `daemon`: netconnectd started on another empty server over a manifest directory
 //!   holding the same objects (`--zone`, `--status-dir`, `--listen`): the time from
@@ -15,7 +15,8 @@
 //! The daemon's own overhead is the difference: reading and watching files, the status
 //! directory, the HTTP endpoints and metrics, and re-reading keys its own writes touch.
 //!
-//! `cargo bench -p netconnect --bench daemon [-- NETWORKS NODES]`.
+//! `cargo bench -p netconnect --bench daemon [-- NETWORKS NODES]`; `WORKERS=N` sets the
+//! keys in flight on both sides (netconnectd's default `--workers` otherwise).
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -86,8 +87,15 @@ fn peak_mib(pid: &str) -> f64 {
         / 1024.0
 }
 
-/// Reconciles every key of `w` in `controller::once`'s order, two in flight, keeping
-/// no plan (as the daemon's workers).
+/// The keys in flight: `WORKERS`, else netconnectd's default `--workers`.
+fn workers() -> usize {
+    std::env::var("WORKERS").map_or(netconnect::daemon::args::DEFAULT_WORKERS.into(), |v| {
+        v.parse().expect("WORKERS: a number")
+    })
+}
+
+/// Reconciles every key of `w` in `controller::once`'s order, as many in flight as the
+/// daemon's workers, keeping no plan (as they do).
 async fn every_key(r: &Reconciler, w: &World) {
     use futures_util::stream::{self, StreamExt};
     use netconnect::world::Key;
@@ -101,7 +109,7 @@ async fn every_key(r: &Reconciler, w: &World) {
                     .await
                     .unwrap_or_else(|e| panic!("{k}: {e}"));
             })
-            .buffer_unordered(2)
+            .buffer_unordered(workers())
             .collect::<Vec<()>>()
             .await;
     }
@@ -190,6 +198,7 @@ fn main() {
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_netconnectd"))
         .args(["--nb", &b.unix_remote(), "--zone", ZONE, "--listen", &addr])
+        .args(["--workers", &workers().to_string()])
         .arg("--manifests")
         .arg(&m)
         .arg("--status-dir")

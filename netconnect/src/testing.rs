@@ -8,8 +8,13 @@ use crate::api::{Context, Inventory};
 
 /// The inventory and allocations of the objects in `yaml`; panics on any problem.
 pub(crate) fn cluster(yaml: &str) -> (Inventory, Allocations) {
+    cluster_in(yaml, &Context::default())
+}
+
+/// [`cluster`] with `context` (its reserved ranges, say).
+pub(crate) fn cluster_in(yaml: &str, context: &Context) -> (Inventory, Allocations) {
     let files = [parse_file(Path::new("test.yaml"), yaml)];
-    let inv = Inventory::build(&files, &Context::default());
+    let inv = Inventory::build(&files, context);
     assert!(inv.problems.is_empty(), "{:#?}", inv.problems);
     let (alloc, problems) = allocate(&inv, &ClusterConfig::default());
     assert!(problems.is_empty(), "{problems:#?}");
@@ -27,4 +32,19 @@ pub(crate) fn node(name: &str, annotations: &[(&str, &str)]) -> String {
         s.push_str("    {}\n");
     }
     s
+}
+
+/// A ClusterIP service document on TCP port 80 with `cluster_ips` (the first is
+/// `clusterIP`).
+pub(crate) fn service(namespace: &str, name: &str, cluster_ips: &[&str]) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: {namespace}}}\n\
+         spec: {{clusterIP: '{}', clusterIPs: [{}], ports: [{{port: 80}}]}}\n",
+        cluster_ips[0],
+        cluster_ips
+            .iter()
+            .map(|ip| format!("'{ip}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }

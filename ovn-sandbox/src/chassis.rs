@@ -777,16 +777,23 @@ const TCP_SERVER: &str = concat!(
 );
 
 /// A UDP server: answers every datagram with its reply (argv: port, reply; `{peer}`
-/// in the reply becomes the sender's address). Both families, as [`TCP_SERVER`].
+/// in the reply becomes the sender's address). Both families, as [`TCP_SERVER`]. The
+/// reply leaves from the address the datagram was sent to (`IPV6_PKTINFO`, which
+/// Linux gives for IPv4-mapped datagrams too), as a DNS server's does: on a host with
+/// several addresses the kernel would otherwise pick the route's source address.
 const UDP_SERVER: &str = concat!(
     "import socket,sys\n",
     "s=socket.socket(socket.AF_INET6,socket.SOCK_DGRAM)\n",
     "s.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_V6ONLY,0)\n",
+    "s.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_RECVPKTINFO,1)\n",
     "s.bind(('::',int(sys.argv[1])))\n",
     "while True:\n",
-    "    d,a=s.recvfrom(2000)\n",
+    "    d,anc,f,a=s.recvmsg(2000,100)\n",
     "    p=a[0][7:] if a[0].startswith('::ffff:') else a[0]\n",
-    "    s.sendto(sys.argv[2].replace('{peer}',p).encode(),a)\n",
+    "    r=sys.argv[2].replace('{peer}',p).encode()\n",
+    "    to=[c[:16] for l,t,c in anc if l==socket.IPPROTO_IPV6 and t==socket.IPV6_PKTINFO]\n",
+    "    cm=[(socket.IPPROTO_IPV6,socket.IPV6_PKTINFO,to[0]+bytes(4))] if to else []\n",
+    "    s.sendmsg([r],cm,0,a)\n",
 );
 
 /// A client (argv: tcp|udp, address, port, timeout): prints `reply:` and what it

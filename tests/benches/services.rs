@@ -10,7 +10,8 @@
 //! - `floor`: the same transactions over a raw socket to a second server that holds
 //!   the networks' rows, reading only the replies.
 //!
-//! `cargo bench -p integration-tests --bench services [-- NETWORKS NODES SERVICES]`.
+//! `cargo bench -p integration-tests --bench services [-- NETWORKS NODES SERVICES]`;
+//! `WORKERS=N` sets the keys in flight (netconnectd's default `--workers` otherwise).
 
 // The allocator netconnectd uses.
 #[global_allocator]
@@ -170,12 +171,16 @@ fn ours(remote: &str, s: Scale, dir: &str) {
         record(&file("networks"), &sent);
         println!("ours: the networks: {rows} rows in {txns} transactions in {d:.2?}");
 
-        // The services from empty as netconnectd runs them: every key, four in flight
-        // (the networks' keys find nothing to do).
+        // The services from empty as netconnectd runs them: every key, as many in
+        // flight as its workers (the networks' keys find nothing to do).
+        let workers = std::env::var("WORKERS").map_or(
+            netconnect::daemon::args::DEFAULT_WORKERS.into(),
+            |v| v.parse().expect("WORKERS: a number"),
+        );
         let snap = r.cache().snapshot();
         let (t0, w0) = (r.transactions(), r.rows_written());
         let start = Instant::now();
-        let out = netconnect::controller::once(&r, &w, 1, Default::default(), 4).await;
+        let out = netconnect::controller::once(&r, &w, 1, Default::default(), workers).await;
         let d = start.elapsed();
         let sent: Vec<Vec<Operation>> = out
             .iter()
@@ -186,7 +191,7 @@ fn ours(remote: &str, s: Scale, dir: &str) {
         record(&file("services"), &sent);
         let lbs = r.cache().snapshot().table("Load_Balancer").len();
         println!(
-            "ours: {} services from empty, four keys in flight: {} rows written ({lbs} load balancers) in {} transactions in {d:.2?}; peak {:.0} MiB",
+            "ours: {} services from empty, {workers} keys in flight: {} rows written ({lbs} load balancers) in {} transactions in {d:.2?}; peak {:.0} MiB",
             services.len(),
             r.rows_written() - w0,
             r.transactions() - t0,

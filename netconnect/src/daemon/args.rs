@@ -98,6 +98,17 @@ pub struct Args {
         value_parser = ["shared", "local"]
     )]
     pub gateway_mode: String,
+    /// The default network's services (`namespace/name`) that pods of primary
+    /// networks reach through their node's host in shared gateway mode (default
+    /// `default/kubernetes,kube-system/kube-dns`; an empty value for none).
+    #[arg(
+        long = "udn-allowed-default-services",
+        value_name = "NAMESPACE/NAME",
+        env = "NETCONNECTD_UDN_ALLOWED_DEFAULT_SERVICES",
+        value_delimiter = ',',
+        value_parser = allowed_service
+    )]
+    pub udn_allowed_default_services: Option<Vec<String>>,
     /// The cluster MTU, written as `gateway_mtu` on gateway-facing router ports.
     #[arg(long, value_name = "BYTES", default_value_t = crate::api::network::DEFAULT_MTU, env = "NETCONNECTD_MTU")]
     pub mtu: u32,
@@ -105,10 +116,26 @@ pub struct Args {
     /// `127.0.0.1:9476`).
     #[arg(long, value_name = "ADDR", env = "NETCONNECTD_LISTEN")]
     pub listen: Option<std::net::SocketAddr>,
+    /// How many keys are reconciled at once (each its own transaction): more hide
+    /// the NB's round trips better, up to what the NB server keeps up with.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = DEFAULT_WORKERS,
+        env = "NETCONNECTD_WORKERS",
+        value_parser = clap::value_parser!(u16).range(1..=256)
+    )]
+    pub workers: u16,
     /// How long `--once` waits for the NB before giving up, in seconds.
     #[arg(long, default_value_t = 30, env = "NETCONNECTD_TIMEOUT")]
     pub timeout: u64,
 }
+
+/// The default `--workers`. Small keys (1000 services from empty) take 1.9-2.6x the
+/// raw floor's time with 4 in flight and 1.3-2.2x with 8 or 16; big ones (500 × 500
+/// networks) are as fast with 2 as with 16, whose keys in flight cost 18% more peak
+/// memory than 2's (8: 7%) (`docs/benchmarks.md`).
+pub const DEFAULT_WORKERS: u16 = 8;
 
 impl Args {
     /// The world's settings these arguments give.
@@ -137,6 +164,10 @@ impl Args {
             _ => GatewayMode::Shared,
         };
         s.topology.mtu = self.mtu;
+        if let Some(services) = &self.udn_allowed_default_services {
+            s.topology.allowed_default_services =
+                services.iter().filter(|s| !s.is_empty()).cloned().collect();
+        }
         s
     }
 
@@ -148,6 +179,16 @@ impl Args {
             "info"
         }
     }
+}
+
+/// One of `--udn-allowed-default-services`: `namespace/name`, or nothing (the empty
+/// value that gives none).
+fn allowed_service(s: &str) -> Result<String, String> {
+    let s = s.trim();
+    if !s.is_empty() {
+        crate::api::meta::parse_namespaced_name(s)?;
+    }
+    Ok(s.to_owned())
 }
 
 #[cfg(test)]
@@ -176,6 +217,10 @@ mod tests {
             "local",
             "--mtu",
             "8900",
+            "--workers",
+            "3",
+            "--udn-allowed-default-services",
+            "kube-system/coredns, monitoring/prometheus",
         ])
         .unwrap();
         let s = args.settings();
@@ -196,6 +241,11 @@ mod tests {
         assert_eq!(s.cluster.transit_subnets, nets(&["100.90.0.0/16"]));
         assert_eq!(s.topology.gateway_mode, GatewayMode::Local);
         assert_eq!(s.topology.mtu, 8900);
+        assert_eq!(args.workers, 3);
+        assert_eq!(
+            s.topology.allowed_default_services,
+            ["kube-system/coredns", "monitoring/prometheus"]
+        );
 
         // Without them, the defaults.
         let s = Args::try_parse_from(["netconnectd", "--nb", "unix:/nb", "--manifests", "/m"])
@@ -204,6 +254,20 @@ mod tests {
         assert_eq!(s.topology.gateway_mode, GatewayMode::Shared);
         assert_eq!(s.topology.mtu, 1400);
         assert_eq!(s.reserved, crate::api::validate::Reserved::default());
+        assert_eq!(
+            s.topology.allowed_default_services,
+            ["default/kubernetes", "kube-system/kube-dns"]
+        );
+        let none = |v: &str| {
+            Args::try_parse_from(["netconnectd", "--nb", "x", "--manifests", "/m", v])
+                .map(|a| a.settings().topology.allowed_default_services)
+        };
+        assert!(none("--udn-allowed-default-services=").unwrap().is_empty());
+        let e = none("--udn-allowed-default-services=kube-dns").unwrap_err();
+        assert!(
+            e.to_string().contains("\"kube-dns\" is not namespace/name"),
+            "{e}"
+        );
         let bad = Args::try_parse_from([
             "netconnectd",
             "--nb",
@@ -214,5 +278,15 @@ mod tests {
             "remote",
         ]);
         assert!(bad.is_err());
+        let none = Args::try_parse_from([
+            "netconnectd",
+            "--nb",
+            "x",
+            "--manifests",
+            "/m",
+            "--workers",
+            "0",
+        ]);
+        assert!(none.is_err());
     }
 }

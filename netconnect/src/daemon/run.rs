@@ -120,7 +120,14 @@ fn plan(world: &World, reconciler: &Reconciler, cache: &Cache) -> ExitCode {
 /// `--once`: reconciles every key once, records the connects' zone conditions, prints
 /// each key's outcome; fails when a key did not converge or an object was invalid.
 async fn once(args: &Args, world: &World, reconciler: &Reconciler) -> ExitCode {
-    let outcomes = controller::once(reconciler, world, 5, Backoff::default(), 4).await;
+    let outcomes = controller::once(
+        reconciler,
+        world,
+        5,
+        Backoff::default(),
+        args.workers.into(),
+    )
+    .await;
     let mut failed = false;
     if let Some(dir) = &args.status_dir {
         let tracker = ReadyTracker::default();
@@ -181,7 +188,7 @@ async fn serve(
     let controller = controller.with_hook(outcome_hook(shared.clone(), args.status_dir.clone()));
     let queue = controller.queue();
     let shutdown = CancellationToken::new();
-    let run = tokio::spawn(controller.run_until(events, 2, shutdown.clone()));
+    let run = tokio::spawn(controller.run_until(events, args.workers.into(), shutdown.clone()));
     if let Some(addr) = args.listen {
         let listener = tokio::net::TcpListener::bind(addr)
             .await

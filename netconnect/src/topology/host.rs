@@ -11,14 +11,19 @@
 //!   overlapping subnets apart by source;
 //! - the priority-1004 *reroutes*: a pod's packet to its own node's address (and, on
 //!   Layer3, to the network's gateway-router masquerade address) is sent to the
-//!   management port instead of out through the gateway router.
+//!   management port instead of out through the gateway router;
+//! - in shared gateway mode, the *routes to the default network's allowed services*
+//!   (`--udn-allowed-default-services`: the API server and DNS by default): a pod's
+//!   packet to one of their cluster IPs goes to the management port, and the host
+//!   hands it to the default network (OVN-Kubernetes' `configureUDNEnabledServiceRoute`).
 
 use std::net::IpAddr;
 
 use ipnet::IpNet;
+use nb_model::keys::ovn_k8s::UDN_ENABLED_SERVICE;
 use nb_model::{
     LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterPort,
-    LogicalSwitchPort,
+    LogicalRouterStaticRoutePolicy, LogicalSwitchPort,
 };
 use ovsdb_proto::model::Ref;
 
@@ -126,6 +131,46 @@ impl NetworkBuilder<'_> {
                 &side.router_name,
                 route,
             );
+        }
+    }
+
+    /// Shared gateway mode: a destination route on `side`'s router for each cluster IP
+    /// of each of `services` (`namespace/name` and cluster IPs) via the management
+    /// address of its family in `management`, marked with the service's name.
+    ///
+    /// OVN-Kubernetes routes only a service's first cluster IP (`spec.clusterIP`), so
+    /// a dual-stack network's pods reach a dual-stack DNS over one family only, and a
+    /// network without that family gets an error retried forever; here each cluster
+    /// IP of a family the network has gets its route, and the others none.
+    pub(crate) fn default_service_routes(
+        &mut self,
+        side: &mut HostSide,
+        services: &[(&str, &[IpAddr])],
+        management: &[IpNet],
+    ) {
+        if self.cfg.gateway_mode != GatewayMode::Shared {
+            return;
+        }
+        for (key, cluster_ips) in services {
+            for ip in *cluster_ips {
+                let Some(mgmt) = management
+                    .iter()
+                    .find(|m| m.addr().is_ipv4() == ip.is_ipv4())
+                else {
+                    continue;
+                };
+                let mut route = self.route(ip, mgmt.addr());
+                route.policy = Some(LogicalRouterStaticRoutePolicy::DstIp);
+                route
+                    .external_ids
+                    .insert(UDN_ENABLED_SERVICE.into(), key.to_string());
+                add_route(
+                    self.d,
+                    &mut side.router.static_routes,
+                    &side.router_name,
+                    route,
+                );
+            }
         }
     }
 

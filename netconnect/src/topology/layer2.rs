@@ -18,6 +18,8 @@
 //! peered with it) only from its `k8s.ovn.org/l3-gateway-config`, as in
 //! OVN-Kubernetes.
 
+use std::net::IpAddr;
+
 use ipnet::IpNet;
 use nb_model::keys::{lr_options, lrp_options, ls_other_config};
 use nb_model::{LogicalRouter, LogicalSwitch, LogicalSwitchPort};
@@ -72,7 +74,11 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
         ));
     }
     if !local.is_empty() {
-        l2.management_side(local.iter().any(|n| n.gateway_router().is_some()));
+        let services = inputs.allowed_default_services();
+        l2.management_side(
+            local.iter().any(|n| n.gateway_router().is_some()),
+            &services,
+        );
     }
     for node in &nodes {
         let (tr_side, gr_side) = node_pairs(transit, node.id);
@@ -262,8 +268,9 @@ impl<'a> Layer2<'a> {
     /// What the transit router sends toward the management port (the same on every
     /// node): with a local gateway, its masquerade SNAT (OVN-Kubernetes'
     /// `addOrUpdateUDNClusterSubnetEgressSNAT`); in local gateway mode, the pods'
-    /// source routes through it.
-    fn management_side(&mut self, gateway: bool) {
+    /// source routes through it; in shared gateway mode, the routes to the default
+    /// network's allowed `services` through it.
+    fn management_side(&mut self, gateway: bool, services: &[(&str, &[IpAddr])]) {
         let mgmt_mac = host::management_mac(&self.management);
         let Layer2 {
             b,
@@ -277,6 +284,7 @@ impl<'a> Layer2<'a> {
             b.management_snat(&mut side, subnets, &mgmt_mac);
         }
         b.management_routes(&mut side, subnets, management);
+        b.default_service_routes(&mut side, services, management);
     }
 
     /// `trtor-GR_…`, the transit router's port toward a node's gateway router (its

@@ -93,6 +93,7 @@ pub fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
 /// Builds the rows of Layer3 network `net` (id `id`) into `d`.
 pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) {
     let mut l3 = Layer3::new(NetworkBuilder::new(inputs, net, id, "layer3", d));
+    l3.default_services = inputs.allowed_default_services();
     if inputs.config.egress_ip {
         l3.no_reroute_policies();
     }
@@ -139,6 +140,9 @@ struct Layer3<'a> {
     ts: LogicalSwitch,
     /// The cluster router's addresses on the join switch (`.1` of each join subnet).
     cr_join: Vec<IpNet>,
+    /// The default network's services the pods reach through the host, until the
+    /// first local node has routed them ([`Inputs::allowed_default_services`]).
+    default_services: Vec<(&'a str, &'a [IpAddr])>,
 }
 
 /// A local node's addresses in its host subnets (IPv4 first).
@@ -185,6 +189,7 @@ impl<'a> Layer3<'a> {
             join,
             ts,
             cr_join,
+            default_services: Vec::new(),
         };
         l3.cluster_join_ports();
         l3
@@ -213,8 +218,9 @@ impl<'a> Layer3<'a> {
         }
     }
 
-    /// A node of the zone: its switch, the cluster router's port and NAT for it, its
-    /// transit switch pair and, once it has a chassis, its gateway router.
+    /// A node of the zone: its switch, the cluster router's port, NAT and routes for
+    /// it (the first one also the routes to the default network's allowed services),
+    /// its transit switch pair and, once it has a chassis, its gateway router.
     fn local_node(&mut self, node: &NodeView, subnets: &[IpNet]) {
         let host = HostAddresses::new(subnets);
         self.node_switch(node, &host);
@@ -224,6 +230,10 @@ impl<'a> Layer3<'a> {
         self.b.management_snat(&mut side, host.subnets, &mgmt_mac);
         self.b
             .management_routes(&mut side, host.subnets, &host.management);
+        // Through the first local node's host: OVN-Kubernetes has one node per zone.
+        let services = std::mem::take(&mut self.default_services);
+        self.b
+            .default_service_routes(&mut side, &services, &host.management);
         interconnect::local_pair(&mut self.b, node, &mut self.cr, &mut self.ts);
         if let Some((chassis, gw)) = node.gateway_router() {
             self.gateway(node, chassis, gw, &host);

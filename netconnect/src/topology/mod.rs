@@ -72,10 +72,19 @@ pub struct TopologyConfig {
     /// The source ports SNAT may use (`external_port_range` of every NAT rule),
     /// OVN-Kubernetes' `--ephemeral-port-range`.
     pub ephemeral_port_range: String,
+    /// The default network's services (`namespace/name`) that primary networks reach
+    /// through their node's host in shared gateway mode (OVN-Kubernetes'
+    /// `--udn-allowed-default-services`).
+    pub allowed_default_services: Vec<String>,
 }
 
 /// OVN-Kubernetes' default `--ephemeral-port-range`: Linux's default ephemeral ports.
 pub const DEFAULT_EPHEMERAL_PORT_RANGE: &str = "32768-60999";
+
+/// OVN-Kubernetes' default `--udn-allowed-default-services`: the API server and
+/// cluster DNS.
+pub const DEFAULT_ALLOWED_DEFAULT_SERVICES: [&str; 2] =
+    ["default/kubernetes", "kube-system/kube-dns"];
 
 impl Default for TopologyConfig {
     fn default() -> Self {
@@ -88,6 +97,10 @@ impl Default for TopologyConfig {
             service_cidrs: crate::api::network::default_service_cidrs(),
             max_port_tunnel_key: crate::alloc::connect::MAX_PORT_TUNNEL_KEY,
             ephemeral_port_range: DEFAULT_EPHEMERAL_PORT_RANGE.into(),
+            allowed_default_services: DEFAULT_ALLOWED_DEFAULT_SERVICES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
 }
@@ -180,6 +193,24 @@ impl<'a> Inputs<'a> {
                         .get("k8s.ovn.org/gateway-mtu-support")
                         .is_none_or(|v| v != "false"),
                 })
+            })
+            .collect()
+    }
+
+    /// The default network's services primary networks may reach
+    /// ([`TopologyConfig::allowed_default_services`]) that the inputs hold, with their
+    /// cluster IPs, in the order of the setting. A service whose namespace has a
+    /// primary user-defined network is not the default network's and is left out.
+    pub fn allowed_default_services(&self) -> Vec<(&'a str, &'a [IpAddr])> {
+        let inv = self.inventory;
+        self.config
+            .allowed_default_services
+            .iter()
+            .filter_map(|key| {
+                let (k, svc) = inv.services.get_key_value(key)?;
+                inv.network_of_service(svc)
+                    .is_none()
+                    .then_some((k.as_str(), svc.cluster_ips.as_slice()))
             })
             .collect()
     }

@@ -8,7 +8,9 @@ use nb_model::{
     LogicalRouterStaticRoutePolicy, LogicalSwitch, LogicalSwitchPort, Nat, StaticMacBinding,
 };
 
-use crate::testing::{cluster, node};
+use nb_model::keys::ovn_k8s::UDN_ENABLED_SERVICE;
+
+use crate::testing::{cluster, cluster_in, node, service};
 use crate::topology::{network, Inputs, TopologyConfig};
 
 const P: &str = "cluster_udn_isolatednet_";
@@ -385,4 +387,80 @@ fn several_local_nodes_get_a_management_port_each_and_a_note_that_they_share_its
     assert!(d.incomplete[0].contains("nodes stale-node, test-node share one NB"));
     // In a zone of its own, a node's port is the only one: nothing to note.
     assert!(vector().incomplete.is_empty());
+}
+
+#[test]
+fn the_default_networks_allowed_services_are_routed_through_the_management_port() {
+    // OVN-Kubernetes' configureUDNEnabledServiceRoute: a dst-ip route on the transit
+    // router per allowed service via the management port, marked with the service.
+    // Each cluster IP of a family the network has (OVN-Kubernetes: the first only);
+    // a service not allowed, or not the default network's, gets none.
+    let mut context = crate::api::Context::default();
+    context.reserved.service_cidrs = vec![
+        "10.96.0.0/16".parse().unwrap(),
+        "fd00:10:96::/112".parse().unwrap(),
+    ];
+    let yaml = cudn(
+        "[100.200.0.0/16]",
+        "k8s.ovn.org/network-id: '2', k8s.ovn.org/tunnel-keys: '[16711685,16715780]'",
+    ) + &nodes()
+        + &service("kube-system", "kube-dns", &["fd00:10:96::a", "10.96.0.10"])
+        + &service("default", "kubernetes", &["10.96.0.1"])
+        + &service("kube-system", "metrics", &["10.96.0.20"]);
+    let (inv, alloc) = cluster_in(&yaml, &context);
+    let build = |config: &TopologyConfig| {
+        let inputs = Inputs {
+            inventory: &inv,
+            allocations: &alloc,
+            zone: Some("test-node"),
+            config,
+        };
+        network(&inputs, NET).unwrap()
+    };
+    let tr_name = format!("{P}transit_router");
+    let service_routes = |d: &crate::topology::Desired| {
+        d.all::<LogicalRouterStaticRoute>()
+            .into_values()
+            .filter(|r| r.external_ids.contains_key(UDN_ENABLED_SERVICE))
+            .map(|r| (r.ip_prefix.clone(), r.nexthop.clone()))
+            .collect::<Vec<_>>()
+    };
+    let d = build(&TopologyConfig::default());
+    for (ip, svc) in [
+        ("10.96.0.10", "kube-system/kube-dns"),
+        ("10.96.0.1", "default/kubernetes"),
+    ] {
+        let id = format!("{tr_name}|dst-ip|{ip}|100.200.0.2");
+        let r = d.get::<LogicalRouterStaticRoute>(&id).expect(&id);
+        assert_eq!(r.policy, Some(LogicalRouterStaticRoutePolicy::DstIp));
+        for (k, v) in [
+            ("k8s.ovn.org/network", NET),
+            ("k8s.ovn.org/topology", "layer2"),
+            (UDN_ENABLED_SERVICE, svc),
+        ] {
+            assert_eq!(r.external_ids[k], v, "{id}: {k}");
+        }
+        let tr = d.get::<LogicalRouter>(&tr_name).unwrap();
+        assert!(tr
+            .static_routes
+            .iter()
+            .any(|r| d.identity_of(r) == Some(id.as_str())));
+    }
+    assert_eq!(service_routes(&d).len(), 2, "{:?}", service_routes(&d));
+
+    // Another list: only what it names.
+    let only_metrics = TopologyConfig {
+        allowed_default_services: vec!["kube-system/metrics".into(), "x/absent".into()],
+        ..TopologyConfig::default()
+    };
+    assert_eq!(
+        service_routes(&build(&only_metrics)),
+        [("10.96.0.20".to_string(), "100.200.0.2".to_string())]
+    );
+    // Local gateway mode: the pods' traffic already leaves through the host.
+    let local = TopologyConfig {
+        gateway_mode: crate::topology::GatewayMode::Local,
+        ..TopologyConfig::default()
+    };
+    assert!(service_routes(&build(&local)).is_empty());
 }

@@ -7,7 +7,9 @@ use nb_model::{
     Nat,
 };
 
-use crate::testing::{cluster, node};
+use nb_model::keys::ovn_k8s::UDN_ENABLED_SERVICE;
+
+use crate::testing::{cluster, node, service};
 use crate::topology::{network, Inputs, TopologyConfig};
 
 const CHASSIS: &str = "cb9ec8fa-b409-4ef3-9f42-d9283c47aac6";
@@ -506,4 +508,28 @@ fn a_node_without_a_gateway_config_gets_its_management_port_and_no_gateway_route
         .values()
         .all(|p| p.priority != 1004));
     assert!(d.all::<nb_model::StaticMacBinding>().is_empty());
+}
+
+#[test]
+fn the_default_networks_allowed_services_are_routed_through_the_management_port() {
+    // configureUDNEnabledServiceRoute on Layer3: the cluster router, via the local
+    // node's management address (.2 of its host subnet).
+    let yaml = cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2)
+        + &test_node()
+        + &service("kube-system", "kube-dns", &["10.96.0.10"]);
+    let d = build(&yaml, Some("test-node"));
+    let id = format!("{P}ovn_cluster_router|dst-ip|10.96.0.10|192.168.1.2");
+    let r = d.get::<LogicalRouterStaticRoute>(&id).expect(&id);
+    assert_eq!(r.policy, Some(LogicalRouterStaticRoutePolicy::DstIp));
+    assert_eq!(r.external_ids[UDN_ENABLED_SERVICE], "kube-system/kube-dns");
+    assert_eq!(r.external_ids["k8s.ovn.org/topology"], "layer3");
+
+    // A namespace the network selects holds the service: it is the network's own
+    // service then, not the default network's.
+    let own = yaml + "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: kube-system}\n";
+    let d = build(&own, Some("test-node"));
+    assert!(!d
+        .all::<LogicalRouterStaticRoute>()
+        .values()
+        .any(|r| r.external_ids.contains_key(UDN_ENABLED_SERVICE)));
 }
