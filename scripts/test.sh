@@ -12,6 +12,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo test"
+# The programs tests run (ovn-sandbox's command among them): cargo test builds a
+# package's binaries only for that package's own integration tests.
+cargo build --workspace --bins --quiet
 cargo test --workspace
 
 # Every sandbox directory's name carries this marker; a daemon whose command line

@@ -1070,3 +1070,481 @@ async fn a_big_table_syncs_whole_and_follows_one_update_of_every_row() {
         .count();
     assert_eq!(tagged, 3000);
 }
+
+/// Inserts port `name` on a switch of its own through the cache's handle and waits to
+/// read them back.
+async fn commit_port(cache: &Cache, name: &str) -> Result<(), ovsdb_proto::Error> {
+    let db = cache.db::<nb_model::OvnNorthbound>()?;
+    let mut txn = db.transaction();
+    let port = txn.insert(&nb_model::LogicalSwitchPort {
+        name: name.into(),
+        ..Default::default()
+    });
+    let mut switch = nb_model::LogicalSwitch::named(format!("{name}-switch"));
+    switch.ports = [port].into();
+    txn.insert(&switch);
+    cache
+        .commit_and_wait(txn, Duration::from_secs(1))
+        .await
+        .map(|_| ())
+}
+
+#[tokio::test]
+async fn an_unread_typed_stream_is_named_when_it_holds_the_cache_back() {
+    // Issue 21, item 1: a kept, unread subscription stopped the cache, and the 45th
+    // write's timeout blamed the protocol.
+    use nb_model::LogicalSwitchPort;
+    use ovsdb_proto::ErrorKind;
+
+    let server = nb_server();
+    let mut cfg = config(&server.unix_remote());
+    cfg.event_capacity = 4;
+    let _unread = cfg.subscribe::<LogicalSwitchPort>();
+    let (cache, _) = Cache::start(cfg);
+    cache.wait_until_ready().await;
+    let mut failed = None;
+    for i in 0..20 {
+        if let Err(e) = commit_port(&cache, &format!("p{i}")).await {
+            failed = Some((i, e));
+            break;
+        }
+    }
+    let (i, e) = failed.expect("an unread lossless stream holds the cache back");
+    // Its four slots hold the initial batch (Ready) and three commits' batches; the
+    // fourth commit's events cannot be queued, so its wait fails.
+    assert_eq!(i, 3, "the stream's capacity is used first");
+    assert_eq!(e.kind(), ErrorKind::HeldBack, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("TypedEvents<Logical_Switch_Port>") && text.contains("Delivery::Bounded"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_bounded_typed_stream_never_holds_the_cache_back_and_says_what_it_missed() {
+    use nb_model::LogicalSwitchPort;
+    use ovsdb_proto::cache::{Delivery, TypedEvent};
+
+    let server = nb_server();
+    let mut cfg = config(&server.unix_remote());
+    cfg.event_capacity = 4;
+    let mut ports = cfg.subscribe_with::<LogicalSwitchPort>(Delivery::Bounded(3));
+    // The untyped stream bounded too, and unread.
+    cfg.event_delivery = Delivery::Bounded(2);
+    let (cache, mut all) = Cache::start(cfg);
+    cache.wait_until_ready().await;
+    for i in 0..30 {
+        commit_port(&cache, &format!("p{i}")).await.unwrap();
+    }
+    // What the reader gets: the ready marker, three batches, one marker for the 27
+    // inserts that did not fit, nothing else.
+    let mut inserts = 0;
+    let mut missed = 0;
+    let mut order = Vec::new();
+    while let Ok(Some(e)) = tokio::time::timeout(Duration::from_millis(200), ports.recv()).await {
+        match e {
+            TypedEvent::Change { .. } => {
+                inserts += 1;
+                order.push('c');
+            }
+            TypedEvent::Missed { events } => {
+                missed += events;
+                order.push('m');
+            }
+            TypedEvent::Ready => order.push('r'),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(
+        inserts + missed,
+        30,
+        "every insert is either read or counted"
+    );
+    assert!(missed > 0, "the reader was behind");
+    let order: String = order.into_iter().collect();
+    assert!(
+        order.ends_with('m') && order.matches('m').count() == 1,
+        "{order}"
+    );
+    // After the marker the stream carries on.
+    commit_port(&cache, "after").await.unwrap();
+    let next = tokio::time::timeout(Duration::from_secs(5), ports.recv()).await;
+    assert!(
+        matches!(next, Ok(Some(TypedEvent::Change { .. }))),
+        "{next:?}"
+    );
+    // The untyped stream too says what it missed: nothing lost without a count.
+    let mut seen = 0u64;
+    while let Some(e) = all.try_recv() {
+        seen += match e {
+            ovsdb_proto::cache::CacheEvent::Missed { events } => events,
+            ovsdb_proto::cache::CacheEvent::Change(_) => 1,
+            _ => 0,
+        };
+    }
+    assert_eq!(seen, 62, "31 switches and their ports, read or counted");
+}
+
+#[tokio::test]
+async fn a_cache_that_does_not_sync_says_which_servers_it_tried_and_why() {
+    // Issue 21, item 2: `timeout(10s, wait_until_ready())` said only `Elapsed`.
+    let remotes = "tcp:127.0.0.1:1,unix:/nonexistent.sock,tcp:localhost";
+    let (cache, _) = Cache::start(config(remotes));
+    let e = cache.ready(Duration::from_secs(2)).await.unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with("the cache of OVN_Northbound did not sync within 2s: "),
+        "{text}"
+    );
+    for remote in [
+        "tcp:127.0.0.1:1",
+        "unix:/nonexistent.sock",
+        "tcp:localhost:6640",
+    ] {
+        let said = text
+            .split("; ")
+            .find(|part| part.contains(&format!("{remote}: ")))
+            .unwrap_or_else(|| panic!("{remote} is not named: {text}"));
+        assert!(
+            said.len() > remote.len() + 2,
+            "no reason for {remote}: {text}"
+        );
+        // Item 8: the reason does not name the server again.
+        assert_eq!(said.matches(remote).count(), 1, "{said}");
+    }
+    assert!(
+        text.contains("Connection refused") || text.contains("connection refused"),
+        "{text}"
+    );
+    assert!(text.to_lowercase().contains("no such file"), "{text}");
+
+    // A server that answers: ready at once.
+    let server = nb_server();
+    let (cache, _) = Cache::start(config(&server.unix_remote()));
+    cache.ready(Duration::from_secs(10)).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_typed_handle_taken_from_the_cache_follows_it_across_a_reconnect() {
+    // Issue 21, item 3: `cache.db()` kept across a reconnect failed with `connection
+    // closed` although the cache had reconnected.
+    let mut server = nb_server();
+    let (cache, _) = Cache::start(config(&server.unix_remote()));
+    cache.ready(Duration::from_secs(10)).await.unwrap();
+    let db = cache.db::<nb_model::OvnNorthbound>().unwrap();
+    let before = db.client().unwrap();
+    let commit = |name: &'static str| {
+        let mut txn = db.transaction();
+        txn.insert(&nb_model::LogicalSwitch::named(name));
+        cache.commit_and_wait(txn, Duration::from_secs(5))
+    };
+    commit("before").await.unwrap();
+    restart_and_reconnect(&mut server, &cache).await;
+    assert!(before.is_closed(), "the first connection is gone");
+    // Sent over the new connection, and shown by the cache (commit_and_wait waits
+    // for that).
+    commit("after").await.unwrap();
+    assert!(!db.client().unwrap().is_closed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_waited_for_has_its_events_in_every_stream_when_the_wait_returns() {
+    // Issue 21, item 4: after commit_and_wait the transaction's own events were
+    // queued 200/200 times on a current-thread runtime, 175/200 on a multi-thread one.
+    use nb_model::LogicalSwitch;
+    use ovsdb_proto::cache::{Change, TypedEvent};
+
+    let server = nb_server();
+    let mut cfg = config(&server.unix_remote());
+    cfg.event_capacity = 1024;
+    let mut switches = cfg.subscribe::<LogicalSwitch>();
+    let (cache, mut all) = Cache::start(cfg);
+    cache.ready(Duration::from_secs(10)).await.unwrap();
+    let db = cache.db::<nb_model::OvnNorthbound>().unwrap();
+    let mut late = Vec::new();
+    for i in 0..200 {
+        let name = format!("s{i}");
+        let mut txn = db.transaction();
+        txn.insert(&LogicalSwitch::named(name.clone()));
+        cache
+            .commit_and_wait(txn, Duration::from_secs(5))
+            .await
+            .unwrap();
+        // Without waiting: what the streams hold now.
+        let mut typed = false;
+        while let Some(e) = switches.try_recv() {
+            if let TypedEvent::Change {
+                change: Change::Insert { new },
+                ..
+            } = e
+            {
+                typed |= new.name == name;
+            }
+        }
+        let mut untyped = false;
+        while let Some(e) = all.try_recv() {
+            if let ovsdb_proto::cache::CacheEvent::Change(e) = e {
+                untyped |= e.table == "Logical_Switch";
+            }
+        }
+        if !(typed && untyped) {
+            late.push((i, typed, untyped));
+        }
+    }
+    assert!(
+        late.is_empty(),
+        "events not yet queued when the wait returned: {late:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_typed_index_with_several_keys_per_row_finds_which_switch_holds_a_port() {
+    // Issue 21, items 5 and 6: reverse references through a multi-key typed index,
+    // built from the config (so it cannot be left out of it); an index whose table
+    // was never given to the config says how to fix it.
+    use nb_model::{LogicalSwitch, LogicalSwitchPort, OvnNorthbound};
+    use ovsdb_proto::cache::TypedTable;
+    use ovsdb_proto::model::{Ref, Table};
+
+    let server = nb_server();
+    let mut cfg = config(&server.unix_remote());
+    let by_port = cfg.typed_index("by port", |s: &LogicalSwitch| {
+        s.ports.iter().filter_map(|p| p.uuid()).collect::<Vec<_>>()
+    });
+    // A second index on the same table: both kept, one typed state.
+    let by_name = cfg.typed_index("by name", |s: &LogicalSwitch| Some(s.name.clone()));
+    let mut forgotten = TypedTable::<LogicalSwitchPort>::new();
+    let never = forgotten.index("name", |p| Some(p.name.clone()));
+    let (cache, _) = Cache::start(cfg);
+    cache.ready(Duration::from_secs(10)).await.unwrap();
+
+    let db = cache.db::<OvnNorthbound>().unwrap();
+    let mut txn = db.transaction();
+    let mut refs = Vec::new();
+    for name in ["a1", "a2"] {
+        refs.push(txn.insert(&LogicalSwitchPort {
+            name: name.into(),
+            ..Default::default()
+        }));
+    }
+    let mut a = LogicalSwitch::named("a");
+    a.ports = refs.iter().cloned().collect();
+    let a_ref = txn.insert(&a);
+    let result = cache
+        .commit_and_wait(txn, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let port = result.uuid(&refs[1]).unwrap();
+    let holders = cache.snapshot().lookup(&by_port, &port).unwrap();
+    assert_eq!(
+        holders.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["a"]
+    );
+    assert_eq!(cache.snapshot().lookup(&by_name, "a").unwrap().len(), 1);
+
+    // The port moves to another switch: the index follows.
+    let a_uuid = result.uuid(&a_ref).unwrap();
+    let mut txn = db.transaction();
+    let mut b = LogicalSwitch::named("b");
+    b.ports = [Ref::<LogicalSwitchPort>::new(port)].into();
+    txn.insert(&b);
+    txn.mutate::<LogicalSwitch>(
+        [LogicalSwitch::COLUMNS.uuid.eq(a_uuid)],
+        [LogicalSwitch::COLUMNS
+            .ports
+            .delete([Ref::<LogicalSwitchPort>::new(port)])],
+    );
+    cache
+        .commit_and_wait(txn, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let holders = cache.snapshot().lookup(&by_port, &port).unwrap();
+    assert_eq!(
+        holders.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["b"]
+    );
+
+    let e = cache.snapshot().lookup(&never, "a1").unwrap_err();
+    assert!(e.to_string().contains("CacheConfig::typed_index"), "{e}");
+}
+
+#[tokio::test]
+async fn the_common_path_reads_like_the_domain() {
+    // Issue 21, item 7: the model names the database, the cache's Arc<T> goes into
+    // an update as it is, typed rows come in uuid order with a config mistake as an
+    // error that says what to do.
+    use nb_model::{LogicalSwitch, LogicalSwitchPort, OvnNorthbound};
+    use ovsdb_proto::cache::TypedTable;
+
+    let server = nb_server();
+    let mut cfg =
+        CacheConfig::for_model::<OvnNorthbound>(Remote::parse_list(&server.unix_remote()).unwrap());
+    assert_eq!(cfg.database, "OVN_Northbound");
+    cfg.typed(TypedTable::<LogicalSwitch>::new());
+    let (cache, _) = Cache::start(cfg);
+    cache.ready(Duration::from_secs(10)).await.unwrap();
+    let db = cache.db::<OvnNorthbound>().unwrap();
+    let mut txn = db.transaction();
+    for name in ["sw-b", "sw-a", "sw-c"] {
+        txn.insert(&LogicalSwitch::named(name));
+    }
+    cache
+        .commit_and_wait(txn, Duration::from_secs(5))
+        .await
+        .unwrap();
+
+    let rows = cache.snapshot().all::<LogicalSwitch>().unwrap();
+    assert_eq!(rows.len(), 3);
+    assert!(rows.windows(2).all(|w| w[0].uuid < w[1].uuid), "uuid order");
+    // The cache's own Arc, changed and written back.
+    let old = rows.iter().find(|s| s.name == "sw-a").unwrap().clone();
+    let mut new = (*old).clone();
+    new.external_ids.insert("owner".into(), "me".into());
+    let mut txn = db.transaction();
+    txn.update(&old, &new);
+    cache
+        .commit_and_wait(txn, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let now = cache
+        .snapshot()
+        .get_typed::<LogicalSwitch>(&old.uuid)
+        .unwrap();
+    assert_eq!(now.external_ids["owner"], "me");
+
+    let e = cache.snapshot().all::<LogicalSwitchPort>().unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("CacheConfig::typed(TypedTable::<LogicalSwitchPort>::new())"),
+        "{e}"
+    );
+}
+
+/// A cluster member that lies: `_Server` says it is the leader of `cid` with raft
+/// index 10^12, and it closes the connection as soon as its data is asked for. Counts
+/// its connections.
+fn lying_member(
+    path: std::path::PathBuf,
+    server_schema: serde_json::Value,
+    cid: String,
+) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    use serde_json::{json, Value};
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut out = stream.try_clone().unwrap();
+            for msg in serde_json::Deserializer::from_reader(stream).into_iter::<Value>() {
+                let Ok(msg) = msg else { break };
+                let result = match (msg["method"].as_str(), msg["params"][0].as_str()) {
+                    (Some("get_schema"), Some("_Server")) => server_schema.clone(),
+                    (Some("monitor_cond"), Some("_Server")) => json!({"Database": {
+                        "00000000-0000-0000-0000-000000000001": {"initial": {
+                            "name": NB, "model": "clustered", "connected": true,
+                            "leader": true, "index": 1_000_000_000_000i64,
+                            "cid": ["uuid", cid]}}}}),
+                    (Some("set_db_change_aware"), _) => json!({}),
+                    (Some("echo"), _) => msg["params"].clone(),
+                    // Its data: nothing, the connection ends.
+                    _ => break,
+                };
+                let reply = json!({"id": msg["id"], "result": result, "error": null});
+                if std::io::Write::write_all(&mut out, reply.to_string().as_bytes()).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    seen
+}
+
+#[tokio::test]
+async fn a_member_lying_about_its_raft_index_does_not_make_the_real_ones_look_behind() {
+    // Issue 19, item 6: an index learned from a server the cache never synced with
+    // made every real member "behind" for good, the cache stale for ever.
+    let install = Installation::recent().unwrap();
+    let mut cluster = Cluster::start(&install, 1, None).unwrap();
+    let real = cluster.members[0].unix_remote();
+    let (c, _) = client(&real).await;
+    let server_schema = c.get_schema_json("_Server").await.unwrap();
+    let db = c
+        .transact(
+            "_Server",
+            &[Operation::select(
+                "Database",
+                vec![Condition::eq("name", NB)],
+            )],
+        )
+        .await
+        .unwrap();
+    let cid = db[0].rows().unwrap()[0]["cid"]
+        .as_scalar()
+        .unwrap()
+        .as_uuid()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let liar_path = dir.path().join("liar.sock");
+    let liar = lying_member(liar_path.clone(), server_schema, cid.to_string());
+
+    let remotes = format!("unix:{},{real}", liar_path.display());
+    let (cache, _) = Cache::start(config(&remotes));
+    cache.ready(Duration::from_secs(20)).await.unwrap();
+    // The real member gone, only the liar is left to try: wait until it was.
+    cluster.members[0].kill();
+    for _ in 0..200 {
+        if liar.load(std::sync::atomic::Ordering::Relaxed) >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    cluster.members[0].restart().unwrap();
+    let (w, _) = client(&real).await;
+    // Sent once the cache has a server again (commit_and_wait rides over the gap).
+    let db = cache.db::<nb_model::OvnNorthbound>().unwrap();
+    let mut txn = db.transaction();
+    txn.insert(&nb_model::LogicalSwitch::named("after"));
+    let shown = cache.commit_and_wait(txn, Duration::from_secs(20)).await;
+    assert!(
+        liar.load(std::sync::atomic::Ordering::Relaxed) >= 2,
+        "the liar was not tried while the real member was away"
+    );
+    shown.expect("the cache follows the real member again");
+    drop(w);
+}
+
+#[tokio::test]
+async fn a_delete_by_name_is_waited_for_through_the_tables_index_or_a_scan() {
+    // Read-your-writes for deletes by `==` conditions: Address_Set's name is one of
+    // the schema's indexes (a hash lookup), Logical_Switch's is not (a scan).
+    let server = nb_server();
+    let mut cfg = config(&server.unix_remote());
+    cfg.tables
+        .insert("Address_Set".into(), ovsdb_proto::MonitorRequest::all());
+    let (cache, _) = Cache::start(cfg);
+    cache.ready(Duration::from_secs(10)).await.unwrap();
+    let timeout = Duration::from_secs(5);
+    for table in ["Address_Set", "Logical_Switch"] {
+        cache
+            .transact_and_wait(&[Operation::insert(table, named("x"))], timeout)
+            .await
+            .unwrap();
+        let before = cache.snapshot();
+        assert_eq!(before.table(table).len(), 1);
+        let delete = [Operation::Delete {
+            table: table.into(),
+            conditions: vec![Condition::eq("name", "x")],
+        }];
+        let results = cache.transact_and_wait(&delete, timeout).await.unwrap();
+        // What the wait waited for: the contents before the delete do not show it
+        // (whether or not the update had come before the reply), those after do.
+        let expected = ovsdb_proto::cache::Expected::new(&delete, &results);
+        assert!(!expected.shown_in(&before), "{table}");
+        assert!(expected.shown_in(&cache.snapshot()), "{table}");
+        assert!(cache.snapshot().table(table).is_empty(), "{table}");
+    }
+}

@@ -663,3 +663,34 @@ fn monitor_reports_a_table_the_server_lacks_and_follows_the_rest() {
     let snapshot: Value = serde_json::from_str(out.trim()).unwrap();
     assert!(snapshot["tables"]["Logical_Switch"].is_object(), "{out}");
 }
+
+#[test]
+fn a_server_that_answers_only_echo_is_reported_after_the_request_bound() {
+    // Issue 19, item 3: alive (it answers echo, so the inactivity probe is content)
+    // but silent on every request: without --timeout the command used to wait for
+    // ever. Each request now has a bound (60 s by default; 1 s here).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let remote = format!("tcp:{}", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut out = stream.try_clone().unwrap();
+        for msg in serde_json::Deserializer::from_reader(stream).into_iter::<Value>() {
+            let Ok(msg) = msg else { return };
+            if msg["method"] == "echo" {
+                let reply =
+                    serde_json::json!({"id": msg["id"], "result": msg["params"], "error": null});
+                if std::io::Write::write_all(&mut out, reply.to_string().as_bytes()).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let start = std::time::Instant::now();
+    let out = run_ours(&["--request-timeout=1", "list-dbs", &remote]);
+    let took = start.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no reply to list_dbs within 1s"), "{err}");
+    assert!(took < std::time::Duration::from_secs(5), "{took:?}");
+    server.join().unwrap();
+}

@@ -134,6 +134,7 @@ async fn the_model_works_against_ovn_23_03_and_reports_the_difference() {
     );
     let e = db
         .client()
+        .unwrap()
         .monitor_cond(NB, "full".into(), &all)
         .await
         .unwrap_err();
@@ -145,6 +146,7 @@ async fn the_model_works_against_ovn_23_03_and_reports_the_difference() {
     fitted.insert("ACL".to_string(), db.monitor_request::<Acl>().unwrap());
     let rows = db
         .client()
+        .unwrap()
         .monitor_cond(NB, "fitted".into(), &fitted)
         .await
         .unwrap();

@@ -294,6 +294,11 @@ pub mod udn {
             zone: zone.map(str::to_owned),
             ..Default::default()
         };
+        world_in(yaml, state, settings)
+    }
+
+    /// The world of the objects in `yaml` under `settings`, problems and all.
+    pub fn world_in(yaml: &str, state: &State, settings: Settings) -> World {
         World::build(
             &[parse_file(Path::new("manifests.yaml"), yaml)],
             state,

@@ -279,3 +279,17 @@ async fn a_helper_built_router_port_commits() {
     assert_eq!(ports[0].networks, lrp.networks);
     assert_eq!(ports[0].mac, "0a:58:0a:f4:00:01");
 }
+
+#[test]
+fn struct_literals_take_plain_strings_through_set_and_map() {
+    // Issue 21, item 7: `["dynamic".to_string()].into()` at every set column.
+    use ovsdb_proto::model::{map, set};
+    let port = LogicalSwitchPort {
+        name: "p1".into(),
+        addresses: set(["dynamic"]),
+        external_ids: map([("owner", "me")]),
+        ..Default::default()
+    };
+    assert_eq!(port.addresses, ["dynamic".to_string()].into());
+    assert_eq!(port.external_ids["owner"], "me");
+}

@@ -42,6 +42,8 @@ async fn main() -> Result<(), ovsdb_proto::Error> {
                 TypedEvent::Undecodable { uuid, error } => {
                     eprintln!("row {uuid} does not decode: {error}")
                 }
+                // Only a bounded stream (`subscribe_with`) misses events.
+                _ => {}
             }
         }
     };

@@ -20,7 +20,12 @@
 //! never synced.
 //!
 //! `--timeout=SECS` bounds every command: the whole of a one-shot command, and for
-//! `monitor` the wait until it is synced (exit 1 if it is not by then).
+//! `monitor` the wait until it is synced (exit 1 if it is not by then). Without it,
+//! each request of a one-shot command waits at most `--request-timeout=SECS` (default
+//! 60) for its reply, so that a server that is alive (it answers `echo`) but never
+//! answers the request is reported, naming the request and the wait, instead of
+//! holding the command for ever (OVS's ovsdb-client waits for ever; the library's
+//! default, like OVS's, is no bound).
 //! `--max-message-size=BYTES` refuses any message from the server larger than that
 //! (1 GiB by default); a monitor's initial contents are decoded while they arrive, so
 //! the limit bounds what one reply costs, not a multiple of it.
@@ -35,8 +40,12 @@ use std::process::ExitCode;
 use ovsdb_proto::{Client, ConnectOptions, Operation, Remote, TlsConfig};
 use serde_json::{Map, Value};
 
+/// How long a request of a one-shot command waits for its reply when no `--timeout`
+/// bounds the command.
+const DEFAULT_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 const USAGE: &str = "usage: ovsdb-client [--private-key=FILE --certificate=FILE --ca-cert=FILE] \
-[--timeout=SECS] [--max-message-size=BYTES] COMMAND REMOTE [ARG...]\ncommands: list-dbs, get-schema, list-tables, transact, dump, monitor";
+[--timeout=SECS] [--request-timeout=SECS] [--max-message-size=BYTES] COMMAND REMOTE [ARG...]\ncommands: list-dbs, get-schema, list-tables, transact, dump, monitor";
 
 struct Failure(String);
 
@@ -63,6 +72,14 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
     let mut rest = Vec::new();
     let mut leader_only = false;
     let mut timeout = None;
+    let mut request_timeout = None;
+    let seconds = |flag: &str, v: &str| {
+        v.parse()
+            .ok()
+            .filter(|s: &f64| s.is_finite() && *s > 0.0)
+            .map(std::time::Duration::from_secs_f64)
+            .ok_or_else(|| Failure(format!("{flag}={v}: not a positive number of seconds")))
+    };
     for a in args {
         if let Some(v) = a.strip_prefix("--private-key=") {
             key = Some(v.to_owned());
@@ -71,14 +88,9 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
         } else if let Some(v) = a.strip_prefix("--ca-cert=") {
             ca = Some(v.to_owned());
         } else if let Some(v) = a.strip_prefix("--timeout=") {
-            let secs: f64 = v
-                .parse()
-                .ok()
-                .filter(|s: &f64| s.is_finite() && *s > 0.0)
-                .ok_or_else(|| {
-                    Failure(format!("--timeout={v}: not a positive number of seconds"))
-                })?;
-            timeout = Some(std::time::Duration::from_secs_f64(secs));
+            timeout = Some(seconds("--timeout", v)?);
+        } else if let Some(v) = a.strip_prefix("--request-timeout=") {
+            request_timeout = Some(seconds("--request-timeout", v)?);
         } else if let Some(v) = a.strip_prefix("--max-message-size=") {
             options.max_message_size =
                 v.parse().ok().filter(|n: &usize| *n > 0).ok_or_else(|| {
@@ -110,6 +122,13 @@ async fn run(args: Vec<String>) -> Result<ExitCode, Failure> {
     if command == "monitor" {
         return monitor(remote, args, options, leader_only, timeout).await;
     }
+    // A one-shot command's requests: bounded by --request-timeout, else by the
+    // default unless --timeout bounds the whole command.
+    options.request_timeout = match (request_timeout, timeout) {
+        (Some(t), _) => Some(t),
+        (None, None) => Some(DEFAULT_REQUEST_TIMEOUT),
+        (None, Some(_)) => None,
+    };
     match timeout {
         None => one_shot(command, remote, args, &options).await,
         Some(t) => tokio::time::timeout(t, one_shot(command, remote, args, &options))

@@ -24,6 +24,14 @@ pub struct ConnectOptions {
     /// and the replies to its `echo` requests); past it the connection fails with an
     /// error saying so, instead of buffering without bound.
     pub max_unsent: usize,
+    /// The slowest a message may arrive, in bytes per second: at each inactivity-probe
+    /// interval in which bytes came but no message completed, fewer than this rate's
+    /// worth is a strike, and two in a row end the connection (a server trickling a
+    /// reply byte by byte would otherwise hold a request for ever, every byte counting
+    /// as life for the probe). Idle time between messages never counts; a healthy
+    /// reply of any size arrives far faster. `None` turns the rule off; it is checked
+    /// only while the inactivity probe is on. Default 1024.
+    pub min_receive_rate: Option<u64>,
     /// How long a request waits for its reply before it fails with an unknown outcome
     /// (the connection stays up; a late reply is dropped). `None` (the default, as in
     /// OVS) waits as long as the connection lives.
@@ -39,6 +47,7 @@ impl Default for ConnectOptions {
             inactivity_probe: Some(Duration::from_secs(5)),
             max_unsent: 64 << 20,
             request_timeout: None,
+            min_receive_rate: Some(1024),
         }
     }
 }

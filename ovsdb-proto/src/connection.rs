@@ -216,7 +216,10 @@ impl Connection {
             writer.clone(),
             note_tx,
             shared.clone(),
-            options.inactivity_probe,
+            Progress {
+                probe: options.inactivity_probe,
+                min_rate: options.min_receive_rate,
+            },
         ));
         let connection = Arc::new(Connection { shared, writer });
         (
@@ -253,18 +256,29 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counting<R> {
     }
 }
 
+/// What the reader checks of the server's liveness: the inactivity probe's interval,
+/// and the slowest a message may arrive ([`crate::ConnectOptions::min_receive_rate`]).
+struct Progress {
+    probe: Option<Duration>,
+    min_rate: Option<u64>,
+}
+
 async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     mut stream: FramedRead<Counting<R>, TappingCodec>,
     received: Arc<AtomicU64>,
     writer: Arc<Writer>,
     notes: mpsc::Sender<RawNotification>,
     shared: Arc<Shared>,
-    probe: Option<Duration>,
+    Progress { probe, min_rate }: Progress,
 ) {
     let mut ended = shared.ended.subscribe();
     let mut notes = Some(notes);
     let mut probing = false;
     let mut seen = 0u64;
+    // Messages completed, and as of the last interval; whether the last interval was
+    // too slow for a message in transit.
+    let (mut completed, mut completed_seen) = (0u64, 0u64);
+    let mut slow = false;
     // One timer for the connection, checked each interval rather than restarted for
     // each message: an interval with no byte received sends a probe, a second one
     // ends the connection.
@@ -277,13 +291,35 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             _ = ended.wait_for(|e| *e) => return,
             _ = &mut idle, if probe.is_some() => {
                 idle.as_mut().reset(tokio::time::Instant::now() + period);
-                // Bytes of a message still arriving are activity too.
+                // Bytes of a message still arriving are activity too, if they come
+                // fast enough.
                 let now = received.load(Ordering::Relaxed);
+                let stuck = completed == completed_seen;
+                completed_seen = completed;
                 if now != seen {
+                    let bytes = now - seen;
                     seen = now;
                     probing = false;
+                    let floor = min_rate.map(|r| r as f64 * period.as_secs_f64());
+                    if stuck && floor.is_some_and(|f| (bytes as f64) < f) {
+                        if slow {
+                            shared.fail(Error::closed(Some(
+                                format!(
+                                    "a message from the server has been arriving at {bytes} bytes in {period:?}, \
+                                     slower than the minimum of {} bytes per second (ConnectOptions::min_receive_rate)",
+                                    min_rate.unwrap_or_default()
+                                )
+                                .into(),
+                            )));
+                            return;
+                        }
+                        slow = true;
+                    } else {
+                        slow = false;
+                    }
                     continue;
                 }
+                slow = false;
                 if probing {
                     shared.fail(Error::closed(Some(
                         format!("no message from the server for {period:?} after an inactivity probe").into(),
@@ -309,7 +345,10 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
                 shared.fail(e.into());
                 return;
             }
-            Some(Ok(Frame::Message(m))) => m,
+            Some(Ok(Frame::Message(m))) => {
+                completed += 1;
+                m
+            }
             Some(Ok(Frame::Piece {
                 id,
                 tap,
@@ -320,6 +359,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
                 // decoder that gave up leaves the rest of the reply to be skipped.
                 let _ = tap.send(bytes).await;
                 if last {
+                    completed += 1;
                     drop(tap);
                     if let Err(e) = complete_tapped(id, &shared) {
                         shared.fail(e);

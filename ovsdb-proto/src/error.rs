@@ -31,6 +31,9 @@ pub enum ErrorKind {
     /// The connection ended after the request was sent: it may or may not have taken
     /// effect.
     OutcomeUnknown,
+    /// The cache is held back by a lossless event stream whose reader is behind, so
+    /// it shows nothing new (the message names the stream).
+    HeldBack,
 }
 
 #[derive(Debug)]
@@ -44,6 +47,8 @@ enum Repr {
     Datum(crate::schema::DatumError),
     Unavailable(Error),
     OutcomeUnknown(Error),
+    HeldBack(String),
+    NotReady(String),
 }
 
 /// The error of every fallible operation in this crate.
@@ -88,6 +93,22 @@ impl Error {
         }
     }
 
+    /// A request not sent because the cache has no usable server now.
+    pub(crate) fn cache_not_connected() -> Error {
+        Error::unavailable(Error::closed(Some(
+            "the cache is not connected to a usable server".into(),
+        )))
+    }
+
+    /// A cache that did not sync in time (an [`ErrorKind::Unavailable`]).
+    pub(crate) fn not_ready(msg: String) -> Error {
+        Error(Box::new(Repr::NotReady(msg)))
+    }
+
+    pub(crate) fn held_back(msg: String) -> Error {
+        Error(Box::new(Repr::HeldBack(msg)))
+    }
+
     pub(crate) fn config(msg: impl Into<String>) -> Error {
         Error(Box::new(Repr::Config(msg.into())))
     }
@@ -104,6 +125,8 @@ impl Error {
             Repr::Datum(_) => ErrorKind::Datum,
             Repr::Unavailable(_) => ErrorKind::Unavailable,
             Repr::OutcomeUnknown(_) => ErrorKind::OutcomeUnknown,
+            Repr::HeldBack(_) => ErrorKind::HeldBack,
+            Repr::NotReady(_) => ErrorKind::Unavailable,
         }
     }
 
@@ -180,13 +203,22 @@ impl Error {
             Repr::Datum(d) => Repr::Datum(d.clone()),
             Repr::Unavailable(c) => Repr::Unavailable(c.duplicate()),
             Repr::OutcomeUnknown(c) => Repr::OutcomeUnknown(c.duplicate()),
+            Repr::HeldBack(m) => Repr::HeldBack(m.clone()),
+            Repr::NotReady(m) => Repr::NotReady(m.clone()),
         }))
     }
 }
 
+/// `{:?}` is the kind and the message on one short line (what `main() -> Result<_,
+/// Error>` prints); `{:#?}` is the whole structure (a refused transaction's results,
+/// the server's error and details as fields).
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Error").field(&self.0).finish()
+        if f.alternate() {
+            f.debug_tuple("Error").field(&self.0).finish()
+        } else {
+            write!(f, "Error({:?}: {self})", self.kind())
+        }
     }
 }
 
@@ -206,6 +238,7 @@ impl fmt::Display for Error {
                 f,
                 "outcome unknown, the connection ended after the request was sent: {c}"
             ),
+            Repr::HeldBack(m) | Repr::NotReady(m) => f.write_str(m),
         }
     }
 }
@@ -239,5 +272,35 @@ impl From<crate::schema::DatumError> for Error {
 impl From<crate::remote::RemoteError> for Error {
     fn from(e: crate::remote::RemoteError) -> Error {
         Error::config(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_is_one_short_line_and_the_alternate_form_has_the_structure() {
+        let details =
+            "cannot delete Logical_Switch_Port row 0b1c… because of 1 remaining reference(s)";
+        let raw =
+            serde_json::json!({"error": "referential integrity violation", "details": details});
+        let e = Error::transaction(TransactionError {
+            operation: None,
+            operations: 4,
+            error: ServerError::from_json(raw),
+            results: vec![crate::ops::OperationResult::Count(1); 4],
+        });
+        let short = format!("{e:?}");
+        assert_eq!(
+            short,
+            format!("Error(Transaction: transaction failed at commit: referential integrity violation: {details})")
+        );
+        assert_eq!(short.matches(details).count(), 1, "the details once");
+        let long = format!("{e:#?}");
+        assert!(
+            long.contains("results") && long.lines().count() > 10,
+            "{long}"
+        );
     }
 }

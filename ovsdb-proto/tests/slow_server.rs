@@ -12,9 +12,9 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
 use tokio_util::codec::FramedRead;
 
-/// Answers the first request with its params, sent in 40 pieces 50 ms apart (2 s in
-/// all); answers nothing else.
-async fn trickle(listener: UnixListener) {
+/// Answers the first request with its params, in pieces of `piece(reply length)`
+/// bytes `pause` apart; answers nothing else and keeps the connection open.
+async fn answer_slowly(listener: UnixListener, piece: fn(usize) -> usize, pause: Duration) {
     let (stream, _) = listener.accept().await.unwrap();
     let (read, mut write) = stream.into_split();
     let mut frames = FramedRead::new(read, JsonRpcCodec::default());
@@ -25,15 +25,19 @@ async fn trickle(listener: UnixListener) {
     let params: Value = serde_json::from_slice(&msg.member("params").unwrap()).unwrap();
     let reply = json!({"id": id, "result": params, "error": null}).to_string();
     let bytes = reply.as_bytes();
-    let piece = bytes.len().div_ceil(40);
-    for chunk in bytes.chunks(piece) {
+    for chunk in bytes.chunks(piece(bytes.len())) {
         if write.write_all(chunk).await.is_err() {
             return;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(pause).await;
     }
-    // Whatever comes next (probes) goes unanswered; keep the connection open.
+    // Whatever comes next (probes) goes unanswered.
     while let Some(Ok(_)) = frames.next().await {}
+}
+
+/// 40 pieces 50 ms apart: 2 s in all.
+async fn trickle(listener: UnixListener) {
+    answer_slowly(listener, |n| n.div_ceil(40), Duration::from_millis(50)).await
 }
 
 #[tokio::test]
@@ -151,4 +155,54 @@ async fn a_request_times_out_and_its_late_reply_does_not_break_the_connection() 
         json!(["still"])
     );
     server.abort();
+}
+
+/// One byte every 50 ms: 20 bytes a second, for ever in practice.
+async fn byte_by_byte(listener: UnixListener) {
+    answer_slowly(listener, |_| 1, Duration::from_millis(50)).await
+}
+
+/// A client of `byte_by_byte` with a 200 ms probe and `min_receive_rate`, and its echo
+/// of 4000 bytes (200 s at that pace) in flight.
+async fn trickled(
+    min_receive_rate: Option<u64>,
+    wait: Duration,
+) -> Result<Result<Value, ovsdb_proto::Error>, tokio::time::error::Elapsed> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trickle.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let server = tokio::spawn(byte_by_byte(listener));
+    let options = ConnectOptions {
+        inactivity_probe: Some(Duration::from_millis(200)),
+        min_receive_rate,
+        ..ConnectOptions::default()
+    };
+    let (client, _notes) = ovsdb_proto::connect_with(&Remote::Unix(path), &options)
+        .await
+        .unwrap();
+    let got = tokio::time::timeout(wait, client.echo(&json!(["x".repeat(4000)]))).await;
+    server.abort();
+    got
+}
+
+#[tokio::test]
+async fn a_server_trickling_a_reply_is_cut_off_by_the_minimum_rate() {
+    // Issue 19, item 2: every byte counted as life for the probe, so a reply sent a
+    // byte at a time held the request for ever.
+    let t = std::time::Instant::now();
+    let e = trickled(
+        ConnectOptions::default().min_receive_rate,
+        Duration::from_secs(10),
+    )
+    .await
+    .expect("the rule ends it long before 10 s")
+    .unwrap_err();
+    let took = t.elapsed();
+    eprintln!("cut off after {took:?}: {e}");
+    assert!(e.is_outcome_unknown(), "{e}");
+    assert!(e.to_string().contains("min_receive_rate"), "{e}");
+    // Two slow 200 ms intervals in a row.
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // Without the rule the same request is still waiting after 2 s.
+    assert!(trickled(None, Duration::from_secs(2)).await.is_err());
 }

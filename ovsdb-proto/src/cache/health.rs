@@ -65,11 +65,16 @@ impl ServerState {
 }
 
 /// The highest raft index the cache has seen, and the cluster it belongs to: a server
-/// behind it has missed writes the cache already shows, and is refused.
+/// behind it has missed writes the cache already shows, and is refused. An index is
+/// trusted only from a server the cache then synced with (as the C IDL does): a
+/// member that claims a huge index and serves nothing cannot make every real member
+/// look behind.
 #[derive(Debug, Default)]
 pub(super) struct RaftSeen {
     index: i64,
     cluster: Option<Uuid>,
+    /// The index of the server admitted last, until the cache syncs with it.
+    pending: Option<i64>,
 }
 
 impl RaftSeen {
@@ -100,10 +105,16 @@ impl RaftSeen {
         if let Some(why) = state.refuse(leader_only, seen) {
             return Err(why);
         }
-        if let Some(i) = state.index {
+        self.pending = state.index;
+        Ok(())
+    }
+
+    /// The cache synced with (or follows) the server admitted last: its index is
+    /// trusted from now on.
+    pub(super) fn trust(&mut self) {
+        if let Some(i) = self.pending.take() {
             self.index = self.index.max(i);
         }
-        Ok(())
     }
 
     /// Forgets the index seen (the caller knows it is wrong).
@@ -134,7 +145,7 @@ mod tests {
     fn a_standalone_server_is_always_usable() {
         let mut seen = RaftSeen {
             index: 100,
-            cluster: None,
+            ..Default::default()
         };
         assert!(seen.admit(&ServerState::default(), true, true).is_ok());
     }
@@ -153,6 +164,7 @@ mod tests {
             .unwrap_err()
             .contains("leader"));
         assert!(seen.admit(&member(10, 1), false, true).is_ok());
+        seen.trust();
         let e = seen.admit(&member(9, 1), false, true).unwrap_err();
         assert!(e.contains("raft index 9 is behind the 10"), "{e}");
         // A server in use may report a lower index (a new leader's first report).
@@ -163,13 +175,29 @@ mod tests {
     fn another_cluster_starts_over_and_a_forgotten_index_admits_any() {
         let mut seen = RaftSeen::default();
         assert!(seen.admit(&member(500, 1), false, true).is_ok());
+        seen.trust();
         assert!(seen.admit(&member(3, 1), false, true).is_err());
         assert!(
             seen.admit(&member(3, 2), false, true).is_ok(),
             "rebuilt cluster"
         );
+        seen.trust();
         assert!(seen.admit(&member(2, 2), false, true).is_err());
         seen.forget();
         assert!(seen.admit(&member(2, 2), false, true).is_ok());
+    }
+
+    #[test]
+    fn an_index_from_a_server_never_synced_with_refuses_no_one() {
+        // Issue 19, item 6: a member claiming a huge index that serves nothing.
+        let mut seen = RaftSeen::default();
+        assert!(seen.admit(&member(10, 1), false, true).is_ok());
+        seen.trust();
+        assert!(seen.admit(&member(1_000_000_000, 1), false, true).is_ok());
+        // Its session failed before the cache synced: not trusted.
+        assert!(seen.admit(&member(11, 1), false, true).is_ok());
+        seen.trust();
+        let e = seen.admit(&member(10, 1), false, true).unwrap_err();
+        assert!(e.contains("behind the 11"), "{e}");
     }
 }

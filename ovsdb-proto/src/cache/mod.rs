@@ -9,8 +9,16 @@
 //! compared with the cache so that only true differences become events.
 //!
 //! Readers take [`Snapshot`]s, which are whole updates only and cost an `Arc` clone.
-//! Every change comes out of [`CacheEvents`] in order; a slow reader slows the cache
-//! down (and through it the server connection) rather than losing events.
+//! Every change comes out of [`CacheEvents`] (and each table's [`TypedEvents`]) in
+//! order; a slow reader of a lossless stream (the default) slows the cache down (and
+//! through it the server connection) rather than losing events, and a write waiting
+//! for the cache then fails naming that stream ([`ErrorKind::HeldBack`](crate::ErrorKind::HeldBack)); a
+//! [`Delivery::Bounded`] stream never holds the cache back and tells its reader what it
+//! missed. When a wait for a write returns, its events are in every stream; an event
+//! read from a stream finds the snapshot at least as new.
+//!
+//! The crate's own docs (`ovsdb_proto`) open on a complete example: a typed, indexed
+//! table, its event stream and the wait for a working server.
 //!
 //! # How it is built
 //!
@@ -42,8 +50,8 @@
 //! `monitor_cond_since`; each server it cannot use is reported as
 //! `CacheEvent::Unusable` with why; when the server cannot resume it, the contents are
 //! fetched again and only true differences become events. A snapshot is one whole
-//! update, costs an `Arc` clone and never changes under the reader. Events are never
-//! dropped: a slow reader slows the cache. `cache.transact` fails fast with a retryable
+//! update, costs an `Arc` clone and never changes under the reader. A lossless stream's
+//! events are never dropped: its slow reader slows the cache. `cache.transact` fails fast with a retryable
 //! error while disconnected and says when an outcome is unknown; `cache.wait_for` gives
 //! read-your-writes; `cache.set_conditions` changes what is cached on the fly;
 //! `cache.reader()` is a cloneable read-only handle for the readers. The cache is split
@@ -90,7 +98,7 @@ pub use crate::diff::{apply_column, apply_row};
 pub use change::{Change, Event, TableRows};
 pub use fill::Store;
 pub use index::RowIndex;
-pub use receiver::BatchReceiver;
+pub use receiver::{BatchReceiver, Delivery};
 pub use row::CachedRow;
 pub use store::Snapshot;
 pub use typed_tables::{TypedEvent, TypedEvents, TypedIndex, TypedTable};
@@ -116,8 +124,13 @@ pub struct CacheConfig {
     pub min_backoff: Duration,
     /// Longest wait between failed attempts.
     pub max_backoff: Duration,
-    /// How many update messages may wait unread in [`CacheEvents`].
+    /// How many update messages may wait unread in [`CacheEvents`] (and in each
+    /// lossless typed stream).
     pub event_capacity: usize,
+    /// How [`CacheEvents`] is delivered: lossless (the default: a reader that is
+    /// behind holds the cache back) or bounded (the cache never waits; the reader is
+    /// told what it missed).
+    pub event_delivery: Delivery,
     /// Tables also kept decoded into model types, with their indexes.
     typed: Vec<Arc<dyn typed_tables::TypedSpec>>,
     /// The typed event streams.
@@ -164,10 +177,18 @@ impl CacheConfig {
             min_backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(8),
             event_capacity: 64,
+            event_delivery: Delivery::Lossless,
             typed: Vec::new(),
             subscribers: Vec::new(),
             row_indexes: Vec::new(),
         }
+    }
+
+    /// Caches model `D`'s database from `remotes`: its name comes from the model, and
+    /// the tables from what is then made typed, indexed or subscribed to (or added to
+    /// [`tables`](Self::tables)).
+    pub fn for_model<D: crate::model::Database>(remotes: Vec<Remote>) -> CacheConfig {
+        CacheConfig::new(remotes, D::NAME, &[])
     }
 
     /// Keeps an index over the cached rows of `table`: `keys` gives the keys a row is
@@ -194,25 +215,96 @@ impl CacheConfig {
     /// Also keeps the rows of `T` decoded (and indexed as `table` says), read with
     /// [`Snapshot::rows`], [`Snapshot::get_typed`] and [`Snapshot::lookup`]. `T`'s
     /// table is added to the monitored tables if it is not there.
-    pub fn typed<T: crate::model::Table>(&mut self, table: TypedTable<T>) -> &mut Self {
+    pub fn typed<T: crate::model::Table>(&mut self, mut table: TypedTable<T>) -> &mut Self {
         self.tables
             .entry(T::NAME.to_owned())
             .or_insert_with(MonitorRequest::all);
-        self.typed.push(Arc::new(table));
+        // One typed state per table: a second registration adds its indexes.
+        let at = self.typed.iter().position(|t| t.table() == T::NAME);
+        match at.and_then(|i| self.typed[i].as_any().downcast_ref::<TypedTable<T>>()) {
+            Some(kept) => {
+                let mut merged = kept.clone();
+                merged.indexes.append(&mut table.indexes);
+                self.typed[at.expect("found")] = Arc::new(merged);
+            }
+            None => self.typed.push(Arc::new(table)),
+        }
         self
+    }
+
+    /// Keeps the rows of `T` decoded (as [`typed`](Self::typed) does, once however
+    /// often it is called) and adds an index to them: `keys` gives a row's keys (an
+    /// `Option` for one or none, a `Vec` or any iterator for several). Built from the
+    /// config, the index cannot be forgotten on the way to [`Cache::start`].
+    ///
+    /// ```no_run
+    /// # async fn example(mut config: ovsdb_proto::cache::CacheConfig, port: ovsdb_proto::Uuid)
+    /// # -> Result<(), ovsdb_proto::Error> {
+    /// # use std::collections::BTreeSet;
+    /// # use ovsdb_proto::{model::Ref, Uuid};
+    /// # #[derive(Clone, Debug, Default, PartialEq, ovsdb_derive::Table)]
+    /// # #[ovsdb(table = "Logical_Switch_Port")]
+    /// # struct LogicalSwitchPort { #[ovsdb(uuid)] uuid: Uuid, name: String }
+    /// #[derive(Clone, Debug, Default, PartialEq, ovsdb_derive::Table)]
+    /// #[ovsdb(table = "Logical_Switch")]
+    /// struct LogicalSwitch {
+    ///     #[ovsdb(uuid)]
+    ///     uuid: Uuid,
+    ///     name: String,
+    ///     ports: BTreeSet<Ref<LogicalSwitchPort>>,
+    /// }
+    ///
+    /// // A switch under the uuid of each of its ports: which switch holds a port.
+    /// let by_port = config.typed_index("by port", |s: &LogicalSwitch| {
+    ///     s.ports.iter().filter_map(|p| p.uuid()).collect::<Vec<_>>()
+    /// });
+    /// let (cache, _) = ovsdb_proto::cache::Cache::start(config);
+    /// let holders = cache.snapshot().lookup(&by_port, &port)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn typed_index<T, K, F, I>(&mut self, name: &str, keys: F) -> TypedIndex<T, K>
+    where
+        T: crate::model::Table,
+        K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        F: Fn(&T) -> I + Send + Sync + 'static,
+        I: IntoIterator<Item = K> + 'static,
+    {
+        let at = self.typed.iter().position(|t| t.table() == T::NAME);
+        let mut table = at
+            .and_then(|i| self.typed[i].as_any().downcast_ref::<TypedTable<T>>())
+            .cloned()
+            .unwrap_or_default();
+        let index = table.index_many(name, keys);
+        match at {
+            Some(i) => self.typed[i] = Arc::new(table),
+            None => {
+                self.typed(table);
+            }
+        }
+        index
     }
 
     /// A stream of the changes of `T`'s table alone, decoded into `T` (inserts, updates
     /// with the old and new row, deletes with the last row), with its own
     /// [`TypedEvent::Ready`]. Like [`CacheEvents`] it is lossless: the cache waits for
     /// a reader that is behind by more than [`event_capacity`](Self::event_capacity)
-    /// batches (as set when this is called). `T`'s table is added to the monitored
-    /// tables if it is not there.
+    /// batches (as set when this is called), so a stream that is kept must be read
+    /// (else writes waiting for the cache fail with [`ErrorKind::HeldBack`](crate::ErrorKind::HeldBack),
+    /// naming it); [`subscribe_with`](Self::subscribe_with) a bounded
+    /// [`Delivery`] for a stream that must never hold the cache back. `T`'s table is
+    /// added to the monitored tables if it is not there.
     pub fn subscribe<T: crate::model::Table>(&mut self) -> TypedEvents<T> {
+        self.subscribe_with::<T>(Delivery::Lossless)
+    }
+
+    /// [`subscribe`](Self::subscribe) delivered as `delivery`: with
+    /// [`Delivery::Bounded`] the stream never holds the cache back, and a reader that
+    /// fell behind gets [`TypedEvent::Missed`] in place of what it missed.
+    pub fn subscribe_with<T: crate::model::Table>(&mut self, delivery: Delivery) -> TypedEvents<T> {
         self.tables
             .entry(T::NAME.to_owned())
             .or_insert_with(MonitorRequest::all);
-        let (subscriber, events) = typed_tables::subscription::<T>(self.event_capacity);
+        let (subscriber, events) = typed_tables::subscription::<T>(delivery, self.event_capacity);
         self.subscribers.push(subscriber);
         events
     }
@@ -240,6 +332,13 @@ pub enum CacheEvent {
         /// Why.
         error: String,
     },
+    /// A bounded stream ([`Delivery::Bounded`]) dropped this many events because its
+    /// reader was behind; they were between the events before and after this one.
+    /// The snapshot has them: read it again.
+    Missed {
+        /// How many events were dropped.
+        events: u64,
+    },
 }
 
 /// The event stream of a [`Cache`]: every change, untyped, and the cache's state.
@@ -253,6 +352,28 @@ pub(crate) struct Published {
     pub(crate) client: watch::Sender<Option<Client>>,
     pub(crate) schema: watch::Sender<Option<Arc<DatabaseSchema>>>,
     pub(crate) skew: watch::Sender<Option<Arc<crate::model::skew::SchemaSkew>>>,
+    /// The lossless stream the cache is waiting for, if any.
+    pub(crate) held: Arc<receiver::HeldBy>,
+    /// Each server's last reason to be unusable.
+    pub(crate) unusable: Arc<Unusable>,
+    /// The [`Snapshot::seq`] whose events are in every stream.
+    pub(crate) delivered: watch::Sender<u64>,
+}
+
+/// Each server's last reason to be unusable, by remote, for the error of a cache that
+/// does not sync.
+#[derive(Default)]
+pub(crate) struct Unusable(std::sync::Mutex<BTreeMap<String, String>>);
+
+impl Unusable {
+    pub(crate) fn record(&self, remote: &str, error: &str) {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.insert(remote.to_owned(), error.to_owned());
+    }
+
+    fn get(&self) -> BTreeMap<String, String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 /// Counters of a cache's life, for metrics.
@@ -337,6 +458,11 @@ impl CacheReader {
     }
 }
 
+/// What is left of the time until `deadline`.
+fn left(deadline: tokio::time::Instant) -> Duration {
+    deadline.saturating_duration_since(tokio::time::Instant::now())
+}
+
 /// A running cache. Dropping it stops its task and closes its connection.
 pub struct Cache {
     stats: Arc<CacheStats>,
@@ -346,6 +472,10 @@ pub struct Cache {
     skew: watch::Receiver<Option<Arc<crate::model::skew::SchemaSkew>>>,
     database: String,
     commands: mpsc::Sender<watcher::Command>,
+    held: Arc<receiver::HeldBy>,
+    unusable: Arc<Unusable>,
+    remotes: Vec<Remote>,
+    delivered: watch::Receiver<u64>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -367,7 +497,16 @@ impl Cache {
         let (client_tx, client) = watch::channel(None);
         let (schema_tx, schema) = watch::channel(None);
         let (skew_tx, skew) = watch::channel(None);
-        let (events_tx, events_rx) = mpsc::channel(config.event_capacity.max(1));
+        let (events_tx, events_rx) = receiver::channel(
+            "the CacheEvents stream (Cache::start's)".into(),
+            config.event_delivery,
+            config.event_capacity,
+            |events| CacheEvent::Missed { events },
+        );
+        let held = Arc::new(receiver::HeldBy::default());
+        let unusable = Arc::new(Unusable::default());
+        let remotes = config.remotes.clone();
+        let (delivered_tx, delivered) = watch::channel(0);
         let database = config.database.clone();
         let stats = Arc::new(CacheStats::default());
         let published = Published {
@@ -377,6 +516,9 @@ impl Cache {
             client: client_tx,
             schema: schema_tx,
             skew: skew_tx,
+            held: held.clone(),
+            unusable: unusable.clone(),
+            delivered: delivered_tx,
         };
         let (commands, commands_rx) = mpsc::channel(16);
         let task = tokio::spawn(reflector::run(
@@ -399,9 +541,13 @@ impl Cache {
                 skew,
                 database,
                 commands,
+                held,
+                unusable,
+                remotes,
+                delivered,
                 task,
             },
-            BatchReceiver::new(events_rx),
+            events_rx,
         )
     }
 
@@ -457,9 +603,39 @@ impl Cache {
         self.reader.clone()
     }
 
-    /// Waits until the initial contents are in.
+    /// Waits until the initial contents are in. It waits for as long as that takes:
+    /// [`ready`](Self::ready) says why it did not happen in time.
     pub async fn wait_until_ready(&self) {
         self.reader.wait_until_ready().await
+    }
+
+    /// Waits at most `timeout` until the initial contents are in. If they are not, the
+    /// error ([`ErrorKind::Unavailable`](crate::ErrorKind::Unavailable)) names each
+    /// server tried and why it was unusable (refused, not found, not the leader,
+    /// behind, a failed monitor…), or says that none has answered yet; the cache keeps
+    /// trying.
+    pub async fn ready(&self, timeout: Duration) -> Result<(), Error> {
+        if tokio::time::timeout(timeout, self.wait_until_ready())
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        let tried = self.unusable.get();
+        let why = if tried.is_empty() {
+            let remotes: Vec<String> = self.remotes.iter().map(|r| r.to_string()).collect();
+            format!("no server has answered yet (trying {})", remotes.join(", "))
+        } else {
+            tried
+                .iter()
+                .map(|(remote, error)| format!("{remote}: {error}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        Err(Error::not_ready(format!(
+            "the cache of {} did not sync within {timeout:?}: {why}",
+            self.database
+        )))
     }
 
     /// The connection the cache is synced over, if it is synced now.
@@ -472,11 +648,7 @@ impl Cache {
     /// [`Error::is_retryable`] is true; when the connection is lost after the request
     /// was sent, [`Error::is_outcome_unknown`] is true.
     pub async fn transact(&self, operations: &[Operation]) -> Result<Vec<OperationResult>, Error> {
-        let client = self.client().ok_or_else(|| {
-            Error::unavailable(Error::closed(Some(
-                "the cache is not connected to a usable server".into(),
-            )))
-        })?;
+        let client = self.client().ok_or_else(Error::cache_not_connected)?;
         client.transact(&self.database, operations).await
     }
 
@@ -494,44 +666,99 @@ impl Cache {
 
     /// Commits typed transaction `txn` over this cache's connection and waits, at most
     /// `timeout`, until the cache shows its effects (see
-    /// [`Cache::transact_and_wait`]): its typed result, read-your-writes.
+    /// [`Cache::transact_and_wait`]): its typed result, read-your-writes. A
+    /// transaction that could not be sent because the cache was between servers (a
+    /// failover) is sent once the cache has one, within the same `timeout` (a handle
+    /// from [`Cache::db`] follows the cache); one sent whose outcome is unknown is not.
     pub async fn commit_and_wait<D: crate::model::Database>(
         &self,
         txn: crate::model::db::Transaction<D>,
         timeout: Duration,
     ) -> Result<crate::model::db::TransactionResult, Error> {
-        let ops = txn.operations().to_vec();
-        let result = txn.commit().await?;
-        self.wait_shown(&ops, result.results(), timeout).await?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let result = self.send_by(deadline, || txn.send()).await?;
+        self.wait_shown(txn.operations(), result.results(), left(deadline))
+            .await?;
         Ok(result)
     }
 
-    /// A typed handle on the cache's connection: typed transactions built from it go
-    /// over the connection the cache is synced on, compared with the schema the cache
-    /// read. Fails, retryably, while the cache is not connected.
-    pub fn db<D: crate::model::Database>(&self) -> Result<crate::model::db::Db<D>, Error> {
-        let unavailable = || {
-            Error::unavailable(Error::closed(Some(
-                "the cache is not connected to a usable server".into(),
-            )))
+    /// Runs `send` until it is sent or `deadline`: a request not sent because the
+    /// cache was between servers (a failover) goes again once it has one. One whose
+    /// outcome is unknown is not sent again.
+    async fn send_by<T, F, Fut>(&self, deadline: tokio::time::Instant, send: F) -> Result<T, Error>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        loop {
+            match send().await {
+                Err(e)
+                    if e.is_retryable()
+                        && tokio::time::Instant::now() < deadline
+                        && self.reconnected_by(deadline).await =>
+                {
+                    // A handle bound to one closed client fails at once each time:
+                    // not in a tight loop.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Waits until the cache has a connection that is not closed, at most until
+    /// `deadline`; true if it has one.
+    async fn reconnected_by(&self, deadline: tokio::time::Instant) -> bool {
+        let mut client = self.client.clone();
+        let connected = async {
+            loop {
+                if client
+                    .borrow_and_update()
+                    .as_ref()
+                    .is_some_and(|c| !c.is_closed())
+                {
+                    return;
+                }
+                if client.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
         };
-        let client = self.client().ok_or_else(unavailable)?;
-        let schema = self.schema().ok_or_else(unavailable)?;
-        Ok(crate::model::db::Db::with_schema(client, &schema))
+        tokio::time::timeout_at(deadline, connected).await.is_ok()
+    }
+
+    /// A typed handle on the cache's connection: typed transactions built from it go
+    /// over the connection the cache is synced on *when each is committed*, compared
+    /// with the schema the cache read from that server, so a handle kept across a
+    /// reconnect or a failover follows the cache. Fails, retryably, while the cache has
+    /// never been connected; a commit fails the same way while it is between servers.
+    pub fn db<D: crate::model::Database>(&self) -> Result<crate::model::db::Db<D>, Error> {
+        crate::model::db::Db::following(self.client.clone(), self.schema.clone())
     }
 
     /// Runs a transaction over the cache's connection and waits, at most `timeout`,
     /// until the cache shows its effects (read-your-writes): inserted rows present,
-    /// rows updated, mutated or deleted by `_uuid` as the transaction left them. A
+    /// rows updated, mutated or deleted by `_uuid` as the transaction left them. Not
+    /// sent because the cache was between servers, it is sent once the cache has one,
+    /// within `timeout` (one whose outcome is unknown is not sent again).
+    ///
+    /// The order, on any runtime: when this returns, the events of the update that
+    /// showed the transaction are in every event stream (typed and untyped), so a
+    /// caller that reads its streams next finds its own changes there; and a reader
+    /// of any stream that sees an event finds the snapshot at least as new. A
     /// transaction that succeeded but whose effects did not show in time is an error
-    /// saying so (its results are lost to the caller: read the cache again).
+    /// saying so (its results are lost to the caller: read the cache again):
+    /// [`ErrorKind::HeldBack`](crate::ErrorKind::HeldBack) when a lossless stream's
+    /// reader is behind.
     pub async fn transact_and_wait(
         &self,
         operations: &[Operation],
         timeout: Duration,
     ) -> Result<Vec<OperationResult>, Error> {
-        let results = self.transact(operations).await?;
-        self.wait_shown(operations, &results, timeout).await?;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let results = self.send_by(deadline, || self.transact(operations)).await?;
+        self.wait_shown(operations, &results, left(deadline))
+            .await?;
         Ok(results)
     }
 
@@ -543,8 +770,34 @@ impl Cache {
         timeout: Duration,
     ) -> Result<(), Error> {
         let expected = Expected::new(operations, results);
-        if self.wait_for(timeout, |s| expected.shown_in(s)).await {
+        let deadline = tokio::time::Instant::now() + timeout;
+        // The contents that first show it, then their events in every stream: a
+        // caller that reads its streams after the wait finds its own events there.
+        let shown_at = std::sync::Mutex::new(None);
+        let shown = self
+            .wait_for(timeout, |s| {
+                let shown = expected.shown_in(s);
+                if shown {
+                    *shown_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.seq());
+                }
+                shown
+            })
+            .await;
+        let delivered = async {
+            let seq = (*shown_at.lock().unwrap_or_else(|p| p.into_inner()))?;
+            let mut d = self.delivered.clone();
+            let reached = tokio::time::timeout_at(deadline, d.wait_for(|v| *v >= seq)).await;
+            matches!(reached, Ok(Ok(_))).then_some(())
+        };
+        if shown && delivered.await.is_some() {
             Ok(())
+        } else if let Some((stream, for_)) = self.held.now() {
+            Err(Error::held_back(format!(
+                "the transaction committed but the cache did not show it within {timeout:?}: \
+                 the cache has been waiting {for_:.1?} for the reader of {stream}, which is \
+                 behind, and applies no update until it reads (read it, drop it, or subscribe \
+                 with Delivery::Bounded so that it never holds the cache back)"
+            )))
         } else {
             Err(Error::protocol(format!(
                 "the transaction committed but the cache did not show it within {timeout:?} (still missing: {})",

@@ -3,17 +3,13 @@
 //! streams), readiness, the connection and schema to transact with, the counters.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::receiver::BatchSender;
 use super::store::{Snapshot, Writer};
 use super::watcher::{self, Command, Contents, WatchEvent};
 use super::{CacheConfig, CacheEvent, Published};
-
-/// How long the cache waits for a behind [`crate::cache::CacheEvents`] reader before
-/// it says so.
-const STALL_WARNING: Duration = Duration::from_secs(5);
 
 /// Runs the cache: the watcher on its own task, the reflector on this one. Ends (and
 /// ends the watcher) when the task is aborted.
@@ -21,7 +17,7 @@ pub(super) async fn run(
     config: CacheConfig,
     writer: Writer,
     published: Published,
-    events: mpsc::Sender<Vec<CacheEvent>>,
+    events: BatchSender<CacheEvent>,
     commands: mpsc::Receiver<Command>,
 ) {
     let (watch_tx, watch_rx) = mpsc::channel(1);
@@ -49,7 +45,7 @@ struct Reflector {
     config: CacheConfig,
     writer: Writer,
     published: Published,
-    events: mpsc::Sender<Vec<CacheEvent>>,
+    events: BatchSender<CacheEvent>,
     /// Whether the initial contents were announced.
     announced: bool,
 }
@@ -116,6 +112,7 @@ impl Reflector {
                     }
                 }
                 WatchEvent::Unusable { remote, error } => {
+                    self.published.unusable.record(&remote, &error);
                     let now = self.writer.shared().load();
                     self.publish(vec![CacheEvent::Unusable { remote, error }], &now)
                         .await;
@@ -130,33 +127,21 @@ impl Reflector {
     /// Sends `batch`, which took the contents from `before` to what they are now.
     async fn publish(&self, batch: Vec<CacheEvent>, before: &Snapshot) {
         self.published.version.send_modify(|v| *v += 1);
+        let after = self.writer.shared().load();
         if !batch.is_empty() {
-            let after = self.writer.shared().load();
             for s in &self.config.subscribers {
                 let table = s.table();
-                s.deliver(&batch, before.typed_any(table), after.typed_any(table))
-                    .await;
+                s.deliver(
+                    &batch,
+                    before.typed_any(table),
+                    after.typed_any(table),
+                    &self.published.held,
+                )
+                .await;
             }
-            // Waits while the reader is behind: backpressure, never a dropped event. A
-            // dropped stream means nobody listens; the cache itself carries on. A kept
-            // stream nobody reads stops the cache, which is said once per stall.
-            let batch = match self.events.try_send(batch) {
-                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
-                Err(mpsc::error::TrySendError::Full(batch)) => batch,
-            };
-            let send = self.events.send(batch);
-            tokio::pin!(send);
-            if tokio::time::timeout(STALL_WARNING, &mut send)
-                .await
-                .is_err()
-            {
-                tracing::warn!(
-                    after = ?STALL_WARNING,
-                    "cache: waiting for the CacheEvents reader; no update is applied until it \
-                     reads (drop the stream if nothing reads it)"
-                );
-                let _ = send.await;
-            }
+            self.events.send(batch, &self.published.held).await;
         }
+        // Only the reflector stores snapshots: `after` is still the current one.
+        self.published.delivered.send_replace(after.seq());
     }
 }

@@ -50,6 +50,8 @@ pub struct Snapshot {
     indexes: BTreeMap<String, Vec<KeptIndex>>,
     /// The caller's row indexes, by slot.
     row_indexes: Vec<AnyIndex>,
+    /// How many times the contents were replaced before these (0 for the first).
+    seq: u64,
 }
 
 impl std::fmt::Debug for Snapshot {
@@ -62,6 +64,11 @@ impl std::fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
+    /// Which contents these are: each change the cache applies numbers the next.
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
     fn typed_state<T: Table>(&self) -> Option<&TypedState<T>> {
         self.typed.get(T::NAME)?.downcast_ref::<TypedState<T>>()
     }
@@ -78,6 +85,16 @@ impl Snapshot {
         table: &str,
         key: &[(&str, crate::Datum)],
     ) -> Option<(Uuid, Arc<CachedRow>)> {
+        self.indexed(table, key)?
+    }
+
+    /// [`Snapshot::find`] telling "no index on exactly those columns" (`None`) from
+    /// "no such row" (`Some(None)`).
+    pub(crate) fn indexed(
+        &self,
+        table: &str,
+        key: &[(&str, crate::Datum)],
+    ) -> Option<Option<(Uuid, Arc<CachedRow>)>> {
         let mut wanted: Vec<(&str, &crate::Datum)> = key.iter().map(|(c, d)| (*c, d)).collect();
         wanted.sort_by(|a, b| a.0.cmp(b.0));
         let index = self.indexes.get(table)?.iter().find(|i| {
@@ -85,16 +102,20 @@ impl Snapshot {
             names.eq(wanted.iter().map(|w| w.0))
         })?;
         let hash = key_hash(wanted.iter().map(|w| w.1));
-        let rows = self.tables.get(table)?;
-        index
-            .rows
-            .range((hash, 0)..=(hash, u128::MAX))
-            .map(|&(_, u)| Uuid::from_u128(u))
-            .find_map(|uuid| {
-                let row = rows.get(&uuid)?;
-                row.has_key(index.at(), wanted.iter().map(|w| w.1))
-                    .then(|| (uuid, row.clone()))
-            })
+        let Some(rows) = self.tables.get(table) else {
+            return Some(None);
+        };
+        Some(
+            index
+                .rows
+                .range((hash, 0)..=(hash, u128::MAX))
+                .map(|&(_, u)| Uuid::from_u128(u))
+                .find_map(|uuid| {
+                    let row = rows.get(&uuid)?;
+                    row.has_key(index.at(), wanted.iter().map(|w| w.1))
+                        .then(|| (uuid, row.clone()))
+                }),
+        )
     }
 
     /// The typed state of `table`, if it is kept typed.
@@ -106,6 +127,24 @@ impl Snapshot {
     /// ([`CacheConfig::typed`](super::CacheConfig::typed)); a cheap clone.
     pub fn rows<T: Table>(&self) -> Option<imbl::HashMap<Uuid, Arc<T>>> {
         self.typed_state::<T>().map(|s| s.rows.clone())
+    }
+
+    /// Every decoded row of `T`, in uuid order. `T`'s table not kept typed is an error
+    /// saying how to keep it ([`CacheConfig::typed`](super::CacheConfig::typed)); the
+    /// rows of a table that is not are read with [`Snapshot::table`].
+    pub fn all<T: Table>(&self) -> Result<Vec<Arc<T>>, crate::Error> {
+        let state = self.typed_state::<T>().ok_or_else(|| {
+            crate::Error::config(format!(
+                "table {} is not kept typed in this cache: CacheConfig::typed(TypedTable::<{}>::new()) \
+                 or CacheConfig::typed_index before Cache::start",
+                T::NAME,
+                std::any::type_name::<T>().rsplit("::").next().unwrap_or("T")
+            ))
+        })?;
+        let mut rows: Vec<(Uuid, Arc<T>)> =
+            state.rows.iter().map(|(u, r)| (*u, r.clone())).collect();
+        rows.sort_unstable_by_key(|(u, _)| *u);
+        Ok(rows.into_iter().map(|(_, r)| r).collect())
     }
 
     /// One decoded row of `T`.
@@ -129,7 +168,9 @@ impl Snapshot {
     {
         let unknown = || {
             crate::Error::config(format!(
-                "index {} of table {} is not one of this cache's",
+                "index {} of table {} is not one of this cache's: build it with \
+                 CacheConfig::typed_index (or pass the TypedTable it came from to \
+                 CacheConfig::typed) before Cache::start, and look it up in that cache",
                 index.name(),
                 T::NAME
             ))
@@ -242,8 +283,10 @@ impl Shared {
         self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    fn store(&self, s: Snapshot) {
-        *self.0.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(s);
+    fn store(&self, mut s: Snapshot) {
+        let mut cell = self.0.write().unwrap_or_else(|p| p.into_inner());
+        s.seq = cell.seq + 1;
+        *cell = Arc::new(s);
     }
 }
 

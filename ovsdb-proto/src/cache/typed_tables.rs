@@ -40,6 +40,8 @@ pub(crate) type IndexMap<K> = imbl::HashMap<K, imbl::HashSet<Uuid>>;
 /// What the writer needs to keep one typed table.
 pub(crate) trait TypedSpec: Send + Sync {
     fn table(&self) -> &'static str;
+    /// The [`TypedTable`] itself, to add an index to a registered table.
+    fn as_any(&self) -> &dyn Any;
     /// The new state after `events` (those of this table), from `current`.
     fn apply(&self, current: Option<&AnyState>, events: &[&Event]) -> Result<AnyState, String>;
 }
@@ -55,17 +57,19 @@ pub(crate) trait IndexFn<T>: Send + Sync {
     ) -> AnyState;
 }
 
+/// An index whose `keys` give each row's keys (none, one or several).
 pub(crate) struct Index<T, K, F> {
     pub(crate) id: u64,
-    pub(crate) key: F,
+    pub(crate) keys: F,
     pub(crate) _t: PhantomData<fn(&T) -> K>,
 }
 
-impl<T, K, F> IndexFn<T> for Index<T, K, F>
+impl<T, K, F, I> IndexFn<T> for Index<T, K, F>
 where
     T: Table,
     K: Hash + Eq + Clone + Send + Sync + 'static,
-    F: Fn(&T) -> Option<K> + Send + Sync,
+    F: Fn(&T) -> I + Send + Sync,
+    I: IntoIterator<Item = K>,
 {
     fn id(&self) -> u64 {
         self.id
@@ -82,7 +86,7 @@ where
             .cloned()
             .unwrap_or_default();
         for old in removed {
-            if let Some(k) = (self.key)(old) {
+            for k in (self.keys)(old) {
                 if let Some(set) = map.get_mut(&k) {
                     set.remove(&old.uuid());
                     if set.is_empty() {
@@ -92,7 +96,7 @@ where
             }
         }
         for (uuid, new) in added {
-            if let Some(k) = (self.key)(new) {
+            for k in (self.keys)(new) {
                 map.entry(k).or_default().insert(*uuid);
             }
         }
@@ -148,8 +152,17 @@ impl<T, K> TypedIndex<T, K> {
 /// let blue = cache.snapshot().lookup(&by_namespace, "blue")?;
 /// ```
 pub struct TypedTable<T> {
-    pub(crate) indexes: Vec<Box<dyn IndexFn<T>>>,
+    pub(crate) indexes: Vec<Arc<dyn IndexFn<T>>>,
     pub(crate) _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for TypedTable<T> {
+    fn clone(&self) -> Self {
+        TypedTable {
+            indexes: self.indexes.clone(),
+            _t: PhantomData,
+        }
+    }
 }
 
 impl<T: Table> Default for TypedTable<T> {
@@ -174,10 +187,23 @@ impl<T: Table> TypedTable<T> {
         K: Hash + Eq + Clone + Send + Sync + 'static,
         F: Fn(&T) -> Option<K> + Send + Sync + 'static,
     {
+        self.index_many(name, key)
+    }
+
+    /// Adds an index named `name` under which a row is found by each of the keys
+    /// `keys` gives (none, one or several): a reverse reference, say, the switch
+    /// holding a port found by the port's uuid (`|s| s.ports.iter().filter_map(Ref::uuid)`
+    /// collected). Returns the handle to look rows up with.
+    pub fn index_many<K, F, I>(&mut self, name: &str, keys: F) -> TypedIndex<T, K>
+    where
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+        F: Fn(&T) -> I + Send + Sync + 'static,
+        I: IntoIterator<Item = K> + 'static,
+    {
         let id = NEXT_INDEX.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.indexes.push(Box::new(Index {
+        self.indexes.push(Arc::new(Index {
             id,
-            key,
+            keys,
             _t: PhantomData,
         }));
         TypedIndex {
@@ -191,6 +217,10 @@ impl<T: Table> TypedTable<T> {
 impl<T: Table> TypedSpec for TypedTable<T> {
     fn table(&self) -> &'static str {
         T::NAME
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 
     fn apply(&self, current: Option<&AnyState>, events: &[&Event]) -> Result<AnyState, String> {
@@ -238,6 +268,7 @@ pub(crate) fn events_for_all(table: &str, rows: &TableRows) -> Vec<Event> {
 
 /// An item of a table's typed event stream ([`CacheConfig::subscribe`](super::CacheConfig::subscribe)).
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum TypedEvent<T> {
     /// A row of the table changed.
     Change {
@@ -258,6 +289,14 @@ pub enum TypedEvent<T> {
     },
     /// The initial contents are in (sent once, after their inserts).
     Ready,
+    /// A bounded stream ([`Delivery::Bounded`](super::Delivery::Bounded)) dropped
+    /// this many of the table's events because its reader was behind; they were
+    /// between the events before and after this one. The snapshot has them: read the
+    /// table again.
+    Missed {
+        /// How many events were dropped.
+        events: u64,
+    },
 }
 
 /// The typed event stream of one table: every change of the table, in order, decoded
@@ -275,20 +314,27 @@ pub(crate) trait Subscriber: Send + Sync {
         batch: &'a [CacheEvent],
         before: Option<&'a AnyState>,
         after: Option<&'a AnyState>,
+        held: &'a super::receiver::HeldBy,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>;
 }
 
 pub(crate) struct TypedSubscriber<T> {
-    pub(crate) tx: tokio::sync::mpsc::Sender<Vec<TypedEvent<T>>>,
+    pub(crate) tx: super::receiver::BatchSender<TypedEvent<T>>,
 }
 
-/// A subscriber and the stream it feeds.
-pub(crate) fn subscription<T: Table>(capacity: usize) -> (Arc<dyn Subscriber>, TypedEvents<T>) {
-    let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
-    (
-        Arc::new(TypedSubscriber { tx }),
-        super::BatchReceiver::new(rx),
-    )
+/// A subscriber delivering as `delivery` and the stream it feeds (`capacity`: a
+/// lossless stream's).
+pub(crate) fn subscription<T: Table>(
+    delivery: super::Delivery,
+    capacity: usize,
+) -> (Arc<dyn Subscriber>, TypedEvents<T>) {
+    let (tx, rx) = super::receiver::channel(
+        format!("TypedEvents<{}> (CacheConfig::subscribe)", T::NAME),
+        delivery,
+        capacity,
+        |events| TypedEvent::Missed { events },
+    );
+    (Arc::new(TypedSubscriber { tx }), rx)
 }
 
 impl<T: Table> Subscriber for TypedSubscriber<T> {
@@ -301,10 +347,12 @@ impl<T: Table> Subscriber for TypedSubscriber<T> {
         batch: &'a [CacheEvent],
         before: Option<&'a AnyState>,
         after: Option<&'a AnyState>,
+        held: &'a super::receiver::HeldBy,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
         let typed = |s: Option<&'a AnyState>| s.and_then(|s| s.downcast_ref::<TypedState<T>>());
         let (before, after) = (typed(before), typed(after));
         Box::pin(async move {
+            // Nobody listens: nothing to decode.
             if self.tx.is_closed() {
                 return;
             }
@@ -312,7 +360,9 @@ impl<T: Table> Subscriber for TypedSubscriber<T> {
                 .iter()
                 .filter_map(|e| match e {
                     CacheEvent::Ready => Some(TypedEvent::Ready),
-                    CacheEvent::Unusable { .. } | CacheEvent::Skew(_) => None,
+                    CacheEvent::Unusable { .. }
+                    | CacheEvent::Skew(_)
+                    | CacheEvent::Missed { .. } => None,
                     CacheEvent::Change(e) if e.table == T::NAME => {
                         Some(match typed_change::<T>(e, before, after) {
                             Ok(change) => TypedEvent::Change {
@@ -328,10 +378,7 @@ impl<T: Table> Subscriber for TypedSubscriber<T> {
                     CacheEvent::Change(_) => None,
                 })
                 .collect();
-            if !mine.is_empty() {
-                // A dropped stream means nobody listens; the cache carries on.
-                let _ = self.tx.send(mine).await;
-            }
+            self.tx.send(mine, held).await;
         })
     }
 }

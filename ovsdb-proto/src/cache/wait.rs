@@ -4,8 +4,10 @@
 //! From the operations and their results: an inserted row exists; a row updated by
 //! `_uuid` holds the values written (in the columns the cache monitors); a row mutated
 //! by `_uuid` holds the set elements and map keys inserted and lacks those deleted; a
-//! row deleted by `_uuid` is gone. Operations selecting rows by other conditions cannot
-//! be checked without reading the server, and are not.
+//! row deleted by `_uuid` is gone; after a delete whose conditions are all `==` on
+//! columns (`name == "sw0"`, the usual way to delete what one made), no row of the
+//! table matches them. Other operations selecting rows by other conditions cannot be
+//! checked without reading the server, and are not.
 
 use std::collections::BTreeMap;
 
@@ -30,6 +32,11 @@ pub(crate) enum Expect {
         column: String,
         value: Datum,
     },
+    /// No row of the table holds all these column values.
+    NoneMatch {
+        table: String,
+        equal: Vec<(String, Datum)>,
+    },
     /// The row's set or map column holds (or lacks) these elements or keys.
     Elements {
         table: String,
@@ -47,6 +54,24 @@ fn by_uuid(conditions: &[Condition]) -> Option<Uuid> {
         }
         _ => None,
     }
+}
+
+/// The columns and values of `conditions` when every one is `column == value` (and
+/// there is at least one).
+fn all_equal(
+    conditions: &[Condition],
+    named: &BTreeMap<String, Uuid>,
+) -> Option<Vec<(String, Datum)>> {
+    if conditions.is_empty() {
+        return None;
+    }
+    conditions
+        .iter()
+        .map(|c| match c.function {
+            Function::Eq => Some((c.column.clone(), resolve(&c.value, named)?)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Replaces named-uuids with the uuids the transaction gave them.
@@ -163,6 +188,11 @@ pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Ve
                         table: table.clone(),
                         uuid,
                     });
+                } else if let Some(equal) = all_equal(conditions, &named) {
+                    out.push(Expect::NoneMatch {
+                        table: table.clone(),
+                        equal,
+                    });
                 }
             }
             _ => {}
@@ -206,6 +236,20 @@ pub(crate) fn shown(s: &Snapshot, e: &Expect) -> bool {
     match e {
         Expect::Exists { table, uuid } => !monitored(table) || s.get(table, uuid).is_some(),
         Expect::Gone { table, uuid } => s.get(table, uuid).is_none(),
+        // One hash lookup when the columns are one of the schema's indexes (a port's
+        // name), else a scan of the table. A column the cache does not monitor
+        // matches nothing: shown.
+        Expect::NoneMatch { table, equal } => {
+            let key: Vec<(&str, Datum)> =
+                equal.iter().map(|(c, v)| (c.as_str(), v.clone())).collect();
+            match s.indexed(table, &key) {
+                Some(found) => found.is_none(),
+                None => !s
+                    .table(table)
+                    .values()
+                    .any(|row| equal.iter().all(|(c, v)| row.get(c) == Some(v))),
+            }
+        }
         Expect::Column {
             table,
             uuid,
@@ -290,7 +334,11 @@ mod tests {
             OperationResult::Count(1),
         ];
         let e = expectations(&ops, &results);
-        assert_eq!(e.len(), 4, "{e:?}");
+        assert_eq!(e.len(), 5, "{e:?}");
+        assert!(e.contains(&Expect::NoneMatch {
+            table: "LS".into(),
+            equal: vec![("name".into(), Datum::scalar("x"))],
+        }));
         assert!(e.contains(&Expect::Column {
             table: "LS".into(),
             uuid: u,
@@ -301,5 +349,21 @@ mod tests {
             table: "LS".into(),
             uuid: v
         }));
+    }
+
+    #[test]
+    fn a_delete_by_equal_columns_waits_until_no_cached_row_matches() {
+        let ops = vec![Operation::Delete {
+            table: "LS".into(),
+            conditions: vec![Condition::eq("name", "x")],
+        }];
+        let e = Expected::new(&ops, &[OperationResult::Count(1)]);
+        // An empty snapshot shows it; a condition other than == is not checked.
+        assert!(e.shown_in(&Snapshot::default()));
+        let other = vec![Operation::Delete {
+            table: "LS".into(),
+            conditions: vec![Condition::new("name", Function::Ne, "x")],
+        }];
+        assert!(expectations(&other, &[OperationResult::Count(1)]).is_empty());
     }
 }

@@ -224,7 +224,8 @@ impl Watcher {
             let trouble = match &end {
                 End::Again(why) => Some(why.clone()),
                 End::Canceled(_) => None,
-                End::Failed(e) => Some(e.to_string()),
+                // The event names the server: its reason need not again.
+                End::Failed(e) => Some(e.to_string().replace(&format!("{remote}: "), "")),
             };
             if let Some(error) = trouble {
                 self.emit(WatchEvent::Unusable {
@@ -367,6 +368,7 @@ impl Watcher {
             "cache: monitor reply decoded (from the request) and applied"
         );
         self.synced = true;
+        self.progress.raft.trust();
         self.progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
 
         loop {
@@ -450,6 +452,8 @@ impl Watcher {
                         {
                             return Ok(End::Again(format!("the server became unusable: {why}")));
                         }
+                        // The server the cache is synced with.
+                        self.progress.raft.trust();
                     }
                 }
                 Note::Other(id) => {

@@ -10,8 +10,9 @@
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::client::Client;
@@ -23,9 +24,12 @@ use crate::schema::DatabaseSchema;
 
 use super::skew::SchemaSkew;
 
-/// A connection used through the typed model `D`.
+/// A connection used through the typed model `D`: one client's
+/// ([`Db::connect`], [`Db::with_schema`]), or whichever connection a cache is synced on
+/// at the moment a transaction is sent ([`Cache::db`](crate::cache::Cache::db)), so
+/// that a handle kept across a failover follows the cache to the new server.
 pub struct Db<D> {
-    client: Client,
+    conn: Conn,
     skew: Arc<SchemaSkew>,
     _model: PhantomData<fn() -> D>,
 }
@@ -33,9 +37,36 @@ pub struct Db<D> {
 impl<D> Clone for Db<D> {
     fn clone(&self) -> Self {
         Db {
-            client: self.client.clone(),
+            conn: self.conn.clone(),
             skew: self.skew.clone(),
             _model: PhantomData,
+        }
+    }
+}
+
+/// Where a [`Db`]'s transactions go.
+#[derive(Clone)]
+enum Conn {
+    /// One client, for the handle's life.
+    Fixed(Client),
+    /// The connection of the moment, with the schema it was compared against: a
+    /// cache's, which reconnects.
+    Current {
+        client: watch::Receiver<Option<Client>>,
+        schema: watch::Receiver<Option<Arc<DatabaseSchema>>>,
+        /// The last schema compared, and its skew.
+        compared: Arc<Mutex<(Arc<DatabaseSchema>, Arc<SchemaSkew>)>>,
+    },
+}
+
+impl Conn {
+    fn client(&self) -> Result<Client, Error> {
+        match self {
+            Conn::Fixed(c) => Ok(c.clone()),
+            Conn::Current { client, .. } => client
+                .borrow()
+                .clone()
+                .ok_or_else(Error::cache_not_connected),
         }
     }
 }
@@ -59,7 +90,7 @@ impl<D: Database> Db<D> {
             );
         }
         Ok(Db {
-            client,
+            conn: Conn::Fixed(client),
             skew: Arc::new(skew),
             _model: PhantomData,
         })
@@ -70,26 +101,73 @@ impl<D: Database> Db<D> {
     pub fn with_schema(client: Client, schema: &DatabaseSchema) -> Db<D> {
         let skew = SchemaSkew::compare(&D::tables(), D::NAME, D::VERSION, schema);
         Db {
-            client,
+            conn: Conn::Fixed(client),
             skew: Arc::new(skew),
             _model: PhantomData,
         }
     }
 
-    /// How the server's schema differs from the model's.
+    /// A handle whose transactions go over `client`'s connection of the moment, built
+    /// against `schema`'s schema of the moment (a cache's: it fails, retryably, while
+    /// there is none).
+    pub(crate) fn following(
+        client: watch::Receiver<Option<Client>>,
+        schema: watch::Receiver<Option<Arc<DatabaseSchema>>>,
+    ) -> Result<Db<D>, Error> {
+        let now = schema
+            .borrow()
+            .clone()
+            .ok_or_else(Error::cache_not_connected)?;
+        let skew = Arc::new(SchemaSkew::compare(&D::tables(), D::NAME, D::VERSION, &now));
+        Ok(Db {
+            conn: Conn::Current {
+                client,
+                schema,
+                compared: Arc::new(Mutex::new((now, skew.clone()))),
+            },
+            skew,
+            _model: PhantomData,
+        })
+    }
+
+    /// How the server's schema differs from the model's (for a handle following a
+    /// cache: the server's when the handle was made or last began a transaction).
     pub fn skew(&self) -> &SchemaSkew {
         &self.skew
     }
 
-    /// The underlying client.
-    pub fn client(&self) -> &Client {
-        &self.client
+    /// The client transactions go over now (for a handle following a cache: fails,
+    /// retryably, while the cache has no connection).
+    pub fn client(&self) -> Result<Client, Error> {
+        self.conn.client()
+    }
+
+    /// This handle as of now: a handle following a cache takes the skew of the
+    /// schema the cache is synced with (compared again only when that changed).
+    fn current(&self) -> Db<D> {
+        let mut db = self.clone();
+        if let Conn::Current {
+            schema, compared, ..
+        } = &self.conn
+        {
+            let Some(now) = schema.borrow().clone() else {
+                return db;
+            };
+            let mut c = compared.lock().unwrap_or_else(|p| p.into_inner());
+            if !Arc::ptr_eq(&c.0, &now) {
+                // Once per sync with a server (each publishes its schema anew).
+                let skew = SchemaSkew::compare(&D::tables(), D::NAME, D::VERSION, &now);
+                *c = (now, Arc::new(skew));
+            }
+            db.skew = c.1.clone();
+        }
+        db
     }
 
     /// Starts building a transaction.
     pub fn transaction(&self) -> Transaction<D> {
         Transaction {
-            db: self.clone(),
+            db: self.current(),
             ops: Vec::new(),
             inserted: Vec::new(),
             error: None,
@@ -220,11 +298,17 @@ impl<D: Database> Transaction<D> {
     }
 
     /// Updates the row `new.uuid()` with the columns that differ between `old` and `new`
-    /// (and nothing else, so a concurrent writer's other columns are kept).
-    pub fn update<T: Table>(&mut self, old: &T, new: &T) -> Counted {
+    /// (and nothing else, so a concurrent writer's other columns are kept). Either may
+    /// be the `Arc<T>` a cache hands out ([`AsRow`](crate::model::AsRow)).
+    pub fn update<O, N>(&mut self, old: &O, new: &N) -> Counted
+    where
+        O: crate::model::AsRow,
+        N: crate::model::AsRow<Table = O::Table>,
+    {
+        let (old, new) = (old.as_row(), new.as_row());
         let changed = changed_columns(old, new);
         let conditions = vec![Condition::uuid(new.uuid())];
-        self.update_columns::<T>(conditions, changed)
+        self.update_columns::<O::Table>(conditions, changed)
     }
 
     /// Sets the given columns of `values` in every row meeting the conditions.
@@ -391,10 +475,16 @@ impl<D: Database> Transaction<D> {
     /// Sends the transaction. A problem found while building (a column the server
     /// lacks) fails here without sending anything.
     pub async fn commit(self) -> Result<TransactionResult, Error> {
-        if let Some(e) = self.error {
-            return Err(e);
+        self.send().await
+    }
+
+    /// [`commit`](Self::commit) without giving the transaction up, so that one not
+    /// sent (the connection was down) can be sent again.
+    pub(crate) async fn send(&self) -> Result<TransactionResult, Error> {
+        if let Some(e) = &self.error {
+            return Err(e.duplicate());
         }
-        let results = self.db.client.transact(D::NAME, &self.ops).await?;
+        let results = self.db.conn.client()?.transact(D::NAME, &self.ops).await?;
         let named = self
             .inserted
             .iter()

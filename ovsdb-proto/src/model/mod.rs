@@ -59,6 +59,54 @@ impl ColumnSource for Row {
     }
 }
 
+/// A set column's value from anything that converts, for struct literals:
+/// `addresses: set(["dynamic"])` rather than `["dynamic".to_string()].into()`.
+pub fn set<T: Ord, I>(items: I) -> std::collections::BTreeSet<T>
+where
+    I: IntoIterator,
+    I::Item: Into<T>,
+{
+    items.into_iter().map(Into::into).collect()
+}
+
+/// A map column's value from pairs of anything that converts, for struct literals:
+/// `external_ids: map([("owner", "me")])`.
+pub fn map<K: Ord, V, I, A, B>(pairs: I) -> std::collections::BTreeMap<K, V>
+where
+    I: IntoIterator<Item = (A, B)>,
+    A: Into<K>,
+    B: Into<V>,
+{
+    pairs
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect()
+}
+
+/// A row of a model table however it is held: `T` itself, or the `Arc<T>` a cache
+/// hands out (snapshots, typed events), so that both go straight into a typed
+/// transaction (`txn.update(&old, &new)` with `old: Arc<T>`, `new: T`).
+pub trait AsRow {
+    /// The row's table.
+    type Table: Table;
+    /// The row.
+    fn as_row(&self) -> &Self::Table;
+}
+
+impl<T: Table> AsRow for T {
+    type Table = T;
+    fn as_row(&self) -> &T {
+        self
+    }
+}
+
+impl<T: Table> AsRow for std::sync::Arc<T> {
+    type Table = T;
+    fn as_row(&self) -> &T {
+        self
+    }
+}
+
 /// A table's row type. Implemented by `#[derive(Table)]`.
 pub trait Table: Sized + Clone + PartialEq + Default + Send + Sync + 'static {
     /// The table's name in the schema.
