@@ -81,7 +81,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // What it made goes; its ports with it (ports are kept only by their switch).
     let mut txn = db.transaction();
     let deleted = txn.delete([LogicalSwitch::COLUMNS.name.eq("audit-sw")]);
-    let result = cache.commit_and_wait(txn, Duration::from_secs(5)).await?;
+    // Long enough for a cluster to elect a new leader if the old one just went.
+    let result = cache.commit_and_wait(txn, Duration::from_secs(15)).await?;
     println!(
         "deleted {} switch; {} owned",
         result.count(deleted).unwrap_or(0),

@@ -15,6 +15,24 @@ pub(super) fn backoff(min: Duration, max: Duration, failures: u32) -> Duration {
     min + (exp.saturating_sub(min)) * fraction / 1000
 }
 
+/// The wait after a server could not be used: the minimum while the round has
+/// servers left to try; after a round in which none could be used, [`backoff`] by the
+/// number of such rounds in a row (`failed_rounds`, counted here). A cluster electing a
+/// leader answers "not the leader" from every member for a while: counted per server,
+/// the wait would soon outgrow the election itself.
+pub(super) fn after_failure(
+    min: Duration,
+    max: Duration,
+    round_over: bool,
+    failed_rounds: &mut u32,
+) -> Duration {
+    if !round_over {
+        return min;
+    }
+    *failed_rounds = failed_rounds.saturating_add(1);
+    backoff(min, max, *failed_rounds)
+}
+
 fn random_u64() -> u64 {
     let b = Uuid::new_v4().into_bytes();
     u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[9], b[10]])
@@ -63,6 +81,31 @@ mod tests {
             let w = backoff(min, max, 3);
             assert!(w >= min && w <= min * 8, "{w:?}");
             assert!(backoff(min, max, 40) <= max, "capped");
+        }
+    }
+
+    #[test]
+    fn a_round_of_failures_waits_the_minimum_between_servers_and_longer_after_it() {
+        let (min, max) = (Duration::from_millis(50), Duration::from_secs(8));
+        for _ in 0..100 {
+            let mut rounds = 0;
+            // Three members answering "not the leader", four rounds in a row.
+            let mut total = Duration::ZERO;
+            for round in 1..=4u32 {
+                for server in 1..=3 {
+                    let w = after_failure(min, max, server == 3, &mut rounds);
+                    if server < 3 {
+                        assert_eq!(w, min, "round {round}, server {server}");
+                    } else {
+                        assert!(w >= min && w <= min * (1 << round), "{round}: {w:?}");
+                    }
+                    total += w;
+                }
+            }
+            assert_eq!(rounds, 4);
+            // Twelve servers tried within 1.3 s at most; counted per server, the
+            // twelfth wait alone could be 8 s.
+            assert!(total <= min * (8 + 2 + 4 + 8 + 16), "{total:?}");
         }
     }
 

@@ -42,8 +42,9 @@
 //! sync` measures the initial sync of 104k rows beside the time to read the same
 //! reply's bytes (`docs/benchmarks.md`).
 //!
-//! The cache reconnects by itself (shuffled remotes, exponential backoff with jitter,
-//! starting again from the minimum after a session that synced), only to a cluster's
+//! The cache reconnects by itself (shuffled remotes, the next one soon after one fails,
+//! exponential backoff with jitter after a round in which all failed, starting again
+//! from the minimum after a session that synced), only to a cluster's
 //! leader if asked, never to a server whose raft index is behind what it has seen (a
 //! new cluster id, a cluster rebuilt from scratch, starts the count over;
 //! `cache.reset_raft_index()` for a restored backup), and resumes with
@@ -120,9 +121,11 @@ pub struct CacheConfig {
     pub leader_only: bool,
     /// Connection options (TLS, limits).
     pub connect: ConnectOptions,
-    /// First wait between failed attempts.
+    /// The wait before the next server after one could not be used, and the
+    /// shortest after a round in which none could (the waits after such rounds grow
+    /// exponentially, with jitter).
     pub min_backoff: Duration,
-    /// Longest wait between failed attempts.
+    /// The longest wait after a round in which no server could be used.
     pub max_backoff: Duration,
     /// How many update messages may wait unread in [`CacheEvents`] (and in each
     /// lossless typed stream).

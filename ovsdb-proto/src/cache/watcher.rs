@@ -20,7 +20,7 @@ use crate::ops::Condition;
 use crate::remote::Remote;
 use crate::schema::DatabaseSchema;
 
-use super::backoff::{backoff, pick, shuffled};
+use super::backoff::{after_failure, backoff, pick, shuffled};
 use super::decode::{decode_note, Note, TableChanges};
 use super::health::RaftSeen;
 use super::row::Layouts;
@@ -179,7 +179,8 @@ impl Watcher {
     }
 
     async fn run(mut self) {
-        let mut failures: u32 = 0;
+        // Rounds in a row in which every server failed.
+        let mut failed_rounds: u32 = 0;
         // Servers that sent what does not fit the schema (rows whose values do not fit
         // their columns, updates that do not apply): tried after the others until one
         // of their sessions ends without such an error.
@@ -211,7 +212,7 @@ impl Watcher {
             // A session that synced was healthy: what failed before it is forgotten,
             // and the reconnect after it waits the minimum.
             if self.synced {
-                failures = 0;
+                failed_rounds = 0;
                 tried.clear();
             }
             let malformed = matches!(&end, End::Failed(e) if e.kind() == ErrorKind::Protocol);
@@ -237,18 +238,20 @@ impl Watcher {
             match end {
                 End::Again(why) | End::Canceled(why) => {
                     tracing::info!(%remote, %why, "cache: starting over");
-                    failures = 0;
-                }
-                End::Failed(e) if malformed => {
-                    let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
-                    failures = failures.saturating_add(1);
-                    tracing::warn!(%remote, error = %e, ?wait, "cache: malformed data from the server; trying the next one");
-                    tokio::time::sleep(wait).await;
+                    failed_rounds = 0;
                 }
                 End::Failed(e) => {
-                    let wait = backoff(self.config.min_backoff, self.config.max_backoff, failures);
-                    failures = failures.saturating_add(1);
-                    tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
+                    let wait = after_failure(
+                        self.config.min_backoff,
+                        self.config.max_backoff,
+                        tried.len() >= order.len(),
+                        &mut failed_rounds,
+                    );
+                    if malformed {
+                        tracing::warn!(%remote, error = %e, ?wait, "cache: malformed data from the server; trying the next one");
+                    } else {
+                        tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
+                    }
                     tokio::time::sleep(wait).await;
                 }
             }
