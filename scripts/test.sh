@@ -1,7 +1,8 @@
 #!/bin/sh
 # The whole test suite: installs the OVN sandbox on first use, checks formatting and
 # lints, runs every test (unit tests and the integration tests against real
-# ovsdb-server and ovn-northd), then checks that no daemon was left running.
+# ovsdb-server and ovn-northd, some in containers on the machine's Docker Engine), then
+# checks that no daemon, namespace, veth, container or Docker network was left behind.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -35,3 +36,14 @@ if [ -n "$left" ]; then
     exit 1
 fi
 echo "== no network namespace or veth left behind"
+
+# Containers and Docker networks the tests made carry this label (ovn-sandbox removes
+# them when their handles are dropped, panics included).
+left=$( (docker ps -a --filter label=org.ovsdb-rs.test --format 'container {{.Names}}'
+    docker network ls --filter label=org.ovsdb-rs.test --format 'network {{.Name}}') 2>&1)
+if [ -n "$left" ]; then
+    echo "containers or Docker networks left after the suite:" >&2
+    echo "$left" >&2
+    exit 1
+fi
+echo "== no container or Docker network left behind"

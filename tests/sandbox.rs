@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use integration_tests::{client, sandbox};
-use ovn_sandbox::{Cluster, Installation, OvsdbServer, ServerOptions};
+use ovn_sandbox::{Cluster, ContainerCluster, Installation, OvsdbServer, ServerOptions};
 use ovsdb_proto::{Condition, Datum, Operation, Row};
 
 fn named(name: &str) -> Row {
@@ -127,6 +127,38 @@ fn every_daemon_is_gone_after_a_panic() {
     let pids = pids.into_inner().unwrap();
     assert_eq!(pids.len(), 2);
     assert!(pids.iter().all(|p| !alive(*p)), "left running: {pids:?}");
+}
+
+#[test]
+fn a_container_clusters_containers_and_network_are_gone_after_a_panic() {
+    // The containers carry the name of the thread that made them (libtest names a
+    // test's thread after the test): a thread of this test's own.
+    let name = format!("containers-after-a-panic-{}", std::process::id());
+    let seen = std::sync::Mutex::new(Vec::new());
+    let r = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name(name.clone())
+            .spawn_scoped(s, || {
+                let install = Installation::recent().unwrap();
+                let cluster = ContainerCluster::start(&install, 1).unwrap();
+                assert_eq!(cluster.leader(), Some(0));
+                *seen.lock().unwrap() = ovn_sandbox::labelled(Some(&name)).unwrap();
+                panic!("test failure inside a container cluster");
+            })
+            .unwrap()
+            .join()
+    });
+    assert!(r.is_err());
+    let mut seen = seen.into_inner().unwrap();
+    seen.sort();
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    assert!(
+        seen[0].starts_with("container ovsrs-") && seen[0].ends_with("-nb0"),
+        "{seen:?}"
+    );
+    assert!(seen[1].starts_with("network ovsrs-"), "{seen:?}");
+    let left = ovn_sandbox::labelled(Some(&name)).unwrap();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 #[tokio::test]

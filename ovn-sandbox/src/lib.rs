@@ -11,11 +11,19 @@
 //! 26.03 (built once by `scripts/setup-ovn.sh`, found at `$OVN_SANDBOX_ROOT`, by default
 //! `/var/cache/ovsdb-rs/sid-root`), whose programs run under `chroot`; a recent enough
 //! OVN on `PATH`; or, for compatibility tests, the host's older OVN ([`Installation::host`]).
+//!
+//! On a machine with a Docker Engine, [`ContainerCluster`] runs a raft cluster's
+//! members as containers of the OVN image ([`ovn_image`]: the same root filesystem
+//! imported as the base of `ovn-sandbox/image/Dockerfile`), each with its own address
+//! on a network of its own, so that a member can be cut off ([`Container::disconnect`]),
+//! paused or killed.
 
 #![warn(missing_docs)]
 
 mod chassis;
 mod cluster;
+mod container;
+mod container_cluster;
 mod daemon;
 mod install;
 mod ports;
@@ -24,6 +32,11 @@ mod server;
 
 pub use chassis::{leftovers, Answer, Chassis, Pod, Transport, NETNS_PREFIX};
 pub use cluster::Cluster;
+pub use container::{
+    engine_available, labelled, ovn_image, Container, ContainerSpec, DockerNetwork, LABEL_PID,
+    LABEL_TEST,
+};
+pub use container_cluster::{ContainerCluster, CLIENT_PORT, RAFT_PORT};
 use daemon::{wait_until, Daemon, WorkDir};
 pub use install::Installation;
 pub use ports::{free_port, free_ports};

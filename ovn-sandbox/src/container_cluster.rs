@@ -1,0 +1,154 @@
+//! A raft-clustered OVN_Northbound whose members are containers, each with its own
+//! address on a network of its own, so that one can be cut off, paused or killed.
+
+use super::container::{ovn_image, Container, ContainerSpec, DockerNetwork};
+use super::*;
+
+/// The port members serve clients on.
+pub const CLIENT_PORT: u16 = 6641;
+/// The port members speak raft on.
+pub const RAFT_PORT: u16 = 6643;
+/// Where each member's control socket is, inside its container.
+const CTL: &str = "/run/ovn/db.ctl";
+
+/// A raft cluster of OVN_Northbound, one ovsdb-server container per member.
+///
+/// Member `i` is at host `10 + i` of the cluster's network (`tcp:ADDR:6641` for
+/// clients, `6643` for raft); member 0 created the cluster, the others joined it.
+/// The members are removed, then the network, when this is dropped.
+#[derive(Debug)]
+pub struct ContainerCluster {
+    /// The members, in order (dropped before the network).
+    members: Vec<Container>,
+    network: DockerNetwork,
+    image: String,
+    database: String,
+}
+
+impl ContainerCluster {
+    /// Starts an `n`-member cluster of OVN_Northbound from the OVN image (built on
+    /// first use from `install`'s root filesystem) and waits until every member is
+    /// connected to the cluster.
+    pub fn start(install: &Installation, n: usize) -> Result<ContainerCluster> {
+        if n == 0 || n > 200 {
+            return fail(format!("a cluster of {n} members: 1 to 200 are possible"));
+        }
+        let image = ovn_image(install)?;
+        let network = DockerNetwork::create()?;
+        let mut cluster = ContainerCluster {
+            members: Vec::new(),
+            network,
+            image,
+            database: "OVN_Northbound".into(),
+        };
+        for i in 0..n {
+            let member = cluster.start_member(i)?;
+            cluster.members.push(member);
+        }
+        cluster.wait_connected()?;
+        Ok(cluster)
+    }
+
+    fn raft_address(&self, i: usize) -> String {
+        format!("tcp:{}:{RAFT_PORT}", self.network.address(10 + i as u8))
+    }
+
+    /// Member `i`'s container: it creates (member 0) or joins the cluster the first
+    /// time it runs, then serves it; started again, it serves the files it has.
+    fn start_member(&self, i: usize) -> Result<Container> {
+        let db = "/var/lib/ovn/db.db";
+        let create = if i == 0 {
+            format!(
+                "ovsdb-tool create-cluster {db} /usr/share/ovn/ovn-nb.ovsschema {}",
+                self.raft_address(0)
+            )
+        } else {
+            let others: Vec<String> = (0..i).map(|j| self.raft_address(j)).collect();
+            format!(
+                "ovsdb-tool join-cluster {db} {} {} {}",
+                self.database,
+                self.raft_address(i),
+                others.join(" ")
+            )
+        };
+        let script = format!(
+            "set -e; [ -e {db} ] || {create}; \
+             exec ovsdb-server {db} --remote=ptcp:{CLIENT_PORT} --unixctl={CTL} \
+             --pidfile=/run/ovn/db.pid -vconsole:info"
+        );
+        Container::start(
+            &self.network,
+            10 + i as u8,
+            ContainerSpec {
+                image: &self.image,
+                name: &format!("nb{i}"),
+                cmd: vec!["sh".into(), "-c".into(), script],
+                ..Default::default()
+            },
+        )
+    }
+
+    /// The members' containers, in member order.
+    pub fn members(&self) -> &[Container] {
+        &self.members
+    }
+
+    /// The cluster's Docker network.
+    pub fn network(&self) -> &DockerNetwork {
+        &self.network
+    }
+
+    /// Member `i`'s client remote, `tcp:ADDR:6641`.
+    pub fn tcp_remote(&self, i: usize) -> String {
+        format!("tcp:{}:{CLIENT_PORT}", self.members[i].ip())
+    }
+
+    /// Every member's client remote, comma-separated, as `--db` takes them.
+    pub fn remotes(&self) -> String {
+        (0..self.members.len())
+            .map(|i| self.tcp_remote(i))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Member `i`'s `cluster/status` of the database.
+    pub fn status(&self, i: usize) -> Result<String> {
+        self.members[i].exec(&["ovs-appctl", "-t", CTL, "cluster/status", &self.database])
+    }
+
+    /// The member that says it leads now, among `among` (all when `None`).
+    pub fn leader_among(&self, among: &[usize]) -> Option<usize> {
+        among.iter().copied().find(|&i| {
+            self.status(i)
+                .is_ok_and(|s| s.lines().any(|l| l.trim() == "Role: leader"))
+        })
+    }
+
+    /// The member that says it leads now.
+    pub fn leader(&self) -> Option<usize> {
+        let all: Vec<usize> = (0..self.members.len()).collect();
+        self.leader_among(&all)
+    }
+
+    /// Waits until the members `among` agree on a leader among themselves (after a
+    /// partition, the others' election); its index.
+    pub fn wait_leader_among(&self, among: &[usize]) -> Result<usize> {
+        wait_until(
+            "a leader among the members",
+            || Ok(self.leader_among(among)),
+        )
+    }
+
+    /// Waits until every member says it is connected to the cluster.
+    pub fn wait_connected(&self) -> Result<()> {
+        for i in 0..self.members.len() {
+            wait_until("raft members to connect", || {
+                let s = self.status(i).unwrap_or_default();
+                Ok(s.lines()
+                    .any(|l| l.trim() == "Status: cluster member")
+                    .then_some(()))
+            })?;
+        }
+        Ok(())
+    }
+}
