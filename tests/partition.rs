@@ -11,12 +11,27 @@ use std::time::{Duration, Instant};
 use integration_tests::cache::{settle, Replay, TABLES};
 use integration_tests::{client, NB};
 use ovn_sandbox::{ContainerCluster, Installation};
-use ovsdb_proto::cache::{Cache, CacheConfig};
-use ovsdb_proto::{Condition, Datum, Operation, Remote, Row, WaitUntil};
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvent, CacheEvents, Change};
+use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row, WaitUntil};
 
 /// How often the cache probes a silent server: a connection to a member cut off the
 /// network is declared dead after two of these.
 const PROBE: Duration = Duration::from_secs(1);
+
+/// A cache of the cluster's members `members`, probing every [`PROBE`].
+fn cache_of(
+    cluster: &ContainerCluster,
+    members: &[usize],
+    leader_only: bool,
+) -> (Cache, CacheEvents) {
+    let remotes: Vec<String> = members.iter().map(|&i| cluster.tcp_remote(i)).collect();
+    let mut config = CacheConfig::new(Remote::parse_list(&remotes.join(",")).unwrap(), NB, TABLES);
+    config.leader_only = leader_only;
+    config.connect.inactivity_probe = Some(PROBE);
+    config.min_backoff = Duration::from_millis(20);
+    config.max_backoff = Duration::from_millis(500);
+    Cache::start(config)
+}
 
 fn named(name: &str) -> Row {
     [("name".to_string(), Datum::scalar(name))]
@@ -68,12 +83,7 @@ async fn write(cache: &Cache, name: &str, within: Duration) {
 async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost_or_doubled() {
     let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
     let cluster = ContainerCluster::start(&install, 3).unwrap_or_else(|e| panic!("{e}"));
-    let mut config = CacheConfig::new(Remote::parse_list(&cluster.remotes()).unwrap(), NB, TABLES);
-    config.leader_only = true;
-    config.connect.inactivity_probe = Some(PROBE);
-    config.min_backoff = Duration::from_millis(20);
-    config.max_backoff = Duration::from_millis(500);
-    let (cache, mut events) = Cache::start(config);
+    let (cache, mut events) = cache_of(&cluster, &[0, 1, 2], true);
     cache.ready(Duration::from_secs(20)).await.unwrap();
     let mut replay = Replay::default();
     let mut names = Vec::new();
@@ -83,10 +93,12 @@ async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost
     }
     let leader = cluster.leader().expect("a leader");
     let first = cache.client().expect("connected");
+    let remote = |i: usize| Remote::parse(&cluster.tcp_remote(i)).unwrap();
+    assert_eq!(cache.remote(), Some(remote(leader)), "a leader-only cache");
 
     // The leader cut off: the cache's connection to it goes silent (no reset, no FIN).
     let cut = Instant::now();
-    cluster.members()[leader].disconnect().unwrap();
+    cluster.cut_off(leader).unwrap();
     let others: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
     // Writes go on; the first one waits out the probe, the election and the reconnect.
     names.push("during-0".into());
@@ -97,6 +109,7 @@ async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost
         !cache.client().unwrap().same_connection(&first),
         "the cache still uses its connection to the cut-off leader"
     );
+    assert_eq!(cache.remote(), Some(remote(new_leader)));
     for i in 1..10 {
         names.push(format!("during-{i}"));
         write(&cache, names.last().unwrap(), Duration::from_secs(10)).await;
@@ -113,7 +126,7 @@ async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost
 
     // Healed: the old leader rejoins as a follower, and writes still go on.
     let healed = Instant::now();
-    cluster.members()[leader].reconnect().unwrap();
+    cluster.heal(leader).unwrap();
     cluster.wait_connected().unwrap();
     for i in 0..5 {
         names.push(format!("after-{i}"));
@@ -144,4 +157,152 @@ async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost
     assert!(on_old.is_ok(), "the healed member never caught up");
     replay.drain(&mut events);
     assert_eq!(replay.contents(), want);
+}
+
+/// The counter's value in a `Logical_Switch` row named "counter" (its
+/// `external_ids:n`), if the row is that.
+fn counter(row: &Row) -> Option<u64> {
+    let is_counter = row.get("name")?.as_scalar()?.as_str() == Some("counter");
+    let ids = row.get("external_ids")?.as_map()?;
+    let n = ids
+        .iter()
+        .find(|(k, _)| k.as_str() == Some("n"))?
+        .1
+        .as_str()?;
+    is_counter.then(|| n.parse().unwrap())
+}
+
+/// Sets the counter to `n` through `w`.
+async fn set_counter(w: &Client, n: u64) {
+    let mut row = Row::new();
+    row.insert("external_ids".into(), Datum::map([("n", n.to_string())]));
+    w.transact(
+        NB,
+        &[Operation::Update {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::eq("name", "counter")],
+            row,
+        }],
+    )
+    .await
+    .unwrap();
+}
+
+/// Applies the events waiting to `replay`, failing on any that takes the counter back
+/// (or away): the highest value seen so far.
+fn follow(events: &mut CacheEvents, replay: &mut Replay, mut seen: u64) -> u64 {
+    while let Some(e) = events.try_recv() {
+        if let CacheEvent::Change(c) = &e {
+            match &c.change {
+                Change::Insert { new } | Change::Modify { new, .. } => {
+                    if let Some(n) = counter(&new.to_row()) {
+                        assert!(n >= seen, "the counter went back from {seen} to {n}");
+                        seen = n;
+                    }
+                }
+                Change::Delete { old } => assert!(
+                    counter(&old.to_row()).is_none(),
+                    "the counter was deleted (a stale resync)"
+                ),
+            }
+        }
+        replay.apply(e);
+    }
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_reading_an_isolated_follower_moves_on_and_never_goes_back_in_time() {
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    let cluster = ContainerCluster::start(&install, 3).unwrap_or_else(|e| panic!("{e}"));
+    let leader = cluster.leader().expect("a leader");
+    let followers: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    let (w, _) = client(&cluster.tcp_remote(leader)).await;
+    let mut row = named("counter");
+    row.insert("external_ids".into(), Datum::map([("n", "0")]));
+    w.transact(NB, &[Operation::insert("Logical_Switch", row)])
+        .await
+        .unwrap();
+
+    // A cache reading from the followers only (any member will do).
+    let (cache, mut events) = cache_of(&cluster, &followers, false);
+    cache.ready(Duration::from_secs(20)).await.unwrap();
+    let mut replay = Replay::default();
+    let mut seen = follow(&mut events, &mut replay, 0);
+    let reading = (0..3)
+        .find(|&i| cache.remote() == Some(Remote::parse(&cluster.tcp_remote(i)).unwrap()))
+        .expect("the cache reads from a member");
+    let other = followers.iter().copied().find(|&i| i != reading).unwrap();
+
+    // Its member cut off its peers (clients still reach it): it falls behind while
+    // the counter goes on, says it is not connected to its cluster, and the cache
+    // moves to the other follower, never showing an older value.
+    let cut = Instant::now();
+    cluster.isolate(reading).unwrap();
+    let mut n = 0;
+    let mut last_snap = 0;
+    let mut moved = None;
+    while moved.is_none() || n < 20 {
+        n += 1;
+        set_counter(&w, n).await;
+        seen = follow(&mut events, &mut replay, seen);
+        let snap_n = cache
+            .snapshot()
+            .table("Logical_Switch")
+            .values()
+            .find_map(|r| counter(&r.to_row()))
+            .unwrap();
+        assert!(
+            snap_n >= last_snap,
+            "the snapshot went back from {last_snap} to {snap_n}"
+        );
+        last_snap = snap_n;
+        if moved.is_none()
+            && cache.remote() == Some(Remote::parse(&cluster.tcp_remote(other)).unwrap())
+        {
+            moved = Some(cut.elapsed());
+        }
+        assert!(
+            cut.elapsed() < Duration::from_secs(30),
+            "the cache never moved"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let moved = moved.unwrap();
+    // It moved because its member said so, not because the connection died.
+    seen = follow(&mut events, &mut replay, seen);
+    assert!(
+        replay
+            .unusable
+            .iter()
+            .any(|(r, e)| *r == cluster.tcp_remote(reading) && e.contains("not connected")),
+        "{:?}",
+        replay.unusable
+    );
+    eprintln!("follower {reading} isolated: the cache moved to member {other} after {moved:?}");
+    // On the other follower, the cache shows the latest value.
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), move |snap| {
+                snap.table("Logical_Switch")
+                    .values()
+                    .any(|r| counter(&r.to_row()) == Some(n))
+            })
+            .await,
+        "the cache does not follow the counter after the move"
+    );
+
+    // Healed: it rejoins; the counter goes on; cache and server agree.
+    cluster.heal(reading).unwrap();
+    cluster.wait_connected().unwrap();
+    for _ in 0..10 {
+        n += 1;
+        set_counter(&w, n).await;
+        seen = follow(&mut events, &mut replay, seen);
+    }
+    let want = settle(&cache, &w).await;
+    follow(&mut events, &mut replay, seen);
+    assert_eq!(replay.contents(), want);
+    let last = want["Logical_Switch"].values().find_map(counter);
+    assert_eq!(last, Some(n));
 }

@@ -420,13 +420,13 @@ impl Drop for DockerNetwork {
     }
 }
 
-/// A container on a [`DockerNetwork`] with a fixed address, removed (with its
-/// anonymous volumes) when dropped.
+/// A container on one or more [`DockerNetwork`]s, with a fixed address on each,
+/// removed (with its anonymous volumes) when dropped.
 #[derive(Debug)]
 pub struct Container {
     name: String,
-    network: String,
-    ip: Ipv4Addr,
+    /// Its networks' names and its address on each, and whether it is on it now.
+    networks: Vec<(String, Ipv4Addr, std::sync::atomic::AtomicBool)>,
 }
 
 /// What a container runs and how.
@@ -434,7 +434,7 @@ pub struct Container {
 pub struct ContainerSpec<'a> {
     /// The image.
     pub image: &'a str,
-    /// The container's name suffix (the name is `<network>-<name>`).
+    /// The container's name suffix (the name is `<first network>-<name>`).
     pub name: &'a str,
     /// The command (the image's entry point's arguments, or the program).
     pub cmd: Vec<String>,
@@ -443,31 +443,43 @@ pub struct ContainerSpec<'a> {
 }
 
 impl Container {
-    /// Creates and starts a container on `network` at host number `host`.
-    pub fn start(network: &DockerNetwork, host: u8, spec: ContainerSpec<'_>) -> Result<Container> {
+    /// Creates a container on each of `networks` at the given host number of each (at
+    /// least one), and starts it.
+    pub fn start(networks: &[(&DockerNetwork, u8)], spec: ContainerSpec<'_>) -> Result<Container> {
         let docker = docker()?;
-        let name = format!("{}-{}", network.name, spec.name);
-        let ip = network.address(host);
+        let Some((first, _)) = networks.first() else {
+            return fail("a container needs a network");
+        };
+        let name = format!("{}-{}", first.name, spec.name);
+        let networks: Vec<(String, Ipv4Addr)> = networks
+            .iter()
+            .map(|(n, host)| (n.name.clone(), n.address(*host)))
+            .collect();
         let config = ContainerCreateBody {
             image: Some(spec.image.to_owned()),
             cmd: Some(spec.cmd),
             hostname: Some(spec.name.to_owned()),
             labels: Some(labels()),
             host_config: Some(HostConfig {
-                network_mode: Some(network.name.clone()),
+                network_mode: Some(networks[0].0.clone()),
                 cap_add: (!spec.cap_add.is_empty()).then_some(spec.cap_add),
                 init: Some(true),
                 ..Default::default()
             }),
             networking_config: Some(NetworkingConfig {
-                endpoints_config: Some(HashMap::from([(network.name.clone(), endpoint(ip))])),
+                endpoints_config: Some(HashMap::from([(
+                    networks[0].0.clone(),
+                    endpoint(networks[0].1),
+                )])),
             }),
             ..Default::default()
         };
         let container = Container {
             name: name.clone(),
-            network: network.name.clone(),
-            ip,
+            networks: networks
+                .iter()
+                .map(|(n, ip)| (n.clone(), *ip, true.into()))
+                .collect(),
         };
         block(async move {
             let options = CreateContainerOptionsBuilder::default().name(&name).build();
@@ -475,6 +487,19 @@ impl Container {
                 .create_container(Some(options), config)
                 .await
                 .map_err(|e| engine_error(&format!("docker create {name}"), e))?;
+            // The engine takes one network at creation; the others before the start.
+            for (network, ip) in &networks[1..] {
+                let request = NetworkConnectRequest {
+                    container: name.clone(),
+                    endpoint_config: Some(endpoint(*ip)),
+                };
+                docker
+                    .connect_network(network, request)
+                    .await
+                    .map_err(|e| {
+                        engine_error(&format!("docker network connect {network} {name}"), e)
+                    })?;
+            }
             docker
                 .start_container(&name, None)
                 .await
@@ -489,9 +514,17 @@ impl Container {
         &self.name
     }
 
-    /// The container's address on its network.
+    /// The container's address on its first network.
     pub fn ip(&self) -> Ipv4Addr {
-        self.ip
+        self.networks[0].1
+    }
+
+    /// The container's address on `network`, if it was made on it.
+    pub fn ip_on(&self, network: &DockerNetwork) -> Option<Ipv4Addr> {
+        self.networks
+            .iter()
+            .find(|(n, _, _)| *n == network.name)
+            .map(|(_, ip, _)| *ip)
     }
 
     /// Runs `cmd` in the container and returns its standard output; an error carries
@@ -542,33 +575,49 @@ impl Container {
         }
     }
 
-    /// Cuts the container off its network (`docker network disconnect`): nothing
-    /// reaches it or leaves it until [`reconnect`](Self::reconnect).
-    pub fn disconnect(&self) -> Result<()> {
-        let docker = docker()?;
-        let (network, name) = (self.network.clone(), self.name.clone());
-        block(async move {
-            let request = NetworkDisconnectRequest {
-                container: name.clone(),
-                force: Some(true),
-            };
-            docker.disconnect_network(&network, request).await
-        })?
-        .map_err(|e| engine_error(&format!("docker network disconnect {}", self.name), e))
+    /// Cuts the container off `network` (`docker network disconnect`), or off every
+    /// network when `None`: nothing reaches it or leaves it there until
+    /// [`reconnect`](Self::reconnect).
+    pub fn disconnect(&self, network: Option<&DockerNetwork>) -> Result<()> {
+        self.set_connected(network, false)
     }
 
-    /// Puts the container back on its network, at the same address.
-    pub fn reconnect(&self) -> Result<()> {
+    /// Puts the container back on `network` (every network it was cut off when
+    /// `None`), at the same address.
+    pub fn reconnect(&self, network: Option<&DockerNetwork>) -> Result<()> {
+        self.set_connected(network, true)
+    }
+
+    fn set_connected(&self, network: Option<&DockerNetwork>, on: bool) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
         let docker = docker()?;
-        let (network, name, ip) = (self.network.clone(), self.name.clone(), self.ip);
-        block(async move {
-            let request = NetworkConnectRequest {
-                container: name,
-                endpoint_config: Some(endpoint(ip)),
-            };
-            docker.connect_network(&network, request).await
-        })?
-        .map_err(|e| engine_error(&format!("docker network connect {}", self.name), e))
+        for (net, ip, connected) in &self.networks {
+            if network.is_some_and(|n| n.name != *net) || connected.load(SeqCst) == on {
+                continue;
+            }
+            let (d, net2, name, ip) = (docker.clone(), net.clone(), self.name.clone(), *ip);
+            block(async move {
+                if on {
+                    let request = NetworkConnectRequest {
+                        container: name,
+                        endpoint_config: Some(endpoint(ip)),
+                    };
+                    d.connect_network(&net2, request).await
+                } else {
+                    let request = NetworkDisconnectRequest {
+                        container: name,
+                        force: Some(true),
+                    };
+                    d.disconnect_network(&net2, request).await
+                }
+            })?
+            .map_err(|e| {
+                let verb = if on { "connect" } else { "disconnect" };
+                engine_error(&format!("docker network {verb} {net} {}", self.name), e)
+            })?;
+            connected.store(on, SeqCst);
+        }
+        Ok(())
     }
 
     /// `docker pause`: every process in the container frozen.

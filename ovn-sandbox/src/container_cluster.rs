@@ -13,14 +13,18 @@ const CTL: &str = "/run/ovn/db.ctl";
 
 /// A raft cluster of OVN_Northbound, one ovsdb-server container per member.
 ///
-/// Member `i` is at host `10 + i` of the cluster's network (`tcp:ADDR:6641` for
-/// clients, `6643` for raft); member 0 created the cluster, the others joined it.
-/// The members are removed, then the network, when this is dropped.
+/// The members speak raft on one network (port 6643) and serve clients on another
+/// (`tcp:ADDR:6641`), member `i` at host `10 + i` of each, so that a member can be
+/// isolated from its peers while clients still reach it ([`isolate`](Self::isolate)),
+/// or cut off both ([`cut_off`](Self::cut_off)). Member 0 created the cluster, the
+/// others joined it. The members are removed, then the networks, when this is
+/// dropped.
 #[derive(Debug)]
 pub struct ContainerCluster {
-    /// The members, in order (dropped before the network).
+    /// The members, in order (dropped before the networks).
     members: Vec<Container>,
-    network: DockerNetwork,
+    raft: DockerNetwork,
+    clients: DockerNetwork,
     image: String,
     database: String,
 }
@@ -34,10 +38,12 @@ impl ContainerCluster {
             return fail(format!("a cluster of {n} members: 1 to 200 are possible"));
         }
         let image = ovn_image(install)?;
-        let network = DockerNetwork::create()?;
+        let raft = DockerNetwork::create()?;
+        let clients = DockerNetwork::create()?;
         let mut cluster = ContainerCluster {
             members: Vec::new(),
-            network,
+            raft,
+            clients,
             image,
             database: "OVN_Northbound".into(),
         };
@@ -50,7 +56,7 @@ impl ContainerCluster {
     }
 
     fn raft_address(&self, i: usize) -> String {
-        format!("tcp:{}:{RAFT_PORT}", self.network.address(10 + i as u8))
+        format!("tcp:{}:{RAFT_PORT}", self.raft.address(10 + i as u8))
     }
 
     /// Member `i`'s container: it creates (member 0) or joins the cluster the first
@@ -76,9 +82,9 @@ impl ContainerCluster {
              exec ovsdb-server {db} --remote=ptcp:{CLIENT_PORT} --unixctl={CTL} \
              --pidfile=/run/ovn/db.pid -vconsole:info"
         );
+        let host = 10 + i as u8;
         Container::start(
-            &self.network,
-            10 + i as u8,
+            &[(&self.raft, host), (&self.clients, host)],
             ContainerSpec {
                 image: &self.image,
                 name: &format!("nb{i}"),
@@ -93,14 +99,32 @@ impl ContainerCluster {
         &self.members
     }
 
-    /// The cluster's Docker network.
-    pub fn network(&self) -> &DockerNetwork {
-        &self.network
+    /// The network clients reach the members on.
+    pub fn client_network(&self) -> &DockerNetwork {
+        &self.clients
     }
 
     /// Member `i`'s client remote, `tcp:ADDR:6641`.
     pub fn tcp_remote(&self, i: usize) -> String {
-        format!("tcp:{}:{CLIENT_PORT}", self.members[i].ip())
+        let ip = self.members[i]
+            .ip_on(&self.clients)
+            .expect("on the clients' network");
+        format!("tcp:{ip}:{CLIENT_PORT}")
+    }
+
+    /// Cuts member `i` off its peers and its clients: nothing reaches it.
+    pub fn cut_off(&self, i: usize) -> Result<()> {
+        self.members[i].disconnect(None)
+    }
+
+    /// Cuts member `i` off its peers only: clients still reach it.
+    pub fn isolate(&self, i: usize) -> Result<()> {
+        self.members[i].disconnect(Some(&self.raft))
+    }
+
+    /// Puts member `i` back on every network it was cut off.
+    pub fn heal(&self, i: usize) -> Result<()> {
+        self.members[i].reconnect(None)
     }
 
     /// Every member's client remote, comma-separated, as `--db` takes them.

@@ -353,6 +353,8 @@ pub(crate) struct Published {
     pub(crate) ready: watch::Sender<bool>,
     pub(crate) version: watch::Sender<u64>,
     pub(crate) client: watch::Sender<Option<Client>>,
+    /// The server `client` is connected to.
+    pub(crate) remote: watch::Sender<Option<Remote>>,
     pub(crate) schema: watch::Sender<Option<Arc<DatabaseSchema>>>,
     pub(crate) skew: watch::Sender<Option<Arc<crate::model::skew::SchemaSkew>>>,
     /// The lossless stream the cache is waiting for, if any.
@@ -471,6 +473,7 @@ pub struct Cache {
     stats: Arc<CacheStats>,
     reader: CacheReader,
     client: watch::Receiver<Option<Client>>,
+    remote: watch::Receiver<Option<Remote>>,
     schema: watch::Receiver<Option<Arc<DatabaseSchema>>>,
     skew: watch::Receiver<Option<Arc<crate::model::skew::SchemaSkew>>>,
     database: String,
@@ -498,6 +501,7 @@ impl Cache {
         let (ready_tx, ready) = watch::channel(false);
         let (version_tx, version) = watch::channel(0);
         let (client_tx, client) = watch::channel(None);
+        let (remote_tx, remote) = watch::channel(None);
         let (schema_tx, schema) = watch::channel(None);
         let (skew_tx, skew) = watch::channel(None);
         let (events_tx, events_rx) = receiver::channel(
@@ -517,6 +521,7 @@ impl Cache {
             ready: ready_tx,
             version: version_tx,
             client: client_tx,
+            remote: remote_tx,
             schema: schema_tx,
             skew: skew_tx,
             held: held.clone(),
@@ -540,6 +545,7 @@ impl Cache {
                     version,
                 },
                 client,
+                remote,
                 schema,
                 skew,
                 database,
@@ -644,6 +650,12 @@ impl Cache {
     /// The connection the cache is synced over, if it is synced now.
     pub fn client(&self) -> Option<Client> {
         self.client.borrow().clone()
+    }
+
+    /// The server the cache is synced with now, if any (one of the configured
+    /// remotes): which member of a cluster it follows.
+    pub fn remote(&self) -> Option<Remote> {
+        self.remote.borrow().clone()
     }
 
     /// Runs a transaction over the cache's connection. When the cache is not connected

@@ -62,6 +62,7 @@ impl Reflector {
                         skew,
                         schema,
                         client,
+                        remote,
                     } = *contents;
                     if let Some(skew) = &skew {
                         self.published
@@ -96,6 +97,7 @@ impl Reflector {
                     // transact at once.
                     self.published.schema.send_replace(Some(schema));
                     self.published.client.send_replace(Some(client));
+                    self.published.remote.send_replace(Some(remote));
                     self.published.ready.send_replace(true);
                 }
                 WatchEvent::Changed { changes, ack } => {
@@ -119,6 +121,7 @@ impl Reflector {
                 }
                 WatchEvent::Disconnected => {
                     self.published.client.send_replace(None);
+                    self.published.remote.send_replace(None);
                 }
             }
         }

@@ -101,6 +101,8 @@ pub(super) struct Contents {
     pub(super) schema: Arc<DatabaseSchema>,
     /// The connection they came over, to transact on.
     pub(super) client: Client,
+    /// The server they came from.
+    pub(super) remote: Remote,
 }
 
 /// What the watcher reports to the reflector.
@@ -137,6 +139,7 @@ pub(super) async fn run(
         commands,
         progress,
         synced: false,
+        serving: None,
     }
     .run()
     .await
@@ -150,6 +153,8 @@ struct Watcher {
     progress: Progress,
     /// True once the current session's contents applied.
     synced: bool,
+    /// The server of the current session.
+    serving: Option<Remote>,
 }
 
 impl Watcher {
@@ -207,6 +212,7 @@ impl Watcher {
             next = at + 1;
             tried.push(remote.clone());
             self.synced = false;
+            self.serving = Some(remote.clone());
             let end = self.session(&remote).await.unwrap_or_else(End::Failed);
             self.emit(WatchEvent::Disconnected).await;
             // A session that synced was healthy: what failed before it is forgotten,
@@ -359,6 +365,7 @@ impl Watcher {
             skew: skew_changed,
             schema: Arc::new(schema),
             client: client.clone(),
+            remote: self.serving.clone().expect("a session's server"),
         });
         let resync = !reply.found;
         self.emit_rows(move |ack| WatchEvent::Synced { contents, ack })
