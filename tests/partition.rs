@@ -18,19 +18,19 @@ use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row, WaitUntil};
 /// network is declared dead after two of these.
 const PROBE: Duration = Duration::from_secs(1);
 
-/// A cache of the cluster's members `members`, probing every [`PROBE`].
-fn cache_of(
-    cluster: &ContainerCluster,
-    members: &[usize],
-    leader_only: bool,
-) -> (Cache, CacheEvents) {
+/// How long a request may wait for its reply in the pause test.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A cache's configuration for the cluster's members `members`, probing every
+/// [`PROBE`].
+fn config_of(cluster: &ContainerCluster, members: &[usize], leader_only: bool) -> CacheConfig {
     let remotes: Vec<String> = members.iter().map(|&i| cluster.tcp_remote(i)).collect();
     let mut config = CacheConfig::new(Remote::parse_list(&remotes.join(",")).unwrap(), NB, TABLES);
     config.leader_only = leader_only;
     config.connect.inactivity_probe = Some(PROBE);
     config.min_backoff = Duration::from_millis(20);
     config.max_backoff = Duration::from_millis(500);
-    Cache::start(config)
+    config
 }
 
 fn named(name: &str) -> Row {
@@ -39,11 +39,10 @@ fn named(name: &str) -> Row {
         .collect()
 }
 
-/// Inserts switch `name` through the cache unless it exists (a `wait` guards the
-/// insert, so a retry after an unknown outcome cannot add it twice), retrying what
-/// failed for the connection's sake until it is in or `within` is over.
-async fn write(cache: &Cache, name: &str, within: Duration) {
-    let guarded = [
+/// Inserting switch `name` unless one has that name (the `wait` fails with "timed
+/// out" if one does).
+fn insert_unless_there(name: &str) -> [Operation; 2] {
+    [
         Operation::Wait {
             table: "Logical_Switch".into(),
             timeout: Some(0),
@@ -53,7 +52,14 @@ async fn write(cache: &Cache, name: &str, within: Duration) {
             rows: vec![],
         },
         Operation::insert("Logical_Switch", named(name)),
-    ];
+    ]
+}
+
+/// Inserts switch `name` through the cache unless it exists (a `wait` guards the
+/// insert, so a retry after an unknown outcome cannot add it twice), retrying what
+/// failed for the connection's sake until it is in or `within` is over.
+async fn write(cache: &Cache, name: &str, within: Duration) {
+    let guarded = insert_unless_there(name);
     let deadline = Instant::now() + within;
     loop {
         match cache
@@ -83,9 +89,9 @@ async fn write(cache: &Cache, name: &str, within: Duration) {
 async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost_or_doubled() {
     let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
     let cluster = ContainerCluster::start(&install, 3).unwrap_or_else(|e| panic!("{e}"));
-    let (cache, mut events) = cache_of(&cluster, &[0, 1, 2], true);
+    let (cache, events) = Cache::start(config_of(&cluster, &[0, 1, 2], true));
     cache.ready(Duration::from_secs(20)).await.unwrap();
-    let mut replay = Replay::default();
+    let replay = Replay::default();
     let mut names = Vec::new();
     for i in 0..5 {
         names.push(format!("before-{i}"));
@@ -134,9 +140,23 @@ async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost
     }
     eprintln!("healed: writes went on, {:?} after", healed.elapsed());
 
-    // Every write there once, on every member; the cache and its events agree.
-    let (server, _) = client(&cluster.tcp_remote(new_leader)).await;
-    let want = settle(&cache, &server).await;
+    every_write_once(&cluster, new_leader, leader, &cache, &names, events, replay).await;
+}
+
+/// Checks the end of a fault: every write in `names` there exactly once (read from
+/// member `from`), member `healed` caught up with it, the cache equal to it and its
+/// events replaying to the same.
+async fn every_write_once(
+    cluster: &ContainerCluster,
+    from: usize,
+    healed: usize,
+    cache: &Cache,
+    names: &[String],
+    mut events: CacheEvents,
+    mut replay: Replay,
+) {
+    let (server, _) = client(&cluster.tcp_remote(from)).await;
+    let want = settle(cache, &server).await;
     let mut count: BTreeMap<String, usize> = BTreeMap::new();
     for row in want["Logical_Switch"].values() {
         let name = row["name"].as_scalar().and_then(|a| a.as_str()).unwrap();
@@ -144,8 +164,8 @@ async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost
     }
     let expected: BTreeMap<String, usize> = names.iter().map(|n| (n.clone(), 1)).collect();
     assert_eq!(count, expected, "every write exactly once");
-    let (old, _) = client(&cluster.tcp_remote(leader)).await;
-    let on_old = tokio::time::timeout(Duration::from_secs(20), async {
+    let (old, _) = client(&cluster.tcp_remote(healed)).await;
+    let caught_up = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             if integration_tests::cache::dump(&old).await == want {
                 return;
@@ -154,9 +174,71 @@ async fn a_leader_only_cache_moves_off_a_partitioned_leader_and_no_write_is_lost
         }
     })
     .await;
-    assert!(on_old.is_ok(), "the healed member never caught up");
+    assert!(caught_up.is_ok(), "member {healed} never caught up");
     replay.drain(&mut events);
     assert_eq!(replay.contents(), want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_leader_times_requests_out_and_the_cache_fails_over() {
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    let cluster = ContainerCluster::start(&install, 3).unwrap_or_else(|e| panic!("{e}"));
+    let mut config = config_of(&cluster, &[0, 1, 2], true);
+    // The probe would notice a frozen server too: slower here than the request timeout.
+    config.connect.inactivity_probe = Some(Duration::from_secs(5));
+    config.connect.request_timeout = Some(REQUEST_TIMEOUT);
+    let (cache, events) = Cache::start(config);
+    cache.ready(Duration::from_secs(20)).await.unwrap();
+    let replay = Replay::default();
+    let mut names: Vec<String> = (0..5).map(|i| format!("before-{i}")).collect();
+    for name in &names {
+        write(&cache, name, Duration::from_secs(10)).await;
+    }
+    let leader = cluster.leader().expect("a leader");
+
+    // Frozen, the leader neither answers nor closes: a write in flight fails with an
+    // unknown outcome when the request timeout says, well before the probe would.
+    let paused = Instant::now();
+    cluster.members()[leader].pause().unwrap();
+    let guarded = insert_unless_there("during-0");
+    let first = cache
+        .transact_and_wait(&guarded, Duration::from_secs(30))
+        .await;
+    let timed_out = paused.elapsed();
+    let e = first.expect_err("a write to a paused leader succeeded");
+    assert!(e.is_outcome_unknown(), "{e}");
+    assert!(
+        timed_out >= REQUEST_TIMEOUT && timed_out < REQUEST_TIMEOUT + Duration::from_secs(2),
+        "the request failed after {timed_out:?} ({e})"
+    );
+    // Retried, it goes through whoever leads now: once, whatever the first did.
+    names.push("during-0".into());
+    write(&cache, "during-0", Duration::from_secs(30)).await;
+    let recovered = paused.elapsed();
+    let others: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    let new_leader = cluster.wait_leader_among(&others).unwrap();
+    assert_eq!(
+        cache.remote(),
+        Some(Remote::parse(&cluster.tcp_remote(new_leader)).unwrap())
+    );
+    // The connection to the frozen member stays up (its kernel even accepts new
+    // ones) until two probe intervals pass without a message: then the cache tries
+    // the others.
+    assert!(
+        recovered < Duration::from_secs(25),
+        "the retry went through after {recovered:?}"
+    );
+    eprintln!(
+        "leader {leader} paused: the write in flight failed after {timed_out:?}, the retry went through member {new_leader} after {recovered:?}"
+    );
+
+    cluster.members()[leader].unpause().unwrap();
+    cluster.wait_connected().unwrap();
+    for i in 0..5 {
+        names.push(format!("after-{i}"));
+        write(&cache, names.last().unwrap(), Duration::from_secs(10)).await;
+    }
+    every_write_once(&cluster, new_leader, leader, &cache, &names, events, replay).await;
 }
 
 /// The counter's value in a `Logical_Switch` row named "counter" (its
@@ -225,7 +307,7 @@ async fn a_cache_reading_an_isolated_follower_moves_on_and_never_goes_back_in_ti
         .unwrap();
 
     // A cache reading from the followers only (any member will do).
-    let (cache, mut events) = cache_of(&cluster, &followers, false);
+    let (cache, mut events) = Cache::start(config_of(&cluster, &followers, false));
     cache.ready(Duration::from_secs(20)).await.unwrap();
     let mut replay = Replay::default();
     let mut seen = follow(&mut events, &mut replay, 0);
