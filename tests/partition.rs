@@ -1,6 +1,8 @@
 //! Faults only containers can make, against a raft cluster whose members are containers
-//! with their own addresses (`ovn_sandbox::ContainerCluster`): the leader cut off its
-//! network while a cache follows it and writes go through the cache.
+//! with their own addresses (`ovn_sandbox::ContainerCluster`): the leader cut off the
+//! network or paused, a follower isolated from its peers, a member killed and
+//! restarted, one replaced by an empty member, while a cache follows the cluster and
+//! writes go through it.
 //!
 //! Each test ends with the cache equal to the server's contents, its event stream
 //! replaying to the same, and every write present exactly once.
@@ -387,4 +389,123 @@ async fn a_cache_reading_an_isolated_follower_moves_on_and_never_goes_back_in_ti
     assert_eq!(replay.contents(), want);
     let last = want["Logical_Switch"].values().find_map(counter);
     assert_eq!(last, Some(n));
+}
+
+/// The member whose client remote the cache follows now.
+fn reading(cluster: &ContainerCluster, cache: &Cache) -> Option<usize> {
+    let remote = cache.remote()?;
+    (0..cluster.members().len())
+        .find(|&i| Remote::parse(&cluster.tcp_remote(i)).ok().as_ref() == Some(&remote))
+}
+
+/// Applies the events waiting to `replay`, failing on a delete: nothing is deleted in
+/// the test that uses it, so one would be a resync from a member that is behind.
+fn no_deletes(events: &mut CacheEvents, replay: &mut Replay) {
+    while let Some(e) = events.try_recv() {
+        if let CacheEvent::Change(c) = &e {
+            assert!(
+                !matches!(c.change, Change::Delete { .. }),
+                "a row went away: {c:?}"
+            );
+        }
+        replay.apply(e);
+    }
+}
+
+/// Hides every member but `only` from clients, waits until the cache follows `only`
+/// and shows every write in `names`, then shows the others again: how long it took.
+async fn make_it_read(
+    cluster: &ContainerCluster,
+    cache: &Cache,
+    only: usize,
+    names: &[String],
+    events: &mut CacheEvents,
+    replay: &mut Replay,
+) -> Duration {
+    let start = Instant::now();
+    for i in (0..3).filter(|&i| i != only) {
+        cluster.hide(i).unwrap();
+    }
+    while reading(cluster, cache) != Some(only) {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the cache never used member {only}: {:?}",
+            replay.unusable
+        );
+        no_deletes(events, replay);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let took = start.elapsed();
+    let want: std::collections::BTreeSet<String> = names.iter().cloned().collect();
+    let shown = cache
+        .wait_for(Duration::from_secs(10), move |snap| {
+            let have: std::collections::BTreeSet<String> = snap
+                .table("Logical_Switch")
+                .values()
+                .filter_map(|r| r.to_row()["name"].as_scalar()?.as_str().map(str::to_owned))
+                .collect();
+            have == want
+        })
+        .await;
+    assert!(
+        shown,
+        "the cache on member {only} does not show every write"
+    );
+    no_deletes(events, replay);
+    for i in 0..3 {
+        cluster.heal(i).unwrap();
+    }
+    took
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_killed_and_restarted_or_replaced_empty_is_used_again_once_caught_up() {
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    let mut cluster = ContainerCluster::start(&install, 3).unwrap_or_else(|e| panic!("{e}"));
+    let (cache, mut events) = Cache::start(config_of(&cluster, &[0, 1, 2], false));
+    cache.ready(Duration::from_secs(20)).await.unwrap();
+    let mut replay = Replay::default();
+    let mut names = Vec::new();
+    let write_some = async |names: &mut Vec<String>, prefix: &str| {
+        for i in 0..5 {
+            names.push(format!("{prefix}-{i}"));
+            // Through the cache's member, a follower forwarding to the leader.
+            write(&cache, names.last().unwrap(), Duration::from_secs(30)).await;
+        }
+    };
+    write_some(&mut names, "before").await;
+
+    // The member the cache reads, killed: the cache moves on, writes go on; started
+    // again with its files, it catches up and the cache can use it again.
+    let killed = reading(&cluster, &cache).expect("reading a member");
+    cluster.kill(killed).unwrap();
+    write_some(&mut names, "killed").await;
+    let restarted = Instant::now();
+    cluster.restart(killed).unwrap();
+    cluster.wait_connected().unwrap();
+    let rejoined = restarted.elapsed();
+    write_some(&mut names, "restarted").await;
+    let took = make_it_read(&cluster, &cache, killed, &names, &mut events, &mut replay).await;
+    eprintln!(
+        "member {killed} killed and restarted: a member again after {rejoined:?}; \
+         the cache on it {took:?} after the others were hidden"
+    );
+
+    // A member replaced by an empty one (kicked out, a new one joined at its
+    // addresses): once caught up, the cache can use it, and nothing goes back.
+    let leader = cluster.leader().expect("a leader");
+    let replaced = (0..3).find(|&i| i != leader).unwrap();
+    let started = Instant::now();
+    cluster.replace(replaced).unwrap();
+    let joined = started.elapsed();
+    write_some(&mut names, "replaced").await;
+    let took = make_it_read(&cluster, &cache, replaced, &names, &mut events, &mut replay).await;
+    eprintln!(
+        "member {replaced} replaced by an empty one: joined after {joined:?}; \
+         the cache on it {took:?} after the others were hidden"
+    );
+    write_some(&mut names, "after").await;
+    let leader = cluster.leader().expect("a leader");
+    no_deletes(&mut events, &mut replay);
+    every_write_once(&cluster, leader, replaced, &cache, &names, events, replay).await;
 }

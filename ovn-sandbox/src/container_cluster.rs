@@ -27,6 +27,8 @@ pub struct ContainerCluster {
     clients: DockerNetwork,
     image: String,
     database: String,
+    /// How many members were replaced: new containers get new names.
+    replaced: usize,
 }
 
 impl ContainerCluster {
@@ -46,9 +48,10 @@ impl ContainerCluster {
             clients,
             image,
             database: "OVN_Northbound".into(),
+            replaced: 0,
         };
         for i in 0..n {
-            let member = cluster.start_member(i)?;
+            let member = cluster.start_member(i, &(0..i).collect::<Vec<_>>())?;
             cluster.members.push(member);
         }
         cluster.wait_connected()?;
@@ -59,17 +62,18 @@ impl ContainerCluster {
         format!("tcp:{}:{RAFT_PORT}", self.raft.address(10 + i as u8))
     }
 
-    /// Member `i`'s container: it creates (member 0) or joins the cluster the first
-    /// time it runs, then serves it; started again, it serves the files it has.
-    fn start_member(&self, i: usize) -> Result<Container> {
+    /// Member `i`'s container: the first time it runs it creates the cluster (no
+    /// `peers`) or joins it through `peers`, then it serves it; started again, it
+    /// serves the files it has.
+    fn start_member(&self, i: usize, peers: &[usize]) -> Result<Container> {
         let db = "/var/lib/ovn/db.db";
-        let create = if i == 0 {
+        let create = if peers.is_empty() {
             format!(
                 "ovsdb-tool create-cluster {db} /usr/share/ovn/ovn-nb.ovsschema {}",
                 self.raft_address(0)
             )
         } else {
-            let others: Vec<String> = (0..i).map(|j| self.raft_address(j)).collect();
+            let others: Vec<String> = peers.iter().map(|&j| self.raft_address(j)).collect();
             format!(
                 "ovsdb-tool join-cluster {db} {} {} {}",
                 self.database,
@@ -87,7 +91,10 @@ impl ContainerCluster {
             &[(&self.raft, host), (&self.clients, host)],
             ContainerSpec {
                 image: &self.image,
-                name: &format!("nb{i}"),
+                name: &match self.replaced {
+                    0 => format!("nb{i}"),
+                    n => format!("nb{i}-{n}"),
+                },
                 cmd: vec!["sh".into(), "-c".into(), script],
                 ..Default::default()
             },
@@ -112,6 +119,43 @@ impl ContainerCluster {
         format!("tcp:{ip}:{CLIENT_PORT}")
     }
 
+    /// Kills member `i`'s container (`docker kill`); its files stay for
+    /// [`restart`](Self::restart).
+    pub fn kill(&self, i: usize) -> Result<()> {
+        self.members[i].kill()
+    }
+
+    /// Starts member `i`'s killed container again: the same server with its files.
+    pub fn restart(&self, i: usize) -> Result<()> {
+        self.members[i].restart()
+    }
+
+    /// Replaces member `i` by a new, empty one at the same addresses: the old one is
+    /// kicked out of the cluster (through the leader) and removed, the new one joins
+    /// and catches up from the others. Should the new one fail to start, the cluster
+    /// is left without member `i` (the error says why): drop it.
+    pub fn replace(&mut self, i: usize) -> Result<()> {
+        let others: Vec<usize> = (0..self.members.len()).filter(|&j| j != i).collect();
+        let leader = self.wait_leader_among(&others)?;
+        let address = self.raft_address(i);
+        let ctl = |args: &[&str]| {
+            let mut cmd = vec!["ovs-appctl", "-t", CTL];
+            cmd.extend_from_slice(args);
+            self.members[leader].exec(&cmd)
+        };
+        ctl(&["cluster/kick", &self.database, &address])?;
+        wait_until("the kicked member to leave the cluster", || {
+            let status = ctl(&["cluster/status", &self.database])?;
+            Ok((!status.contains(&address)).then_some(()))
+        })?;
+        // The old container goes first: the new one takes its addresses.
+        self.members.remove(i);
+        self.replaced += 1;
+        let new = self.start_member(i, &others)?;
+        self.members.insert(i, new);
+        self.wait_connected()
+    }
+
     /// Cuts member `i` off its peers and its clients: nothing reaches it.
     pub fn cut_off(&self, i: usize) -> Result<()> {
         self.members[i].disconnect(None)
@@ -120,6 +164,11 @@ impl ContainerCluster {
     /// Cuts member `i` off its peers only: clients still reach it.
     pub fn isolate(&self, i: usize) -> Result<()> {
         self.members[i].disconnect(Some(&self.raft))
+    }
+
+    /// Cuts member `i` off its clients only: it goes on as a member of the cluster.
+    pub fn hide(&self, i: usize) -> Result<()> {
+        self.members[i].disconnect(Some(&self.clients))
     }
 
     /// Puts member `i` back on every network it was cut off.
