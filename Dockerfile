@@ -5,18 +5,24 @@
 #       -v netconnect-status:/var/lib/netconnect -p 9476:9476 \
 #       -e NETCONNECTD_NB=tcp:192.0.2.10:6641 netconnectd
 #
-# Every flag can be given as NETCONNECTD_<FLAG>, or after the image name. The final
-# stage is also what scripts/image-rootfs.sh builds without a container engine (it
-# reads the instructions below; keep to FROM debian:<suite>-slim, RUN, COPY --from=build,
-# ENV, USER, WORKDIR, EXPOSE, VOLUME, LABEL, ENTRYPOINT and CMD there).
+# Every flag can be given as NETCONNECTD_<FLAG>, or after the image name.
+#
+# RUST_IMAGE and BASE name the build stage's and the final stage's base images. Where
+# nothing can be pulled, the test suite builds both from Debian's packages
+# (ovn-sandbox's rust_image and base_image: Debian sid with its cargo, and the sid root
+# filesystem) and passes their tags; the steps below are the same either way.
+ARG RUST_IMAGE=rust:1-slim-trixie
+ARG BASE=debian:trixie-slim
 
-FROM rust:1-slim-trixie AS build
+FROM ${RUST_IMAGE} AS build
+# Marks the build stage's image (ovn-sandbox removes it once a test build is done).
+LABEL org.ovsdb-rs.stage=build
 WORKDIR /src
 COPY . .
 RUN cargo build --release --locked -p netconnect --bin netconnectd \
     && install -D target/release/netconnectd /out/netconnectd
 
-FROM debian:trixie-slim
+FROM ${BASE}
 LABEL org.opencontainers.image.title="netconnectd" \
       org.opencontainers.image.description="Programs OVN_Northbound with OVN-Kubernetes user-defined networks and ClusterNetworkConnects"
 RUN apt-get update \

@@ -51,6 +51,13 @@ if [ ! -x "$ROOT/usr/bin/ovn-northd" ]; then
     }
     mv "$ROOT.tmp" "$ROOT"
 fi
+# apt in the root filesystem, and in the images built on it (ovn-sandbox imports it as
+# their base), must accept the mirror's Release files even once their Valid-Until date
+# has passed: the mirror this machine reaches may serve a snapshot.
+conf="$ROOT/etc/apt/apt.conf.d/99ovsdb-rs-valid-until"
+if [ ! -e "$conf" ]; then
+    printf 'Acquire::Check-Valid-Until "false";\n' >"$conf"
+fi
 echo "setup-ovn.sh: sandbox OVN $(chroot "$ROOT" ovn-northd --version | head -1 | awk '{print $2}')," \
     "ovsdb-server $(chroot "$ROOT" ovsdb-server --version | head -1 | awk '{print $NF}')"
 

@@ -9,7 +9,7 @@
 //! removed by the next process that uses the engine (its pid is gone); the suite's
 //! leak check lists whatever still carries the label.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::net::Ipv4Addr;
 use std::sync::{Mutex, OnceLock};
@@ -35,6 +35,8 @@ pub const LABEL_PID: &str = "org.ovsdb-rs.pid";
 
 /// The OVN image's Dockerfile; the image's tag is a hash of it and of its base.
 const DOCKERFILE: &str = include_str!("../image/Dockerfile");
+/// The Rust toolchain image's Dockerfile.
+const RUST_DOCKERFILE: &str = include_str!("../image/rust.Dockerfile");
 
 /// The runtime the engine's requests run on: its own, so that the blocking calls here
 /// work from plain threads and from inside a test's runtime alike.
@@ -72,7 +74,9 @@ fn docker() -> Result<Docker> {
                 let docker = docker
                     .negotiate_version()
                     .await
-                    .map_err(|e| format!("cannot reach the Docker engine: {e}"))?;
+                    .map_err(|e| format!("cannot reach the Docker engine: {e}"))?
+                    // An image build (a release cargo build inside) takes minutes.
+                    .with_timeout(std::time::Duration::from_secs(3600));
                 reap_orphans(&docker).await;
                 Ok(docker)
             })
@@ -205,44 +209,238 @@ async fn image_exists(docker: &Docker, tag: &str) -> bool {
     docker.inspect_image(tag).await.is_ok()
 }
 
-/// The OVN image, built on first use (once per process; reused across processes and
-/// runs by its content-addressed tag): the base imported from `install`'s root
-/// filesystem, then the repository's Dockerfile (`ovn-sandbox/image/Dockerfile`) on
-/// top. Its tag.
-pub fn ovn_image(install: &Installation) -> Result<String> {
-    static BUILT: Mutex<Option<String>> = Mutex::new(None);
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(tag) = built.as_ref() {
+/// Label of a Dockerfile's build stage (`LABEL org.ovsdb-rs.stage=build`): its image,
+/// left dangling by a multi-stage build, is removed after the build.
+const LABEL_STAGE: &str = "org.ovsdb-rs.stage";
+
+/// After `tag` was built: removes the other tags of its repository (the builds of
+/// older contents, and the layers only they used) and the dangling images of build
+/// stages, so that rebuilds do not fill the disk. Failures are ignored: the image is
+/// there.
+async fn drop_older_builds(docker: &Docker, tag: &str) {
+    let repo = tag.split_once(':').map_or(tag, |(r, _)| r);
+    let filter = HashMap::from([("reference", vec![repo])]);
+    let options = bollard::query_parameters::ListImagesOptionsBuilder::default()
+        .filters(&filter)
+        .build();
+    for image in docker.list_images(Some(options)).await.unwrap_or_default() {
+        for old in image.repo_tags.iter().filter(|t| *t != tag) {
+            let _ = docker
+                .remove_image(
+                    old,
+                    None::<bollard::query_parameters::RemoveImageOptions>,
+                    None,
+                )
+                .await;
+        }
+    }
+    let label = format!("{LABEL_STAGE}=build");
+    let filter = HashMap::from([("dangling", vec!["true"]), ("label", vec![label.as_str()])]);
+    let options = bollard::query_parameters::PruneImagesOptionsBuilder::default()
+        .filters(&filter)
+        .build();
+    let _ = docker.prune_images(Some(options)).await;
+}
+
+/// Builds an image once per process (`key` names it among the others), reused across
+/// processes and runs by its content-addressed tag: `make` says the tag and builds it
+/// if the engine lacks it.
+fn once(key: &str, make: impl FnOnce() -> Result<String>) -> Result<String> {
+    type Slot = std::sync::Arc<Mutex<Option<String>>>;
+    static BUILT: Mutex<BTreeMap<String, Slot>> = Mutex::new(BTreeMap::new());
+    // The map only long enough to find the image's slot: one image's build may need
+    // another's (the Rust image needs the base).
+    let slot = BUILT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key.to_owned())
+        .or_default()
+        .clone();
+    let mut tag = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(tag) = tag.as_ref() {
         return Ok(tag.clone());
     }
-    let root = install.root().ok_or_else(|| {
-        SandboxError(
-            "the OVN image is built from the sandbox's root filesystem: run scripts/setup-ovn.sh"
-                .into(),
-        )
+    let made = make()?;
+    *tag = Some(made.clone());
+    Ok(made)
+}
+
+/// The base image: `install`'s root filesystem (the debootstrap of Debian sid that
+/// `scripts/setup-ovn.sh` makes) imported as `ovsdb-rs/sid-base:<hash of its package
+/// list and apt configuration>`, standing in for `debian:sid` where nothing can be pulled. Its tag.
+pub fn base_image(install: &Installation) -> Result<String> {
+    once("base", || {
+        let root = install.root().ok_or_else(|| {
+            SandboxError(
+                "the images are built from the sandbox's root filesystem: run scripts/setup-ovn.sh"
+                    .into(),
+            )
+        })?;
+        let status_file = root.join("var/lib/dpkg/status");
+        let status = fs::read(&status_file)
+            .map_err(|e| SandboxError(format!("cannot read {}: {e}", status_file.display())))?;
+        // Its packages and its apt configuration (scripts/setup-ovn.sh adds to it).
+        let mut apt_conf = Vec::new();
+        if let Ok(dir) = fs::read_dir(root.join("etc/apt/apt.conf.d")) {
+            let mut entries: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
+            entries.sort();
+            for path in entries {
+                apt_conf.extend(path.to_string_lossy().as_bytes());
+                apt_conf.extend(fs::read(&path).unwrap_or_default());
+            }
+        }
+        let tag = format!("ovsdb-rs/sid-base:{}", content_hash(&[&status, &apt_conf]));
+        let docker = docker()?;
+        let (root, t) = (root.to_path_buf(), tag.clone());
+        block(async move {
+            if !image_exists(&docker, &t).await {
+                import_root(&docker, &root, &t).await?;
+            }
+            Ok::<_, SandboxError>(())
+        })??;
+        Ok(tag)
+    })
+}
+
+/// Builds `dockerfile` (its text; the build context holds it and `files`) on the base
+/// image as `BASE`, tagged `<repo>:<hash of the text, the files and the base>`.
+fn image_on_base(
+    install: &Installation,
+    repo: &str,
+    dockerfile: &'static str,
+    files: Vec<(String, Vec<u8>)>,
+) -> Result<String> {
+    once(repo, || {
+        let base = base_image(install)?;
+        let mut parts = vec![dockerfile.as_bytes(), base.as_bytes()];
+        for (name, bytes) in &files {
+            parts.push(name.as_bytes());
+            parts.push(bytes);
+        }
+        let tag = format!("{repo}:{}", content_hash(&parts));
+        let docker = docker()?;
+        let mut files = files;
+        files.push(("Dockerfile".to_owned(), dockerfile.as_bytes().to_vec()));
+        let context = tar_of(&files)?;
+        let t = tag.clone();
+        block(async move {
+            if !image_exists(&docker, &t).await {
+                build_image(&docker, context, "Dockerfile", &[("BASE", &base)], &t).await?;
+            }
+            Ok::<_, SandboxError>(())
+        })??;
+        Ok(tag)
+    })
+}
+
+/// The OVN image (`ovn-sandbox/image/Dockerfile` on [`base_image`]), built on first
+/// use. Its tag.
+pub fn ovn_image(install: &Installation) -> Result<String> {
+    image_on_base(install, "ovsdb-rs/ovn", DOCKERFILE, Vec::new())
+}
+
+/// A Rust toolchain image (`ovn-sandbox/image/rust.Dockerfile`: Debian's cargo and
+/// rustc on [`base_image`]), standing in for the `rust` image in a Dockerfile's build
+/// stage where nothing can be pulled. Cargo in it trusts the certificate authorities
+/// this machine trusts (its `SSL_CERT_FILE`, or Debian's bundle): a machine whose
+/// traffic to crates.io goes through a TLS proxy gets the proxy's authority too. Its
+/// tag.
+pub fn rust_image(install: &Installation) -> Result<String> {
+    let bundle = std::env::var_os("SSL_CERT_FILE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
+    let authorities = fs::read(&bundle).map_err(|e| {
+        SandboxError(format!(
+            "cannot read the certificate authorities {}: {e}",
+            bundle.display()
+        ))
     })?;
-    let status_file = root.join("var/lib/dpkg/status");
-    let status = fs::read(&status_file)
-        .map_err(|e| SandboxError(format!("cannot read {}: {e}", status_file.display())))?;
-    let base = format!("ovsdb-rs/sid-base:{}", content_hash(&[&status]));
-    let tag = format!(
-        "ovsdb-rs/ovn:{}",
-        content_hash(&[DOCKERFILE.as_bytes(), base.as_bytes()])
-    );
-    let docker = docker()?;
-    let root = root.to_path_buf();
-    let (b, t) = (base.clone(), tag.clone());
-    block(async move {
-        if !image_exists(&docker, &b).await {
-            import_root(&docker, &root, &b).await?;
+    image_on_base(
+        install,
+        "ovsdb-rs/rust",
+        RUST_DOCKERFILE,
+        vec![("host-ca-certificates.crt".into(), authorities)],
+    )
+}
+
+/// Builds the image of `dockerfile` (a path inside `dir`) with `dir` as the build
+/// context (the files git lists there: tracked, and untracked but not ignored), with
+/// build arguments `args`, tagged `<repo>:<hash of the context and the arguments>`: a
+/// change to any file builds a new image. Its tag.
+pub fn build_from_directory(
+    repo: &str,
+    dir: &Path,
+    dockerfile: &str,
+    args: &[(&str, &str)],
+) -> Result<String> {
+    let key = format!("{repo} {} {dockerfile}", dir.display());
+    once(&key, || {
+        let listed = Command::new("git")
+            .args([
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ])
+            .current_dir(dir)
+            .output()
+            .map_err(|e| SandboxError(format!("cannot run git in {}: {e}", dir.display())))?;
+        crate::install::check_output("git", &["ls-files"], listed.clone())?;
+        let mut files = Vec::new();
+        for path in listed.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let path = String::from_utf8_lossy(path).into_owned();
+            // Listed but deleted in the work tree: not in the context.
+            match fs::read(dir.join(&path)) {
+                Ok(bytes) => files.push((path, bytes)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return fail(format!("cannot read {path}: {e}")),
+            }
         }
-        if !image_exists(&docker, &t).await {
-            build_image(&docker, DOCKERFILE, &[("BASE", &b)], &t).await?;
+        files.sort();
+        let mut parts: Vec<&[u8]> = Vec::new();
+        for (path, bytes) in &files {
+            parts.push(path.as_bytes());
+            parts.push(bytes);
         }
-        Ok::<_, SandboxError>(())
-    })??;
-    *built = Some(tag.clone());
-    Ok(tag)
+        let arg_text: Vec<String> = args.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let arg_text = arg_text.join("\n");
+        parts.push(arg_text.as_bytes());
+        let tag = format!("{repo}:{}", content_hash(&parts));
+        let context = tar_of(&files)?;
+        let docker = docker()?;
+        let (t, dockerfile) = (tag.clone(), dockerfile.to_owned());
+        let args: Vec<(String, String)> = args
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        block(async move {
+            if !image_exists(&docker, &t).await {
+                let args: Vec<(&str, &str)> =
+                    args.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                build_image(&docker, context, &dockerfile, &args, &t).await?;
+            }
+            Ok::<_, SandboxError>(())
+        })??;
+        Ok(tag)
+    })
+}
+
+/// A tar archive of `files` (path, contents), for a build context.
+fn tar_of(files: &[(String, Vec<u8>)]) -> Result<Vec<u8>> {
+    let mut archive = tar::Builder::new(Vec::new());
+    for (path, bytes) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        archive
+            .append_data(&mut header, path, bytes.as_slice())
+            .map_err(|e| SandboxError(format!("cannot add {path} to a build context: {e}")))?;
+    }
+    archive
+        .into_inner()
+        .map_err(|e| SandboxError(format!("cannot make a build context: {e}")))
 }
 
 /// `docker import` of `root` as `tag`: the directory's files as one layer, streamed
@@ -297,53 +495,50 @@ async fn import_root(docker: &Docker, root: &Path, tag: &str) -> Result<()> {
     Ok(())
 }
 
-/// `docker build` of a context holding only `dockerfile`, with `args`, tagged `tag`.
+/// `docker build` of `context` (a tar archive) with the Dockerfile at `dockerfile` in
+/// it and build arguments `args`, tagged `tag`.
 async fn build_image(
     docker: &Docker,
+    context: Vec<u8>,
     dockerfile: &str,
     args: &[(&str, &str)],
     tag: &str,
 ) -> Result<()> {
-    let mut context = tar::Builder::new(Vec::new());
-    let mut header = tar::Header::new_gnu();
-    header.set_size(dockerfile.len() as u64);
-    header.set_mode(0o644);
-    header.set_cksum();
-    context
-        .append_data(&mut header, "Dockerfile", dockerfile.as_bytes())
-        .and_then(|()| context.finish())
-        .map_err(|e| SandboxError(format!("cannot make the build context: {e}")))?;
-    let context = context
-        .into_inner()
-        .map_err(|e| SandboxError(format!("cannot make the build context: {e}")))?;
     let args: HashMap<&str, &str> = args.iter().copied().collect();
     let options = BuildImageOptionsBuilder::default()
         .t(tag)
+        .dockerfile(dockerfile)
         .buildargs(&args)
         .rm(true)
         .forcerm(true)
         .build();
     let mut log = String::new();
     let mut steps = docker.build_image(options, None, Some(bollard::body_full(context.into())));
-    while let Some(step) = steps
-        .try_next()
-        .await
-        .map_err(|e| engine_error(&format!("docker build of {tag}"), e))?
-    {
-        if let Some(line) = step.stream {
-            log.push_str(&line);
-        }
-        if let Some(error) = step.error_detail.and_then(|d| d.message) {
-            let tail: Vec<&str> = log.lines().rev().take(15).collect();
-            return fail(format!(
-                "docker build of {tag} failed: {error}; the last lines:\n{}",
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            ));
+    let failed = |error: String, log: &str| {
+        let tail: Vec<&str> = log.lines().rev().take(25).collect();
+        fail(format!(
+            "docker build of {tag} failed: {error}; the last lines:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ))
+    };
+    loop {
+        match steps.try_next().await {
+            Ok(Some(step)) => {
+                if let Some(line) = step.stream {
+                    log.push_str(&line);
+                }
+                if let Some(error) = step.error_detail.and_then(|d| d.message) {
+                    return failed(error, &log);
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return failed(e.to_string(), &log),
         }
     }
     if !image_exists(docker, tag).await {
         return fail(format!("docker build of {tag} ended without the image"));
     }
+    drop_older_builds(docker, tag).await;
     Ok(())
 }
 
@@ -440,6 +635,10 @@ pub struct ContainerSpec<'a> {
     pub cmd: Vec<String>,
     /// Linux capabilities to add (`NET_ADMIN` for a chassis).
     pub cap_add: Vec<String>,
+    /// Environment variables, `NAME=value`.
+    pub env: Vec<String>,
+    /// Host directories mounted in, `HOST:CONTAINER[:ro]`.
+    pub binds: Vec<String>,
 }
 
 impl Container {
@@ -457,12 +656,14 @@ impl Container {
             .collect();
         let config = ContainerCreateBody {
             image: Some(spec.image.to_owned()),
-            cmd: Some(spec.cmd),
+            cmd: (!spec.cmd.is_empty()).then_some(spec.cmd),
+            env: (!spec.env.is_empty()).then_some(spec.env),
             hostname: Some(spec.name.to_owned()),
             labels: Some(labels()),
             host_config: Some(HostConfig {
                 network_mode: Some(networks[0].0.clone()),
                 cap_add: (!spec.cap_add.is_empty()).then_some(spec.cap_add),
+                binds: (!spec.binds.is_empty()).then_some(spec.binds),
                 init: Some(true),
                 ..Default::default()
             }),
@@ -648,6 +849,42 @@ impl Container {
             docker.kill_container(&name, Some(options)).await
         })?
         .map_err(|e| engine_error(&format!("docker kill {}", self.name), e))
+    }
+
+    /// `docker stop`: SIGTERM (the image's stop signal), then SIGKILL after `grace`.
+    /// The exit code, and how long the stop took.
+    pub fn stop(&self, grace: std::time::Duration) -> Result<(i64, std::time::Duration)> {
+        let docker = docker()?;
+        let name = self.name.clone();
+        let started = std::time::Instant::now();
+        block(async move {
+            let options = bollard::query_parameters::StopContainerOptionsBuilder::default()
+                .t(grace.as_secs().try_into().unwrap_or(i32::MAX))
+                .build();
+            docker.stop_container(&name, Some(options)).await?;
+            let took = started.elapsed();
+            let state = docker.inspect_container(&name, None).await?.state;
+            let code = state.and_then(|s| s.exit_code).unwrap_or(-1);
+            Ok::<_, bollard::errors::Error>((code, took))
+        })?
+        .map_err(|e| engine_error(&format!("docker stop {}", self.name), e))
+    }
+
+    /// What the container's command wrote (`docker logs`), standard output and error
+    /// interleaved, for a failing test's message.
+    pub fn logs(&self) -> Result<String> {
+        let docker = docker()?;
+        let name = self.name.clone();
+        block(async move {
+            let options = bollard::query_parameters::LogsOptionsBuilder::default()
+                .stdout(true)
+                .stderr(true)
+                .build();
+            let chunks: Vec<_> = docker.logs(&name, Some(options)).try_collect().await?;
+            let text: Vec<u8> = chunks.into_iter().flat_map(|c| c.into_bytes()).collect();
+            Ok::<_, bollard::errors::Error>(String::from_utf8_lossy(&text).into_owned())
+        })?
+        .map_err(|e| engine_error(&format!("docker logs {}", self.name), e))
     }
 
     /// `docker start` of a stopped container: its command again, with its files.

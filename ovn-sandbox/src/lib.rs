@@ -33,8 +33,8 @@ mod server;
 pub use chassis::{leftovers, Answer, Chassis, Pod, Transport, NETNS_PREFIX};
 pub use cluster::Cluster;
 pub use container::{
-    engine_available, labelled, ovn_image, Container, ContainerSpec, DockerNetwork, LABEL_PID,
-    LABEL_TEST,
+    base_image, build_from_directory, engine_available, labelled, ovn_image, rust_image, Container,
+    ContainerSpec, DockerNetwork, LABEL_PID, LABEL_TEST,
 };
 pub use container_cluster::{ContainerCluster, CLIENT_PORT, RAFT_PORT};
 use daemon::{wait_until, Daemon, WorkDir};
