@@ -30,6 +30,7 @@ fn config_of(cluster: &ContainerCluster, members: &[usize], leader_only: bool) -
     let mut config = CacheConfig::new(Remote::parse_list(&remotes.join(",")).unwrap(), NB, TABLES);
     config.leader_only = leader_only;
     config.connect.inactivity_probe = Some(PROBE);
+    config.connect.connect_timeout = Some(PROBE);
     config.min_backoff = Duration::from_millis(20);
     config.max_backoff = Duration::from_millis(500);
     config
@@ -429,8 +430,9 @@ async fn make_it_read(
     while reading(cluster, cache) != Some(only) {
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "the cache never used member {only}: {:?}",
-            replay.unusable
+            "the cache never used member {only}: {:?}\n{:?}",
+            replay.unusable,
+            cluster.status(only)
         );
         no_deletes(events, replay);
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -449,7 +451,8 @@ async fn make_it_read(
         .await;
     assert!(
         shown,
-        "the cache on member {only} does not show every write"
+        "the cache on member {only} does not show every write: {:?}",
+        cluster.status(only)
     );
     no_deletes(events, replay);
     for i in 0..3 {
@@ -508,4 +511,24 @@ async fn a_member_killed_and_restarted_or_replaced_empty_is_used_again_once_caug
     let leader = cluster.leader().expect("a leader");
     no_deletes(&mut events, &mut replay);
     every_write_once(&cluster, leader, replaced, &cache, &names, events, replay).await;
+}
+
+#[tokio::test]
+async fn a_connect_to_an_address_nobody_answers_gives_up_at_the_connect_timeout() {
+    // An address on a Docker network with no container: the kernel's ARP gives up
+    // after about 3 s; the connect timeout is shorter.
+    let network = ovn_sandbox::DockerNetwork::create().unwrap();
+    let remote = Remote::parse(&format!("tcp:{}:6641", network.address(200))).unwrap();
+    let options = ovsdb_proto::ConnectOptions {
+        connect_timeout: Some(Duration::from_millis(500)),
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let e = ovsdb_proto::connect_with(&remote, &options)
+        .await
+        .err()
+        .expect("nobody is there");
+    let took = start.elapsed();
+    assert!(e.to_string().contains("not connected within 500ms"), "{e}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
 }

@@ -1,6 +1,7 @@
 //! netconnectd under faults, against real servers: killed mid-reconcile and restarted,
 //! its NB server restarted or replaced by an empty database, the NB raft leader killed
-//! and leadership moved while a large ClusterNetworkConnect is programmed, two daemons
+//! and leadership moved while a large ClusterNetworkConnect is programmed, the leader
+//! (a container) cut off the network in the same place, two daemons
 //! for two zones over one manifest directory, and manifests that move, vanish, come
 //! back or arrive a thousand at once. Each run's NB is compared with what an
 //! undisturbed `netconnectd --once` writes from the same inputs.
@@ -8,9 +9,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use ovn_sandbox::{Cluster, Installation, OvsdbServer, Sandbox, ServerOptions};
+use ovn_sandbox::{Cluster, ContainerCluster, Installation, OvsdbServer, Sandbox, ServerOptions};
 
 mod common;
 use common::{netconnectd, wait_until, Daemon};
@@ -260,6 +261,44 @@ fn the_raft_leader_killed_and_leadership_moved_while_a_connect_is_programmed() {
     assert_eq!(
         got, want,
         "same rows as an undisturbed run: no duplicate from an unknown outcome"
+    );
+}
+
+#[test]
+fn the_nb_leader_cut_off_the_network_while_a_connect_is_programmed() {
+    // Members in containers, each with its own address: the leader can be cut off
+    // (no reset, no close: its connections go silent) rather than killed.
+    let install = Installation::recent().unwrap();
+    let cluster = ContainerCluster::start(&install, 3).unwrap();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    manifests(m.path(), 40, 6);
+    let d = Daemon::start(&cluster.remotes(), m.path(), s.path(), &[]);
+    let leader = cluster.leader().unwrap();
+    let others: Vec<usize> = (0..3).filter(|&i| i != leader).collect();
+    let probe = cluster.tcp_remote(others[0]);
+    wait_until("the first rows", 60, || count(&contents(&probe)) > 50);
+    let cut = Instant::now();
+    cluster.cut_off(leader).unwrap();
+    d.wait_converged(180);
+    let converged = cut.elapsed();
+    let new_leader = cluster.wait_leader_among(&others).unwrap();
+    let got = contents(&cluster.tcp_remote(new_leader));
+    let want = reference(m.path(), s.path(), &[]);
+    assert_eq!(
+        got, want,
+        "same rows as an undisturbed run: none lost, none written twice"
+    );
+    // Healed, the old leader holds the same rows.
+    cluster.heal(leader).unwrap();
+    cluster.wait_connected().unwrap();
+    let old = cluster.tcp_remote(leader);
+    wait_until("the healed member to catch up", 30, || {
+        contents(&old) == want
+    });
+    eprintln!(
+        "leader {leader} cut off mid-connect: converged {converged:?} after the cut, {} rows",
+        count(&want)
     );
 }
 

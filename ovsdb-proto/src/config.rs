@@ -32,6 +32,11 @@ pub struct ConnectOptions {
     /// reply of any size arrives far faster. `None` turns the rule off; it is checked
     /// only while the inactivity probe is on. Default 1024.
     pub min_receive_rate: Option<u64>,
+    /// How long opening the connection may take (the TCP handshake, and TLS's for
+    /// `ssl:`): an address whose packets vanish would otherwise hold a connect for the
+    /// kernel's SYN retries, about two minutes. `None` waits as long as the kernel
+    /// does. Default 10 s.
+    pub connect_timeout: Option<Duration>,
     /// How long a request waits for its reply before it fails with an unknown outcome
     /// (the connection stays up; a late reply is dropped). `None` (the default, as in
     /// OVS) waits as long as the connection lives.
@@ -47,6 +52,7 @@ impl Default for ConnectOptions {
             inactivity_probe: Some(Duration::from_secs(5)),
             max_unsent: 64 << 20,
             request_timeout: None,
+            connect_timeout: Some(Duration::from_secs(10)),
             min_receive_rate: Some(1024),
         }
     }

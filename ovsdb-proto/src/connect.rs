@@ -21,6 +21,15 @@ pub async fn connect_with(
     remote: &Remote,
     options: &ConnectOptions,
 ) -> Result<(Client, Notifications), Error> {
-    let stream = transport::open(remote, options.tls.as_ref()).await?;
+    let open = transport::open(remote, options.tls.as_ref());
+    let stream = match options.connect_timeout {
+        Some(limit) => tokio::time::timeout(limit, open).await.map_err(|_| {
+            Error::io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("{remote}: not connected within {limit:?}"),
+            ))
+        })??,
+        None => open.await?,
+    };
     Ok(Client::from_transport(stream, options))
 }
