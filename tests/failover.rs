@@ -261,11 +261,19 @@ async fn a_leader_crashing_after_answering_a_forwarded_transaction() {
 
 /// A one-member cluster, a cache of it (every member), and a client.
 async fn single() -> (Cluster, Cache, CacheEvents, Client) {
+    single_with(|_| {}).await
+}
+
+/// [`single`], its cache's configuration changed by `adjust`.
+async fn single_with(
+    adjust: impl FnOnce(&mut CacheConfig),
+) -> (Cluster, Cache, CacheEvents, Client) {
     let install = Installation::recent().unwrap();
     let cluster = Cluster::start(&install, 1, None).unwrap();
     let mut cfg = CacheConfig::new(Remote::parse_list(&cluster.remotes()).unwrap(), NB, TABLES);
     cfg.min_backoff = Duration::from_millis(20);
     cfg.max_backoff = Duration::from_millis(200);
+    adjust(&mut cfg);
     let (cache, events) = Cache::start(cfg);
     tokio::time::timeout(Duration::from_secs(30), cache.wait_until_ready())
         .await
@@ -303,10 +311,19 @@ async fn a_cluster_rebuilt_from_scratch_is_used_although_its_raft_index_is_lower
     );
 }
 
-#[tokio::test]
-async fn a_cluster_restored_from_a_backup_is_refused_and_reported_until_the_index_is_reset() {
-    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
-    let (mut cluster, cache, mut events, w) = single().await;
+/// A one-member cluster and its cache (behind for at most `limit`, reset then if
+/// `reset`), 2 switches written, a backup of the member taken, 20 more written, the
+/// backup restored: the member, of the same cluster, is twenty transactions behind
+/// the cache. The member's client and the events so far.
+async fn restored_from_a_backup(
+    limit: Duration,
+    reset: bool,
+) -> (Cluster, Cache, CacheEvents, Replay, Client) {
+    let (mut cluster, cache, mut events, w) = single_with(|c| {
+        c.behind_limit = limit;
+        c.reset_when_behind = reset;
+    })
+    .await;
     write_all(&w, &names("kept", 2)).await;
     settle(&cache, &w).await;
     let mut replay = Replay::default();
@@ -331,6 +348,14 @@ async fn a_cluster_restored_from_a_backup_is_refused_and_reported_until_the_inde
     std::fs::copy(&backup, &db).unwrap();
     member.restart().unwrap();
     let (w, _) = client(&member.unix_remote()).await;
+    (cluster, cache, events, replay, w)
+}
+
+#[tokio::test]
+async fn a_cluster_restored_from_a_backup_is_refused_and_reported_until_the_index_is_reset() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let limit = Duration::from_secs(1);
+    let (_cluster, cache, mut events, mut replay, w) = restored_from_a_backup(limit, false).await;
     let mut reported = false;
     for _ in 0..200 {
         replay.drain(&mut events);
@@ -346,6 +371,38 @@ async fn a_cluster_restored_from_a_backup_is_refused_and_reported_until_the_inde
         22,
         "a refused server's contents are not taken"
     );
+    // Refused past the limit: said once for the whole cache, and it stays as it is.
+    let said = tokio::time::timeout(limit * 10, async {
+        loop {
+            replay.drain(&mut events);
+            if let Some((remote, e)) = replay
+                .unusable
+                .iter()
+                .find(|(_, e)| e.contains("none was synced"))
+            {
+                return (remote.clone(), e.clone());
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    })
+    .await
+    .expect("the cache never said every server has been behind");
+    assert!(
+        said.1.contains("Cache::reset_raft_index() takes theirs"),
+        "{said:?}"
+    );
+    tokio::time::sleep(limit * 2).await;
+    replay.drain(&mut events);
+    assert_eq!(
+        replay
+            .unusable
+            .iter()
+            .filter(|(_, e)| e.contains("none was synced"))
+            .count(),
+        1,
+        "said once"
+    );
+    assert_eq!(cache.snapshot().table("Logical_Switch").len(), 22);
 
     // The caller knows better: the index is forgotten and the cache resyncs.
     cache.reset_raft_index().await.unwrap();
@@ -353,4 +410,28 @@ async fn a_cluster_restored_from_a_backup_is_refused_and_reported_until_the_inde
     assert_eq!(want["Logical_Switch"].len(), 2);
     replay.drain(&mut events);
     assert_eq!(replay.contents(), want);
+}
+
+#[tokio::test]
+async fn a_cache_told_to_reset_when_behind_takes_the_restored_clusters_contents() {
+    let _one = ONE_CLUSTER_AT_A_TIME.lock().await;
+    let limit = Duration::from_secs(1);
+    let (_cluster, cache, mut events, mut replay, w) = restored_from_a_backup(limit, true).await;
+    let started = std::time::Instant::now();
+    let want = settle(&cache, &w).await;
+    let took = started.elapsed();
+    assert_eq!(want["Logical_Switch"].len(), 2, "the restored contents");
+    assert!(took >= limit, "synced before the limit: {took:?}");
+    replay.drain(&mut events);
+    assert_eq!(replay.contents(), want);
+    let said: Vec<_> = replay
+        .unusable
+        .iter()
+        .filter(|(_, e)| e.contains("none was synced"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", replay.unusable);
+    assert!(
+        said[0].1.contains("the raft index is forgotten"),
+        "{said:?}"
+    );
 }

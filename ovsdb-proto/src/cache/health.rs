@@ -75,6 +75,8 @@ pub(super) struct RaftSeen {
     cluster: Option<Uuid>,
     /// The index of the server admitted last, until the cache syncs with it.
     pending: Option<i64>,
+    /// True when the last server refused was refused only for being behind.
+    refused_behind: bool,
 }
 
 impl RaftSeen {
@@ -103,6 +105,7 @@ impl RaftSeen {
         }
         let seen = if caught_up { self.index } else { 0 };
         if let Some(why) = state.refuse(leader_only, seen) {
+            self.refused_behind = state.refuse(leader_only, 0).is_none();
             return Err(why);
         }
         self.pending = state.index;
@@ -115,6 +118,17 @@ impl RaftSeen {
         if let Some(i) = self.pending.take() {
             self.index = self.index.max(i);
         }
+    }
+
+    /// Whether the last server refused was refused only for being behind (and
+    /// forgets it).
+    pub(super) fn take_refused_behind(&mut self) -> bool {
+        std::mem::take(&mut self.refused_behind)
+    }
+
+    /// The highest raft index trusted.
+    pub(super) fn index(&self) -> i64 {
+        self.index
     }
 
     /// Forgets the index seen (the caller knows it is wrong).

@@ -47,7 +47,8 @@
 //! from the minimum after a session that synced), only to a cluster's
 //! leader if asked, never to a server whose raft index is behind what it has seen (a
 //! new cluster id, a cluster rebuilt from scratch, starts the count over;
-//! `cache.reset_raft_index()` for a restored backup), and resumes with
+//! `cache.reset_raft_index()` for a restored backup, or `reset_when_behind` to do it
+//! past `behind_limit`, which is reported in any case), and resumes with
 //! `monitor_cond_since`; each server it cannot use is reported as
 //! `CacheEvent::Unusable` with why; when the server cannot resume it, the contents are
 //! fetched again and only true differences become events. A snapshot is one whole
@@ -127,6 +128,19 @@ pub struct CacheConfig {
     pub min_backoff: Duration,
     /// The longest wait after a round in which no server could be used.
     pub max_backoff: Duration,
+    /// How long the cache may go without syncing while servers are refused for a
+    /// raft index behind the one it has seen (a cluster restored from a backup, or a
+    /// member that lied about its index) before it says so: a
+    /// [`CacheEvent::Unusable`] whose `remote` is every remote, comma-separated, and
+    /// whose `error` gives the index and the time. Default 30 s. The cache then goes
+    /// on refusing them (its contents are newer than theirs) unless
+    /// [`reset_when_behind`](Self::reset_when_behind).
+    pub behind_limit: Duration,
+    /// Past [`behind_limit`](Self::behind_limit), forget the raft index seen (as
+    /// [`Cache::reset_raft_index`] does) and sync with what the servers have, the
+    /// rows they lack leaving the cache as deletes. Default false: a stale but
+    /// reported cache rather than writes forgotten without a caller deciding.
+    pub reset_when_behind: bool,
     /// How many update messages may wait unread in [`CacheEvents`] (and in each
     /// lossless typed stream).
     pub event_capacity: usize,
@@ -179,6 +193,8 @@ impl CacheConfig {
             connect: ConnectOptions::default(),
             min_backoff: Duration::from_millis(50),
             max_backoff: Duration::from_secs(8),
+            behind_limit: Duration::from_secs(30),
+            reset_when_behind: false,
             event_capacity: 64,
             event_delivery: Delivery::Lossless,
             typed: Vec::new(),

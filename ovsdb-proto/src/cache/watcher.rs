@@ -186,6 +186,10 @@ impl Watcher {
     async fn run(mut self) {
         // Rounds in a row in which every server failed.
         let mut failed_rounds: u32 = 0;
+        // Since when servers have been refused for being behind, with no sync since;
+        // whether that was reported.
+        let mut behind_since: Option<std::time::Instant> = None;
+        let mut behind_reported = false;
         // Servers that sent what does not fit the schema (rows whose values do not fit
         // their columns, updates that do not apply): tried after the others until one
         // of their sessions ends without such an error.
@@ -220,6 +224,21 @@ impl Watcher {
             if self.synced {
                 failed_rounds = 0;
                 tried.clear();
+                behind_since = None;
+                behind_reported = false;
+            }
+            if matches!(end, End::Failed(_)) && self.progress.raft.take_refused_behind() {
+                let since = *behind_since.get_or_insert_with(std::time::Instant::now);
+                if !behind_reported && since.elapsed() >= self.config.behind_limit {
+                    self.report_behind(since.elapsed()).await;
+                    behind_reported = true;
+                    if self.config.reset_when_behind {
+                        self.progress.raft.forget();
+                        behind_since = None;
+                        behind_reported = false;
+                        tried.clear();
+                    }
+                }
             }
             let malformed = matches!(&end, End::Failed(e) if e.kind() == ErrorKind::Protocol);
             let was_suspect = suspects.contains(&remote);
@@ -262,6 +281,27 @@ impl Watcher {
                 }
             }
         }
+    }
+
+    /// Says that servers have been refused as behind for `how_long` with no sync.
+    async fn report_behind(&self, how_long: std::time::Duration) {
+        let remotes: Vec<String> = self.config.remotes.iter().map(|r| r.to_string()).collect();
+        let what = if self.config.reset_when_behind {
+            "the raft index is forgotten and the cache syncs with what they have"
+        } else {
+            "the cache keeps its newer contents; Cache::reset_raft_index() takes theirs"
+        };
+        let error = format!(
+            "servers have been refused for {how_long:.1?} for a raft index behind the {} \
+             already seen, and none was synced with (a cluster restored from a backup?): {what}",
+            self.progress.raft.index()
+        );
+        tracing::warn!(%error, "cache: every server behind");
+        self.emit(WatchEvent::Unusable {
+            remote: remotes.join(","),
+            error,
+        })
+        .await;
     }
 
     /// One connection: check the server, then monitor until something ends it.
