@@ -107,6 +107,12 @@ pub(crate) fn reply_id(text: &[u8]) -> Option<u64> {
     serde_json::from_slice(text).ok()
 }
 
+/// The deepest nesting of arrays and objects an incoming message may have, the
+/// message's own object included: the most serde_json, which parses every value, reads
+/// (its recursion limit of 128 leaves 127 levels). OVSDB's deepest messages nest
+/// about ten levels.
+pub const MAX_DEPTH: usize = 127;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Expect {
     /// At depth 1, before a member's key (or the closing brace).
@@ -278,6 +284,19 @@ impl JsonRpcCodec {
         }
     }
 
+    /// Refuses nesting deeper than [`MAX_DEPTH`] as soon as it is seen: no parser
+    /// here could read the message, so it is not buffered to the end first (a
+    /// message of `[[[[…` that never closes cost twice its size before).
+    fn check_depth(&self, offset: usize) -> Result<(), CodecError> {
+        if self.depth > MAX_DEPTH {
+            return Err(self.syntax(
+                offset,
+                format!("nested deeper than {MAX_DEPTH} levels, more than the JSON parser reads"),
+            ));
+        }
+        Ok(())
+    }
+
     fn end_value(&mut self, end: usize, buf: &[u8]) {
         let mut end = end;
         while end > self.value_start && buf[end - 1].is_ascii_whitespace() {
@@ -374,6 +393,7 @@ impl JsonRpcCodec {
                         b'{' | b'[' => {
                             self.open.push(b);
                             self.depth += 1;
+                            self.check_depth(i)?;
                         }
                         b']' => return Err(self.syntax(i, "unbalanced ']'")),
                         _ => {}
@@ -387,6 +407,7 @@ impl JsonRpcCodec {
                 b'{' | b'[' => {
                     self.open.push(b);
                     self.depth += 1;
+                    self.check_depth(i)?;
                 }
                 b'}' | b']' => {
                     // Even in a member nobody reads, brackets must match.
@@ -631,6 +652,43 @@ mod tests {
                 String::from_utf8_lossy(not_an_id)
             );
         }
+    }
+
+    #[test]
+    fn nesting_past_the_parsers_limit_is_refused_where_it_goes_past() {
+        // As deep as serde_json reads: framed.
+        let deep = |n: usize| {
+            let mut m = br#"{"id":1,"result":"#.to_vec();
+            m.extend(std::iter::repeat_n(b'[', n - 1));
+            m.extend(std::iter::repeat_n(b']', n - 1));
+            m.extend(br#","error":null}"#);
+            m
+        };
+        let mut codec = JsonRpcCodec::default();
+        let mut buf = BytesMut::from(&deep(MAX_DEPTH)[..]);
+        assert!(codec.decode(&mut buf).unwrap().is_some());
+        // One level more, or a megabyte of '[' that never closes: refused at the
+        // bracket that goes past, before the rest is read.
+        for text in [deep(MAX_DEPTH + 1), {
+            let mut m = br#"{"id":1,"result":"#.to_vec();
+            m.extend(std::iter::repeat_n(b'[', 1 << 20));
+            m
+        }] {
+            let mut codec = JsonRpcCodec::default();
+            let mut buf = BytesMut::from(&text[..]);
+            match codec.decode(&mut buf) {
+                Err(CodecError::Syntax { offset, message }) => {
+                    assert_eq!(offset, 17 + MAX_DEPTH - 1, "{message}");
+                    assert!(message.contains("nested deeper than 127"), "{message}");
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(codec.open.len() <= MAX_DEPTH);
+        }
+        // The limit is serde_json's: it reads the deepest framed, not one more.
+        let past = deep(MAX_DEPTH + 1);
+        assert!(serde_json::from_slice::<serde_json::Value>(&past).is_err());
+        assert!(serde_json::from_slice::<serde_json::Value>(&deep(MAX_DEPTH)).is_ok());
     }
 
     #[test]

@@ -491,3 +491,44 @@ async fn a_result_of_another_operations_shape_fails_the_transaction_naming_the_o
     }
     assert!(!c.is_closed(), "the connection itself is fine");
 }
+
+#[tokio::test]
+async fn a_reply_nested_past_the_parsers_limit_is_refused_before_the_rest_is_read() {
+    let (c, _n, mut peer) = pair();
+    let call = tokio::spawn({
+        let c = c.clone();
+        async move { c.list_dbs().await }
+    });
+    let req = read_request(&mut peer).await;
+    // A reply of 64 MiB of '[' that never closes, written as fast as the client reads.
+    let id = req["id"].clone();
+    let server = tokio::spawn(async move {
+        let mut sent = 0usize;
+        let head = format!(r#"{{"id":{id},"result":"#);
+        if peer.write_all(head.as_bytes()).await.is_err() {
+            return sent;
+        }
+        let chunk = vec![b'['; 1 << 16];
+        for _ in 0..1024 {
+            match peer.write_all(&chunk).await {
+                Ok(()) => sent += chunk.len(),
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    let e = tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .expect("the client read on")
+        .unwrap()
+        .unwrap_err();
+    assert!(e.is_protocol(), "{e}");
+    assert!(e.to_string().contains("nested deeper than 127"), "{e}");
+    // The client stopped reading at the bracket too deep: of the 64 MiB, the server got
+    // no further than what one read and the pipe hold.
+    let sent = tokio::time::timeout(Duration::from_secs(5), server)
+        .await
+        .expect("the server is still writing: the client reads on")
+        .unwrap();
+    assert!(sent <= 4 << 16, "{sent} bytes went in");
+}
