@@ -2,6 +2,7 @@
 //! the database kept and replaced, raft leader loss, read-your-writes. After each, the
 //! cache must equal a fresh dump and replaying its events must give the same contents.
 
+use integration_tests::{insert_unless_named, named};
 use std::time::Duration;
 
 use integration_tests::cache::{settle, Replay, TABLES};
@@ -9,12 +10,6 @@ use integration_tests::{client, nb_server, OvsdbServer, NB};
 use ovn_sandbox::{Cluster, Installation};
 use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
 use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row};
-
-fn named(name: &str) -> Row {
-    [("name".to_string(), Datum::scalar(name))]
-        .into_iter()
-        .collect()
-}
 
 fn config(remotes: &str) -> CacheConfig {
     let mut c = CacheConfig::new(Remote::parse_list(remotes).unwrap(), NB, TABLES);
@@ -367,17 +362,7 @@ async fn a_leader_only_cache_follows_writes_while_the_leader_is_killed() {
     for i in 0..10 {
         // Inserts only if absent, so a retry after an unclear failure cannot duplicate.
         let name = format!("b{i}");
-        let guarded = [
-            Operation::Wait {
-                table: "Logical_Switch".into(),
-                timeout: Some(0),
-                conditions: vec![Condition::eq("name", name.as_str())],
-                columns: vec!["name".into()],
-                until: ovsdb_proto::WaitUntil::Equal,
-                rows: vec![],
-            },
-            Operation::insert("Logical_Switch", named(&name)),
-        ];
+        let guarded = insert_unless_named(&name);
         for _ in 0..100 {
             match w.transact(NB, &guarded).await {
                 Ok(_) => {

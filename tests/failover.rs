@@ -3,45 +3,25 @@
 //! leaving, a member restarted, and ovsdb-server's crash points with a transaction in
 //! flight. After each, the cache equals a fresh dump and its events replay to it.
 
+use integration_tests::insert_unless_named;
 use std::time::Duration;
 
 use integration_tests::cache::{settle, Replay, TABLES};
 use integration_tests::{client, NB};
 use ovn_sandbox::{Cluster, Installation};
 use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
-use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row, WaitUntil};
+use ovsdb_proto::{Client, Datum, Operation, Remote};
 
 /// One cluster test at a time: seven 3-member clusters electing leaders at once on a
 /// 2-core machine would test the machine's scheduler rather than the client.
 static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-fn named(name: &str) -> Row {
-    [("name".to_string(), Datum::scalar(name))]
-        .into_iter()
-        .collect()
-}
-
-/// Inserts a switch unless one of that name exists, so a retry cannot duplicate it.
-fn guarded_insert(name: &str) -> Vec<Operation> {
-    vec![
-        Operation::Wait {
-            table: "Logical_Switch".into(),
-            timeout: Some(0),
-            conditions: vec![Condition::eq("name", name)],
-            columns: vec!["name".into()],
-            until: WaitUntil::Equal,
-            rows: vec![],
-        },
-        Operation::insert("Logical_Switch", named(name)),
-    ]
-}
 
 /// Writes `names` through `w`, retrying through elections; panics if the connection dies.
 async fn write_all(w: &Client, names: &[String]) {
     for name in names {
         let mut done = false;
         for _ in 0..300 {
-            match w.transact(NB, &guarded_insert(name)).await {
+            match w.transact(NB, &insert_unless_named(name)).await {
                 Ok(_) => done = true,
                 Err(e)
                     if e.as_transaction_error()
@@ -190,7 +170,7 @@ async fn crash_point(scenario: &str, on_leader: bool) {
         .unwrap();
     let outcome = tokio::time::timeout(
         Duration::from_secs(30),
-        s.w.transact(NB, &guarded_insert("in-flight")),
+        s.w.transact(NB, &insert_unless_named("in-flight")),
     )
     .await;
 

@@ -2,20 +2,14 @@
 //! monitor_cond_since (update3, history on a clustered database), monitor_cond_change,
 //! set_db_change_aware.
 
+use integration_tests::named;
 use std::collections::BTreeMap;
 
 use integration_tests::{client, nb_server, next_notification, OvsdbServer, NB};
 use ovn_sandbox::{Cluster, Installation};
 use ovsdb_proto::{
-    Client, Condition, Datum, MonitorRequest, Notification, Notifications, Operation, Row,
-    RowUpdate2,
+    Client, Condition, Datum, MonitorRequest, Notification, Notifications, Operation, RowUpdate2,
 };
-
-fn named(name: &str) -> Row {
-    [("name".to_string(), Datum::scalar(name))]
-        .into_iter()
-        .collect()
-}
 
 fn switches(req: MonitorRequest) -> BTreeMap<String, MonitorRequest> {
     [("Logical_Switch".to_string(), req)].into()

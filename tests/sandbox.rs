@@ -1,18 +1,13 @@
 //! The sandbox itself: real daemons wired together, private per test, gone afterwards,
 //! raft clusters, and the host's older OVN for compatibility tests.
 
+use integration_tests::named;
 use std::path::Path;
 use std::time::Duration;
 
 use integration_tests::{client, sandbox};
 use ovn_sandbox::{Cluster, ContainerCluster, Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::{Condition, Datum, Operation, Row};
-
-fn named(name: &str) -> Row {
-    [("name".to_string(), Datum::scalar(name))]
-        .into_iter()
-        .collect()
-}
+use ovsdb_proto::{Condition, Datum, Operation};
 
 #[tokio::test]
 async fn northd_turns_a_logical_switch_into_a_southbound_datapath() {

@@ -91,6 +91,30 @@ pub async fn select_all(
         .collect()
 }
 
+/// A `Logical_Switch` row with only its name.
+pub fn named(name: &str) -> ovsdb_proto::Row {
+    [("name".to_string(), ovsdb_proto::Datum::scalar(name))]
+        .into_iter()
+        .collect()
+}
+
+/// Inserts switch `name` unless one has that name (the `wait` then fails with "timed
+/// out"): a retry after an unknown outcome cannot add it twice.
+pub fn insert_unless_named(name: &str) -> Vec<ovsdb_proto::Operation> {
+    use ovsdb_proto::{Condition, Operation, WaitUntil};
+    vec![
+        Operation::Wait {
+            table: "Logical_Switch".into(),
+            timeout: Some(0),
+            conditions: vec![Condition::eq("name", name)],
+            columns: vec!["name".into()],
+            until: WaitUntil::Equal,
+            rows: vec![],
+        },
+        Operation::insert("Logical_Switch", named(name)),
+    ]
+}
+
 /// Connects to `remote`, failing the test on error.
 pub async fn client(remote: &str) -> (Client, Notifications) {
     ovsdb_proto::connect(remote)
