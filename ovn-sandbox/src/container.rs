@@ -109,6 +109,34 @@ fn labels() -> HashMap<String, String> {
     ])
 }
 
+/// The containers (all, running or not) and networks carrying `label` (`KEY` or
+/// `KEY=VALUE`).
+async fn with_label(
+    docker: &Docker,
+    label: &str,
+) -> Result<(
+    Vec<bollard::models::ContainerSummary>,
+    Vec<bollard::models::Network>,
+)> {
+    let filter = HashMap::from([("label", vec![label])]);
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filter)
+        .build();
+    let containers = docker
+        .list_containers(Some(options))
+        .await
+        .map_err(|e| engine_error("docker ps", e))?;
+    let options = ListNetworksOptionsBuilder::default()
+        .filters(&filter)
+        .build();
+    let networks = docker
+        .list_networks(Some(options))
+        .await
+        .map_err(|e| engine_error("docker network ls", e))?;
+    Ok((containers, networks))
+}
+
 /// Removes the containers and networks of processes that no longer run.
 async fn reap_orphans(docker: &Docker) {
     let dead = |labels: Option<&HashMap<String, String>>| {
@@ -117,28 +145,15 @@ async fn reap_orphans(docker: &Docker) {
             .and_then(|p| p.parse::<u32>().ok())
             .is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
     };
-    let filter = HashMap::from([("label", vec![LABEL_PID])]);
-    let options = ListContainersOptionsBuilder::default()
-        .all(true)
-        .filters(&filter)
-        .build();
-    for c in docker
-        .list_containers(Some(options))
-        .await
-        .unwrap_or_default()
-    {
+    let Ok((containers, networks)) = with_label(docker, LABEL_PID).await else {
+        return;
+    };
+    for c in containers {
         if let (true, Some(id)) = (dead(c.labels.as_ref()), c.id.as_deref()) {
             let _ = docker.remove_container(id, Some(force_remove())).await;
         }
     }
-    let options = ListNetworksOptionsBuilder::default()
-        .filters(&filter)
-        .build();
-    for n in docker
-        .list_networks(Some(options))
-        .await
-        .unwrap_or_default()
-    {
+    for n in networks {
         if let (true, Some(id)) = (dead(n.labels.as_ref()), n.id.as_deref()) {
             let _ = docker.remove_network(id).await;
         }
@@ -153,36 +168,19 @@ pub fn labelled(test: Option<&str>) -> Result<Vec<String>> {
         Some(t) => format!("{LABEL_TEST}={t}"),
         None => LABEL_TEST.to_owned(),
     };
-    block(async move {
-        let filter = HashMap::from([("label", vec![label.as_str()])]);
-        let options = ListContainersOptionsBuilder::default()
-            .all(true)
-            .filters(&filter)
-            .build();
-        let containers = docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| engine_error("docker ps", e))?;
-        let options = ListNetworksOptionsBuilder::default()
-            .filters(&filter)
-            .build();
-        let networks = docker
-            .list_networks(Some(options))
-            .await
-            .map_err(|e| engine_error("docker network ls", e))?;
-        let mut names: Vec<String> = containers
+    let (containers, networks) = block(async move { with_label(&docker, &label).await })??;
+    let mut names: Vec<String> = containers
+        .into_iter()
+        .flat_map(|c| c.names.unwrap_or_default())
+        .map(|n| format!("container {}", n.trim_start_matches('/')))
+        .collect();
+    names.extend(
+        networks
             .into_iter()
-            .flat_map(|c| c.names.unwrap_or_default())
-            .map(|n| format!("container {}", n.trim_start_matches('/')))
-            .collect();
-        names.extend(
-            networks
-                .into_iter()
-                .filter_map(|n| n.name)
-                .map(|n| format!("network {n}")),
-        );
-        Ok(names)
-    })?
+            .filter_map(|n| n.name)
+            .map(|n| format!("network {n}")),
+    );
+    Ok(names)
 }
 
 fn force_remove() -> bollard::query_parameters::RemoveContainerOptions {
@@ -321,10 +319,10 @@ fn image_on_base(
         let docker = docker()?;
         let mut files = files;
         files.push(("Dockerfile".to_owned(), dockerfile.as_bytes().to_vec()));
-        let context = tar_of(&files)?;
         let t = tag.clone();
         block(async move {
             if !image_exists(&docker, &t).await {
+                let context = tar_of(&files)?;
                 build_image(&docker, context, "Dockerfile", &[("BASE", &base)], &t).await?;
             }
             Ok::<_, SandboxError>(())
@@ -407,7 +405,6 @@ pub fn build_from_directory(
         let arg_text = arg_text.join("\n");
         parts.push(arg_text.as_bytes());
         let tag = format!("{repo}:{}", content_hash(&parts));
-        let context = tar_of(&files)?;
         let docker = docker()?;
         let (t, dockerfile) = (tag.clone(), dockerfile.to_owned());
         let args: Vec<(String, String)> = args
@@ -416,6 +413,8 @@ pub fn build_from_directory(
             .collect();
         block(async move {
             if !image_exists(&docker, &t).await {
+                // The repository's files as a context only when the engine lacks the image.
+                let context = tar_of(&files)?;
                 let args: Vec<(&str, &str)> =
                     args.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
                 build_image(&docker, context, &dockerfile, &args, &t).await?;
