@@ -801,9 +801,26 @@ impl Cache {
         timeout: Duration,
     ) -> Result<(), Error> {
         let expected = Expected::new(operations, results);
-        // Its events are in every stream when this returns (see `wait_for`).
-        let shown = self.wait_for(timeout, |s| expected.shown_in(s)).await;
-        if shown {
+        let deadline = tokio::time::Instant::now() + timeout;
+        // The contents that first show it, then their events in every stream: a
+        // caller that reads its streams after the wait finds its own events there.
+        let shown_at = std::sync::Mutex::new(None);
+        let shown = self
+            .wait_for(timeout, |s| {
+                let shown = expected.shown_in(s);
+                if shown {
+                    *shown_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.seq());
+                }
+                shown
+            })
+            .await;
+        let delivered = async {
+            let seq = (*shown_at.lock().unwrap_or_else(|p| p.into_inner()))?;
+            let mut d = self.delivered.clone();
+            let reached = tokio::time::timeout_at(deadline, d.wait_for(|v| *v >= seq)).await;
+            matches!(reached, Ok(Ok(_))).then_some(())
+        };
+        if shown && delivered.await.is_some() {
             Ok(())
         } else if let Some((stream, for_)) = self.held.now() {
             Err(Error::held_back(format!(
@@ -821,32 +838,8 @@ impl Cache {
     }
 
     /// Waits until `predicate` holds for the cache's contents (read-your-writes: wait
-    /// for the row a transaction inserted or changed), at most `timeout`. When it
-    /// returns true, the events of the update that made it hold are in every event
-    /// stream, typed and untyped: a caller that reads its streams next finds them
-    /// there (a [`CacheReader`], which has no streams, only waits for the contents).
+    /// for the row a transaction inserted or changed), at most `timeout`.
     pub async fn wait_for(&self, timeout: Duration, predicate: impl Fn(&Snapshot) -> bool) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        // The contents that first show it, then their events in every stream.
-        let shown_at = std::sync::Mutex::new(None);
-        let shown = self
-            .reader
-            .wait_for(timeout, |s| {
-                let shown = predicate(s);
-                if shown {
-                    *shown_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.seq());
-                }
-                shown
-            })
-            .await;
-        let Some(seq) = shown_at.into_inner().unwrap_or_else(|p| p.into_inner()) else {
-            return false;
-        };
-        let mut delivered = self.delivered.clone();
-        shown
-            && matches!(
-                tokio::time::timeout_at(deadline, delivered.wait_for(|v| *v >= seq)).await,
-                Ok(Ok(_))
-            )
+        self.reader.wait_for(timeout, predicate).await
     }
 }
