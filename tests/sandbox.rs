@@ -6,7 +6,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use integration_tests::{client, sandbox};
-use ovn_sandbox::{Cluster, ContainerCluster, Installation, OvsdbServer, ServerOptions};
+use ovn_sandbox::{
+    Chassis, Cluster, ContainerCluster, Installation, OvsdbServer, Sandbox, ServerOptions,
+    BACKEND_VAR,
+};
 use ovsdb_proto::{Condition, Datum, Operation};
 
 #[tokio::test]
@@ -158,6 +161,65 @@ fn a_container_clusters_containers_and_network_are_gone_after_a_panic() {
     );
     let left = ovn_sandbox::labelled(Some(&name)).unwrap();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// The programs running in a container (`/proc/*/comm`).
+fn programs_in(container: &ovn_sandbox::Container) -> String {
+    container
+        .exec(&["sh", "-c", "cat /proc/[0-9]*/comm"])
+        .unwrap()
+}
+
+#[test]
+fn the_central_and_a_chassis_run_where_the_backend_says() {
+    let install = Installation::recent().unwrap();
+    let sb = Sandbox::start_with(&install).unwrap();
+    let chassis = Chassis::start(&sb, "where").unwrap();
+    if std::env::var(BACKEND_VAR).as_deref() == Ok("processes") {
+        assert_eq!(install.image(), None);
+        assert!(sb.nb.tcp_remote().starts_with("tcp:127.0.0.1:"));
+        assert!(sb.network().is_none() && sb.nb.container().is_none());
+        assert!(chassis.container().is_none());
+        return;
+    }
+    // The suite's machines have a Docker Engine: by default, containers with addresses
+    // of their own on the sandbox's network.
+    let network = sb.network().expect("the central on a Docker network");
+    assert_eq!(
+        sb.nb.tcp_remote(),
+        format!("tcp:{}:6641", network.address(10))
+    );
+    assert_eq!(
+        sb.sb.tcp_remote(),
+        format!("tcp:{}:6641", network.address(11))
+    );
+    for (container, program) in [
+        (sb.nb.container(), "ovsdb-server"),
+        (sb.sb.container(), "ovsdb-server"),
+        (sb.northd_container(), "ovn-northd"),
+    ] {
+        let container = container.expect("a container");
+        assert_eq!(container.ip_on(network), container.ip().into());
+        assert!(programs_in(container).contains(program));
+    }
+    // ovn-northd reaches both servers over TCP at their addresses.
+    let northd = std::fs::read_to_string(sb.northd_log()).unwrap();
+    for server in [&sb.nb, &sb.sb] {
+        let remote = server.tcp_remote();
+        assert!(northd.contains(&format!("{remote}: connected")), "{northd}");
+    }
+    // The chassis is a container on the same network running all three daemons, its
+    // ovn-controller following the Southbound server at its address.
+    let container = chassis.container().expect("the chassis in a container");
+    assert!(container.ip_on(network).is_some());
+    let programs = programs_in(container);
+    for program in ["ovsdb-server", "ovs-vswitchd", "ovn-controller"] {
+        assert!(programs.contains(program), "{program} not in {programs}");
+    }
+    let remote = chassis
+        .vsctl(&["get", "open", ".", "external_ids:ovn-remote"])
+        .unwrap();
+    assert_eq!(remote.trim().trim_matches('"'), sb.sb.tcp_remote());
 }
 
 #[tokio::test]

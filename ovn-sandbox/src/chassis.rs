@@ -4,8 +4,10 @@
 //! namespaces each with a veth whose other end is a port of the integration bridge
 //! named by `external_ids:iface-id`.
 //!
-//! The daemons run in the installation's root filesystem under `chroot`, each in its
-//! own mount namespace (`unshare --mount`) where `/dev`, `/sys` and `/proc` are mounted
+//! When the sandbox runs in containers, the chassis is a container of the OVN image on
+//! the sandbox's network whose network namespace is the node's (see
+//! [`Chassis::start_at`]). Otherwise the daemons run in the installation's root
+//! filesystem under `chroot`, each in its own mount namespace (`unshare --mount`) where `/dev`, `/sys` and `/proc` are mounted
 //! into the root (ovs-vswitchd needs `/dev/net/tun` for its internal ports): the mounts
 //! vanish with the process. ovs-vswitchd runs in the chassis' own network namespace,
 //! which holds its tap devices and the pods' host-side veths, so that chassis of tests
@@ -20,7 +22,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use ipnet::IpNet;
 
 use super::{
-    fail, path_str, wait_until, Daemon, Installation, Result, Sandbox, SandboxError, WorkDir,
+    fail, path_str, wait_until, Container, ContainerSpec, Daemon, Installation, Place, Result,
+    Sandbox, SandboxError, WorkDir,
 };
 
 /// Prefix of every network namespace and veth a chassis creates, for leak checks.
@@ -57,6 +60,14 @@ impl Netns {
     }
 }
 
+impl Netns {
+    /// Names on the host the network namespace of process `pid` (a container's).
+    fn attach(name: String, pid: u32) -> Result<Netns> {
+        ip(&["netns", "attach", &name, &pid.to_string()])?;
+        Ok(Netns(name))
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         // Its veths and the datapath's tap devices go with it.
@@ -86,11 +97,59 @@ pub struct Chassis {
     gateway: Option<(String, String)>,
     /// Flow files written so far (they are numbered).
     flow_files: AtomicU32,
+    /// The chassis' container, when the sandbox runs in containers: its network
+    /// namespace is the node's.
+    container: Option<Container>,
     /// The node's network namespace, where ovs-vswitchd and the pods' host veths live
-    /// (the userspace datapath's tap devices are named alike in every chassis).
+    /// (the userspace datapath's tap devices are named alike in every chassis): a
+    /// namespace of its own, or the container's, named on the host.
     node: Netns,
     // Last, so the directory goes after the daemons.
     dir: WorkDir,
+}
+
+/// The environment that gives OVS and OVN daemons their own run directory `rundir`.
+fn run_env(rundir: &str) -> [String; 4] {
+    ["OVS_RUNDIR", "OVS_DBDIR", "OVS_LOGDIR", "OVN_RUNDIR"].map(|v| format!("{v}={rundir}"))
+}
+
+/// Starts `program args…` of the root filesystem `root` under chroot, in a private
+/// mount namespace with `/dev`, `/sys` and `/proc` mounted into the root and its own OVS
+/// run directory `rundir`; in network namespace `netns` if given.
+fn spawn_chrooted(
+    root: &str,
+    rundir: &str,
+    name: &str,
+    program: &str,
+    args: &[String],
+    netns: Option<&str>,
+) -> Result<Daemon> {
+    let env = run_env(rundir).join(" ");
+    let script = format!(
+        "set -e; mount --bind /dev {root}/dev; mount --bind /sys {root}/sys; \
+         mount -t proc proc {root}/proc; \
+         export {env}; \
+         exec chroot {root} {program} \"$@\""
+    );
+    let mut cmd = match netns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "unshare"]);
+            c
+        }
+        None => Command::new("unshare"),
+    };
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &script,
+        name,
+    ])
+    .args(args);
+    Daemon::spawn(cmd, name)
 }
 
 fn run(cmd: &mut Command, what: &str) -> Result<Output> {
@@ -176,7 +235,6 @@ impl Chassis {
         let dir = install.workdir()?;
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let tag = format!("{}{:x}{}", NETNS_PREFIX, std::process::id() % 0xfff, n);
-        let node = Netns::add(format!("{tag}n"))?;
         std::fs::create_dir_all(root.join("run/openvswitch"))
             .map_err(|e| SandboxError(format!("cannot create run/openvswitch: {e}")))?;
         let db = dir.inner("conf.db");
@@ -192,51 +250,97 @@ impl Chassis {
         let rundir = dir.inner("");
         let rundir_s = path_str(&rundir)?.trim_end_matches('/').to_owned();
         let root_s = path_str(&root)?.to_owned();
-        // Each daemon gets a private mount namespace with /dev, /sys and /proc inside the
-        // root filesystem, and its own OVS run directory.
-        let spawn = |name: &str,
-                     program: &str,
-                     args: Vec<String>,
-                     netns: Option<&str>|
-         -> Result<Daemon> {
-            let script = format!(
-                "set -e; mount --bind /dev {root_s}/dev; mount --bind /sys {root_s}/sys; \
-                 mount -t proc proc {root_s}/proc; \
-                 export OVS_RUNDIR={rundir_s} OVS_DBDIR={rundir_s} OVS_LOGDIR={rundir_s} OVN_RUNDIR={rundir_s}; \
-                 exec chroot {root_s} {program} \"$@\""
-            );
-            let mut cmd = match netns {
-                Some(ns) => {
-                    let mut c = Command::new("ip");
-                    c.args(["netns", "exec", ns, "unshare"]);
-                    c
-                }
-                None => Command::new("unshare"),
-            };
-            cmd.args([
-                "--mount",
-                "--propagation",
-                "private",
-                "sh",
-                "-c",
-                &script,
-                name,
-            ])
-            .args(args);
-            Daemon::spawn(cmd, name)
+        let ovsdb_args = vec![
+            path_str(&db)?.into(),
+            format!("--remote=punix:{}", sock.display()),
+            format!("--unixctl={}", dir.inner("ovsdb.ctl").display()),
+            format!("--log-file={}", dir.inner("ovsdb.log").display()),
+            "-vconsole:off".into(),
+        ];
+        // With the sandbox in containers, the chassis is one too, on the sandbox's
+        // network: its database server is the container's program, ovs-vswitchd and
+        // ovn-controller are started in it detached, and its network namespace is the
+        // node's (named on the host, so that pods and the tools reach it as they reach
+        // a namespace of their own). Its directory is mounted at the path the tools see
+        // it by, so they reach the daemons' sockets from the host either way.
+        let place = match (&install.image, &sandbox.nb.place) {
+            (Some(image), Some(central)) => Some(Place {
+                image: image.clone(),
+                network: central.network.clone(),
+                host: 20 + (n % 230) as u8,
+                name: tag.clone(),
+            }),
+            _ => None,
         };
-        let mut ovsdb = spawn(
-            "ovsdb-server (chassis)",
-            "ovsdb-server",
-            vec![
-                path_str(&db)?.into(),
-                format!("--remote=punix:{}", sock.display()),
-                format!("--unixctl={}", dir.inner("ovsdb.ctl").display()),
-                format!("--log-file={}", dir.inner("ovsdb.log").display()),
-                "-vconsole:off".into(),
-            ],
-            None,
-        )?;
+        let (container, mut ovsdb, node) = match &place {
+            Some(place) => {
+                let bind = format!("{}:{}", dir.dir.path().display(), dir.inner.display());
+                let container = Container::start(
+                    &[(&place.network, place.host)],
+                    ContainerSpec {
+                        image: &place.image,
+                        name: &place.name,
+                        cmd: [vec!["ovsdb-server".to_owned()], ovsdb_args].concat(),
+                        binds: vec![bind],
+                        // The userspace datapath's internal ports are tap devices.
+                        cap_add: vec!["NET_ADMIN".into()],
+                        devices: vec!["/dev/net/tun".into()],
+                        // The engine turns IPv6 off in containers; pods and nodes are
+                        // dual-stack.
+                        sysctls: ["all", "default"]
+                            .map(|c| (format!("net.ipv6.conf.{c}.disable_ipv6"), "0".into()))
+                            .into(),
+                        ..Default::default()
+                    },
+                )?;
+                let pid = container
+                    .pid()?
+                    .ok_or_else(|| SandboxError(format!("the chassis {tag} stopped")))?;
+                let node = Netns::attach(format!("{tag}n"), pid)?;
+                (
+                    Some(container),
+                    Daemon::detached("ovsdb-server (chassis)"),
+                    node,
+                )
+            }
+            None => {
+                let node = Netns::add(format!("{tag}n"))?;
+                let ovsdb = spawn_chrooted(
+                    &root_s,
+                    &rundir_s,
+                    "ovsdb-server (chassis)",
+                    "ovsdb-server",
+                    &ovsdb_args,
+                    None,
+                )?;
+                (None, ovsdb, node)
+            }
+        };
+        let spawn =
+            |name: &str, program: &str, args: Vec<String>, in_node: bool| -> Result<Daemon> {
+                match &container {
+                    Some(c) => {
+                        // Detached: the program returns once the daemon is ready.
+                        let cmd: Vec<String> = ["env".to_owned()]
+                            .into_iter()
+                            .chain(run_env(&rundir_s))
+                            .chain([
+                                program.to_owned(),
+                                "--detach".into(),
+                                "--no-chdir".into(),
+                                format!("--pidfile={rundir_s}/{program}.pid"),
+                            ])
+                            .chain(args)
+                            .collect();
+                        c.exec(&cmd.iter().map(String::as_str).collect::<Vec<_>>())?;
+                        Ok(Daemon::detached(name))
+                    }
+                    None => {
+                        let netns = in_node.then_some(node.0.as_str());
+                        spawn_chrooted(&root_s, &rundir_s, name, program, &args, netns)
+                    }
+                }
+            };
         let host_sock = dir.host("db.sock");
         let log = dir.host("ovsdb.log");
         wait_until("the chassis ovsdb-server", || {
@@ -262,7 +366,7 @@ impl Chassis {
                 format!("--log-file={}", dir.inner("vswitchd.log").display()),
                 "-vconsole:off".into(),
             ],
-            Some(&node.0),
+            true,
         )?;
         let vlog = dir.host("vswitchd.log");
         wait_until("ovs-vswitchd", || {
@@ -274,13 +378,18 @@ impl Chassis {
         // its internal port is a tap device of the host, so two chassis (tests running
         // side by side) cannot both call it br-int.
         let bridge = format!("{tag}b");
+        // A chassis container reaches the Southbound server at its address.
+        let sb_remote = match &container {
+            Some(_) => sandbox.sb.tcp_remote(),
+            None => sandbox.sb.tool_unix_remote(),
+        };
         vsctl(&add_bridge(&bridge).each_ref().map(String::as_str))?;
         vsctl(&[
             "set",
             "open",
             ".",
             &format!("external_ids:system-id={system_id}"),
-            &format!("external_ids:ovn-remote={}", sandbox.sb.tool_unix_remote()),
+            &format!("external_ids:ovn-remote={sb_remote}"),
             "external_ids:ovn-encap-type=geneve",
             &format!("external_ids:ovn-encap-ip={encap_ip}"),
             "external_ids:ovn-bridge-datapath-type=netdev",
@@ -296,7 +405,7 @@ impl Chassis {
                 format!("--log-file={}", dir.inner("ovn-controller.log").display()),
                 "-vconsole:off".into(),
             ],
-            None,
+            false,
         )?;
         let clog = dir.host("ovn-controller.log");
         wait_until("ovn-controller to register its chassis", || {
@@ -320,6 +429,7 @@ impl Chassis {
             controller,
             vswitchd,
             ovsdb,
+            container,
             db_inner: sock,
             run_inner: rundir,
             pods: Vec::new(),
@@ -332,6 +442,11 @@ impl Chassis {
             node,
             dir,
         })
+    }
+
+    /// The chassis' container, when it runs in one (the sandbox's central does).
+    pub fn container(&self) -> Option<&Container> {
+        self.container.as_ref()
     }
 
     /// The chassis name (OVS `system-id`).

@@ -70,6 +70,7 @@ impl Cluster {
                 "",
                 vec![db],
                 vec![],
+                None,
             )?);
         }
         let cluster = Cluster {

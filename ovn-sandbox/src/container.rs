@@ -15,8 +15,9 @@ use std::net::Ipv4Addr;
 use std::sync::{Mutex, OnceLock};
 
 use bollard::models::{
-    ContainerCreateBody, EndpointIpamConfig, EndpointSettings, HostConfig, Ipam, IpamConfig,
-    NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest, NetworkingConfig,
+    ContainerCreateBody, DeviceMapping, EndpointIpamConfig, EndpointSettings, HostConfig, Ipam,
+    IpamConfig, NetworkConnectRequest, NetworkCreateRequest, NetworkDisconnectRequest,
+    NetworkingConfig,
 };
 use bollard::query_parameters::{
     BuildImageOptionsBuilder, CreateContainerOptionsBuilder, CreateImageOptionsBuilder,
@@ -638,6 +639,10 @@ pub struct ContainerSpec<'a> {
     pub env: Vec<String>,
     /// Host directories mounted in, `HOST:CONTAINER[:ro]`.
     pub binds: Vec<String>,
+    /// Host devices given to it, at the same path (`/dev/net/tun`).
+    pub devices: Vec<String>,
+    /// Namespaced kernel settings, `(name, value)`.
+    pub sysctls: Vec<(String, String)>,
 }
 
 impl Container {
@@ -663,6 +668,17 @@ impl Container {
                 network_mode: Some(networks[0].0.clone()),
                 cap_add: (!spec.cap_add.is_empty()).then_some(spec.cap_add),
                 binds: (!spec.binds.is_empty()).then_some(spec.binds),
+                devices: (!spec.devices.is_empty()).then(|| {
+                    spec.devices
+                        .iter()
+                        .map(|d| DeviceMapping {
+                            path_on_host: Some(d.clone()),
+                            path_in_container: Some(d.clone()),
+                            cgroup_permissions: Some("rwm".into()),
+                        })
+                        .collect()
+                }),
+                sysctls: (!spec.sysctls.is_empty()).then(|| spec.sysctls.into_iter().collect()),
                 init: Some(true),
                 ..Default::default()
             }),
@@ -884,6 +900,21 @@ impl Container {
             Ok::<_, bollard::errors::Error>(String::from_utf8_lossy(&text).into_owned())
         })?
         .map_err(|e| engine_error(&format!("docker logs {}", self.name), e))
+    }
+
+    /// The host's pid of the container's first process (the engine's init) while the
+    /// container runs; `None` when it has stopped.
+    pub fn pid(&self) -> Result<Option<u32>> {
+        let docker = docker()?;
+        let name = self.name.clone();
+        let state = block(async move { docker.inspect_container(&name, None).await })?
+            .map_err(|e| engine_error(&format!("docker inspect {}", self.name), e))?
+            .state
+            .unwrap_or_default();
+        Ok(match (state.running, state.pid) {
+            (Some(true), Some(pid)) if pid > 0 => u32::try_from(pid).ok(),
+            _ => None,
+        })
     }
 
     /// `docker start` of a stopped container: its command again, with its files.

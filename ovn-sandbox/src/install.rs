@@ -1,20 +1,61 @@
 //! Where the OVS and OVN programs come from: a root filesystem run under chroot, or
-//! the host.
+//! the host; and whether the central's daemons run as containers of the OVN image.
 
 use super::*;
 
-/// A set of OVS and OVN programs: inside a chroot, or on the host.
+/// The environment variable that chooses how [`Installation::recent`] runs the
+/// central's daemons: `containers` or `processes`; unset, containers when the
+/// machine's Docker Engine answers.
+pub const BACKEND_VAR: &str = "OVN_SANDBOX_BACKEND";
+
+/// A set of OVS and OVN programs: inside a chroot, or on the host; and, when it has an
+/// image, the same programs in containers.
 #[derive(Clone, Debug)]
 pub struct Installation {
     pub(crate) root: Option<PathBuf>,
     pub(crate) ovn_version: String,
     pub(crate) ovs_version: String,
+    /// The OVN image ([`ovn_image`], built from `root`) that servers and ovn-northd run
+    /// in as containers, each with an address of its own; `None`: they run as
+    /// processes. The tools (ovn-nbctl, ovsdb-tool, …) run as processes either way.
+    pub(crate) image: Option<String>,
 }
 
 impl Installation {
-    /// OVN 25.03 or newer: the root filesystem at `$OVN_SANDBOX_ROOT` (or
-    /// [`DEFAULT_ROOT`]), else the programs on `PATH` if they are recent enough.
+    /// OVN 25.03 or newer, as [`Installation::local`] finds it, with its daemons in
+    /// containers ([`Installation::in_containers`]) when the machine has a Docker
+    /// Engine and the root filesystem to build the image from. [`BACKEND_VAR`] set to
+    /// `processes` or `containers` decides instead (`containers` fails where they
+    /// cannot run).
     pub fn recent() -> Result<Installation> {
+        let local = Installation::local()?;
+        match std::env::var(BACKEND_VAR).as_deref() {
+            Ok("processes") => Ok(local),
+            Ok("containers") => local.in_containers(),
+            Ok(other) if !other.is_empty() => fail(format!(
+                "{BACKEND_VAR}={other}: expected `containers` or `processes`"
+            )),
+            _ if local.root.is_some() && engine_available() => local.in_containers(),
+            _ => Ok(local),
+        }
+    }
+
+    /// This installation with its servers and ovn-northd run as containers of the OVN
+    /// image (built from its root filesystem on first use).
+    pub fn in_containers(mut self) -> Result<Installation> {
+        self.image = Some(ovn_image(&self)?);
+        Ok(self)
+    }
+
+    /// The OVN image its daemons run in, when they run in containers.
+    pub fn image(&self) -> Option<&str> {
+        self.image.as_deref()
+    }
+
+    /// OVN 25.03 or newer run as processes of this machine: the root filesystem at
+    /// `$OVN_SANDBOX_ROOT` (or [`DEFAULT_ROOT`]) under chroot, else the programs on
+    /// `PATH` if they are recent enough.
+    pub fn local() -> Result<Installation> {
         let root = std::env::var_os("OVN_SANDBOX_ROOT")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(DEFAULT_ROOT));
@@ -57,6 +98,7 @@ impl Installation {
             root,
             ovn_version: String::new(),
             ovs_version: String::new(),
+            image: None,
         };
         let northd = i.output("ovn-northd", &["--version"])?;
         i.ovn_version = first_version(&northd).ok_or_else(|| {

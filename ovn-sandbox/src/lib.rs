@@ -11,6 +11,10 @@
 //! 26.03 (built once by `scripts/setup-ovn.sh`, found at `$OVN_SANDBOX_ROOT`, by default
 //! `/var/cache/ovsdb-rs/sid-root`), whose programs run under `chroot`; a recent enough
 //! OVN on `PATH`; or, for compatibility tests, the host's older OVN ([`Installation::host`]).
+//! Where the machine's Docker Engine answers, [`Installation::recent`] runs a
+//! [`Sandbox`]'s servers and ovn-northd, its standalone [`OvsdbServer`]s and its
+//! [`Chassis`] as containers of the OVN image instead, each with an address of its own
+//! on the sandbox's Docker network ([`BACKEND_VAR`] chooses).
 //!
 //! On a machine with a Docker Engine, [`ContainerCluster`] runs a raft cluster's
 //! members as containers of the OVN image ([`ovn_image`]: the same root filesystem
@@ -37,12 +41,12 @@ pub use container::{
     ContainerSpec, DockerNetwork, LABEL_PID, LABEL_TEST,
 };
 pub use container_cluster::{ContainerCluster, CLIENT_PORT, RAFT_PORT};
-use daemon::{wait_until, Daemon, WorkDir};
-pub use install::Installation;
+use daemon::{wait_until, Daemon, Place, WorkDir};
+pub use install::{Installation, BACKEND_VAR};
 pub use ports::{free_port, free_ports};
 pub use sandbox::Sandbox;
 use server::path_str;
-pub use server::{OvsdbServer, ServerOptions, SslFiles};
+pub use server::{OvsdbServer, ServerOptions, SslFiles, SSL_PORT};
 
 use std::fs;
 use std::io::Read;

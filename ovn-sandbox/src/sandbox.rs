@@ -2,7 +2,9 @@
 
 use super::*;
 
-/// A real OVN central: OVN_Northbound and OVN_Southbound servers and ovn-northd.
+/// A real OVN central: OVN_Northbound and OVN_Southbound servers and ovn-northd; as
+/// processes, or as three containers on a Docker network of their own (when the
+/// installation has an image), ovn-northd reaching the servers over TCP there.
 #[derive(Debug)]
 pub struct Sandbox {
     pub(crate) northd: Daemon,
@@ -23,13 +25,26 @@ impl Sandbox {
 
     /// Starts a sandbox from the given installation.
     pub fn start_with(install: &Installation) -> Result<Sandbox> {
-        let nb = OvsdbServer::start(install, &ServerOptions::default())?;
-        let sb = OvsdbServer::start(
+        let network = match &install.image {
+            Some(_) => Some(std::sync::Arc::new(DockerNetwork::create()?)),
+            None => None,
+        };
+        let place = |host: u8, name: &str| {
+            Some(Place {
+                image: install.image.clone()?,
+                network: network.clone()?,
+                host,
+                name: name.to_owned(),
+            })
+        };
+        let nb = OvsdbServer::start_at(install, &ServerOptions::default(), place(10, "nb"))?;
+        let sb = OvsdbServer::start_at(
             install,
             &ServerOptions {
                 schema: Some(install.schema("ovn-sb")),
                 ..Default::default()
             },
+            place(11, "sb"),
         )?;
         let dir = nb
             .dir
@@ -38,13 +53,28 @@ impl Sandbox {
         let ctl = dir.inner("northd.ctl");
         let log_inner = dir.inner("northd.log");
         let log_host = dir.host("northd.log");
-        let mut cmd = install.command("ovn-northd");
-        cmd.arg(format!("--ovnnb-db={}", nb.tool_unix_remote()))
-            .arg(format!("--ovnsb-db={}", sb.tool_unix_remote()))
-            .arg(format!("--unixctl={}", ctl.display()))
-            .arg(format!("--log-file={}", log_inner.display()))
-            .arg("-vconsole:off");
-        let mut northd = Daemon::spawn(cmd, "ovn-northd")?;
+        let args = |nb: String, sb: String| {
+            vec![
+                format!("--ovnnb-db={nb}"),
+                format!("--ovnsb-db={sb}"),
+                format!("--unixctl={}", ctl.display()),
+                format!("--log-file={}", log_inner.display()),
+                "-vconsole:off".to_owned(),
+            ]
+        };
+        let mut northd = match place(12, "northd") {
+            Some(place) => Daemon::in_container(
+                &place,
+                dir,
+                "ovn-northd",
+                &args(nb.tcp_remote(), sb.tcp_remote()),
+            )?,
+            None => {
+                let mut cmd = install.command("ovn-northd");
+                cmd.args(args(nb.tool_unix_remote(), sb.tool_unix_remote()));
+                Daemon::spawn(cmd, "ovn-northd")?
+            }
+        };
         let target = format!("--target={}", ctl.display());
         wait_until("ovn-northd to become active", || {
             northd.check_running(&log_host)?;
@@ -127,6 +157,16 @@ impl Sandbox {
     /// Waits until ovn-northd has processed every northbound change made so far.
     pub fn sync(&self) -> Result<()> {
         self.nbctl(&["--wait=sb", "sync"]).map(|_| ())
+    }
+
+    /// The Docker network the central's containers are on, when they are containers.
+    pub fn network(&self) -> Option<&DockerNetwork> {
+        self.nb.place.as_ref().map(|p| &*p.network)
+    }
+
+    /// ovn-northd's container, when it runs in one.
+    pub fn northd_container(&self) -> Option<&Container> {
+        self.northd.container.as_ref()
     }
 
     /// ovn-northd's log file (a host path).

@@ -1,4 +1,7 @@
-//! One standalone ovsdb-server of any schema, on a unix socket and TCP or SSL.
+//! One standalone ovsdb-server of any schema, on a unix socket and TCP or SSL: a
+//! process listening on 127.0.0.1 (SSL on 127.0.0.2), or a container with an address
+//! of its own on a Docker network, listening there on [`CLIENT_PORT`] (SSL on
+//! [`SSL_PORT`]).
 
 use super::*;
 
@@ -22,9 +25,13 @@ pub struct ServerOptions {
     /// A schema file on the host, copied into the server's directory (for schemas the
     /// installation does not ship, such as a made-up newer version); wins over `schema`.
     pub schema_file: Option<PathBuf>,
-    /// Also listen for SSL on 127.0.0.2.
+    /// Also listen for SSL (on 127.0.0.2 for a process, on [`SSL_PORT`] of its
+    /// address for a container).
     pub ssl: Option<SslFiles>,
 }
+
+/// The port a server in a container listens on for SSL.
+pub const SSL_PORT: u16 = 6643;
 
 /// One running ovsdb-server.
 #[derive(Debug)]
@@ -42,13 +49,35 @@ pub struct OvsdbServer {
     pub(crate) log_host: PathBuf,
     pub(crate) tcp_port: u16,
     pub(crate) ssl_port: Option<u16>,
+    /// Where it runs as a container; `None`: a process. After the daemon, so that the
+    /// network goes after the container.
+    pub(crate) place: Option<Place>,
     // Last, so the directory goes after the daemon.
     pub(crate) dir: Option<WorkDir>,
 }
 
 impl OvsdbServer {
-    /// Starts a standalone server with a fresh database in its own directory.
+    /// Starts a standalone server with a fresh database in its own directory (in a
+    /// container on a network of its own when `install` has an image).
     pub fn start(install: &Installation, options: &ServerOptions) -> Result<OvsdbServer> {
+        let place = match &install.image {
+            Some(image) => Some(Place {
+                image: image.clone(),
+                network: std::sync::Arc::new(DockerNetwork::create()?),
+                host: 10,
+                name: "ovsdb".into(),
+            }),
+            None => None,
+        };
+        OvsdbServer::start_at(install, options, place)
+    }
+
+    /// [`OvsdbServer::start`] at `place` (a container), or as a process.
+    pub(crate) fn start_at(
+        install: &Installation,
+        options: &ServerOptions,
+        place: Option<Place>,
+    ) -> Result<OvsdbServer> {
         let dir = install.workdir()?;
         let mut schema = options
             .schema
@@ -77,7 +106,8 @@ impl OvsdbServer {
             }
             extra.push("--remote=pssl:0:127.0.0.2".into());
         }
-        let mut server = OvsdbServer::launch(install, "ovsdb-server", dir, "", vec![db], extra)?;
+        let mut server =
+            OvsdbServer::launch(install, "ovsdb-server", dir, "", vec![db], extra, place)?;
         server.schema_inner = Some(schema);
         Ok(server)
     }
@@ -89,6 +119,7 @@ impl OvsdbServer {
         tag: &str,
         dbs: Vec<PathBuf>,
         extra: Vec<String>,
+        place: Option<Place>,
     ) -> Result<OvsdbServer> {
         let unix_inner = dir.inner(&format!("{tag}db.sock"));
         let ctl_inner = dir.inner(&format!("{tag}db.ctl"));
@@ -109,16 +140,14 @@ impl OvsdbServer {
             db_inner: dbs[0].clone(),
             schema_inner: None,
             args,
-            daemon: Daemon {
-                name: name.to_owned(),
-                child: None,
-            },
+            daemon: Daemon::idle(name),
             unix_host: dir.host(&format!("{tag}db.sock")),
             unix_inner,
             ctl_inner,
             log_host: dir.host(&format!("{tag}db.log")),
             tcp_port: 0,
             ssl_port: None,
+            place,
             dir: Some(dir),
         };
         server.run()?;
@@ -128,19 +157,45 @@ impl OvsdbServer {
     pub(crate) fn run(&mut self) -> Result<()> {
         let _ = fs::remove_file(&self.unix_host);
         let log_len = fs::metadata(&self.log_host).map(|m| m.len()).unwrap_or(0) as usize;
-        let mut cmd = self.install.command("ovsdb-server");
-        // After the first start, keep the TCP port so clients can reconnect to it.
-        let tcp_arg = format!("--remote=ptcp:{}:127.0.0.1", self.tcp_port);
-        let ssl_arg = format!("--remote=pssl:{}:127.0.0.2", self.ssl_port.unwrap_or(0));
-        cmd.args(self.args.iter().map(|a| match a.as_str() {
-            "--remote=ptcp:0:127.0.0.1" => &tcp_arg,
-            "--remote=pssl:0:127.0.0.2" => &ssl_arg,
-            _ => a,
-        }));
+        let wants_ssl = self.args.iter().any(|a| a.starts_with("--remote=pssl"));
+        if let Some(place) = &self.place {
+            // A container listens on its own address, on known ports; started again,
+            // it is the same container with the same command.
+            if self.daemon.container.is_some() {
+                self.daemon.start_again()?;
+            } else {
+                let args: Vec<String> = self
+                    .args
+                    .iter()
+                    .map(|a| match a.as_str() {
+                        "--remote=ptcp:0:127.0.0.1" => format!("--remote=ptcp:{CLIENT_PORT}"),
+                        "--remote=pssl:0:127.0.0.2" => format!("--remote=pssl:{SSL_PORT}"),
+                        _ => a.clone(),
+                    })
+                    .collect();
+                let dir = self
+                    .dir
+                    .as_ref()
+                    .ok_or_else(|| SandboxError("no directory".into()))?;
+                self.daemon = Daemon::in_container(place, dir, "ovsdb-server", &args)?;
+            }
+            self.tcp_port = CLIENT_PORT;
+            self.ssl_port = wants_ssl.then_some(SSL_PORT);
+        } else {
+            let mut cmd = self.install.command("ovsdb-server");
+            // After the first start, keep the TCP port so clients can reconnect to it.
+            let tcp_arg = format!("--remote=ptcp:{}:127.0.0.1", self.tcp_port);
+            let ssl_arg = format!("--remote=pssl:{}:127.0.0.2", self.ssl_port.unwrap_or(0));
+            cmd.args(self.args.iter().map(|a| match a.as_str() {
+                "--remote=ptcp:0:127.0.0.1" => &tcp_arg,
+                "--remote=pssl:0:127.0.0.2" => &ssl_arg,
+                _ => a,
+            }));
+            self.daemon = Daemon::spawn(cmd, &self.name)?;
+        }
         // ovsdb-server logs the port only when it chose it; a known port is probed.
         let known = (self.tcp_port, self.ssl_port);
-        self.daemon = Daemon::spawn(cmd, &self.name)?;
-        let wants_ssl = self.args.iter().any(|a| a.starts_with("--remote=pssl"));
+        let (tcp_host, ssl_host) = (self.tcp_host(), self.ssl_host());
         let log = self.log_host.clone();
         let unix = self.unix_host.clone();
         let daemon = &mut self.daemon;
@@ -149,12 +204,12 @@ impl OvsdbServer {
             let text = fs::read_to_string(&log).unwrap_or_default();
             let text = text.get(log_len..).unwrap_or("");
             let tcp = match known.0 {
-                0 => listening_port(text, "127.0.0.1"),
-                p => accepts(("127.0.0.1", p)).then_some(p),
+                0 => listening_port(text, &tcp_host),
+                p => accepts((tcp_host.as_str(), p)).then_some(p),
             };
             let ssl = match known.1 {
-                None => listening_port(text, "127.0.0.2"),
-                Some(p) => accepts(("127.0.0.2", p)).then_some(p),
+                None => listening_port(text, &ssl_host),
+                Some(p) => accepts((ssl_host.as_str(), p)).then_some(p),
             };
             Ok((std::os::unix::net::UnixStream::connect(&unix).is_ok()
                 && tcp.is_some()
@@ -164,6 +219,28 @@ impl OvsdbServer {
         self.tcp_port = tcp.unwrap_or(self.tcp_port);
         self.ssl_port = ssl;
         Ok(())
+    }
+
+    /// The address clients reach it at over TCP.
+    fn tcp_host(&self) -> String {
+        match &self.place {
+            Some(place) => place.ip().to_string(),
+            None => "127.0.0.1".into(),
+        }
+    }
+
+    /// The address clients reach it at over SSL.
+    fn ssl_host(&self) -> String {
+        match &self.place {
+            Some(place) => place.ip().to_string(),
+            None => "127.0.0.2".into(),
+        }
+    }
+
+    /// The container it runs in, when it runs in one: for the faults only a container
+    /// can have (cut off its network, paused).
+    pub fn container(&self) -> Option<&Container> {
+        self.daemon.container.as_ref()
     }
 
     /// `unix:PATH` for clients on the host (this crate's client).
@@ -177,14 +254,17 @@ impl OvsdbServer {
         format!("unix:{}", self.unix_inner.display())
     }
 
-    /// `tcp:127.0.0.1:PORT`.
+    /// `tcp:ADDRESS:PORT`: `127.0.0.1` for a process, the container's own address for
+    /// a container.
     pub fn tcp_remote(&self) -> String {
-        format!("tcp:127.0.0.1:{}", self.tcp_port)
+        format!("tcp:{}:{}", self.tcp_host(), self.tcp_port)
     }
 
-    /// `ssl:127.0.0.2:PORT`, when started with SSL files.
+    /// `ssl:ADDRESS:PORT` (`127.0.0.2` for a process, the container's own address for a
+    /// container), when started with SSL files.
     pub fn ssl_remote(&self) -> Option<String> {
-        self.ssl_port.map(|p| format!("ssl:127.0.0.2:{p}"))
+        self.ssl_port
+            .map(|p| format!("ssl:{}:{p}", self.ssl_host()))
     }
 
     /// The installation the server runs from.

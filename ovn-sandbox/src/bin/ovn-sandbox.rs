@@ -10,8 +10,10 @@
 //! - `OVN_NB_DB`, `OVN_SB_DB`: `unix:` remotes for programs on the host (a cluster's:
 //!   every member's, comma-separated); programs in the OVN root filesystem (under
 //!   chroot) or elsewhere use the `tcp:` ones;
-//! - `OVN_NB_TCP`, `OVN_SB_TCP`: `tcp:127.0.0.1:PORT` remotes (a cluster's:
-//!   comma-separated);
+//! - `OVN_NB_TCP`, `OVN_SB_TCP`: `tcp:ADDRESS:PORT` remotes: the servers' containers'
+//!   own addresses when they run in containers (the default where a Docker Engine
+//!   answers; see `OVN_SANDBOX_BACKEND`), `127.0.0.1` when they are processes (a
+//!   cluster's, always processes: comma-separated);
 //! - `OVN_NB_PIDS`: with `--cluster`, the members' process ids, in member order;
 //! - `OVN_VERSION`, `OVS_VERSION`: the versions running.
 
