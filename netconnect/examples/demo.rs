@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ovn_sandbox::{Chassis, Sandbox};
+use ovn_sandbox::{Chassis, Container, ContainerSpec, Sandbox};
 
 const NAMESPACES: &str = "\
 apiVersion: v1
@@ -109,14 +109,102 @@ endpoints: [{{addresses: [{endpoint}], conditions: {{ready: true}}}}]
 }
 
 /// The netconnectd process, stopped on drop.
-struct Daemon(Child);
+/// netconnectd as the demo runs it: a container of the repository's image on the
+/// central's Docker network when the sandbox runs in containers, a process otherwise.
+/// Stopped when dropped.
+enum Netconnectd {
+    Container(Container),
+    Process(Child),
+}
 
-impl Drop for Daemon {
+/// The user and group the image runs netconnectd as.
+const IMAGE_USER: u32 = 65532;
+
+/// Starts netconnectd on `manifests`, writing into `status`, against `sb`'s
+/// Northbound server: built and run by the engine where the sandbox is in containers.
+fn start_netconnectd(sb: &Sandbox, manifests: &Path, status: &Path) -> Result<Netconnectd, String> {
+    let Some(network) = sb.network() else {
+        let bin = netconnectd()?;
+        step("netconnectd --nb ... --manifests ... --status-dir ... --listen 127.0.0.1:PORT");
+        let port = ovn_sandbox::free_port().map_err(|e| e.to_string())?;
+        let child = Command::new(&bin)
+            .args(["--nb", &sb.nb.unix_remote(), "--manifests"])
+            .arg(manifests)
+            .arg("--status-dir")
+            .arg(status)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .env("RUST_LOG", "warn")
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        return Ok(Netconnectd::Process(child));
+    };
+    step("the netconnectd image: the repository's Dockerfile, built by the Docker Engine (minutes the first time; nothing is pulled)");
+    let install = sb.nb.installation();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let base = ovn_sandbox::base_image(install).map_err(|e| e.to_string())?;
+    let rust = ovn_sandbox::rust_image(install).map_err(|e| e.to_string())?;
+    let image = ovn_sandbox::build_from_directory(
+        "ovsdb-rs/netconnectd",
+        &repo,
+        "Dockerfile",
+        &[("RUST_IMAGE", &rust), ("BASE", &base)],
+    )
+    .map_err(|e| e.to_string())?;
+    println!("{image}");
+    step("netconnectd as a container on the central's network, against the northbound server's address");
+    std::fs::create_dir_all(status).map_err(|e| format!("{}: {e}", status.display()))?;
+    std::os::unix::fs::chown(status, Some(IMAGE_USER), Some(IMAGE_USER))
+        .map_err(|e| format!("cannot give {} to the image's user: {e}", status.display()))?;
+    let nb = sb.nb.tcp_remote();
+    let container = Container::start(
+        &[(network, 30)],
+        ContainerSpec {
+            image: &image,
+            name: "netconnectd",
+            env: vec![format!("NETCONNECTD_NB={nb}"), "RUST_LOG=warn".into()],
+            binds: vec![
+                format!("{}:/etc/netconnect/manifests:ro", manifests.display()),
+                format!("{}:/var/lib/netconnect", status.display()),
+            ],
+            ..Default::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    println!(
+        "$ docker run --network {} --ip {} -e NETCONNECTD_NB={nb} -v MANIFESTS:/etc/netconnect/manifests:ro -v STATUS:/var/lib/netconnect {image}",
+        network.name(),
+        container.ip()
+    );
+    Ok(Netconnectd::Container(container))
+}
+
+impl Netconnectd {
+    /// Stops it (SIGTERM); a container's log goes to standard error, as a process's
+    /// does.
+    fn stop(&self) -> Result<(), String> {
+        match self {
+            Netconnectd::Container(c) => {
+                let (code, took) = c.stop(Duration::from_secs(10)).map_err(|e| e.to_string())?;
+                eprint!("{}", c.logs().unwrap_or_default());
+                step("docker stop netconnectd");
+                println!("exit code {code} after {:.1} s", took.as_secs_f64());
+                Ok(())
+            }
+            Netconnectd::Process(_) => Ok(()),
+        }
+    }
+}
+
+impl Drop for Netconnectd {
     fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
+        if let Netconnectd::Process(child) = self {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+        }
     }
 }
 
@@ -218,7 +306,6 @@ fn request(
 }
 
 fn run() -> Result<(), String> {
-    let bin = netconnectd()?;
     step("starting a real OVN central and a chassis");
     let sb = Sandbox::start().map_err(|e| e.to_string())?;
     let mut chassis = Chassis::start(&sb, "demo-chassis").map_err(|e| e.to_string())?;
@@ -227,7 +314,7 @@ fn run() -> Result<(), String> {
         "OVN {} with Open vSwitch {}; northbound at {}",
         install.ovn_version(),
         install.ovs_version(),
-        sb.nb.unix_remote()
+        sb.nb.tcp_remote()
     );
 
     step("the OKEP-5224 example as manifests: blue and green (Layer3), yellow (Layer2), red (Layer3, not connected)");
@@ -253,22 +340,7 @@ fn run() -> Result<(), String> {
     std::fs::write(manifests.join("services.yaml"), services).map_err(|e| e.to_string())?;
     print!("{CONNECT}");
 
-    step("netconnectd --nb ... --manifests ... --status-dir ... --listen 127.0.0.1:PORT");
-    let port = ovn_sandbox::free_port().map_err(|e| e.to_string())?;
-    let addr = format!("127.0.0.1:{port}");
-    let _daemon = Daemon(
-        Command::new(&bin)
-            .args(["--nb", &sb.nb.unix_remote(), "--manifests"])
-            .arg(&manifests)
-            .arg("--status-dir")
-            .arg(&status)
-            .args(["--listen", &addr])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .env("RUST_LOG", "warn")
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?,
-    );
+    let daemon = start_netconnectd(&sb, &manifests, &status)?;
     let status_file = status.join("ClusterNetworkConnect/colored-enterprise.yaml");
     wait_until("the connect to be ready", || {
         std::fs::read_to_string(&status_file).is_ok_and(|t| t.contains("OVNSetupSucceeded"))
@@ -340,6 +412,8 @@ fn run() -> Result<(), String> {
     println!("the connect router and its ports, routes and policies are gone");
     sb.sync_hv().map_err(|e| e.to_string())?;
     let after = ping(&chassis, &blue, "yellow, no longer connected", yellow_ip)?;
+
+    daemon.stop()?;
 
     let services = yellow_web.as_deref() == Some("yellow-web") && red_web.is_none();
     if connected && !unconnected && !after && services {

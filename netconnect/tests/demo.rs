@@ -1,6 +1,6 @@
 //! The README's main job (`scripts/demo.sh` runs the `demo` example): its output shows
 //! the connect's status, the connect router, and the pings and service requests as
-//! they should go.
+//! they should go; with central, chassis and netconnectd in containers.
 
 use std::process::Command;
 
@@ -30,6 +30,18 @@ fn the_demo_connects_blue_to_yellow_and_its_service_never_to_red_and_disconnects
         "$ ping 105.105.0.10 (yellow, no longer connected): no answer",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    // Where the engine answers (the suite's machines), central, chassis and netconnectd
+    // run as containers, netconnectd built from the repository's Dockerfile and
+    // stopped as the engine stops it.
+    if std::env::var(ovn_sandbox::BACKEND_VAR).as_deref() != Ok("processes") {
+        for want in [
+            "$ docker run --network ovsrs-",
+            "NETCONNECTD_NB=tcp:10.213.",
+            "== docker stop netconnectd\nexit code 0 after ",
+        ] {
+            assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+        }
     }
     // netconnectd logs at `warn` in the demo: a clean start reconciles keys in the order
     // they depend on each other, so nothing fails on the way (it printed five
