@@ -25,7 +25,13 @@ pub(crate) fn create_member(
     Ok(())
 }
 
-/// A raft-clustered database of `n` members, each its own ovsdb-server.
+/// A raft-clustered database of `n` members, each its own ovsdb-server process on
+/// 127.0.0.1, whatever the installation's backend: its tests crash a member's process
+/// on a host that stays up, so that clients are refused at once. (Members made
+/// containers were tried: a killed container takes its address with it, and a
+/// client's connect to it waits for ARP to give up, 3 s; the monitor test that kills
+/// and restarts members took 22 s instead of 3.6 s.) Members that are containers,
+/// for the faults of a host (cut off, paused, gone), are [`ContainerCluster`]'s.
 #[derive(Debug)]
 pub struct Cluster {
     /// The members; member 0 created the cluster.
