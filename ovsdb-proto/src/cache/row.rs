@@ -167,7 +167,45 @@ pub struct CachedRow {
     /// Which columns are stored.
     present: Present,
     /// The stored values, in column order.
-    values: Box<[Datum]>,
+    values: Box<[Stored]>,
+}
+
+/// Values of at least this many elements are shared between a row's versions.
+const SHARED_FROM: usize = 16;
+
+/// A stored value: in place, or, when it is large, shared between the versions of its
+/// row, so that a modify of another column of a router with thousands of ports does
+/// not copy them.
+#[derive(Clone, Debug)]
+enum Stored {
+    Own(Datum),
+    Shared(Arc<Datum>),
+}
+
+impl Stored {
+    fn new(value: Datum) -> Stored {
+        if value.len() >= SHARED_FROM {
+            Stored::Shared(Arc::new(value))
+        } else {
+            Stored::Own(value)
+        }
+    }
+
+    fn get(&self) -> &Datum {
+        match self {
+            Stored::Own(d) => d,
+            Stored::Shared(d) => d,
+        }
+    }
+}
+
+impl PartialEq for Stored {
+    fn eq(&self, other: &Stored) -> bool {
+        match (self, other) {
+            (Stored::Shared(a), Stored::Shared(b)) if Arc::ptr_eq(a, b) => true,
+            _ => self.get() == other.get(),
+        }
+    }
 }
 
 /// Which of a row's columns hold other than their default: bit `i` for column `i`.
@@ -222,6 +260,16 @@ impl CachedRow {
     /// column's default are not stored.
     pub(super) fn from_columns(layout: &Arc<Layout>, columns: &mut Vec<(usize, Datum)>) -> Self {
         columns.retain(|(i, v)| *v != layout.defaults[*i]);
+        let mut stored = columns
+            .drain(..)
+            .map(|(i, v)| (i, Stored::new(v)))
+            .collect();
+        CachedRow::from_stored(layout, &mut stored)
+    }
+
+    /// A row of `layout` from stored values other than their column's default, by
+    /// column position.
+    fn from_stored(layout: &Arc<Layout>, columns: &mut Vec<(usize, Stored)>) -> Self {
         columns.sort_unstable_by_key(|(i, _)| *i);
         let mut present = Present::new(layout.names.len());
         for (i, _) in columns.iter() {
@@ -234,12 +282,18 @@ impl CachedRow {
         }
     }
 
+    /// The stored value of column `i`, if it is stored.
+    fn stored(&self, i: usize) -> Option<&Stored> {
+        self.present
+            .has(i)
+            .then(|| &self.values[self.present.rank(i)])
+    }
+
     /// The value of column `i`.
     fn value(&self, i: usize) -> &Datum {
-        if self.present.has(i) {
-            &self.values[self.present.rank(i)]
-        } else {
-            &self.layout.defaults[i]
+        match self.stored(i) {
+            Some(v) => v.get(),
+            None => &self.layout.defaults[i],
         }
     }
 
@@ -251,8 +305,8 @@ impl CachedRow {
         uuid: &Uuid,
         diff: &[(usize, Datum)],
     ) -> Result<CachedRow, String> {
-        // The modified columns computed from the old values, the others copied: each
-        // value is copied once.
+        // The modified columns computed from the old values, the others copied (a large
+        // value only shared): each value is copied at most once.
         let mut changed: Vec<Option<Datum>> = vec![None; self.len()];
         for (i, d) in diff {
             let i = *i;
@@ -266,15 +320,15 @@ impl CachedRow {
             self.layout.check(uuid, i, &new)?;
             changed[i] = Some(new);
         }
-        let mut columns: Vec<(usize, Datum)> = changed
+        let mut columns: Vec<(usize, Stored)> = changed
             .into_iter()
             .enumerate()
             .filter_map(|(i, new)| match new {
-                Some(new) => Some((i, new)),
-                None => self.present.has(i).then(|| (i, self.value(i).clone())),
+                Some(new) => (new != self.layout.defaults[i]).then(|| (i, Stored::new(new))),
+                None => self.stored(i).map(|v| (i, v.clone())),
             })
             .collect();
-        Ok(CachedRow::from_columns(&self.layout, &mut columns))
+        Ok(CachedRow::from_stored(&self.layout, &mut columns))
     }
 
     /// The layout the row follows.
@@ -650,6 +704,39 @@ mod tests {
         assert_eq!(m.values.len(), 2, "name and port");
         assert!(m == row(&l, json!({"name": "x", "port": 7})));
         assert_eq!(r["n"], Datum::scalar(3), "the old row is untouched");
+    }
+
+    #[test]
+    fn a_modify_shares_a_large_unchanged_value_instead_of_copying_it() {
+        let l = layouts();
+        let tags: Vec<String> = (0..1000).map(|i| format!("tag{i}")).collect();
+        let r = row(&l, json!({"name": "x", "tags": ["set", tags]}));
+        let uuid: Uuid = A.parse().unwrap();
+        let m = r
+            .apply_diff(&uuid, &diff(&l, json!({"name": "y"})).unwrap())
+            .unwrap();
+        let at = l["T"].position("tags").unwrap();
+        match (r.stored(at), m.stored(at)) {
+            (Some(Stored::Shared(a)), Some(Stored::Shared(b))) => {
+                assert!(Arc::ptr_eq(a, b), "the same 1000 tags, not a copy")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(m["name"], Datum::scalar("y"));
+        assert_eq!(m["tags"], r["tags"]);
+        // The large value itself modified: a new value, the old row untouched.
+        let m2 = m
+            .apply_diff(&uuid, &diff(&l, json!({"tags": "tag0"})).unwrap())
+            .unwrap();
+        assert_eq!(m2["tags"].len(), 999);
+        assert_eq!(m["tags"].len(), 1000);
+        // Small values stay in place, and sharing costs no room: a stored value is
+        // the size of a value.
+        assert!(matches!(
+            m.stored(l["T"].position("name").unwrap()),
+            Some(Stored::Own(_))
+        ));
+        assert_eq!(std::mem::size_of::<Stored>(), std::mem::size_of::<Datum>());
     }
 
     #[test]
