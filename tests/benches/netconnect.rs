@@ -152,7 +152,8 @@ fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_fi
             compared as f64 / d.as_secs_f64()
         );
 
-        // One node more.
+        // One node more, each key reconciled as netconnectd reconciles it: re-planning
+        // only the fragments whose inputs changed.
         let w2 = world(networks, nodes + 1);
         let snap = cache.snapshot();
         let mut sent = Vec::new();
@@ -160,8 +161,9 @@ fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_fi
         let w0 = r.rows_written();
         let t = Instant::now();
         for k in w2.keys() {
-            let d = w2.desired(&k).unwrap();
-            let plan = r.apply(&d).await.unwrap();
+            let plan = netconnect::controller::reconcile_key(&r, &w2, &k)
+                .await
+                .unwrap();
             if !plan.is_empty() {
                 sent.push(plan.operations);
             }
