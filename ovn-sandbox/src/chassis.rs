@@ -274,14 +274,10 @@ impl Chassis {
         };
         let (container, mut ovsdb, node) = match &place {
             Some(place) => {
-                let bind = format!("{}:{}", dir.dir.path().display(), dir.inner.display());
-                let container = Container::start(
-                    &[(&place.network, place.host)],
+                let container = place.start(
+                    &dir,
+                    [vec!["ovsdb-server".to_owned()], ovsdb_args].concat(),
                     ContainerSpec {
-                        image: &place.image,
-                        name: &place.name,
-                        cmd: [vec!["ovsdb-server".to_owned()], ovsdb_args].concat(),
-                        binds: vec![bind],
                         // The userspace datapath's internal ports are tap devices.
                         cap_add: vec!["NET_ADMIN".into()],
                         devices: vec!["/dev/net/tun".into()],

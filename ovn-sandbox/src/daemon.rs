@@ -49,6 +49,28 @@ impl Place {
     pub(crate) fn ip(&self) -> std::net::Ipv4Addr {
         self.network.address(self.host)
     }
+
+    /// Starts a container here running `cmd`, with the directory `dir` mounted at the
+    /// path the installation's tools see it by, so that its sockets, logs and
+    /// databases are where they would be for a process; `more` adds to the spec.
+    pub(crate) fn start(
+        &self,
+        dir: &WorkDir,
+        cmd: Vec<String>,
+        more: ContainerSpec<'_>,
+    ) -> Result<Container> {
+        let bind = format!("{}:{}", dir.dir.path().display(), dir.inner.display());
+        Container::start(
+            &[(&self.network, self.host)],
+            ContainerSpec {
+                image: &self.image,
+                name: &self.name,
+                cmd,
+                binds: vec![bind],
+                ..more
+            },
+        )
+    }
 }
 
 impl Daemon {
@@ -70,9 +92,7 @@ impl Daemon {
         daemon
     }
 
-    /// Runs `program args…` as the one program of a container at `place`, with the
-    /// directory `dir` mounted at the path the installation's tools see it by, so that
-    /// its sockets, logs and databases are where they would be for a process.
+    /// Runs `program args…` as the one program of a container at `place` ([`Place::start`]).
     pub(crate) fn in_container(
         place: &Place,
         dir: &WorkDir,
@@ -81,17 +101,7 @@ impl Daemon {
     ) -> Result<Daemon> {
         let mut cmd = vec![program.to_owned()];
         cmd.extend_from_slice(args);
-        let bind = format!("{}:{}", dir.dir.path().display(), dir.inner.display());
-        let container = Container::start(
-            &[(&place.network, place.host)],
-            ContainerSpec {
-                image: &place.image,
-                name: &place.name,
-                cmd,
-                binds: vec![bind],
-                ..Default::default()
-            },
-        )?;
+        let container = place.start(dir, cmd, ContainerSpec::default())?;
         let mut daemon = Daemon::idle(program);
         daemon.container = Some(container);
         Ok(daemon)
