@@ -25,14 +25,12 @@ use crate::topology::Desired;
 /// What the reconciler remembers of a key with fragments after applying it.
 #[derive(Debug, Default)]
 struct KeyMemo {
-    /// Each fragment's fingerprint and rows as the cache showed them then, each cached
-    /// row held (so that its address is not reused): a row changed or deleted since (by
-    /// anyone) is no longer the one in the cache.
-    fragments: HashMap<String, FragmentMemo>,
+    /// The key's rows then, each cached row held (so that its address is not reused):
+    /// a row changed or deleted since (by anyone) shows as a different list.
+    rows: Vec<(Uuid, Arc<CachedRow>)>,
+    /// Each fragment's fingerprint and rows.
+    fragments: HashMap<String, (u64, Vec<Uuid>)>,
 }
-
-/// A fragment's fingerprint, and its rows as the cache showed them.
-type FragmentMemo = (u64, Vec<(Uuid, Arc<CachedRow>)>);
 
 /// The fragments of a key known to be in the NB as built before (none unless the
 /// key's rows are exactly as the reconciler left them).
@@ -246,21 +244,14 @@ impl Reconciler {
     }
 
     /// The fragments of the key of `owner` and `scope` that need not be built again:
-    /// those applied before, if none of the rows of its fragments changed since. (Its
-    /// rows outside fragments, such as a network's router, are built and compared every
-    /// time: another key attaching its rows to them does not make the fragments
-    /// unknown.)
+    /// those applied before, if none of the key's rows changed since.
     pub fn known(&self, owner: &Owner, scope: &Scope) -> KnownFragments {
         let memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let Some(m) = memo.get(&memo_key(owner, scope)) else {
             return KnownFragments::default();
         };
         let snap = self.cache.snapshot();
-        let as_left = |(uuid, then): &(Uuid, Arc<CachedRow>)| {
-            snap.get(then.table(), uuid)
-                .is_some_and(|now| Arc::ptr_eq(&now, then))
-        };
-        if !m.fragments.values().flat_map(|(_, rows)| rows).all(as_left) {
+        if !same_rows(&scope_rows(&snap, &self.nb, owner, scope), &m.rows) {
             return KnownFragments::default();
         }
         KnownFragments {
@@ -303,7 +294,7 @@ impl Reconciler {
         skipped
             .iter()
             .filter_map(|l| m.fragments.get(*l))
-            .flat_map(|(_, rows)| rows.iter().map(|(u, _)| *u))
+            .flat_map(|(_, rows)| rows.iter().copied())
             .collect()
     }
 
@@ -330,15 +321,15 @@ impl Reconciler {
         if plan.is_empty() {
             // The rows are read again only if the cache moved while planning.
             let now = self.cache.snapshot();
-            plan.only_own_changes = Arc::ptr_eq(&now, &planned)
-                || same_rows(
-                    &before,
-                    &scope_rows(&now, &self.nb, &desired.owner, &desired.scope),
-                );
-            match plan.only_own_changes {
-                true => self.remember(desired, &plan, &[], &planned),
-                false => self.forget(desired),
-            }
+            let rows = if Arc::ptr_eq(&now, &planned) {
+                plan.only_own_changes = true;
+                before
+            } else {
+                let rows = scope_rows(&now, &self.nb, &desired.owner, &desired.scope);
+                plan.only_own_changes = same_rows(&before, &rows);
+                rows
+            };
+            self.remember(desired, &plan, &[], rows);
             return Ok(plan);
         }
         let mut ops = plan.operations.clone();
@@ -365,10 +356,7 @@ impl Reconciler {
                 let now = scope_rows(&snap, &self.nb, &desired.owner, &desired.scope);
                 plan.only_own_changes = Expected::new(&ops, &results).shown_in(&snap)
                     && changed_only_by(&before, &now, &ops, &results, plan.deleted.len());
-                match plan.only_own_changes {
-                    true => self.remember(desired, &plan, &results, &snap),
-                    false => self.forget(desired),
-                }
+                self.remember(desired, &plan, &results, now);
                 Ok(plan)
             }
             Err(e) => {
@@ -424,15 +412,14 @@ impl Reconciler {
         Ok(())
     }
 
-    /// After `desired` was applied by `plan` (whose operations gave `results`), with
-    /// nothing but its own changes in the cache's `snap`: its fragments and their rows
-    /// as `snap` shows them.
+    /// After `desired` was applied by `plan` (whose operations gave `results`): its
+    /// fragments, the uuids of their rows, and the key's rows as the cache shows them.
     fn remember(
         &self,
         desired: &Desired,
         plan: &Plan,
         results: &[ovsdb_proto::OperationResult],
-        snap: &Snapshot,
+        rows: Vec<(Uuid, Arc<CachedRow>)>,
     ) {
         let key = memo_key(&desired.owner, &desired.scope);
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
@@ -448,7 +435,7 @@ impl Reconciler {
                 uuids.insert((name.table.as_str(), name.identity.as_str()), u);
             }
         }
-        let mut fragments: HashMap<String, FragmentMemo> = HashMap::new();
+        let mut fragments: HashMap<String, (u64, Vec<Uuid>)> = HashMap::new();
         for f in desired.fragments() {
             if f.skipped {
                 if let Some(e) = old.fragments.get(&f.label) {
@@ -464,13 +451,10 @@ impl Reconciler {
             if f.skipped {
                 continue;
             }
-            let row = uuids
-                .get(&(r.table, r.identity.as_str()))
-                .and_then(|u| Some((*u, snap.get(r.table, u)?)));
-            match row {
-                Some(row) => {
+            match uuids.get(&(r.table, r.identity.as_str())) {
+                Some(u) => {
                     if let Some(e) = fragments.get_mut(&f.label) {
-                        e.1.push(row);
+                        e.1.push(*u);
                     }
                 }
                 // A row not accounted for: remember nothing of its fragment.
@@ -479,7 +463,7 @@ impl Reconciler {
                 }
             }
         }
-        memo.insert(key, KeyMemo { fragments });
+        memo.insert(key, KeyMemo { rows, fragments });
     }
 
     /// After a failure: nothing is known of `desired`'s key.
