@@ -527,6 +527,17 @@ async fn services_answer_across_connected_networks_and_service_only_isolates_pod
         "10.96.0.10:80",
         &format!("{green_b_ip}:8080"),
     );
+    // ovn-nbctl returns once the server committed it; the reconciler plans from its
+    // cache, which may not have it yet.
+    let shown = r
+        .cache()
+        .wait_for(std::time::Duration::from_secs(10), |s| {
+            s.table("Load_Balancer")
+                .iter()
+                .any(|(_, row)| row.get("name") == Some(&ovsdb_proto::Datum::scalar(lb.as_str())))
+        })
+        .await;
+    assert!(shown, "the cache shows {lb}");
     udn::apply(&r, &both).await;
     let members = nbctl_get(
         &sb,
