@@ -12,6 +12,14 @@ fn pair() -> (Client, ovsdb_proto::Notifications, DuplexStream) {
     (c, n, theirs)
 }
 
+/// `list_dbs` on `c`, running while the test plays the server.
+fn list_dbs_in_flight(
+    c: &Client,
+) -> tokio::task::JoinHandle<Result<Vec<String>, ovsdb_proto::Error>> {
+    let c = c.clone();
+    tokio::spawn(async move { c.list_dbs().await })
+}
+
 /// Reads one request the client wrote and returns it as JSON.
 async fn read_request(peer: &mut DuplexStream) -> serde_json::Value {
     let mut buf = Vec::new();
@@ -32,10 +40,7 @@ async fn read_request(peer: &mut DuplexStream) -> serde_json::Value {
 #[tokio::test]
 async fn a_reply_to_no_request_is_a_protocol_error_that_ends_the_connection() {
     let (c, _n, mut peer) = pair();
-    let call = tokio::spawn({
-        let c = c.clone();
-        async move { c.list_dbs().await }
-    });
+    let call = list_dbs_in_flight(&c);
     let req = read_request(&mut peer).await;
     assert_eq!(req["method"], "list_dbs");
     peer.write_all(br#"{"id":999,"result":[],"error":null}"#)
@@ -72,10 +77,7 @@ async fn malformed_json_is_a_protocol_error() {
 #[tokio::test]
 async fn a_reply_of_the_wrong_shape_fails_only_that_request() {
     let (c, _n, mut peer) = pair();
-    let call = tokio::spawn({
-        let c = c.clone();
-        async move { c.list_dbs().await }
-    });
+    let call = list_dbs_in_flight(&c);
     let req = read_request(&mut peer).await;
     let id = req["id"].clone();
     peer.write_all(format!(r#"{{"id":{id},"result":{{"not":"a list"}},"error":null}}"#).as_bytes())
@@ -309,10 +311,7 @@ async fn a_decoded_reply_that_fails_is_an_error_and_the_connection_carries_on() 
         }
     }
     // Still usable.
-    let call = tokio::spawn({
-        let c = c.clone();
-        async move { c.list_dbs().await }
-    });
+    let call = list_dbs_in_flight(&c);
     let id = read_request(&mut peer).await["id"].clone();
     peer.write_all(format!(r#"{{"id":{id},"result":["D"],"error":null}}"#).as_bytes())
         .await
@@ -337,10 +336,7 @@ async fn invalid_json_in_a_member_nobody_reads_is_a_protocol_error() {
     }
     // Valid extra members are ignored.
     let (c, _n, mut peer) = pair();
-    let call = tokio::spawn({
-        let c = c.clone();
-        async move { c.list_dbs().await }
-    });
+    let call = list_dbs_in_flight(&c);
     let req = read_request(&mut peer).await;
     let reply = format!(
         r#"{{"id":{},"extra":{{"a":[1,2.5e3,"x",null,true]}},"result":["DB"],"error":null}}"#,
@@ -495,10 +491,7 @@ async fn a_result_of_another_operations_shape_fails_the_transaction_naming_the_o
 #[tokio::test]
 async fn a_reply_nested_past_the_parsers_limit_is_refused_before_the_rest_is_read() {
     let (c, _n, mut peer) = pair();
-    let call = tokio::spawn({
-        let c = c.clone();
-        async move { c.list_dbs().await }
-    });
+    let call = list_dbs_in_flight(&c);
     let req = read_request(&mut peer).await;
     // A reply of 64 MiB of '[' that never closes, written as fast as the client reads.
     let id = req["id"].clone();
