@@ -226,6 +226,15 @@ impl Present {
         }
     }
 
+    /// The columns at `positions` of a row of `layout`.
+    fn of(layout: &Layout, positions: impl Iterator<Item = usize>) -> Present {
+        let mut present = Present::new(layout.names.len());
+        for i in positions {
+            present.set(i);
+        }
+        present
+    }
+
     fn words(&self) -> &[u64] {
         match self {
             Present::Few(w) => w,
@@ -260,24 +269,23 @@ impl CachedRow {
     /// column's default are not stored.
     pub(super) fn from_columns(layout: &Arc<Layout>, columns: &mut Vec<(usize, Datum)>) -> Self {
         columns.retain(|(i, v)| *v != layout.defaults[*i]);
-        let mut stored = columns
-            .drain(..)
-            .map(|(i, v)| (i, Stored::new(v)))
-            .collect();
-        CachedRow::from_stored(layout, &mut stored)
+        columns.sort_unstable_by_key(|(i, _)| *i);
+        // Straight into the row's values, with no list in between: a decoded row is one
+        // allocation for its values.
+        CachedRow {
+            layout: layout.clone(),
+            present: Present::of(layout, columns.iter().map(|(i, _)| *i)),
+            values: columns.drain(..).map(|(_, v)| Stored::new(v)).collect(),
+        }
     }
 
     /// A row of `layout` from stored values other than their column's default, by
     /// column position.
     fn from_stored(layout: &Arc<Layout>, columns: &mut Vec<(usize, Stored)>) -> Self {
         columns.sort_unstable_by_key(|(i, _)| *i);
-        let mut present = Present::new(layout.names.len());
-        for (i, _) in columns.iter() {
-            present.set(*i);
-        }
         CachedRow {
             layout: layout.clone(),
-            present,
+            present: Present::of(layout, columns.iter().map(|(i, _)| *i)),
             values: columns.drain(..).map(|(_, v)| v).collect(),
         }
     }
