@@ -221,20 +221,21 @@ impl OvsdbServer {
         Ok(())
     }
 
-    /// The address clients reach it at over TCP.
-    fn tcp_host(&self) -> String {
+    /// The address clients reach it at: the container's, or for a process `local`
+    /// (127.0.0.1 for TCP, 127.0.0.2 for SSL).
+    fn client_host(&self, local: &str) -> String {
         match &self.place {
             Some(place) => place.ip().to_string(),
-            None => "127.0.0.1".into(),
+            None => local.to_owned(),
         }
     }
 
-    /// The address clients reach it at over SSL.
+    fn tcp_host(&self) -> String {
+        self.client_host("127.0.0.1")
+    }
+
     fn ssl_host(&self) -> String {
-        match &self.place {
-            Some(place) => place.ip().to_string(),
-            None => "127.0.0.2".into(),
-        }
+        self.client_host("127.0.0.2")
     }
 
     /// The container it runs in, when it runs in one: for the faults only a container
