@@ -636,6 +636,18 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
         v
     };
     // Someone deletes a port, a route and a whole switch by hand.
+    let switch = |snap: &ovsdb_proto::cache::Snapshot| {
+        snap.table("Logical_Switch")
+            .iter()
+            .find(|(_, row)| {
+                row.get("name")
+                    .and_then(|d| d.as_scalar())
+                    .and_then(|a| a.as_str())
+                    == Some("cluster_udn_blue_n1")
+            })
+            .map(|(u, _)| *u)
+    };
+    let deleted = switch(&r.cache().snapshot()).expect("the node switch is there");
     sb.nbctl(&["lsp-del", "cluster_udn_blue_tstor-n2"]).unwrap();
     sb.nbctl(&[
         "lr-route-del",
@@ -644,6 +656,13 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
     ])
     .unwrap();
     sb.nbctl(&["ls-del", "cluster_udn_blue_n1"]).unwrap();
+    // The controller's cache has the deletions (the last one, so the others too: a
+    // quiet queue before it does would prove nothing), then the controller settles.
+    assert!(
+        r.cache()
+            .wait_for(limit, |snap| snap.get("Logical_Switch", &deleted).is_none())
+            .await
+    );
     assert!(settle(&queue, quiet, limit).await);
     let repaired = dump(&sb.nb.unix_remote()).await;
     assert_eq!(names(&repaired), names(&full), "the deleted rows came back");
