@@ -10,20 +10,52 @@ pub mod queue;
 pub mod triggers;
 pub mod worker;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ovsdb_proto::cache::{CacheEvent, CacheEvents, Change};
+use ovsdb_proto::cache::{CacheEvent, CacheEvents, CachedRow, Change, Event};
+use ovsdb_proto::Uuid;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::reconcile::{ReconcileError, Reconciler};
+use crate::reconcile::{ReconcileError, Reconciler, SeenRows};
 use crate::world::World;
 use key::Key;
 use triggers::Wake;
 
 pub use queue::{Backoff, Queue};
+
+/// A change the cache reported to one of a key's rows: the row as the change left it.
+#[derive(Clone, Debug)]
+pub struct Reported {
+    /// The row.
+    pub uuid: Uuid,
+    /// The row after the change; `None` when it was deleted.
+    pub row: Option<Arc<CachedRow>>,
+}
+
+impl Reported {
+    /// The change `event` reports.
+    pub fn of(event: &Event) -> Reported {
+        Reported {
+            uuid: event.uuid,
+            row: match &event.change {
+                Change::Insert { new } | Change::Modify { new, .. } => Some(new.clone()),
+                Change::Delete { .. } => None,
+            },
+        }
+    }
+
+    /// What a reconcile that saw `rows` saw, for [`Queue::done_after`]: the changes
+    /// that leave a row as it was seen.
+    pub fn seen_in(rows: SeenRows) -> queue::Seen<Reported> {
+        Arc::new(move |c: &Reported| rows.saw(&c.uuid, c.row.as_ref()))
+    }
+}
+
+/// The controller's queue: reconcile keys, told of the changes to their rows.
+pub type KeyQueue = Queue<Key, Reported>;
 
 /// What happened the last time a key was reconciled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,7 +136,7 @@ impl ReadyTracker {
 pub struct Controller {
     reconciler: Arc<Reconciler>,
     world: watch::Receiver<Arc<World>>,
-    queue: Arc<Queue<Key>>,
+    queue: Arc<KeyQueue>,
     reports: Reports,
     hook: Option<OutcomeHook>,
 }
@@ -137,7 +169,7 @@ impl Controller {
     }
 
     /// The queue, shared with the running controller.
-    pub fn queue(&self) -> Arc<Queue<Key>> {
+    pub fn queue(&self) -> Arc<KeyQueue> {
         self.queue.clone()
     }
 
@@ -208,7 +240,7 @@ impl Controller {
                     match wake {
                         Wake::Own(key) => {
                             tracing::debug!(%key, table = %e.table, "row changed");
-                            queue.add_change(key);
+                            queue.add_change(key, Reported::of(&e));
                         }
                         Wake::Look(key) => queue.add(key),
                     }
@@ -222,6 +254,8 @@ impl Controller {
             let mut previous = initial;
             while world.changed().await.is_ok() {
                 let w = world.borrow_and_update().clone();
+                let keys: HashSet<Key> = w.keys().into_iter().collect();
+                queue.retain_seen(|k| keys.contains(k));
                 enqueue_changed(&queue, &previous, &w, &reconciler);
                 previous = w;
             }
@@ -243,13 +277,13 @@ pub fn changed_keys(previous: &World, world: &World, reconciler: &Reconciler) ->
     keys
 }
 
-fn enqueue_changed(queue: &Queue<Key>, previous: &World, world: &World, reconciler: &Reconciler) {
+fn enqueue_changed(queue: &KeyQueue, previous: &World, world: &World, reconciler: &Reconciler) {
     for k in changed_keys(previous, world, reconciler) {
         queue.add(k);
     }
 }
 
-fn enqueue_all(queue: &Queue<Key>, world: &World, reconciler: &Reconciler) {
+fn enqueue_all(queue: &KeyQueue, world: &World, reconciler: &Reconciler) {
     for k in world.keys() {
         queue.add(k);
     }
@@ -323,7 +357,7 @@ pub async fn once(
 }
 
 /// Waits until `queue` has been idle for `quiet`, at most `timeout`; true if it was.
-pub async fn settle(queue: &Queue<Key>, quiet: Duration, timeout: Duration) -> bool {
+pub async fn settle(queue: &KeyQueue, quiet: Duration, timeout: Duration) -> bool {
     let start = Instant::now();
     let mut idle_since: Option<Instant> = None;
     while start.elapsed() < timeout {

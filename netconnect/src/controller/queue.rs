@@ -2,10 +2,16 @@
 //! once however often it is added; a key being reconciled is never handed out again
 //! until it is done, and if it was added meanwhile it comes back once after; a key that
 //! failed comes back after a backoff that doubles with each failure in a row.
+//!
+//! A level-driven controller hears of its own writes: the rows a reconcile wrote come
+//! back as changes. The queue tells them from others' changes by what the reconcile saw
+//! ([`Queue::done_after`]): a change that left a row as the reconcile last saw it
+//! (whenever it is reported, while the key runs or after) needs no second look; any
+//! other change queues the key again.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -37,36 +43,43 @@ impl Backoff {
     }
 }
 
-struct State<K> {
+/// Tells whether a reported change is one a reconcile already saw (see
+/// [`Queue::done_after`]).
+pub type Seen<C> = Arc<dyn Fn(&C) -> bool + Send + Sync>;
+
+struct State<K, C> {
     ready: VecDeque<K>,
     queued: HashSet<K>,
     running: HashSet<K>,
     /// Added while running: queued again when done.
     dirty: HashSet<K>,
-    /// Whose rows changed in the NB while running: queued again when done unless the
-    /// reconcile tells the changes were its own.
-    changed: HashSet<K>,
+    /// The changes of a key's rows reported while it ran: queued again when done
+    /// unless the reconcile saw each of them.
+    changed: HashMap<K, Vec<C>>,
+    /// What each key's last reconcile saw, for changes reported after it was done.
+    seen: HashMap<K, Seen<C>>,
     delayed: BTreeMap<Instant, Vec<K>>,
     failures: HashMap<K, u32>,
 }
 
-/// A deduplicating queue of keys.
-pub struct Queue<K> {
-    state: Mutex<State<K>>,
+/// A deduplicating queue of keys `K`, told of changes `C` to their rows.
+pub struct Queue<K, C = ()> {
+    state: Mutex<State<K, C>>,
     notify: Notify,
     backoff: Backoff,
 }
 
-impl<K: Clone + Eq + Hash> Queue<K> {
+impl<K: Clone + Eq + Hash, C> Queue<K, C> {
     /// An empty queue.
-    pub fn new(backoff: Backoff) -> Queue<K> {
+    pub fn new(backoff: Backoff) -> Queue<K, C> {
         Queue {
             state: Mutex::new(State {
                 ready: VecDeque::new(),
                 queued: HashSet::new(),
                 running: HashSet::new(),
                 dirty: HashSet::new(),
-                changed: HashSet::new(),
+                changed: HashMap::new(),
+                seen: HashMap::new(),
                 delayed: BTreeMap::new(),
                 failures: HashMap::new(),
             }),
@@ -75,7 +88,7 @@ impl<K: Clone + Eq + Hash> Queue<K> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State<K>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<K, C>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -91,12 +104,15 @@ impl<K: Clone + Eq + Hash> Queue<K> {
         }
     }
 
-    /// Queues `key` because its rows changed in the NB. While it is being reconciled the
-    /// change may be that reconcile's own writing: see [`Queue::done_after`].
-    pub fn add_change(&self, key: K) {
+    /// Queues `key` because `change` happened to its rows, unless the key's last
+    /// reconcile saw it (its own write, reported late). While the key is being
+    /// reconciled the change is held for [`Queue::done_after`] to judge.
+    pub fn add_change(&self, key: K, change: C) {
         let mut s = self.lock();
         if s.running.contains(&key) {
-            s.changed.insert(key);
+            s.changed.entry(key).or_default().push(change);
+        } else if s.seen.get(&key).is_some_and(|seen| seen(&change)) {
+            // Nothing the reconcile did not see.
         } else if s.queued.insert(key.clone()) {
             s.ready.push_back(key);
             drop(s);
@@ -151,19 +167,35 @@ impl<K: Clone + Eq + Hash> Queue<K> {
     }
 
     /// Marks `key` done. A failure queues it again after a backoff; a key added while
-    /// it ran is queued again at once.
+    /// it ran, or whose rows changed meanwhile, is queued again at once.
     pub fn done(&self, key: &K, ok: bool) {
-        self.done_after(key, ok, false)
+        self.done_after(key, ok, None)
     }
 
-    /// [`Queue::done`], where `own_changes` tells that every change of the key's rows
-    /// while it ran was the reconcile's own: those reported by [`Queue::add_change`]
-    /// then do not queue it again.
-    pub fn done_after(&self, key: &K, ok: bool, own_changes: bool) {
+    /// [`Queue::done`], where `seen` (if any) tells which changes the reconcile saw,
+    /// having judged that until then the key's rows changed only by its own writing:
+    /// the changes reported by [`Queue::add_change`] while it ran, or later, queue
+    /// the key again only when `seen` does not hold for them. It is judged here, under
+    /// the queue's lock, so that a change reported after the reconcile's judgement and
+    /// before this call is not lost.
+    pub fn done_after(&self, key: &K, ok: bool, seen: Option<Seen<C>>) {
         let mut s = self.lock();
         s.running.remove(key);
-        if s.changed.remove(key) && !own_changes {
+        let changes = s.changed.remove(key).unwrap_or_default();
+        let unseen = match &seen {
+            Some(seen) => changes.iter().any(|c| !seen(c)),
+            None => !changes.is_empty(),
+        };
+        if unseen {
             s.dirty.insert(key.clone());
+        }
+        match seen {
+            Some(seen) if ok => {
+                s.seen.insert(key.clone(), seen);
+            }
+            _ => {
+                s.seen.remove(key);
+            }
         }
         if ok {
             s.failures.remove(key);
@@ -181,6 +213,11 @@ impl<K: Clone + Eq + Hash> Queue<K> {
         }
         drop(s);
         self.notify.notify_one();
+    }
+
+    /// Forgets what the last reconciles of the keys `keep` refuses saw (keys gone).
+    pub fn retain_seen(&self, keep: impl Fn(&K) -> bool) {
+        self.lock().seen.retain(|k, _| keep(k));
     }
 
     /// Failures in a row of `key`.
@@ -201,7 +238,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_key_is_queued_once_and_never_handed_out_twice_at_once() {
-        let q = Queue::new(Backoff::default());
+        let q: Queue<&str> = Queue::new(Backoff::default());
         q.add("a");
         q.add("a");
         q.add("b");
@@ -229,7 +266,7 @@ mod tests {
         };
         assert_eq!(b.after(1), Duration::from_millis(100));
         assert_eq!(b.after(3), Duration::from_millis(350));
-        let q = Queue::new(b);
+        let q: Queue<&str> = Queue::new(b);
         q.add("k");
         let k = q.next().await;
         let t0 = Instant::now();
@@ -243,6 +280,45 @@ mod tests {
         assert_eq!(q.failures(&"k"), 2);
         q.done(&"k", true);
         assert_eq!(q.failures(&"k"), 0);
+        assert!(q.is_idle());
+    }
+
+    #[tokio::test]
+    async fn a_change_comes_back_unless_the_reconcile_saw_it_whenever_it_is_reported() {
+        // Changes are version numbers of one row; the reconcile saw version 2.
+        let saw = |v: u32| -> Option<Seen<u32>> { Some(Arc::new(move |c: &u32| *c == v)) };
+        let q: Queue<&str, u32> = Queue::new(Backoff::default());
+        q.add("k");
+        assert_eq!(q.next().await, "k");
+        // Its own write, reported while it runs: seen.
+        q.add_change("k", 2);
+        q.done_after(&"k", true, saw(2));
+        assert!(q.is_idle(), "the one change was its own");
+        // Its own write reported after it was done: seen, nothing queued.
+        q.add_change("k", 2);
+        assert!(q.is_idle(), "a late report of its own write");
+        // Another's change reported after it was done: queued.
+        q.add_change("k", 3);
+        assert_eq!(q.next().await, "k");
+        // A change after what the reconcile saw, reported before it is done (after its
+        // judgement): not lost.
+        q.add_change("k", 3);
+        q.add_change("k", 4);
+        q.done_after(&"k", true, saw(3));
+        assert_eq!(q.next().await, "k", "version 4 was not seen");
+        // A reconcile that could not tell (None) sees nothing.
+        q.add_change("k", 4);
+        q.done_after(&"k", true, None);
+        assert_eq!(q.next().await, "k");
+        q.done_after(&"k", true, None);
+        q.add_change("k", 4);
+        assert_eq!(q.next().await, "k", "nothing was seen: every change counts");
+        q.done_after(&"k", true, saw(4));
+        // Keys gone forget what they saw.
+        q.retain_seen(|_| false);
+        q.add_change("k", 4);
+        assert_eq!(q.next().await, "k");
+        q.done(&"k", true);
         assert!(q.is_idle());
     }
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::key::{Key, PHASES};
-use super::{reconcile_key, KeyReport, OutcomeHook, Queue, Reports};
+use super::{reconcile_key, KeyQueue, KeyReport, OutcomeHook, Reported, Reports};
 use crate::reconcile::Reconciler;
 use crate::world::World;
 
@@ -59,7 +59,7 @@ const HELD: Duration = Duration::from_millis(20);
 #[derive(Clone)]
 pub struct Worker {
     /// The keys to reconcile.
-    pub queue: Arc<Queue<Key>>,
+    pub queue: Arc<KeyQueue>,
     /// The current inputs.
     pub world: watch::Receiver<Arc<World>>,
     /// Plans and writes.
@@ -103,8 +103,8 @@ impl Worker {
         self.first.done(&key);
         let sent = self.reconciler.transactions() - before;
         let ok = result.is_ok();
-        let own = result.as_ref().is_ok_and(|p| p.only_own_changes);
-        self.queue.done_after(&key, ok, own);
+        let seen = result.as_ref().ok().and_then(|p| p.seen.clone());
+        self.queue.done_after(&key, ok, seen.map(Reported::seen_in));
         let mut r = self.reports.lock().unwrap_or_else(|p| p.into_inner());
         let entry = r.entry(key.clone()).or_insert(KeyReport {
             result: Ok(String::new()),
@@ -121,9 +121,9 @@ impl Worker {
                     plan.summary()
                 });
                 if !plan.is_empty() {
-                    tracing::info!(%key, written = %plan.summary(), own = plan.only_own_changes, "reconciled");
+                    tracing::info!(%key, written = %plan.summary(), own = plan.only_own_changes(), "reconciled");
                 } else {
-                    tracing::debug!(%key, own = plan.only_own_changes, "unchanged");
+                    tracing::debug!(%key, own = plan.only_own_changes(), "unchanged");
                 }
             }
             Err(e) => {

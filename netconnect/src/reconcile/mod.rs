@@ -16,7 +16,7 @@ use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, CachedRow, Expected, S
 use ovsdb_proto::{Operation, Uuid};
 
 pub use nb::NbIndexes;
-pub use plan::Plan;
+pub use plan::{Plan, SeenRows};
 pub use planner::PlanError;
 
 use crate::topology::desired::{Fragments, Owner, Scope};
@@ -321,14 +321,16 @@ impl Reconciler {
         if plan.is_empty() {
             // The rows are read again only if the cache moved while planning.
             let now = self.cache.snapshot();
-            let rows = if Arc::ptr_eq(&now, &planned) {
-                plan.only_own_changes = true;
-                before
+            let (rows, own) = if Arc::ptr_eq(&now, &planned) {
+                (before, true)
             } else {
                 let rows = scope_rows(&now, &self.nb, &desired.owner, &desired.scope);
-                plan.only_own_changes = same_rows(&before, &rows);
-                rows
+                let own = same_rows(&before, &rows);
+                (rows, own)
             };
+            if own {
+                plan.seen = Some(SeenRows::new(&rows));
+            }
             self.remember(desired, &plan, &[], rows);
             return Ok(plan);
         }
@@ -354,8 +356,11 @@ impl Reconciler {
             Ok(()) => {
                 let snap = self.cache.snapshot();
                 let now = scope_rows(&snap, &self.nb, &desired.owner, &desired.scope);
-                plan.only_own_changes = Expected::new(&ops, &results).shown_in(&snap)
-                    && changed_only_by(&before, &now, &ops, &results, plan.deleted.len());
+                if Expected::new(&ops, &results).shown_in(&snap)
+                    && changed_only_by(&before, &now, &ops, &results, plan.deleted.len())
+                {
+                    plan.seen = Some(SeenRows::new(&now));
+                }
                 self.remember(desired, &plan, &results, now);
                 Ok(plan)
             }

@@ -2,8 +2,10 @@
 //! an account of them for people (`--plan`, `--once` output, logs).
 
 use std::fmt;
+use std::sync::{Arc, Weak};
 
-use ovsdb_proto::Operation;
+use ovsdb_proto::cache::CachedRow;
+use ovsdb_proto::{Operation, Uuid};
 
 use crate::topology::desired::{Owner, Scope};
 
@@ -35,6 +37,55 @@ pub struct ForeignMutation {
     pub deleted: usize,
 }
 
+/// A key's rows as a reconcile saw them last, in uuid order, to tell whether a change
+/// reported later leaves a row as it was seen. Rows are held weakly: a version changed
+/// since is not kept alive by this, and its address is not reused while it is held.
+#[derive(Clone)]
+pub struct SeenRows(Arc<[(Uuid, Weak<CachedRow>)]>);
+
+impl SeenRows {
+    /// The rows `rows` (in uuid order).
+    pub fn new(rows: &[(Uuid, Arc<CachedRow>)]) -> SeenRows {
+        SeenRows(rows.iter().map(|(u, r)| (*u, Arc::downgrade(r))).collect())
+    }
+
+    /// True when `row` is how the row `uuid` was seen: the same version, or absent
+    /// (deleted) and not seen.
+    pub fn saw(&self, uuid: &Uuid, row: Option<&Arc<CachedRow>>) -> bool {
+        match self.0.binary_search_by_key(uuid, |(u, _)| *u) {
+            Ok(i) => row.is_some_and(|r| std::ptr::eq(Arc::as_ptr(r), self.0[i].1.as_ptr())),
+            Err(_) => row.is_none(),
+        }
+    }
+
+    /// How many rows were seen.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when the key had no rows.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for SeenRows {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SeenRows({} rows)", self.0.len())
+    }
+}
+
+impl PartialEq for SeenRows {
+    fn eq(&self, other: &SeenRows) -> bool {
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(other.0.iter())
+                .all(|((a, ra), (b, rb))| a == b && ra.ptr_eq(rb))
+    }
+}
+
 /// The transaction one key needs, empty when the NB already holds what it wants.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
@@ -58,16 +109,23 @@ pub struct Plan {
     pub incomplete: Vec<String>,
     /// The wanted rows already in the NB: table, identity, uuid.
     pub existing: Vec<(&'static str, String, ovsdb_proto::Uuid)>,
-    /// After [`crate::reconcile::Reconciler::apply`]: true when, from planning until
-    /// the cache showed the transaction, the key's rows changed only as the transaction
-    /// changed them, so the changes the cache reported meanwhile were this reconcile's
-    /// own and need no second look.
-    pub only_own_changes: bool,
+    /// After [`crate::reconcile::Reconciler::apply`], when from planning until the
+    /// cache showed the transaction the key's rows changed only as the transaction
+    /// changed them: the rows as the cache then showed them. A change the cache
+    /// reports that leaves a row as seen here was this reconcile's own (or one it
+    /// planned with) and needs no second look.
+    pub seen: Option<SeenRows>,
     /// The positions in `operations` of the inserts, in the order of `inserted`.
     pub inserts: Vec<usize>,
 }
 
 impl Plan {
+    /// True when, from planning until the cache showed the transaction, the key's rows
+    /// changed only as the transaction changed them ([`Plan::seen`]).
+    pub fn only_own_changes(&self) -> bool {
+        self.seen.is_some()
+    }
+
     /// True when there is nothing to write.
     pub fn is_empty(&self) -> bool {
         self.operations.is_empty()
@@ -118,7 +176,46 @@ impl fmt::Display for Plan {
 
 #[cfg(test)]
 mod tests {
-    use super::Plan;
+    use std::sync::Arc;
+
+    use ovsdb_proto::cache::CachedRow;
+    use ovsdb_proto::Uuid;
+
+    use super::{Plan, SeenRows};
+
+    #[test]
+    fn a_row_was_seen_as_the_same_version_or_as_absent() {
+        let (a, b, c) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let schema = ovsdb_proto::DatabaseSchema::from_slice(include_bytes!(
+            "../../../schemas/ovn-nb.ovsschema"
+        ))
+        .unwrap();
+        let mut store =
+            ovsdb_proto::cache::CacheConfig::new(vec![], "OVN_Northbound", &["Logical_Switch"])
+                .store(&schema)
+                .unwrap();
+        // Each call a new version of one row, as the cache holds it.
+        let mut row = |n: &str| -> Arc<CachedRow> {
+            let mut r = ovsdb_proto::Row::new();
+            r.insert("name".into(), ovsdb_proto::Datum::scalar(n));
+            store.insert("Logical_Switch", a, &r).unwrap();
+            store.snapshot().get("Logical_Switch", &a).unwrap()
+        };
+        let (ra, rb) = (row("a"), row("b"));
+        let seen = SeenRows::new(&[(a, ra.clone()), (b, rb.clone())]);
+        assert!(seen.saw(&a, Some(&ra)));
+        assert!(
+            !seen.saw(&a, Some(&row("a"))),
+            "an equal row of another version"
+        );
+        assert!(!seen.saw(&b, None), "deleted after it was seen");
+        assert!(seen.saw(&c, None), "deleted before");
+        assert!(!seen.saw(&c, Some(&row("c"))), "inserted after");
+        // A version dropped since is not mistaken for a new one at its address.
+        drop(rb);
+        let fresh: Vec<_> = (0..64).map(|i| row(&i.to_string())).collect();
+        assert!(fresh.iter().all(|r| !seen.saw(&b, Some(r))));
+    }
 
     #[test]
     fn what_a_key_could_not_build_is_printed_with_its_plan() {
