@@ -1450,3 +1450,166 @@ async fn a_service_from_the_manifests_gets_its_load_balancer_and_answers_across_
         "no service, no answer"
     );
 }
+
+/// A plan in substance: the rows inserted, updated (with their columns) and deleted,
+/// and the other parties' rows mutated, each sorted.
+fn substance(plan: &netconnect::reconcile::Plan) -> [Vec<String>; 4] {
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    [
+        sorted(plan.inserted.iter().map(|r| format!("{r:?}")).collect()),
+        sorted(plan.updated.iter().map(|r| format!("{r:?}")).collect()),
+        sorted(plan.deleted.iter().map(|r| format!("{r:?}")).collect()),
+        sorted(plan.foreign.iter().map(|f| format!("{f:?}")).collect()),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layer3_networks_planned_by_node_fragments_plan_as_networks_built_whole() {
+    // Randomized (a fixed seed, so a failure repeats): nodes, networks and subnets
+    // added and removed, a node's chassis changed, networks joining and leaving a
+    // connect, in any order. Before each apply, every network's plan from its
+    // fragments (the nodes unchanged since the last apply left out) must be the plan
+    // of the whole network; after it, nothing is left to do.
+    let sb = sandbox();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let mut seed: u64 = 0x005e_ed0f_f4a9;
+    let mut next = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    // Network i: its subnet count (0: absent) and whether the connect selects it.
+    let mut nets: Vec<(u8, bool)> = vec![(1, true), (2, false), (0, false)];
+    // Node i: present, and its chassis' generation.
+    let mut nodes: Vec<(bool, u8)> = vec![(true, 0), (true, 0), (false, 0), (false, 0)];
+    let (mut built, mut whole_built) = (0, 0);
+    let mut state = State::default();
+    for step in 0..24 {
+        let what = match step {
+            0 => "start".to_owned(),
+            _ => match next(6) {
+                0 => {
+                    let i = next(nodes.len() as u64) as usize;
+                    nodes[i].0 = !nodes[i].0 || nodes.iter().filter(|n| n.0).count() == 1;
+                    format!("node n{i} present: {}", nodes[i].0)
+                }
+                1 => {
+                    let i = next(nodes.len() as u64) as usize;
+                    nodes[i].1 += 1;
+                    format!("node n{i} on another chassis")
+                }
+                2 => {
+                    let i = next(nets.len() as u64) as usize;
+                    nets[i].0 = if nets[i].0 == 0 { 1 } else { 0 };
+                    format!("network net{i} subnets: {}", nets[i].0)
+                }
+                3 => {
+                    let i = next(nets.len() as u64) as usize;
+                    nets[i].0 = (nets[i].0 % 3) + 1;
+                    format!("network net{i} subnets: {}", nets[i].0)
+                }
+                4 => {
+                    let i = next(nets.len() as u64) as usize;
+                    nets[i].1 = !nets[i].1;
+                    format!("network net{i} connected: {}", nets[i].1)
+                }
+                _ => {
+                    // A node added: the case fragments are for.
+                    match nodes.iter().position(|n| !n.0) {
+                        Some(i) => {
+                            nodes[i].0 = true;
+                            format!("node n{i} added")
+                        }
+                        None => "nothing".to_owned(),
+                    }
+                }
+            },
+        };
+        let mut yaml = cnc(
+            "f",
+            "f",
+            "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+            "[PodNetwork]",
+        );
+        for (i, (subnets, connected)) in nets.iter().enumerate() {
+            if *subnets == 0 {
+                continue;
+            }
+            let cidrs: Vec<String> = (0..*subnets)
+                .map(|j| {
+                    format!(
+                        "{{cidr: 10.{}.0.0/16, hostSubnet: 24}}",
+                        10 * i + j as usize
+                    )
+                })
+                .collect();
+            let label = if *connected {
+                "f: \"yes\""
+            } else {
+                "f: \"no\""
+            };
+            yaml += &cudn_l3(
+                &format!("net{i}"),
+                "ns",
+                &format!("[{}]", cidrs.join(", ")),
+                label,
+            );
+        }
+        for (i, (present, chassis)) in nodes.iter().enumerate() {
+            if *present {
+                yaml += &udn::node(&format!("n{i}"), &format!("ch{i}-{chassis}"), &[]);
+            }
+        }
+        // A connect that selects fewer than two networks is refused (and rightly).
+        // The allocations carry over, as netconnectd keeps them in its status
+        // directory: a node's or a network's id does not move when another goes.
+        let w = udn::world_with_problems(&yaml, &state, None);
+        state = w.state(&state);
+        assert!(
+            w.problems
+                .iter()
+                .all(|p| p.message.contains("InsufficientNetworks")),
+            "{:#?}",
+            w.problems
+        );
+        for (i, (subnets, _)) in nets.iter().enumerate() {
+            if *subnets == 0 {
+                continue;
+            }
+            let key = netconnect::world::Key::Network(format!("cluster_udn_net{i}"));
+            let (owner, scope) = w
+                .fragment_scope(&key)
+                .expect("a Layer3 network's fragments");
+            // (Before the first apply both fail alike: the cluster's rows are not in.)
+            let parts = r.plan(&w.desired_with(&key, &r.known(&owner, &scope)).unwrap());
+            let whole = r.plan(&w.desired(&key).unwrap());
+            let shown = |p: &Result<netconnect::reconcile::Plan, _>| match p {
+                Ok(p) => Ok(substance(p)),
+                Err(e) => Err(format!("{e}")),
+            };
+            assert_eq!(
+                shown(&parts),
+                shown(&whole),
+                "step {step} ({what}), {key}:\nfrom fragments: {parts:?}\nwhole: {whole:?}"
+            );
+            if let (Ok(parts), Ok(whole)) = (parts, whole) {
+                built += parts.compared;
+                whole_built += whole.compared;
+            }
+        }
+        udn::apply(&r, &w).await;
+        for o in udn::apply(&r, &w).await {
+            let plan = o.result.unwrap();
+            assert!(plan.is_empty(), "step {step} ({what}), {}: {plan}", o.key);
+        }
+    }
+    // The fragments left out were most of the networks' rows.
+    assert!(
+        built * 2 < whole_built,
+        "rows built and compared: {built} from fragments, {whole_built} whole"
+    );
+}

@@ -288,13 +288,22 @@ impl World {
     }
 
     /// The owner and scope of a key whose rows come in fragments (a connect's rows for
-    /// one network), known before its rows are built.
+    /// one network, a primary Layer3 network's), known before its rows are built.
     pub fn fragment_scope(&self, key: &Key) -> Option<(Owner, Scope)> {
-        let Key::ConnectNetwork(cnc, net) = key else {
-            return None;
-        };
-        let id = self.allocations.network_ids.get(net)?;
-        Some((connect::owner(cnc), Scope::Part(id.to_string())))
+        match key {
+            Key::ConnectNetwork(cnc, net) => {
+                let id = self.allocations.network_ids.get(net)?;
+                Some((connect::owner(cnc), Scope::Part(id.to_string())))
+            }
+            // A primary Layer3 network's rows for each node.
+            Key::Network(name) => {
+                let net = &self.inventory.networks.get(name)?.network;
+                let fragmented = net.role == crate::api::Role::Primary
+                    && net.topology == crate::api::Topology::Layer3;
+                fragmented.then(|| (topology::network_owner(net), Scope::All))
+            }
+            _ => None,
+        }
     }
 
     /// What `key` wants in the NB.
@@ -311,7 +320,7 @@ impl World {
     ) -> Result<Desired, BuildError> {
         match key {
             Key::Cluster => Ok(topology::cluster::build()),
-            Key::Network(name) => topology::network(&self.inputs(), name),
+            Key::Network(name) => topology::network_with(&self.inputs(), name, known),
             Key::Connect(name) => connect::build(&self.inputs(), name),
             Key::ConnectNetwork(name, net) => {
                 connect::build_network(&self.inputs(), name, net, known)

@@ -25,12 +25,14 @@ use crate::topology::Desired;
 /// What the reconciler remembers of a key with fragments after applying it.
 #[derive(Debug, Default)]
 struct KeyMemo {
-    /// The key's rows then, each cached row held (so that its address is not reused):
-    /// a row changed or deleted since (by anyone) shows as a different list.
-    rows: Vec<(Uuid, Arc<CachedRow>)>,
-    /// Each fragment's fingerprint and rows.
-    fragments: HashMap<String, (u64, Vec<Uuid>)>,
+    /// Each fragment's fingerprint and rows as the cache showed them then, each cached
+    /// row held (so that its address is not reused): a row changed or deleted since (by
+    /// anyone) is no longer the one in the cache.
+    fragments: HashMap<String, FragmentMemo>,
 }
+
+/// A fragment's fingerprint, and its rows as the cache showed them.
+type FragmentMemo = (u64, Vec<(Uuid, Arc<CachedRow>)>);
 
 /// The fragments of a key known to be in the NB as built before (none unless the
 /// key's rows are exactly as the reconciler left them).
@@ -244,14 +246,21 @@ impl Reconciler {
     }
 
     /// The fragments of the key of `owner` and `scope` that need not be built again:
-    /// those applied before, if none of the key's rows changed since.
+    /// those applied before, if none of the rows of its fragments changed since. (Its
+    /// rows outside fragments, such as a network's router, are built and compared every
+    /// time: another key attaching its rows to them does not make the fragments
+    /// unknown.)
     pub fn known(&self, owner: &Owner, scope: &Scope) -> KnownFragments {
         let memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let Some(m) = memo.get(&memo_key(owner, scope)) else {
             return KnownFragments::default();
         };
         let snap = self.cache.snapshot();
-        if !same_rows(&scope_rows(&snap, &self.nb, owner, scope), &m.rows) {
+        let as_left = |(uuid, then): &(Uuid, Arc<CachedRow>)| {
+            snap.get(then.table(), uuid)
+                .is_some_and(|now| Arc::ptr_eq(&now, then))
+        };
+        if !m.fragments.values().flat_map(|(_, rows)| rows).all(as_left) {
             return KnownFragments::default();
         }
         KnownFragments {
@@ -294,7 +303,7 @@ impl Reconciler {
         skipped
             .iter()
             .filter_map(|l| m.fragments.get(*l))
-            .flat_map(|(_, rows)| rows.iter().copied())
+            .flat_map(|(_, rows)| rows.iter().map(|(u, _)| *u))
             .collect()
     }
 
@@ -330,8 +339,10 @@ impl Reconciler {
             };
             if own {
                 plan.seen = Some(SeenRows::new(&rows));
+                self.remember(desired, &plan, &[], &planned);
+            } else {
+                self.forget(desired);
             }
-            self.remember(desired, &plan, &[], rows);
             return Ok(plan);
         }
         let mut ops = plan.operations.clone();
@@ -360,8 +371,10 @@ impl Reconciler {
                     && changed_only_by(&before, &now, &ops, &results, plan.deleted.len())
                 {
                     plan.seen = Some(SeenRows::new(&now));
+                    self.remember(desired, &plan, &results, &snap);
+                } else {
+                    self.forget(desired);
                 }
-                self.remember(desired, &plan, &results, now);
                 Ok(plan)
             }
             Err(e) => {
@@ -417,14 +430,15 @@ impl Reconciler {
         Ok(())
     }
 
-    /// After `desired` was applied by `plan` (whose operations gave `results`): its
-    /// fragments, the uuids of their rows, and the key's rows as the cache shows them.
+    /// After `desired` was applied by `plan` (whose operations gave `results`), with
+    /// nothing but its own changes in the cache's `snap`: its fragments and their rows
+    /// as `snap` shows them.
     fn remember(
         &self,
         desired: &Desired,
         plan: &Plan,
         results: &[ovsdb_proto::OperationResult],
-        rows: Vec<(Uuid, Arc<CachedRow>)>,
+        snap: &Snapshot,
     ) {
         let key = memo_key(&desired.owner, &desired.scope);
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
@@ -440,7 +454,7 @@ impl Reconciler {
                 uuids.insert((name.table.as_str(), name.identity.as_str()), u);
             }
         }
-        let mut fragments: HashMap<String, (u64, Vec<Uuid>)> = HashMap::new();
+        let mut fragments: HashMap<String, FragmentMemo> = HashMap::new();
         for f in desired.fragments() {
             if f.skipped {
                 if let Some(e) = old.fragments.get(&f.label) {
@@ -456,10 +470,13 @@ impl Reconciler {
             if f.skipped {
                 continue;
             }
-            match uuids.get(&(r.table, r.identity.as_str())) {
-                Some(u) => {
+            let row = uuids
+                .get(&(r.table, r.identity.as_str()))
+                .and_then(|u| Some((*u, snap.get(r.table, u)?)));
+            match row {
+                Some(row) => {
                     if let Some(e) = fragments.get_mut(&f.label) {
-                        e.1.push(*u);
+                        e.1.push(row);
                     }
                 }
                 // A row not accounted for: remember nothing of its fragment.
@@ -468,7 +485,7 @@ impl Reconciler {
                 }
             }
         }
-        memo.insert(key, KeyMemo { rows, fragments });
+        memo.insert(key, KeyMemo { fragments });
     }
 
     /// After a failure: nothing is known of `desired`'s key.

@@ -24,7 +24,8 @@ use ovsdb_proto::model::Ref;
 
 use super::addr::nth_in;
 use super::builder::NetworkBuilder;
-use super::desired::Desired;
+use super::connect::fingerprint;
+use super::desired::{Desired, Fragments};
 use super::host::{self, HostSide};
 use super::names::Names;
 use super::rows::{
@@ -90,10 +91,18 @@ pub fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
     out
 }
 
-/// Builds the rows of Layer3 network `net` (id `id`) into `d`.
-pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) {
+/// Builds the rows of Layer3 network `net` (id `id`) into `d`. Each node's rows are a
+/// fragment (`node:<name>`), left out when `known` says they are in the NB as built
+/// from the same inputs: the network, its id, the settings and the zone, the node, its
+/// host subnets and the default services it routes. The network-wide rows are built
+/// every time; the references they hold to a left-out node's rows stay.
+pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &dyn Fragments) {
+    let network = fingerprint(format!(
+        "{net:?}|{id}|{:?}|{:?}",
+        inputs.config, inputs.zone
+    ));
     let mut l3 = Layer3::new(NetworkBuilder::new(inputs, net, id, "layer3", d));
-    l3.default_services = inputs.allowed_default_services();
+    let mut default_services = inputs.allowed_default_services();
     if inputs.config.egress_ip {
         l3.no_reroute_policies();
     }
@@ -102,11 +111,26 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) {
             continue;
         }
         let subnets = inputs.host_subnets(&net.name(), node.name);
+        let local = node.local && !subnets.is_empty();
+        // Through the first local node's host: OVN-Kubernetes has one node per zone.
+        let services = match local {
+            true => std::mem::take(&mut default_services),
+            false => Vec::new(),
+        };
+        let inputs = fingerprint((network, format!("{node:?}|{services:?}"), subnets));
+        if !l3
+            .b
+            .d
+            .fragment(known, format!("node:{}", node.name), inputs)
+        {
+            continue;
+        }
         if !node.local {
             interconnect::remote_node(&mut l3.b, &node, subnets, &mut l3.cr, &mut l3.ts);
-        } else if !subnets.is_empty() {
-            l3.local_node(&node, subnets);
+        } else if local {
+            l3.local_node(&node, subnets, &services);
         }
+        l3.b.d.end_fragment();
     }
     l3.finish();
 }
@@ -140,9 +164,6 @@ struct Layer3<'a> {
     ts: LogicalSwitch,
     /// The cluster router's addresses on the join switch (`.1` of each join subnet).
     cr_join: Vec<IpNet>,
-    /// The default network's services the pods reach through the host, until the
-    /// first local node has routed them ([`Inputs::allowed_default_services`]).
-    default_services: Vec<(&'a str, &'a [IpAddr])>,
 }
 
 /// A local node's addresses in its host subnets (IPv4 first).
@@ -189,7 +210,6 @@ impl<'a> Layer3<'a> {
             join,
             ts,
             cr_join,
-            default_services: Vec::new(),
         };
         l3.cluster_join_ports();
         l3
@@ -219,9 +239,14 @@ impl<'a> Layer3<'a> {
     }
 
     /// A node of the zone: its switch, the cluster router's port, NAT and routes for
-    /// it (the first one also the routes to the default network's allowed services),
+    /// it and for the default network's allowed `services` (the first local node's),
     /// its transit switch pair and, once it has a chassis, its gateway router.
-    fn local_node(&mut self, node: &NodeView, subnets: &[IpNet]) {
+    fn local_node(
+        &mut self,
+        node: &NodeView,
+        subnets: &[IpNet],
+        services: &[(&'a str, &'a [IpAddr])],
+    ) {
         let host = HostAddresses::new(subnets);
         self.node_switch(node, &host);
         let rtos = self.cluster_router_port(node, &host);
@@ -230,10 +255,8 @@ impl<'a> Layer3<'a> {
         self.b.management_snat(&mut side, host.subnets, &mgmt_mac);
         self.b
             .management_routes(&mut side, host.subnets, &host.management);
-        // Through the first local node's host: OVN-Kubernetes has one node per zone.
-        let services = std::mem::take(&mut self.default_services);
         self.b
-            .default_service_routes(&mut side, &services, &host.management);
+            .default_service_routes(&mut side, services, &host.management);
         interconnect::local_pair(&mut self.b, node, &mut self.cr, &mut self.ts);
         if let Some((chassis, gw)) = node.gateway_router() {
             self.gateway(node, chassis, gw, &host);

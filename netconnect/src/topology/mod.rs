@@ -239,6 +239,16 @@ pub fn network_owner(net: &Network) -> Owner {
 /// secondary or Localnet network wants no rows (netconnect programs primary networks
 /// only).
 pub fn network(inputs: &Inputs, name: &str) -> Result<Desired, BuildError> {
+    network_with(inputs, name, &desired::NoFragments)
+}
+
+/// [`network`], leaving out the fragments `known` says are in the NB as built before:
+/// a Layer3 network's rows for each node are a fragment of their own.
+pub fn network_with(
+    inputs: &Inputs,
+    name: &str,
+    known: &dyn desired::Fragments,
+) -> Result<Desired, BuildError> {
     let info = inputs
         .inventory
         .networks
@@ -255,7 +265,7 @@ pub fn network(inputs: &Inputs, name: &str) -> Result<Desired, BuildError> {
         .get(name)
         .ok_or_else(|| BuildError::NoNetworkId(name.to_owned()))?;
     match net.topology {
-        Topology::Layer3 => layer3::build(inputs, net, id, &mut desired),
+        Topology::Layer3 => layer3::build(inputs, net, id, &mut desired, known),
         Topology::Layer2 => layer2::build(inputs, net, id, &mut desired)?,
         Topology::Localnet => {}
     }
