@@ -229,7 +229,7 @@ pub fn format_connect_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String 
 }
 
 /// The node's gateway, from [`L3_GATEWAY_CONFIG`] (its `default` entry).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct L3GatewayConfig {
     /// `shared` or `local`.
     pub mode: String,

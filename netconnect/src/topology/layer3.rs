@@ -117,7 +117,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
             true => std::mem::take(&mut default_services),
             false => Vec::new(),
         };
-        let inputs = fingerprint((network, format!("{node:?}|{services:?}"), subnets));
+        let inputs = fingerprint((network, &node, &services, subnets));
         if !l3
             .b
             .d

@@ -106,7 +106,7 @@ impl Default for TopologyConfig {
 }
 
 /// A node as the builders see it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NodeView<'a> {
     /// The node's name.
     pub name: &'a str,
