@@ -256,11 +256,28 @@ impl Reconciler {
             return KnownFragments::default();
         };
         let snap = self.cache.snapshot();
-        let as_left = |(uuid, then): &(Uuid, Arc<CachedRow>)| {
-            snap.get(then.table(), uuid)
-                .is_some_and(|now| Arc::ptr_eq(&now, then))
+        // Each table looked up once (a key's rows are of a few tables).
+        let mut tables: Vec<(String, ovsdb_proto::cache::TableRows)> = Vec::new();
+        let mut as_left = |(uuid, then): &(Uuid, Arc<CachedRow>)| {
+            let table = then.table();
+            let at = match tables.iter().position(|(t, _)| *t == table) {
+                Some(at) => at,
+                None => {
+                    tables.push((table.to_owned(), snap.table(table)));
+                    tables.len() - 1
+                }
+            };
+            tables[at]
+                .1
+                .get(uuid)
+                .is_some_and(|now| Arc::ptr_eq(now, then))
         };
-        if !m.fragments.values().flat_map(|(_, rows)| rows).all(as_left) {
+        if !m
+            .fragments
+            .values()
+            .flat_map(|(_, rows)| rows)
+            .all(&mut as_left)
+        {
             return KnownFragments::default();
         }
         KnownFragments {
