@@ -885,6 +885,13 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
     assert_eq!(names("x"), ["a"]);
     assert_eq!(names("y"), ["a"]);
     assert!(names("z").is_empty());
+    // The keys the index holds, with their row counts, without reading the table.
+    let keys = || -> Vec<(String, usize)> {
+        let mut k = cache.snapshot().index_keys(&by_key).unwrap();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(), [("x".to_owned(), 1), ("y".to_owned(), 1)]);
     let mut row = named("b");
     row.insert("other_config".into(), Datum::map([("y", "3"), ("z", "4")]));
     cache
@@ -910,11 +917,17 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
     assert!(names("x").is_empty());
     assert_eq!(names("y"), ["b"]);
     assert_eq!(names("z"), ["b"]);
+    assert_eq!(
+        keys(),
+        [("y".to_owned(), 1), ("z".to_owned(), 1)],
+        "a key no row has any more is gone"
+    );
     // A handle of another cache is an error, not an empty answer.
     let mut other = config(&server.unix_remote());
     other.index("Logical_Switch", "a", |_| vec![0u8]);
     let foreign = other.index("Logical_Switch", "b", |_| vec![1u8]);
     assert!(cache.snapshot().lookup_rows(&foreign, &1u8).is_err());
+    assert!(cache.snapshot().index_keys(&foreign).is_err());
 }
 
 /// On a multi-threaded runtime the reply can wake the caller before the cache task has

@@ -259,14 +259,13 @@ impl NbIndexes {
             .unwrap_or_default()
     }
 
-    /// Every owner that has rows in the snapshot, with a count of its rows.
+    /// Every owner that has rows in the snapshot, with a count of its rows (read from
+    /// the owner indexes' keys, not from the rows).
     pub fn owners(&self, snap: &Snapshot) -> BTreeMap<Owner, usize> {
         let mut out = BTreeMap::new();
-        for table in self.owner.keys() {
-            for (_, row) in snap.table(table).iter() {
-                if let Some(o) = row.get("external_ids").and_then(Owner::of) {
-                    *out.entry(o).or_insert(0) += 1;
-                }
+        for index in self.owner.values().chain(self.parted.values()) {
+            for (o, rows) in snap.index_keys(index).unwrap_or_default() {
+                *out.entry(o).or_insert(0) += rows;
             }
         }
         out

@@ -133,6 +133,19 @@ impl<K> RowIndex<K> {
     }
 }
 
+/// The keys of an index state, each with how many rows have it.
+pub(crate) fn keys<K>(state: &AnyIndex) -> Option<Vec<(K, usize)>>
+where
+    K: Hash + Eq + Clone + Send + Sync + 'static,
+{
+    let map = state.downcast_ref::<KeyMap<K>>()?;
+    Some(
+        map.iter()
+            .map(|(k, rows)| (k.clone(), rows.len()))
+            .collect(),
+    )
+}
+
 /// The rows under `key` in an index state, in uuid order.
 pub(crate) fn find<K, Q>(state: &AnyIndex, key: &Q) -> Option<Vec<(Uuid, Arc<CachedRow>)>>
 where

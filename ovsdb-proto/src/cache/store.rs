@@ -228,6 +228,24 @@ impl Snapshot {
             })
     }
 
+    /// Every key some row has in `index`, with how many rows have it, in no order:
+    /// what the index holds, read without going through the table's rows.
+    pub fn index_keys<K>(&self, index: &RowIndex<K>) -> Result<Vec<(K, usize)>, crate::Error>
+    where
+        K: Hash + Eq + Clone + Send + Sync + 'static,
+    {
+        self.row_indexes
+            .get(index.slot)
+            .and_then(super::index::keys::<K>)
+            .ok_or_else(|| {
+                crate::Error::config(format!(
+                    "row index {} of {} is not one of this cache's",
+                    index.name(),
+                    index.table()
+                ))
+            })
+    }
+
     /// The rows of `table` (empty if the table is not cached).
     pub fn table(&self, table: &str) -> TableRows {
         self.tables.get(table).cloned().unwrap_or_default()
