@@ -9,7 +9,7 @@ pub mod planner;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, CachedRow, Expected, Snapshot};
@@ -25,14 +25,22 @@ use crate::topology::Desired;
 /// What the reconciler remembers of a key with fragments after applying it.
 #[derive(Debug, Default)]
 struct KeyMemo {
-    /// Each fragment's fingerprint and rows as the cache showed them then, each cached
-    /// row held (so that its address is not reused): a row changed or deleted since (by
-    /// anyone) is no longer the one in the cache.
+    /// Each fragment's fingerprint and rows as the cache showed them then: a row
+    /// changed or deleted since (by anyone) is no longer the one in the cache.
     fragments: HashMap<String, FragmentMemo>,
 }
 
 /// A fragment's fingerprint, and its rows as the cache showed them.
-type FragmentMemo = (u64, Vec<(Uuid, Arc<CachedRow>)>);
+type FragmentMemo = (u64, Vec<MemoRow>);
+
+/// A row as the cache showed it, held weakly: a version replaced since is not kept
+/// alive, and its address is not reused while held.
+#[derive(Debug, Clone)]
+struct MemoRow {
+    table: &'static str,
+    uuid: Uuid,
+    row: Weak<CachedRow>,
+}
 
 /// The fragments of a key known to be in the NB as built before (none unless the
 /// key's rows are exactly as the reconciler left them).
@@ -255,29 +263,18 @@ impl Reconciler {
         let Some(m) = memo.get(&memo_key(owner, scope)) else {
             return KnownFragments::default();
         };
+        // The key's rows now (read from the owner's indexes, a few thousand at most,
+        // in uuid order): each remembered row must still be the version there.
+        // A row without its owner's stamp (not in those indexes) is looked up in its
+        // table.
         let snap = self.cache.snapshot();
-        // Each table looked up once (a key's rows are of a few tables).
-        let mut tables: Vec<(String, ovsdb_proto::cache::TableRows)> = Vec::new();
-        let mut as_left = |(uuid, then): &(Uuid, Arc<CachedRow>)| {
-            let table = then.table();
-            let at = match tables.iter().position(|(t, _)| *t == table) {
-                Some(at) => at,
-                None => {
-                    tables.push((table.to_owned(), snap.table(table)));
-                    tables.len() - 1
-                }
-            };
-            tables[at]
-                .1
-                .get(uuid)
-                .is_some_and(|now| Arc::ptr_eq(now, then))
+        let now = scope_rows(&snap, &self.nb, owner, scope);
+        let is = |r: &Arc<CachedRow>, m: &MemoRow| std::ptr::eq(Arc::as_ptr(r), m.row.as_ptr());
+        let as_left = |m: &MemoRow| match now.binary_search_by_key(&m.uuid, |(u, _)| *u) {
+            Ok(at) => is(&now[at].1, m),
+            Err(_) => snap.get(m.table, &m.uuid).is_some_and(|r| is(&r, m)),
         };
-        if !m
-            .fragments
-            .values()
-            .flat_map(|(_, rows)| rows)
-            .all(&mut as_left)
-        {
+        if !m.fragments.values().flat_map(|(_, rows)| rows).all(as_left) {
             return KnownFragments::default();
         }
         KnownFragments {
@@ -320,7 +317,7 @@ impl Reconciler {
         skipped
             .iter()
             .filter_map(|l| m.fragments.get(*l))
-            .flat_map(|(_, rows)| rows.iter().map(|(u, _)| *u))
+            .flat_map(|(_, rows)| rows.iter().map(|r| r.uuid))
             .collect()
     }
 
@@ -380,6 +377,11 @@ impl Reconciler {
                 return Err(e.into());
             }
         };
+        plan.inserted_uuids = plan
+            .inserts
+            .iter()
+            .map(|at| results.get(*at).and_then(|r| r.uuid()).unwrap_or_default())
+            .collect();
         match self.cache.wait_shown(&ops, &results, self.wait).await {
             Ok(()) => {
                 let snap = self.cache.snapshot();
@@ -487,9 +489,13 @@ impl Reconciler {
             if f.skipped {
                 continue;
             }
-            let row = uuids
-                .get(&(r.table, r.identity.as_str()))
-                .and_then(|u| Some((*u, snap.get(r.table, u)?)));
+            let row = uuids.get(&(r.table, r.identity.as_str())).and_then(|u| {
+                Some(MemoRow {
+                    table: r.table,
+                    uuid: *u,
+                    row: Arc::downgrade(&snap.get(r.table, u)?),
+                })
+            });
             match row {
                 Some(row) => {
                     if let Some(e) = fragments.get_mut(&f.label) {
