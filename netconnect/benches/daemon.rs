@@ -1,26 +1,40 @@
-//! netconnectd end to end beside the library it is made of, on the netconnect bench's
-//! case: N primary Layer3 networks × M nodes in the zone of one node (default 500 ×
-//! 500, about 761k rows).
+//! netconnectd end to end beside the library it is made of and a raw floor, on the
+//! netconnect bench's case: N primary Layer3 networks × M nodes in the zone of one
+//! node (default 500 × 500, about 761k rows), then one change at a time:
+//!
+//! 1. `start to ready`: every row from an empty database;
+//! 2. `a node added` (node M, the last by name, so that no allocation moves);
+//! 3. `a network added` (network N);
+//! 4. `a subnet appended` (a second cluster subnet on the first network);
+//! 5. `a node removed` (node M again).
+//!
+//! Each step is measured three ways, on three empty ovsdb-servers:
 //!
 //! - `library` (a child process, so that its peak memory is its own): a cache and a
-//!   reconciler program an empty ovsdb-server with every key, as many in flight as the
-//!   daemon's workers (`--workers`, default 8) and no plan kept, then a node is added to the inputs and
-//!   every key reconciled again;
-//! - `daemon`: netconnectd started on another empty server over a manifest directory
-//!   holding the same objects (`--zone`, `--status-dir`, `--listen`): the time from
-//!   its start to `/readyz` answering 200, its peak memory, and the time from the
-//!   nodes' file being replaced (one node more) to the last row of that change being
-//!   written (`netconnect_rows_written_total` reaching what the library wrote).
+//!   reconciler reconcile every key of the step's inputs, as many in flight as the
+//!   daemon's workers (`--workers`, default 8), keeping no plan; each transaction is
+//!   recorded with the uuids its inserts were given;
+//! - `floor` (a child process): the recorded transactions sent over a raw socket, one
+//!   at a time, reading only the replies; uuids the library's server gave are replaced
+//!   by those the floor's server gave the same inserts (outside the clock);
+//! - `daemon`: netconnectd started over a manifest directory holding the first step's
+//!   objects (`--zone`, `--status-dir`, `--listen`); each later step's file is
+//!   replaced as editors save it, and the step lasts until
+//!   `netconnect_rows_written_total` has grown by what the library wrote for it.
 //!
-//! The daemon's own overhead is the difference: reading and watching files, the status
-//! directory, the HTTP endpoints and metrics, and re-reading keys its own writes touch.
+//! Memory: the daemon's peak against a cache alone holding the same rows (a child that
+//! only syncs a reconciler's cache from the library's server at the end).
 //!
 //! `cargo bench -p netconnect --bench daemon [-- NETWORKS NODES]`; `WORKERS=N` sets the
-//! keys in flight on both sides (netconnectd's default `--workers` otherwise).
+//! keys in flight on the library's and the daemon's side (netconnectd's default
+//! `--workers` otherwise).
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,60 +45,112 @@ use netconnect::status::dir::State;
 use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
 use ovsdb_proto::cache::CacheConfig;
+use ovsdb_proto::Uuid;
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 use common::get;
 
-fn networks_yaml(networks: usize) -> String {
-    let mut s = String::new();
-    for i in 0..networks {
-        s.push_str(&format!(
-            "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: net{i:04}}}\n\
-             spec:\n  namespaceSelector: {{}}\n  network:\n    topology: Layer3\n    layer3: {{role: Primary, subnets: [{{cidr: 10.132.0.0/14, hostSubnet: 23}}]}}\n"
-        ));
-    }
-    s
+/// The objects of one step.
+#[derive(Clone, Copy, Debug)]
+struct Inputs {
+    networks: usize,
+    /// The first network has a second cluster subnet.
+    appended: bool,
+    nodes: usize,
 }
 
-fn nodes_yaml(nodes: usize) -> String {
-    let mut s = String::new();
-    for n in 0..nodes {
-        s.push_str(&format!(
-            "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: node-{n:04}\n  annotations: {{k8s.ovn.org/node-chassis-id: chassis-{n:04}}}\n"
-        ));
+impl Inputs {
+    fn networks_yaml(&self) -> String {
+        let mut s = String::new();
+        for i in 0..self.networks {
+            let more = if i == 0 && self.appended {
+                ", {cidr: 10.200.0.0/16, hostSubnet: 23}"
+            } else {
+                ""
+            };
+            s.push_str(&format!(
+                "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: net{i:04}}}\n\
+                 spec:\n  namespaceSelector: {{}}\n  network:\n    topology: Layer3\n    layer3: {{role: Primary, subnets: [{{cidr: 10.132.0.0/14, hostSubnet: 23}}{more}]}}\n"
+            ));
+        }
+        s
     }
-    s
+
+    fn nodes_yaml(&self) -> String {
+        let mut s = String::new();
+        for n in 0..self.nodes {
+            s.push_str(&format!(
+                "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: node-{n:04}\n  annotations: {{k8s.ovn.org/node-chassis-id: chassis-{n:04}}}\n"
+            ));
+        }
+        s
+    }
+
+    fn world(&self) -> World {
+        let settings = Settings {
+            zone: Some(ZONE.into()),
+            ..Default::default()
+        };
+        let w = World::build(
+            &[
+                parse_file(Path::new("networks.yaml"), &self.networks_yaml()),
+                parse_file(Path::new("nodes.yaml"), &self.nodes_yaml()),
+            ],
+            &State::default(),
+            settings,
+        );
+        assert!(w.problems.is_empty(), "{:?}", w.problems);
+        w
+    }
+}
+
+/// The steps, each with its inputs: from empty, then one change each.
+fn steps(networks: usize, nodes: usize) -> Vec<(&'static str, Inputs)> {
+    let first = Inputs {
+        networks,
+        appended: false,
+        nodes,
+    };
+    let node_added = Inputs {
+        nodes: nodes + 1,
+        ..first
+    };
+    let network_added = Inputs {
+        networks: networks + 1,
+        ..node_added
+    };
+    let appended = Inputs {
+        appended: true,
+        ..network_added
+    };
+    let node_removed = Inputs { nodes, ..appended };
+    vec![
+        ("start to ready", first),
+        ("a node added", node_added),
+        ("a network added", network_added),
+        ("a subnet appended", appended),
+        ("a node removed", node_removed),
+    ]
 }
 
 const ZONE: &str = "node-0000";
 
-fn world(networks: usize, nodes: usize) -> World {
-    let settings = Settings {
-        zone: Some(ZONE.into()),
-        ..Default::default()
-    };
-    let w = World::build(
-        &[
-            parse_file(Path::new("networks.yaml"), &networks_yaml(networks)),
-            parse_file(Path::new("nodes.yaml"), &nodes_yaml(nodes)),
-        ],
-        &State::default(),
-        settings,
-    );
-    assert!(w.problems.is_empty(), "{:?}", w.problems);
-    w
-}
-
-fn peak_mib(pid: &str) -> f64 {
+/// A memory figure of process `pid` (`self` for this one) from `/proc/PID/status`, in
+/// MiB: `VmHWM` (the peak) or `VmRSS` (now).
+fn mib(pid: &str, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse::<f64>().ok())
         .unwrap_or(0.0)
         / 1024.0
+}
+
+fn peak_mib(pid: &str) -> f64 {
+    mib(pid, "VmHWM")
 }
 
 /// The keys in flight: `WORKERS`, else netconnectd's default `--workers`.
@@ -94,9 +160,18 @@ fn workers() -> usize {
     })
 }
 
+/// One transaction the library sent: its operations, and the uuid its server gave the
+/// insert at each position.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Sent {
+    operations: Vec<serde_json::Value>,
+    inserted: Vec<(usize, Uuid)>,
+}
+
 /// Reconciles every key of `w` in `controller::once`'s order, as many in flight as the
-/// daemon's workers, keeping no plan (as they do).
-async fn every_key(r: &Reconciler, w: &World) {
+/// daemon's workers, keeping no plan (as they do); writes each transaction sent to
+/// `out` as a line, in the order they completed.
+async fn every_key(r: &Reconciler, w: &World, out: &std::sync::Mutex<impl Write>) {
     use futures_util::stream::{self, StreamExt};
     use netconnect::world::Key;
     let mut keys = w.keys();
@@ -105,9 +180,27 @@ async fn every_key(r: &Reconciler, w: &World) {
         let these: Vec<Key> = keys.iter().filter(|k| k.phase() == p).cloned().collect();
         stream::iter(these)
             .map(|k| async move {
-                netconnect::controller::reconcile_key(r, w, &k)
+                let plan = netconnect::controller::reconcile_key(r, w, &k)
                     .await
                     .unwrap_or_else(|e| panic!("{k}: {e}"));
+                if !plan.is_empty() {
+                    let s = Sent {
+                        operations: plan
+                            .operations
+                            .iter()
+                            .map(|op| serde_json::to_value(op).unwrap())
+                            .collect(),
+                        inserted: plan
+                            .inserts
+                            .iter()
+                            .copied()
+                            .zip(plan.inserted_uuids.iter().copied())
+                            .collect(),
+                    };
+                    let mut out = out.lock().unwrap();
+                    serde_json::to_writer(&mut *out, &s).unwrap();
+                    writeln!(out).unwrap();
+                }
             })
             .buffer_unordered(workers())
             .collect::<Vec<()>>()
@@ -115,12 +208,17 @@ async fn every_key(r: &Reconciler, w: &World) {
     }
 }
 
-/// `library REMOTE N M`: prints `library start <secs> node <secs> <rows> peak <MiB>`.
-fn library(remote: &str, networks: usize, nodes: usize) {
+/// `library REMOTE N M RECORD`: each step's inputs reconciled in turn; prints a line
+/// `step SECS ROWS TRANSACTIONS` per step and `peak MIB`, and writes each step's
+/// transactions to RECORD (a line `{"step": …}` before each step's).
+fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
+    let out = std::sync::Mutex::new(std::io::BufWriter::new(
+        std::fs::File::create(record).unwrap(),
+    ));
     rt.block_on(async {
         let start = Instant::now();
         let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
@@ -128,20 +226,128 @@ fn library(remote: &str, networks: usize, nodes: usize) {
             .await
             .unwrap();
         r.wait = Duration::from_secs(600);
-        let w = world(networks, nodes);
-        every_key(&r, &w).await;
-        let started = start.elapsed();
-        let w0 = r.rows_written();
+        for (i, (name, inputs)) in steps(networks, nodes).into_iter().enumerate() {
+            let w = inputs.world();
+            let (w0, t0) = (r.rows_written(), r.transactions());
+            // The first step counts from the start: connecting is part of it.
+            let t = if i == 0 { start } else { Instant::now() };
+            writeln!(
+                out.lock().unwrap(),
+                "{}",
+                serde_json::json!({ "step": name })
+            )
+            .unwrap();
+            every_key(&r, &w, &out).await;
+            let took = t.elapsed();
+            println!(
+                "step {:.6} {} {}",
+                took.as_secs_f64(),
+                r.rows_written() - w0,
+                r.transactions() - t0
+            );
+        }
+        println!("peak {:.0}", peak_mib("self"));
+    });
+    out.into_inner().unwrap().flush().unwrap();
+}
+
+/// Replaces every `["uuid", U]` in `v` whose U the map knows.
+fn translate(v: &mut serde_json::Value, map: &HashMap<Uuid, Uuid>) {
+    match v {
+        serde_json::Value::Array(a) => {
+            if a.len() == 2 && a[0] == "uuid" {
+                if let Some(u) = a[1].as_str().and_then(|u| u.parse::<Uuid>().ok()) {
+                    if let Some(to) = map.get(&u) {
+                        a[1] = serde_json::Value::String(to.to_string());
+                    }
+                    return;
+                }
+            }
+            a.iter_mut().for_each(|x| translate(x, map));
+        }
+        serde_json::Value::Object(o) => o.values_mut().for_each(|x| translate(x, map)),
+        _ => {}
+    }
+}
+
+/// `floor PATH RECORD`: the recorded transactions sent in order over a raw socket, one
+/// at a time; prints `step SECS TRANSACTIONS` per step. Only sending a request and
+/// reading its reply is timed; translating uuids is not.
+fn floor(path: &str, record: &str) {
+    use ovsdb_proto::codec::JsonRpcCodec;
+    use std::io::{BufRead, Read};
+    use tokio_util::codec::Decoder;
+    let mut stream = UnixStream::connect(path).unwrap();
+    let mut buf = bytes::BytesMut::new();
+    let mut codec = JsonRpcCodec::default();
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut map: HashMap<Uuid, Uuid> = HashMap::new();
+    let mut step: Option<(Duration, usize)> = None;
+    let report = |step: Option<(Duration, usize)>| {
+        if let Some((d, n)) = step {
+            println!("step {:.6} {n}", d.as_secs_f64());
+        }
+    };
+    let file = std::io::BufReader::new(std::fs::File::open(record).unwrap());
+    for (id, line) in file.lines().enumerate() {
+        let line = line.unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v.get("step").is_some() {
+            report(step.replace((Duration::ZERO, 0)));
+            continue;
+        }
+        let sent: Sent = serde_json::from_value(v).unwrap();
+        let mut params = vec![serde_json::Value::from("OVN_Northbound")];
+        params.extend(sent.operations);
+        let mut request = serde_json::json!({"id": id, "method": "transact", "params": params});
+        translate(&mut request, &map);
+        let request = request.to_string();
         let t = Instant::now();
-        let w2 = world(networks, nodes + 1);
-        every_key(&r, &w2).await;
-        let node = t.elapsed();
+        stream.write_all(request.as_bytes()).unwrap();
+        let reply = loop {
+            if let Some(m) = codec.decode(&mut buf).unwrap() {
+                break m;
+            }
+            let n = stream.read(&mut chunk).unwrap();
+            assert!(n > 0, "the floor's server closed the connection");
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let took = t.elapsed();
+        let s = step.get_or_insert((Duration::ZERO, 0));
+        s.0 += took;
+        s.1 += 1;
+        let reply: serde_json::Value = serde_json::from_slice(reply.as_bytes()).unwrap();
+        let results = reply["result"].as_array().unwrap_or_else(|| {
+            panic!("the floor's transaction failed: {reply}");
+        });
+        if let Some(e) = results.iter().find(|r| r.get("error").is_some()) {
+            panic!("the floor's transaction failed: {e}");
+        }
+        for (at, theirs) in sent.inserted {
+            let ours = results[at]["uuid"][1].as_str().unwrap().parse().unwrap();
+            map.insert(theirs, ours);
+        }
+    }
+    report(step);
+}
+
+/// `cache REMOTE`: a reconciler's cache synced from REMOTE, nothing reconciled;
+/// prints `peak MIB ROWS RESIDENT_MIB`.
+fn cache_alone(remote: &str) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
+        let (r, _) = Reconciler::connect(cc, Duration::from_secs(600))
+            .await
+            .unwrap();
         println!(
-            "library start {:.3} node {:.3} {} peak {:.0}",
-            started.as_secs_f64(),
-            node.as_secs_f64(),
-            r.rows_written() - w0,
-            peak_mib("self")
+            "peak {:.0} {} {:.0}",
+            peak_mib("self"),
+            r.cache().snapshot().len(),
+            mib("self", "VmRSS")
         );
     });
 }
@@ -152,23 +358,11 @@ fn metric(addr: &str, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(i) = args.iter().position(|a| a == "--child") {
-        let a = &args[i + 1..];
-        return library(&a[0], a[1].parse().unwrap(), a[2].parse().unwrap());
-    }
-    let counts: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    let networks = counts.first().copied().unwrap_or(500);
-    let nodes = counts.get(1).copied().unwrap_or(500);
-    println!("{networks} Layer3 networks × {nodes} nodes, the zone of {ZONE}");
-    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
-
-    // The library.
-    let a = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+/// Runs this bench as a child doing `args`; its output's lines, split in words.
+fn child(args: &[&str]) -> Vec<Vec<String>> {
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--child", &a.unix_remote()])
-        .args([networks.to_string(), nodes.to_string()])
+        .arg("--child")
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -176,24 +370,104 @@ fn main() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let line = String::from_utf8(out.stdout).unwrap();
-    let f: Vec<&str> = line.split_whitespace().collect();
-    let (lib_start, lib_node, node_rows, lib_peak): (f64, f64, f64, f64) = (
-        f[2].parse().unwrap(),
-        f[4].parse().unwrap(),
-        f[5].parse().unwrap(),
-        f[7].parse().unwrap(),
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+/// Waits until netconnectd's rows written reach `target`; then until they stay put
+/// for a second (the step's last reconciles done). The time to reach the target.
+fn written_by_daemon(addr: &str, target: f64, t: Instant) -> Duration {
+    let written = || metric(addr, "netconnect_rows_written_total").unwrap_or(0.0);
+    let took = loop {
+        if written() >= target {
+            break t.elapsed();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(1800),
+            "netconnectd wrote {} rows of {target}",
+            written()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut last = written();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = written();
+        if now == last {
+            return took;
+        }
+        last = now;
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--child") {
+        let a = &args[i + 1..];
+        return match a[0].as_str() {
+            "library" => library(&a[1], a[2].parse().unwrap(), a[3].parse().unwrap(), &a[4]),
+            "floor" => floor(&a[1], &a[2]),
+            "cache" => cache_alone(&a[1]),
+            other => panic!("unknown child {other}"),
+        };
+    }
+    let counts: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let networks = counts.first().copied().unwrap_or(500);
+    let nodes = counts.get(1).copied().unwrap_or(500);
+    println!("{networks} Layer3 networks × {nodes} nodes, the zone of {ZONE}");
+    let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("sent.jsonl");
+    let record = record.to_str().unwrap();
+    let steps = steps(networks, nodes);
+
+    // The library, then a cache alone of what it left.
+    let a = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let out = child(&[
+        "library",
+        &a.unix_remote(),
+        &networks.to_string(),
+        &nodes.to_string(),
+        record,
+    ]);
+    let lib: Vec<(f64, f64, f64)> = out[..steps.len()]
+        .iter()
+        .map(|l| {
+            (
+                l[1].parse().unwrap(),
+                l[2].parse().unwrap(),
+                l[3].parse().unwrap(),
+            )
+        })
+        .collect();
+    let lib_peak: f64 = out[steps.len()][1].parse().unwrap();
+    let cache = child(&["cache", &a.unix_remote()]);
+    let (cache_peak, cache_rows, cache_now): (f64, f64, f64) = (
+        cache[0][1].parse().unwrap(),
+        cache[0][2].parse().unwrap(),
+        cache[0][3].parse().unwrap(),
     );
     drop(a);
 
+    // The floor.
+    let f = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let path = f.unix_remote().trim_start_matches("unix:").to_owned();
+    let floor: Vec<f64> = child(&["floor", &path, record])
+        .iter()
+        .map(|l| l[1].parse().unwrap())
+        .collect();
+    drop(f);
+
     // The daemon.
     let b = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
     let m = dir.path().join("manifests");
     let s = dir.path().join("status");
     std::fs::create_dir_all(&m).unwrap();
-    std::fs::write(m.join("networks.yaml"), networks_yaml(networks)).unwrap();
-    std::fs::write(m.join("nodes.yaml"), nodes_yaml(nodes)).unwrap();
+    std::fs::write(m.join("networks.yaml"), steps[0].1.networks_yaml()).unwrap();
+    std::fs::write(m.join("nodes.yaml"), steps[0].1.nodes_yaml()).unwrap();
     let addr = format!("127.0.0.1:{}", ovn_sandbox::free_port().unwrap());
     let start = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_netconnectd"))
@@ -216,51 +490,50 @@ fn main() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let peak_ready = peak_mib(&pid);
-    let before = metric(&addr, "netconnect_rows_written_total").unwrap();
-    let reconciles = |result: &str| {
-        metric(
-            &addr,
-            &format!("netconnect_reconciles_total{{kind=\"network\",result=\"{result}\"}}"),
-        )
-        .unwrap_or(0.0)
-    };
-    let (written0, unchanged0) = (reconciles("written"), reconciles("unchanged"));
-    // One node more, saved as editors do.
-    std::fs::write(m.join(".nodes.yaml.tmp"), nodes_yaml(nodes + 1)).unwrap();
-    let t = Instant::now();
-    std::fs::rename(m.join(".nodes.yaml.tmp"), m.join("nodes.yaml")).unwrap();
-    let node = loop {
-        let now = metric(&addr, "netconnect_rows_written_total").unwrap_or(before);
-        if now - before >= node_rows {
-            break t.elapsed();
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    std::thread::sleep(Duration::from_secs(2));
-    let written = metric(&addr, "netconnect_rows_written_total").unwrap() - before;
-    let (written1, unchanged1) = (reconciles("written"), reconciles("unchanged"));
+    let mut daemon = vec![ready];
+    let mut total = metric(&addr, "netconnect_rows_written_total").unwrap();
+    let mut previous = steps[0].1;
+    for (i, (_, inputs)) in steps.iter().enumerate().skip(1) {
+        // The changed file, saved as editors do.
+        let (file, text) = if inputs.nodes != previous.nodes {
+            ("nodes.yaml", inputs.nodes_yaml())
+        } else {
+            ("networks.yaml", inputs.networks_yaml())
+        };
+        std::fs::write(m.join(".tmp"), text).unwrap();
+        let t = Instant::now();
+        std::fs::rename(m.join(".tmp"), m.join(file)).unwrap();
+        daemon.push(written_by_daemon(&addr, total + lib[i].1, t));
+        total = metric(&addr, "netconnect_rows_written_total").unwrap();
+        previous = *inputs;
+    }
     let peak = peak_mib(&pid);
+    let resident = mib(&pid, "VmRSS");
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let _ = child.wait();
 
-    let ratio = |d: f64, l: f64| d / l;
+    for (i, (name, _)) in steps.iter().enumerate() {
+        let (lib_s, rows, transactions) = lib[i];
+        let d = daemon[i].as_secs_f64();
+        let share = if i == 0 {
+            String::new()
+        } else {
+            format!(
+                ", {:.2}% of start to ready",
+                100.0 * d / daemon[0].as_secs_f64()
+            )
+        };
+        println!(
+            "{name} ({rows} rows, {transactions} transactions): floor {:.3} s, library {lib_s:.3} s ({:.2}x), daemon {d:.3} s ({:.2}x the floor{share})",
+            floor[i],
+            lib_s / floor[i],
+            d / floor[i],
+        );
+    }
     println!(
-        "network keys reconciled for the node: {} writing, {} finding nothing to write",
-        written1 - written0,
-        unchanged1 - unchanged0
-    );
-    println!(
-        "start to ready: library {lib_start:.2} s, daemon {:.2} s ({:.3}x)",
-        ready.as_secs_f64(),
-        ratio(ready.as_secs_f64(), lib_start)
-    );
-    println!(
-        "a node added ({node_rows} rows): library {lib_node:.3} s, daemon {:.3} s from the file's rename ({:.3}x); the daemon wrote {written} rows for it",
-        node.as_secs_f64(),
-        ratio(node.as_secs_f64(), lib_node)
-    );
-    println!(
-        "peak memory: library {lib_peak:.0} MiB, daemon {peak_ready:.0} MiB at ready, {peak:.0} MiB at the end ({:.3}x)",
-        ratio(peak, lib_peak)
+        "peak memory: a cache alone of the {cache_rows} rows {cache_peak:.0} MiB (resident once synced {cache_now:.0} MiB); library {lib_peak:.0} MiB ({:.2}x the cache's peak); daemon {peak_ready:.0} MiB at ready, {peak:.0} MiB at the end ({:.2}x), resident at the end {resident:.0} MiB ({:.2}x the cache's)",
+        lib_peak / cache_peak,
+        peak / cache_peak,
+        resident / cache_now
     );
 }

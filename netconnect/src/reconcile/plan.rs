@@ -117,6 +117,9 @@ pub struct Plan {
     pub seen: Option<SeenRows>,
     /// The positions in `operations` of the inserts, in the order of `inserted`.
     pub inserts: Vec<usize>,
+    /// After [`crate::reconcile::Reconciler::apply`] wrote them: the uuid the server
+    /// gave each inserted row, in the order of `inserted`.
+    pub inserted_uuids: Vec<Uuid>,
 }
 
 impl Plan {
