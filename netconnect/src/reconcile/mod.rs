@@ -46,12 +46,15 @@ struct MemoRow {
 /// key's rows are exactly as the reconciler left them).
 #[derive(Debug, Default)]
 pub struct KnownFragments {
-    fingerprints: HashMap<String, u64>,
+    memo: Option<Arc<KeyMemo>>,
 }
 
 impl Fragments for KnownFragments {
     fn unchanged(&self, label: &str, fingerprint: u64) -> bool {
-        self.fingerprints.get(label) == Some(&fingerprint)
+        self.memo
+            .as_ref()
+            .and_then(|m| m.fragments.get(label))
+            .is_some_and(|(fp, _)| *fp == fingerprint)
     }
 }
 
@@ -70,7 +73,8 @@ fn scope_rows(
         .iter()
         .flat_map(|t| nb.in_scope(snap, t, owner, scope))
         .collect();
-    rows.sort_unstable_by_key(|(u, _)| *u);
+    // Each table's rows come in uuid order: a stable sort merges the runs.
+    rows.sort_by_key(|(u, _)| u.as_u128());
     rows
 }
 
@@ -188,7 +192,7 @@ pub struct Reconciler {
     /// The planner for the schema last seen.
     planner: std::sync::Mutex<Option<Arc<planner::Planner>>>,
     /// What was applied of keys with fragments, by owner and scope.
-    memo: Mutex<HashMap<String, KeyMemo>>,
+    memo: Mutex<HashMap<String, Arc<KeyMemo>>>,
     /// Keys whose last transaction may have written what the cache does not show yet.
     unsettled: Mutex<HashMap<String, Unsettled>>,
 }
@@ -259,31 +263,30 @@ impl Reconciler {
     /// time: another key attaching its rows to them does not make the fragments
     /// unknown.)
     pub fn known(&self, owner: &Owner, scope: &Scope) -> KnownFragments {
-        let memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(m) = memo.get(&memo_key(owner, scope)) else {
+        let Some(m) = self
+            .memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&memo_key(owner, scope))
+            .cloned()
+        else {
             return KnownFragments::default();
         };
         // The key's rows now (read from the owner's indexes, a few thousand at most,
-        // in uuid order): each remembered row must still be the version there.
-        // A row without its owner's stamp (not in those indexes) is looked up in its
-        // table.
+        // in uuid order): each remembered row must still be the version there. A row
+        // without its owner's stamp (not in those indexes) is looked up in its table.
         let snap = self.cache.snapshot();
         let now = scope_rows(&snap, &self.nb, owner, scope);
         let is = |r: &Arc<CachedRow>, m: &MemoRow| std::ptr::eq(Arc::as_ptr(r), m.row.as_ptr());
-        let as_left = |m: &MemoRow| match now.binary_search_by_key(&m.uuid, |(u, _)| *u) {
-            Ok(at) => is(&now[at].1, m),
-            Err(_) => snap.get(m.table, &m.uuid).is_some_and(|r| is(&r, m)),
-        };
+        let as_left =
+            |m: &MemoRow| match now.binary_search_by_key(&m.uuid.as_u128(), |(u, _)| u.as_u128()) {
+                Ok(at) => is(&now[at].1, m),
+                Err(_) => snap.get(m.table, &m.uuid).is_some_and(|r| is(&r, m)),
+            };
         if !m.fragments.values().flat_map(|(_, rows)| rows).all(as_left) {
             return KnownFragments::default();
         }
-        KnownFragments {
-            fingerprints: m
-                .fragments
-                .iter()
-                .map(|(l, (fp, _))| (l.clone(), *fp))
-                .collect(),
-        }
+        KnownFragments { memo: Some(m) }
     }
 
     fn planner(&self) -> Result<Arc<planner::Planner>, ReconcileError> {
@@ -508,7 +511,7 @@ impl Reconciler {
                 }
             }
         }
-        memo.insert(key, KeyMemo { fragments });
+        memo.insert(key, Arc::new(KeyMemo { fragments }));
     }
 
     /// After a failure: nothing is known of `desired`'s key.

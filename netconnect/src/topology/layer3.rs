@@ -106,11 +106,12 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
     if inputs.config.egress_ip {
         l3.no_reroute_policies();
     }
+    let name = net.name();
     for node in inputs.nodes() {
         if node.transit.is_empty() {
             continue;
         }
-        let subnets = inputs.host_subnets(&net.name(), node.name);
+        let subnets = inputs.host_subnets(&name, node.name);
         let local = node.local && !subnets.is_empty();
         // Through the first local node's host: OVN-Kubernetes has one node per zone.
         let services = match local {
