@@ -45,6 +45,13 @@ pub(crate) enum Expect {
         atoms: Vec<Atom>,
         present: bool,
     },
+    /// No row of the table holds this element in its set column (every row that held
+    /// it let go of it: `mutate where column includes X: delete X`).
+    NoneHolds {
+        table: String,
+        column: String,
+        atom: Atom,
+    },
 }
 
 fn by_uuid(conditions: &[Condition]) -> Option<Uuid> {
@@ -87,6 +94,44 @@ fn resolve(d: &Datum, named: &BTreeMap<String, Uuid>) -> Option<Datum> {
                 .map(|(k, v)| Some((fix(k)?, fix(v)?)))
                 .collect::<Option<Vec<_>>>()?,
         ),
+    })
+}
+
+/// A mutation that takes element X out of `column` of every row whose `column`
+/// includes X (how a row held by others' rows is let go of): afterwards no row holds
+/// X there, unless another operation of the transaction puts X somewhere (then nothing
+/// is expected of it).
+fn let_go(
+    ops: &[Operation],
+    table: &str,
+    conditions: &[Condition],
+    mutations: &[crate::ops::Mutation],
+) -> Option<Expect> {
+    let [c] = conditions else { return None };
+    if c.function != Function::Includes {
+        return None;
+    }
+    let atom = c.value.as_scalar()?.clone();
+    let deleted = mutations.iter().any(|m| {
+        m.column == c.column
+            && m.mutator == Mutator::Delete
+            && matches!(&m.value, Datum::Set(set) if set.contains(&atom))
+    });
+    let put = |d: &Datum| match d {
+        Datum::Set(set) => set.contains(&atom),
+        Datum::Map(pairs) => pairs.iter().any(|(k, v)| *k == atom || *v == atom),
+    };
+    let put_elsewhere = ops.iter().any(|op| match op {
+        Operation::Insert { row, .. } | Operation::Update { row, .. } => row.values().any(put),
+        Operation::Mutate { mutations, .. } => mutations
+            .iter()
+            .any(|m| m.mutator != Mutator::Delete && put(&m.value)),
+        _ => false,
+    });
+    (deleted && !put_elsewhere).then(|| Expect::NoneHolds {
+        table: table.to_owned(),
+        column: c.column.clone(),
+        atom,
     })
 }
 
@@ -141,6 +186,7 @@ pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Ve
                 mutations,
             } => {
                 let Some(uuid) = by_uuid(conditions) else {
+                    out.extend(let_go(ops, table, conditions, mutations));
                     continue;
                 };
                 // Later mutations of a column win over earlier ones: keep the last
@@ -288,6 +334,17 @@ pub(crate) fn shown(s: &Snapshot, e: &Expect) -> bool {
                 has == *present
             })
         }
+        // A scan of the table: only transactions that let go of rows held by others'.
+        Expect::NoneHolds {
+            table,
+            column,
+            atom,
+        } => {
+            !monitored(table)
+                || !s.table(table).values().any(|row| {
+                    matches!(row.get(column), Some(Datum::Set(set)) if set.binary_search(atom).is_ok())
+                })
+        }
     }
 }
 
@@ -365,5 +422,56 @@ mod tests {
             conditions: vec![Condition::new("name", Function::Ne, "x")],
         }];
         assert!(expectations(&other, &[OperationResult::Count(1)]).is_empty());
+    }
+
+    #[test]
+    fn letting_go_of_a_row_held_by_others_waits_until_no_row_holds_it() {
+        let x = Uuid::from_u128(9);
+        let let_go = Operation::Mutate {
+            table: "LR".into(),
+            conditions: vec![Condition::new(
+                "policies",
+                Function::Includes,
+                Datum::uuid(x),
+            )],
+            mutations: vec![Mutation::new("policies", Mutator::Delete, Datum::uuid(x))],
+        };
+        let e = expectations(std::slice::from_ref(&let_go), &[OperationResult::Count(2)]);
+        assert_eq!(
+            e,
+            [Expect::NoneHolds {
+                table: "LR".into(),
+                column: "policies".into(),
+                atom: Atom::Uuid(x),
+            }]
+        );
+        // Put in another row by the same transaction: nothing is expected of it.
+        let moved = vec![
+            let_go.clone(),
+            Operation::Mutate {
+                table: "LR".into(),
+                conditions: vec![Condition::uuid(Uuid::from_u128(1))],
+                mutations: vec![Mutation::new("policies", Mutator::Insert, Datum::uuid(x))],
+            },
+        ];
+        let results = [OperationResult::Count(1), OperationResult::Count(1)];
+        assert!(!expectations(&moved, &results)
+            .iter()
+            .any(|e| matches!(e, Expect::NoneHolds { .. })));
+        // A mutation that does not take out what its condition names expects nothing.
+        let other = Operation::Mutate {
+            table: "LR".into(),
+            conditions: vec![Condition::new(
+                "policies",
+                Function::Includes,
+                Datum::uuid(x),
+            )],
+            mutations: vec![Mutation::new(
+                "policies",
+                Mutator::Delete,
+                Datum::uuid(Uuid::from_u128(2)),
+            )],
+        };
+        assert!(expectations(&[other], &[OperationResult::Count(1)]).is_empty());
     }
 }
