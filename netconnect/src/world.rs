@@ -288,18 +288,22 @@ impl World {
     }
 
     /// The owner and scope of a key whose rows come in fragments (a connect's rows for
-    /// one network, a primary Layer3 network's), known before its rows are built.
+    /// one network, a primary Layer3 or Layer2 network's), known before its rows are
+    /// built.
     pub fn fragment_scope(&self, key: &Key) -> Option<(Owner, Scope)> {
         match key {
             Key::ConnectNetwork(cnc, net) => {
                 let id = self.allocations.network_ids.get(net)?;
                 Some((connect::owner(cnc), Scope::Part(id.to_string())))
             }
-            // A primary Layer3 network's rows for each node.
+            // A primary network's rows for each node.
             Key::Network(name) => {
                 let net = &self.inventory.networks.get(name)?.network;
                 let fragmented = net.role == crate::api::Role::Primary
-                    && net.topology == crate::api::Topology::Layer3;
+                    && matches!(
+                        net.topology,
+                        crate::api::Topology::Layer3 | crate::api::Topology::Layer2
+                    );
                 fragmented.then(|| (topology::network_owner(net), Scope::All))
             }
             _ => None,

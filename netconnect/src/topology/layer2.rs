@@ -26,7 +26,8 @@ use nb_model::{LogicalRouter, LogicalSwitch, LogicalSwitchPort};
 
 use super::addr::{nth_in, with_len};
 use super::builder::NetworkBuilder;
-use super::desired::Desired;
+use super::connect::fingerprint;
+use super::desired::{Desired, Fragments};
 use super::host::{self, HostSide};
 use super::rows::{add_route, bind_to_chassis, map, router_port, same_family};
 use super::{interconnect, BuildError, GatewayMode, Inputs, NodeView};
@@ -45,14 +46,30 @@ pub fn node_pairs(transit: &[IpNet], node_id: u32) -> (Vec<IpNet>, Vec<IpNet>) {
     transit.iter().filter_map(|t| node_pair(t, node_id)).unzip()
 }
 
-/// Builds the rows of Layer2 network `net` (id `id`) into `d`.
-pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result<(), BuildError> {
+/// Builds the rows of Layer2 network `net` (id `id`) into `d`. Each node's own rows (its
+/// `trtor-` port and, for a node of the zone with a gateway, its gateway router and
+/// what hangs off it) are a fragment (`node:<name>`), left out when `known` says they
+/// are in the NB as built from the same inputs: the network, its id, tunnel keys and
+/// transit subnets, the settings and the zone, the node and its address pair. The
+/// network-wide rows are built every time; the references they hold to a left-out
+/// node's rows stay.
+pub fn build(
+    inputs: &Inputs,
+    net: &Network,
+    id: u32,
+    d: &mut Desired,
+    known: &dyn Fragments,
+) -> Result<(), BuildError> {
     let name = net.name();
     let keys = inputs.allocations.tunnel_keys.get(&name);
     let transit = inputs.allocations.transit_subnets.get(&name);
     let (Some(keys), Some(transit)) = (keys, transit) else {
         return Err(BuildError::NoTransit(name));
     };
+    let network = fingerprint(format!(
+        "{net:?}|{id}|{keys:?}|{transit:?}|{:?}|{:?}",
+        inputs.config, inputs.zone
+    ));
     let nodes = inputs.nodes();
     let b = NetworkBuilder::new(inputs, net, id, "layer2", d);
     let mut l2 = Layer2::new(b, keys);
@@ -88,6 +105,14 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
         let Some(chassis) = node.chassis else {
             continue;
         };
+        let fragment = fingerprint((network, node, chassis, &tr_side, &gr_side));
+        if !l2
+            .b
+            .d
+            .fragment(known, format!("node:{}", node.name), fragment)
+        {
+            continue;
+        }
         let pair = Pair { tr_side, gr_side };
         if node.local {
             if let Some((chassis, gw)) = node.gateway_router() {
@@ -106,6 +131,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired) -> Result
                 &mut l2.tr,
             );
         }
+        l2.b.d.end_fragment();
     }
     l2.finish();
     Ok(())

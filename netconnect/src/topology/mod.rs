@@ -243,7 +243,7 @@ pub fn network(inputs: &Inputs, name: &str) -> Result<Desired, BuildError> {
 }
 
 /// [`network`], leaving out the fragments `known` says are in the NB as built before:
-/// a Layer3 network's rows for each node are a fragment of their own.
+/// a network's rows for each node are a fragment of their own.
 pub fn network_with(
     inputs: &Inputs,
     name: &str,
@@ -266,7 +266,7 @@ pub fn network_with(
         .ok_or_else(|| BuildError::NoNetworkId(name.to_owned()))?;
     match net.topology {
         Topology::Layer3 => layer3::build(inputs, net, id, &mut desired, known),
-        Topology::Layer2 => layer2::build(inputs, net, id, &mut desired)?,
+        Topology::Layer2 => layer2::build(inputs, net, id, &mut desired, known)?,
         Topology::Localnet => {}
     }
     Ok(desired)
