@@ -44,9 +44,11 @@ use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::cache::CacheConfig;
 use ovsdb_proto::Uuid;
 
+/// What the workspace's benches share (running a phase as a child process).
+#[path = "../../tests/benches/common/mod.rs"]
+mod bench_common;
 #[path = "../tests/common/mod.rs"]
 mod common;
 use common::get;
@@ -212,20 +214,13 @@ async fn every_key(r: &Reconciler, w: &World, out: &std::sync::Mutex<impl Write>
 /// `step SECS ROWS TRANSACTIONS` per step and `peak MIB`, and writes each step's
 /// transactions to RECORD (a line `{"step": …}` before each step's).
 fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = bench_common::runtime();
     let out = std::sync::Mutex::new(std::io::BufWriter::new(
         std::fs::File::create(record).unwrap(),
     ));
     rt.block_on(async {
         let start = Instant::now();
-        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-        let (mut r, _) = Reconciler::connect(cc, Duration::from_secs(600))
-            .await
-            .unwrap();
-        r.wait = Duration::from_secs(600);
+        let r = bench_common::reconciler(remote, Duration::from_secs(600)).await;
         for (i, (name, inputs)) in steps(networks, nodes).into_iter().enumerate() {
             let w = inputs.world();
             let (w0, t0) = (r.rows_written(), r.transactions());
@@ -334,15 +329,9 @@ fn floor(path: &str, record: &str) {
 /// `cache REMOTE`: a reconciler's cache synced from REMOTE, nothing reconciled;
 /// prints `peak MIB ROWS RESIDENT_MIB`.
 fn cache_alone(remote: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = bench_common::runtime();
     rt.block_on(async {
-        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-        let (r, _) = Reconciler::connect(cc, Duration::from_secs(600))
-            .await
-            .unwrap();
+        let r = bench_common::reconciler(remote, Duration::from_secs(30)).await;
         println!(
             "peak {:.0} {} {:.0}",
             peak_mib("self"),
@@ -360,18 +349,7 @@ fn metric(addr: &str, name: &str) -> Option<f64> {
 
 /// Runs this bench as a child doing `args`; its output's lines, split in words.
 fn child(args: &[&str]) -> Vec<Vec<String>> {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .arg("--child")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
+    bench_common::child_output(args)
         .lines()
         .map(|l| l.split_whitespace().map(str::to_owned).collect())
         .collect()

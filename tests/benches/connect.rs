@@ -33,7 +33,6 @@ use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Key, Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::cache::CacheConfig;
 use ovsdb_proto::Operation;
 
 mod common;
@@ -156,16 +155,11 @@ async fn connect_of(r: &Reconciler, w: &World) -> (Vec<Vec<Operation>>, u64, usi
 
 /// `ours REMOTE N M DIR`.
 fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     let file = |name: &str| format!("{dir}/{name}.jsonl");
     rt.block_on(async {
-        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-        let (mut r, _) = Reconciler::connect(cc, Duration::from_secs(600)).await.unwrap();
+        let r = common::reconciler(remote, Duration::from_secs(1200)).await;
         let cache = r.cache().clone();
-        r.wait = Duration::from_secs(1200);
         let w = world(networks, nodes);
         let t = Instant::now();
         record(&file("nets"), &networks_of(&r, &w).await);

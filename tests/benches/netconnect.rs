@@ -22,11 +22,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use netconnect::api::load::parse_file;
-use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::cache::CacheConfig;
 use ovsdb_proto::Operation;
 
 mod common;
@@ -88,15 +86,10 @@ fn desired(networks: usize, nodes: usize) {
 /// operations of each transaction for the floor (with conditions on `_uuid` turned into
 /// conditions on names, which the floor's server also has).
 fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_file: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(async {
-        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-        let (mut r, _) = Reconciler::connect(cc, Duration::from_secs(600)).await.unwrap();
+        let r = common::reconciler(remote, Duration::from_secs(600)).await;
         let cache = r.cache().clone();
-        r.wait = Duration::from_secs(600);
         let w = world(networks, nodes);
         let mut sent = Vec::new();
         let start = Instant::now();
@@ -121,9 +114,7 @@ fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_fi
         drop(r);
         let (r, programmed, rows) = {
             let remote2 = std::env::var("NETCONNECT_BENCH_SECOND").unwrap();
-            let cc = CacheConfig::new(vec![remote2.parse().unwrap()], "OVN_Northbound", &[]);
-            let (mut r2, _) = Reconciler::connect(cc, Duration::from_secs(600)).await.unwrap();
-            r2.wait = Duration::from_secs(600);
+            let r2 = common::reconciler(&remote2, Duration::from_secs(600)).await;
             let start = Instant::now();
             let out = netconnect::controller::once(&r2, &w, 1, Default::default(), 4).await;
             let programmed = start.elapsed();

@@ -26,7 +26,6 @@ use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Key, Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::cache::CacheConfig;
 use ovsdb_proto::Operation;
 
 mod common;
@@ -152,16 +151,9 @@ async fn apply(
 
 /// `ours REMOTE N M S DIR`.
 fn ours(remote: &str, s: Scale, dir: &str) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::runtime();
     rt.block_on(async {
-        let cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-        let (mut r, _) = Reconciler::connect(cc, Duration::from_secs(600))
-            .await
-            .unwrap();
-        r.wait = Duration::from_secs(600);
+        let r = common::reconciler(remote, Duration::from_secs(600)).await;
         let w = world(s, &[]);
         let (services, others): (Vec<Key>, Vec<Key>) = w.keys().into_iter().partition(is_service);
         let file = |name: &str| format!("{dir}/{name}.jsonl");

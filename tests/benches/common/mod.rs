@@ -154,3 +154,23 @@ pub fn child_output(args: &[&str]) -> String {
     eprint!("{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// A multi-threaded runtime for a bench's phase.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A reconciler over the NB at `remote`, synced, that waits up to `wait` for the
+/// cache to show a transaction (big ones at scale take long).
+pub async fn reconciler(remote: &str, wait: Duration) -> netconnect::reconcile::Reconciler {
+    let cc =
+        ovsdb_proto::cache::CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
+    let (mut r, _) = netconnect::reconcile::Reconciler::connect(cc, Duration::from_secs(600))
+        .await
+        .unwrap();
+    r.wait = wait;
+    r
+}
