@@ -78,6 +78,22 @@ fn scope_rows(
     rows
 }
 
+/// `f` of the current version of row `uuid` of `table`: found among the key's `rows`
+/// (in uuid order), else in its table (a row without its owner's stamp is not among
+/// them).
+fn with_current<R>(
+    rows: &[(Uuid, Arc<CachedRow>)],
+    snap: &Snapshot,
+    table: &str,
+    uuid: &Uuid,
+    f: impl FnOnce(Option<&Arc<CachedRow>>) -> R,
+) -> R {
+    match plan::position(rows, uuid) {
+        Ok(at) => f(Some(&rows[at].1)),
+        Err(_) => f(snap.get(table, uuid).as_ref()),
+    }
+}
+
 /// True when the key's rows went from `before` to `after` (both in uuid order) only by
 /// the operations `ops` (whose results are `results`): every row new or changed is one
 /// they inserted, updated or mutated by uuid, and no more rows are gone than the plan
@@ -277,12 +293,11 @@ impl Reconciler {
         // without its owner's stamp (not in those indexes) is looked up in its table.
         let snap = self.cache.snapshot();
         let now = scope_rows(&snap, &self.nb, owner, scope);
-        let is = |r: &Arc<CachedRow>, m: &MemoRow| std::ptr::eq(Arc::as_ptr(r), m.row.as_ptr());
-        let as_left =
-            |m: &MemoRow| match now.binary_search_by_key(&m.uuid.as_u128(), |(u, _)| u.as_u128()) {
-                Ok(at) => is(&now[at].1, m),
-                Err(_) => snap.get(m.table, &m.uuid).is_some_and(|r| is(&r, m)),
-            };
+        let as_left = |m: &MemoRow| {
+            with_current(&now, &snap, m.table, &m.uuid, |r| {
+                r.is_some_and(|r| plan::is_version(r, &m.row))
+            })
+        };
         if !m.fragments.values().flat_map(|(_, rows)| rows).all(as_left) {
             return KnownFragments::default();
         }
@@ -356,7 +371,7 @@ impl Reconciler {
             };
             if own {
                 plan.seen = Some(SeenRows::new(&rows));
-                self.remember(desired, &plan, &[], &planned);
+                self.remember(desired, &plan, &[], &rows, &now);
             } else {
                 self.forget(desired);
             }
@@ -393,7 +408,7 @@ impl Reconciler {
                     && changed_only_by(&before, &now, &ops, &results, plan.deleted.len())
                 {
                     plan.seen = Some(SeenRows::new(&now));
-                    self.remember(desired, &plan, &results, &snap);
+                    self.remember(desired, &plan, &results, &now, &snap);
                 } else {
                     self.forget(desired);
                 }
@@ -453,13 +468,14 @@ impl Reconciler {
     }
 
     /// After `desired` was applied by `plan` (whose operations gave `results`), with
-    /// nothing but its own changes in the cache's `snap`: its fragments and their rows
-    /// as `snap` shows them.
+    /// nothing but its own changes in the cache's `snap`, where the key's rows are
+    /// `rows`: its fragments and their rows as `snap` shows them.
     fn remember(
         &self,
         desired: &Desired,
         plan: &Plan,
         results: &[ovsdb_proto::OperationResult],
+        rows: &[(Uuid, Arc<CachedRow>)],
         snap: &Snapshot,
     ) {
         let key = memo_key(&desired.owner, &desired.scope);
@@ -493,10 +509,12 @@ impl Reconciler {
                 continue;
             }
             let row = uuids.get(&(r.table, r.identity.as_str())).and_then(|u| {
-                Some(MemoRow {
-                    table: r.table,
-                    uuid: *u,
-                    row: Arc::downgrade(&snap.get(r.table, u)?),
+                with_current(rows, snap, r.table, u, |now| {
+                    Some(MemoRow {
+                        table: r.table,
+                        uuid: *u,
+                        row: Arc::downgrade(now?),
+                    })
                 })
             });
             match row {

@@ -52,8 +52,8 @@ impl SeenRows {
     /// True when `row` is how the row `uuid` was seen: the same version, or absent
     /// (deleted) and not seen.
     pub fn saw(&self, uuid: &Uuid, row: Option<&Arc<CachedRow>>) -> bool {
-        match self.0.binary_search_by_key(uuid, |(u, _)| *u) {
-            Ok(i) => row.is_some_and(|r| std::ptr::eq(Arc::as_ptr(r), self.0[i].1.as_ptr())),
+        match position(&self.0, uuid) {
+            Ok(i) => row.is_some_and(|r| is_version(r, &self.0[i].1)),
             Err(_) => row.is_none(),
         }
     }
@@ -67,6 +67,16 @@ impl SeenRows {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// True when `row` is the very version `held` refers to.
+pub(crate) fn is_version(row: &Arc<CachedRow>, held: &Weak<CachedRow>) -> bool {
+    std::ptr::eq(Arc::as_ptr(row), held.as_ptr())
+}
+
+/// Where `uuid` is among `rows` (in uuid order), its uuids compared as integers.
+pub(crate) fn position<T>(rows: &[(Uuid, T)], uuid: &Uuid) -> Result<usize, usize> {
+    rows.binary_search_by_key(&uuid.as_u128(), |(u, _)| u.as_u128())
 }
 
 impl fmt::Debug for SeenRows {
