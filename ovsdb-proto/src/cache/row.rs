@@ -269,24 +269,23 @@ impl CachedRow {
     /// column's default are not stored.
     pub(super) fn from_columns(layout: &Arc<Layout>, columns: &mut Vec<(usize, Datum)>) -> Self {
         columns.retain(|(i, v)| *v != layout.defaults[*i]);
-        columns.sort_unstable_by_key(|(i, _)| *i);
         // Straight into the row's values, with no list in between: a decoded row is one
         // allocation for its values.
-        CachedRow {
-            layout: layout.clone(),
-            present: Present::of(layout, columns.iter().map(|(i, _)| *i)),
-            values: columns.drain(..).map(|(_, v)| Stored::new(v)).collect(),
-        }
+        CachedRow::of(layout, columns, Stored::new)
     }
 
-    /// A row of `layout` from stored values other than their column's default, by
-    /// column position.
-    fn from_stored(layout: &Arc<Layout>, columns: &mut Vec<(usize, Stored)>) -> Self {
+    /// A row of `layout` from values other than their column's default, by column
+    /// position, each stored by `store`.
+    fn of<V>(
+        layout: &Arc<Layout>,
+        columns: &mut Vec<(usize, V)>,
+        store: impl Fn(V) -> Stored,
+    ) -> Self {
         columns.sort_unstable_by_key(|(i, _)| *i);
         CachedRow {
             layout: layout.clone(),
             present: Present::of(layout, columns.iter().map(|(i, _)| *i)),
-            values: columns.drain(..).map(|(_, v)| v).collect(),
+            values: columns.drain(..).map(|(_, v)| store(v)).collect(),
         }
     }
 
@@ -336,7 +335,7 @@ impl CachedRow {
                 None => self.stored(i).map(|v| (i, v.clone())),
             })
             .collect();
-        Ok(CachedRow::from_stored(&self.layout, &mut columns))
+        Ok(CachedRow::of(&self.layout, &mut columns, |v| v))
     }
 
     /// The layout the row follows.

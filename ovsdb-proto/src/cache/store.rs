@@ -216,27 +216,29 @@ impl Snapshot {
         K: Hash + Eq + std::borrow::Borrow<Q> + Send + Sync + 'static,
         Q: Hash + Eq + ?Sized,
     {
-        self.row_indexes
-            .get(index.slot)
-            .and_then(|state| super::index::find::<K, Q>(state, key))
-            .ok_or_else(|| {
-                crate::Error::config(format!(
-                    "row index {} of {} is not one of this cache's",
-                    index.name(),
-                    index.table()
-                ))
-            })
+        self.read_index(index, |state| super::index::find::<K, Q>(state, key))
     }
 
     /// Every key some row has in `index`, with how many rows have it, in no order:
-    /// what the index holds, read without going through the table's rows.
+    /// what the index holds, read without going through the table's rows. An index of
+    /// another cache is an error.
     pub fn index_keys<K>(&self, index: &RowIndex<K>) -> Result<Vec<(K, usize)>, crate::Error>
     where
         K: Hash + Eq + Clone + Send + Sync + 'static,
     {
+        self.read_index(index, super::index::keys::<K>)
+    }
+
+    /// `read` of the state of `index`; an error when the index is not this cache's
+    /// (another cache's slot, or a state of another key type).
+    fn read_index<K, T>(
+        &self,
+        index: &RowIndex<K>,
+        read: impl FnOnce(&AnyIndex) -> Option<T>,
+    ) -> Result<T, crate::Error> {
         self.row_indexes
             .get(index.slot)
-            .and_then(super::index::keys::<K>)
+            .and_then(read)
             .ok_or_else(|| {
                 crate::Error::config(format!(
                     "row index {} of {} is not one of this cache's",
