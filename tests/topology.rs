@@ -636,18 +636,15 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
         v
     };
     // Someone deletes a port, a route and a whole switch by hand.
-    let switch = |snap: &ovsdb_proto::cache::Snapshot| {
-        snap.table("Logical_Switch")
-            .iter()
-            .find(|(_, row)| {
-                row.get("name")
-                    .and_then(|d| d.as_scalar())
-                    .and_then(|a| a.as_str())
-                    == Some("cluster_udn_blue_n1")
-            })
-            .map(|(u, _)| *u)
-    };
-    let deleted = switch(&r.cache().snapshot()).expect("the node switch is there");
+    let (deleted, _) = r
+        .indexes()
+        .named(
+            &r.cache().snapshot(),
+            "Logical_Switch",
+            "cluster_udn_blue_n1",
+        )
+        .pop()
+        .expect("the node switch is there");
     sb.nbctl(&["lsp-del", "cluster_udn_blue_tstor-n2"]).unwrap();
     sb.nbctl(&[
         "lr-route-del",
