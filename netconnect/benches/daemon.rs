@@ -34,7 +34,6 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -138,23 +137,6 @@ fn steps(networks: usize, nodes: usize) -> Vec<(&'static str, Inputs)> {
 
 const ZONE: &str = "node-0000";
 
-/// A memory figure of process `pid` (`self` for this one) from `/proc/PID/status`, in
-/// MiB: `VmHWM` (the peak) or `VmRSS` (now).
-fn mib(pid: &str, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
-fn peak_mib(pid: &str) -> f64 {
-    mib(pid, "VmHWM")
-}
-
 /// The keys in flight: `WORKERS`, else netconnectd's default `--workers`.
 fn workers() -> usize {
     std::env::var("WORKERS").map_or(netconnect::daemon::args::DEFAULT_WORKERS.into(), |v| {
@@ -241,7 +223,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
                 r.transactions() - t0
             );
         }
-        println!("peak {:.0}", peak_mib("self"));
+        println!("peak {:.0}", bench_common::peak_mib());
     });
     out.into_inner().unwrap().flush().unwrap();
 }
@@ -269,13 +251,8 @@ fn translate(v: &mut serde_json::Value, map: &HashMap<Uuid, Uuid>) {
 /// at a time; prints `step SECS TRANSACTIONS` per step. Only sending a request and
 /// reading its reply is timed; translating uuids is not.
 fn floor(path: &str, record: &str) {
-    use ovsdb_proto::codec::JsonRpcCodec;
-    use std::io::{BufRead, Read};
-    use tokio_util::codec::Decoder;
-    let mut stream = UnixStream::connect(path).unwrap();
-    let mut buf = bytes::BytesMut::new();
-    let mut codec = JsonRpcCodec::default();
-    let mut chunk = vec![0u8; 1 << 20];
+    use std::io::BufRead;
+    let mut client = bench_common::RawClient::connect(path);
     let mut map: HashMap<Uuid, Uuid> = HashMap::new();
     let mut step: Option<(Duration, usize)> = None;
     let report = |step: Option<(Duration, usize)>| {
@@ -298,15 +275,7 @@ fn floor(path: &str, record: &str) {
         translate(&mut request, &map);
         let request = request.to_string();
         let t = Instant::now();
-        stream.write_all(request.as_bytes()).unwrap();
-        let reply = loop {
-            if let Some(m) = codec.decode(&mut buf).unwrap() {
-                break m;
-            }
-            let n = stream.read(&mut chunk).unwrap();
-            assert!(n > 0, "the floor's server closed the connection");
-            buf.extend_from_slice(&chunk[..n]);
-        };
+        let reply = client.round_trip(&request);
         let took = t.elapsed();
         let s = step.get_or_insert((Duration::ZERO, 0));
         s.0 += took;
@@ -334,9 +303,9 @@ fn cache_alone(remote: &str) {
         let r = bench_common::reconciler(remote, Duration::from_secs(30)).await;
         println!(
             "peak {:.0} {} {:.0}",
-            peak_mib("self"),
+            bench_common::peak_mib(),
             r.cache().snapshot().len(),
-            mib("self", "VmRSS")
+            bench_common::mib("self", "VmRSS")
         );
     });
 }
@@ -467,7 +436,7 @@ fn main() {
         assert!(child.try_wait().unwrap().is_none(), "netconnectd exited");
         std::thread::sleep(Duration::from_millis(20));
     };
-    let peak_ready = peak_mib(&pid);
+    let peak_ready = bench_common::mib(&pid, "VmHWM");
     let mut daemon = vec![ready];
     let mut total = metric(&addr, "netconnect_rows_written_total").unwrap();
     let mut previous = steps[0].1;
@@ -485,8 +454,8 @@ fn main() {
         total = metric(&addr, "netconnect_rows_written_total").unwrap();
         previous = *inputs;
     }
-    let peak = peak_mib(&pid);
-    let resident = mib(&pid, "VmRSS");
+    let peak = bench_common::mib(&pid, "VmHWM");
+    let resident = bench_common::mib(&pid, "VmRSS");
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let _ = child.wait();
 

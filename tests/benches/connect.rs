@@ -24,7 +24,6 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -115,8 +114,9 @@ fn desired(networks: usize, nodes: usize) {
     );
 }
 
-/// Reconciles every key of `w` but the connect; returns the operations sent, their
-/// `_uuid` conditions turned into names for the floor.
+/// Reconciles every key of `w` but the connect, as netconnectd does (a network's
+/// fragments whose inputs did not change are not built again); returns the operations
+/// sent, their `_uuid` conditions turned into names for the floor.
 async fn networks_of(r: &Reconciler, w: &World) -> Vec<Vec<Operation>> {
     let snap = r.cache().snapshot();
     let mut sent = Vec::new();
@@ -125,7 +125,9 @@ async fn networks_of(r: &Reconciler, w: &World) -> Vec<Vec<Operation>> {
         .into_iter()
         .filter(|k| !matches!(k, Key::Connect(_) | Key::ConnectNetwork(..)))
     {
-        let plan = r.apply(&w.desired(&k).unwrap()).await.unwrap();
+        let plan = netconnect::controller::reconcile_key(r, w, &k)
+            .await
+            .unwrap_or_else(|e| panic!("{k}: {e}"));
         if !plan.is_empty() {
             sent.push(by_name(&plan.operations, &snap));
         }
@@ -234,7 +236,7 @@ fn floor(path: &str, dir: &str, monitored: bool) {
     if monitored {
         raw_monitor(path);
     }
-    let mut s = UnixStream::connect(path).unwrap();
+    let mut s = common::RawClient::connect(path);
     send_all(&mut s, &file("nets"));
     let (d, n) = send_all(&mut s, &file("cnc"));
     println!(

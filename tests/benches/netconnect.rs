@@ -17,7 +17,6 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -175,7 +174,7 @@ fn floor(path: &str, ops_file: &str, node_ops_file: &str, monitored: bool) {
     if monitored {
         raw_monitor(path);
     }
-    let mut s = UnixStream::connect(path).unwrap();
+    let mut s = common::RawClient::connect(path);
     let (d, n) = send_all(&mut s, ops_file);
     let label = if monitored {
         "floor with a monitor reading the updates"

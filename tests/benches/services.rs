@@ -17,7 +17,6 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -239,7 +238,7 @@ fn ours(remote: &str, s: Scale, dir: &str) {
 
 /// `floor PATH DIR`.
 fn floor(path: &str, dir: &str) {
-    let mut s = UnixStream::connect(path).unwrap();
+    let mut s = common::RawClient::connect(path);
     let file = |name: &str| format!("{dir}/{name}.jsonl");
     send_all(&mut s, &file("networks"));
     let (d, n) = send_all(&mut s, &file("services"));

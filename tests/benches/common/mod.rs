@@ -12,14 +12,20 @@ use ovsdb_proto::{Atom, Condition, Operation};
 
 /// The process's peak resident memory (VmHWM), in MiB.
 pub fn peak_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb: f64 = status
+    mib("self", "VmHWM")
+}
+
+/// A memory figure of process `pid` (`self` for this one) from `/proc/PID/status`, in
+/// MiB: `VmHWM` (the peak) or `VmRSS` (now); 0 when it cannot be read.
+pub fn mib(pid: &str, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kb / 1024.0
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
 }
 
 /// Writes each transaction's operations as one JSON line.
@@ -72,9 +78,49 @@ pub fn by_name(ops: &[Operation], snap: &ovsdb_proto::cache::Snapshot) -> Vec<Op
         .collect()
 }
 
+/// A raw JSON-RPC client on a unix socket: it writes a request and frames the reply,
+/// nothing more (the floor the benches measure against).
+pub struct RawClient {
+    stream: UnixStream,
+    buf: bytes::BytesMut,
+    codec: ovsdb_proto::codec::JsonRpcCodec,
+    chunk: Vec<u8>,
+}
+
+impl RawClient {
+    /// A client of the server at `path`.
+    pub fn connect(path: &str) -> RawClient {
+        RawClient::on(UnixStream::connect(path).unwrap())
+    }
+
+    /// A client on `stream`.
+    pub fn on(stream: UnixStream) -> RawClient {
+        RawClient {
+            stream,
+            buf: bytes::BytesMut::new(),
+            codec: ovsdb_proto::codec::JsonRpcCodec::default(),
+            chunk: vec![0u8; 1 << 20],
+        }
+    }
+
+    /// Sends `request` and reads one reply.
+    pub fn round_trip(&mut self, request: &str) -> ovsdb_proto::codec::RawMessage {
+        use tokio_util::codec::Decoder;
+        self.stream.write_all(request.as_bytes()).unwrap();
+        loop {
+            if let Some(m) = self.codec.decode(&mut self.buf).unwrap() {
+                return m;
+            }
+            let n = self.stream.read(&mut self.chunk).unwrap();
+            assert!(n > 0, "the server closed the connection");
+            self.buf.extend_from_slice(&self.chunk[..n]);
+        }
+    }
+}
+
 /// Sends each line of `file` as one transaction and reads its reply (one at a time,
 /// as the reconciler does); returns the time.
-pub fn send_all(stream: &mut UnixStream, file: &str) -> (Duration, usize) {
+pub fn send_all(client: &mut RawClient, file: &str) -> (Duration, usize) {
     let lines: Vec<String> = BufReader::new(std::fs::File::open(file).unwrap())
         .lines()
         .map(Result::unwrap)
@@ -89,26 +135,14 @@ pub fn send_all(stream: &mut UnixStream, file: &str) -> (Duration, usize) {
             serde_json::json!({"id": i, "method": "transact", "params": params}).to_string()
         })
         .collect();
-    let mut buf = bytes::BytesMut::new();
-    let mut codec = ovsdb_proto::codec::JsonRpcCodec::default();
-    let mut chunk = vec![0u8; 1 << 20];
     let start = Instant::now();
     for r in &requests {
-        stream.write_all(r.as_bytes()).unwrap();
-        loop {
-            use tokio_util::codec::Decoder;
-            if let Some(m) = codec.decode(&mut buf).unwrap() {
-                let text = String::from_utf8_lossy(m.as_bytes());
-                assert!(
-                    !text.contains("\"error\":\""),
-                    "the floor's transaction failed: {text}"
-                );
-                break;
-            }
-            let n = stream.read(&mut chunk).unwrap();
-            assert!(n > 0);
-            buf.extend_from_slice(&chunk[..n]);
-        }
+        let m = client.round_trip(r);
+        let text = String::from_utf8_lossy(m.as_bytes());
+        assert!(
+            !text.contains("\"error\":\""),
+            "the floor's transaction failed: {text}"
+        );
     }
     (start.elapsed(), requests.len())
 }
