@@ -1503,6 +1503,10 @@ async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
     // Rows built and compared, from fragments and whole: Layer3's, Layer2's.
     let (mut built, mut whole_built) = ([0; 2], [0; 2]);
     let mut state = State::default();
+    // The world before, and the network keys a new world left out of its changed
+    // keys (each must build the same rows in both).
+    let mut previous: Option<netconnect::world::World> = None;
+    let mut skipped = 0;
     for step in 0..24 {
         let what = match step {
             0 => "start".to_owned(),
@@ -1598,6 +1602,19 @@ async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
             "{:#?}",
             w.problems
         );
+        if let Some(p) = &previous {
+            let changed = w.changed_since(p);
+            for key in w.keys() {
+                if matches!(key, netconnect::world::Key::Network(_)) && !changed.contains(&key) {
+                    skipped += 1;
+                    assert_eq!(
+                        w.desired(&key),
+                        p.desired(&key),
+                        "step {step} ({what}): {key} left out of the changed keys"
+                    );
+                }
+            }
+        }
         for (i, (subnets, _)) in nets.iter().enumerate() {
             if *subnets == 0 {
                 continue;
@@ -1629,7 +1646,13 @@ async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
             let plan = o.result.unwrap();
             assert!(plan.is_empty(), "step {step} ({what}), {}: {plan}", o.key);
         }
+        previous = Some(w);
     }
+    // Some steps left networks as they were (another network or a connect changed).
+    assert!(
+        skipped > 0,
+        "no network was left out of a world's changed keys"
+    );
     // The fragments left out were a quarter or more of the rows, for each topology
     // present (Layer3 with every node local: 1536 of 3840 built; in a zone: 292 to
     // 355 of 512, as the connect's writes, in whichever order they land, leave a

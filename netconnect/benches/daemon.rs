@@ -152,14 +152,27 @@ struct Sent {
     inserted: Vec<(usize, Uuid)>,
 }
 
-/// Reconciles every key of `w` in `controller::once`'s order, as many in flight as the
-/// daemon's workers, keeping no plan (as they do); writes each transaction sent to
-/// `out` as a line, in the order they completed.
-async fn every_key(r: &Reconciler, w: &World, out: &std::sync::Mutex<impl Write>) {
+/// Reconciles the keys of `w` netconnectd would look at: every one at the start, the
+/// changed ones after `previous` ([`netconnect::controller::changed_keys`]); in
+/// `controller::once`'s order, as many in flight as the daemon's workers, keeping no
+/// plan (as they do); writes each transaction sent to `out` as a line, in the order
+/// they completed.
+async fn changed_keys(
+    r: &Reconciler,
+    previous: Option<&World>,
+    w: &World,
+    out: &std::sync::Mutex<impl Write>,
+) {
     use futures_util::stream::{self, StreamExt};
     use netconnect::world::Key;
-    let mut keys = w.keys();
-    keys.extend(w.gone_in(&r.cache().snapshot(), r.indexes()));
+    let keys = match previous {
+        Some(p) => netconnect::controller::changed_keys(p, w, r),
+        None => {
+            let mut keys = w.keys();
+            keys.extend(w.gone_in(&r.cache().snapshot(), r.indexes()));
+            keys
+        }
+    };
     for p in 0..netconnect::controller::key::PHASES {
         let these: Vec<Key> = keys.iter().filter(|k| k.phase() == p).cloned().collect();
         stream::iter(these)
@@ -203,6 +216,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
     rt.block_on(async {
         let start = Instant::now();
         let r = bench_common::reconciler(remote, Duration::from_secs(600)).await;
+        let mut previous: Option<World> = None;
         for (i, (name, inputs)) in steps(networks, nodes).into_iter().enumerate() {
             let w = inputs.world();
             let (w0, t0) = (r.rows_written(), r.transactions());
@@ -214,7 +228,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
                 serde_json::json!({ "step": name })
             )
             .unwrap();
-            every_key(&r, &w, &out).await;
+            changed_keys(&r, previous.as_ref(), &w, &out).await;
             let took = t.elapsed();
             println!(
                 "step {:.6} {} {}",
@@ -222,6 +236,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
                 r.rows_written() - w0,
                 r.transactions() - t0
             );
+            previous = Some(w);
         }
         println!("peak {:.0}", bench_common::peak_mib());
     });

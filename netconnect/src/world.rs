@@ -127,13 +127,21 @@ impl World {
     }
 
     /// The keys of this world that may write something other than what they wrote
-    /// against `previous`: every key but the services whose inputs are the same
-    /// ([`topology::services::unchanged`]).
+    /// against `previous`: every key but the services and the networks whose inputs
+    /// are the same ([`topology::services::unchanged`],
+    /// [`topology::unchanged_networks`]). (A key whose rows someone else changed is
+    /// woken by the change itself.)
     pub fn changed_since(&self, previous: &World) -> Vec<Key> {
-        let same = topology::services::unchanged(&previous.inputs(), &self.inputs());
+        let (a, b) = (previous.inputs(), self.inputs());
+        let services = topology::services::unchanged(&a, &b);
+        let networks = topology::unchanged_networks(&a, &b);
         self.keys()
             .into_iter()
-            .filter(|k| !matches!(k, Key::Service(s) if same.contains(s)))
+            .filter(|k| match k {
+                Key::Service(s) => !services.contains(s),
+                Key::Network(n) => !networks.contains(n),
+                _ => true,
+            })
             .collect()
     }
 

@@ -272,6 +272,38 @@ pub fn network_with(
     Ok(desired)
 }
 
+/// The networks with the same inputs in `a` and `b`, so that [`network_with`] builds
+/// the same rows from both (whatever fragments are known): the settings and the zone,
+/// the nodes as the builders see them and the default services a network routes (for
+/// all networks at once), and each network's definition, id, host subnets, tunnel keys
+/// and transit subnets.
+pub fn unchanged_networks(a: &Inputs, b: &Inputs) -> std::collections::BTreeSet<String> {
+    let shared = a.config == b.config
+        && a.zone == b.zone
+        && a.nodes() == b.nodes()
+        && a.allowed_default_services() == b.allowed_default_services();
+    if !shared {
+        return Default::default();
+    }
+    let (x, y) = (a.allocations, b.allocations);
+    b.inventory
+        .networks
+        .iter()
+        .filter(|(name, info)| {
+            let name = name.as_str();
+            a.inventory
+                .networks
+                .get(name)
+                .is_some_and(|i| i.network == info.network)
+                && x.network_ids.get(name) == y.network_ids.get(name)
+                && x.host_subnets.get(name) == y.host_subnets.get(name)
+                && x.tunnel_keys.get(name) == y.tunnel_keys.get(name)
+                && x.transit_subnets.get(name) == y.transit_subnets.get(name)
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
 /// The masquerade IP of network `id` for its gateway router (`gateway = true`) or
 /// management port: the masquerade subnet's address `10 + 2·id − 1` or `10 + 2·id`
 /// (OVN-Kubernetes' generator/udn/masquerade_ips.go).
