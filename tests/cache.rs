@@ -922,12 +922,42 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
         [("y".to_owned(), 1), ("z".to_owned(), 1)],
         "a key no row has any more is gone"
     );
+    // A key's rows shared with the snapshot: a change leaves the keys it does not
+    // touch the same, and the others not.
+    let before = cache.snapshot();
+    let (y, z) = (
+        before.indexed_rows(&by_key, "y").unwrap(),
+        before.indexed_rows(&by_key, "z").unwrap(),
+    );
+    assert_eq!((y.len(), z.len()), (1, 1));
+    assert!(y.same(&cache.snapshot().indexed_rows(&by_key, "y").unwrap()));
+    let mut row = named("c");
+    row.insert("other_config".into(), Datum::map([("w", "1"), ("z", "5")]));
+    cache
+        .transact_and_wait(
+            &[Operation::insert("Logical_Switch", row)],
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    let after = cache.snapshot();
+    assert!(y.same(&after.indexed_rows(&by_key, "y").unwrap()));
+    let z_now = after.indexed_rows(&by_key, "z").unwrap();
+    assert!(!z.same(&z_now));
+    let mut z_names: Vec<&str> = z_now
+        .iter()
+        .map(|(_, r)| r["name"].as_scalar().unwrap().as_str().unwrap())
+        .collect();
+    z_names.sort();
+    assert_eq!(z_names, ["b", "c"]);
+    assert!(after.indexed_rows(&by_key, "none").unwrap().is_empty());
     // A handle of another cache is an error, not an empty answer.
     let mut other = config(&server.unix_remote());
     other.index("Logical_Switch", "a", |_| vec![0u8]);
     let foreign = other.index("Logical_Switch", "b", |_| vec![1u8]);
     assert!(cache.snapshot().lookup_rows(&foreign, &1u8).is_err());
     assert!(cache.snapshot().index_keys(&foreign).is_err());
+    assert!(cache.snapshot().indexed_rows(&foreign, &1u8).is_err());
 }
 
 /// On a multi-threaded runtime the reply can wake the caller before the cache task has

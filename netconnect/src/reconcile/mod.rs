@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, CachedRow, Expected, Snapshot};
+use ovsdb_proto::cache::{
+    Cache, CacheConfig, CacheEvents, CachedRow, Expected, IndexedRows, Snapshot,
+};
 use ovsdb_proto::{Operation, Uuid};
 
 pub use nb::NbIndexes;
@@ -27,7 +29,11 @@ use crate::topology::Desired;
 struct KeyMemo {
     /// Each fragment's fingerprint and rows as the cache showed them then: a row
     /// changed or deleted since (by anyone) is no longer the one in the cache.
-    fragments: HashMap<String, FragmentMemo>,
+    fragments: HashMap<String, Arc<FragmentMemo>>,
+    /// The index entries of the key's rows then ([`NbIndexes::scope_entries`]): while
+    /// they are the same, none of its rows in them changed (its rows outside them,
+    /// of tables without owner stamps, are looked at one by one).
+    entries: Vec<IndexedRows>,
 }
 
 /// A fragment's fingerprint, and its rows as the cache showed them.
@@ -40,6 +46,8 @@ struct MemoRow {
     table: &'static str,
     uuid: Uuid,
     row: Weak<CachedRow>,
+    /// Among the key's rows in its owner indexes (else only in its table).
+    inside: bool,
 }
 
 /// The fragments of a key known to be in the NB as built before (none unless the
@@ -47,6 +55,8 @@ struct MemoRow {
 #[derive(Debug, Default)]
 pub struct KnownFragments {
     memo: Option<Arc<KeyMemo>>,
+    /// The fragments remembered whose rows are no longer as left.
+    stale: HashSet<String>,
 }
 
 impl Fragments for KnownFragments {
@@ -54,7 +64,8 @@ impl Fragments for KnownFragments {
         self.memo
             .as_ref()
             .and_then(|m| m.fragments.get(label))
-            .is_some_and(|(fp, _)| *fp == fingerprint)
+            .is_some_and(|f| f.0 == fingerprint)
+            && !self.stale.contains(label)
     }
 }
 
@@ -274,10 +285,11 @@ impl Reconciler {
     }
 
     /// The fragments of the key of `owner` and `scope` that need not be built again:
-    /// those applied before, if none of the rows of its fragments changed since. (Its
-    /// rows outside fragments, such as a network's router, are built and compared every
-    /// time: another key attaching its rows to them does not make the fragments
-    /// unknown.)
+    /// those applied before whose rows are all as the reconciler left them (a fragment
+    /// with a row changed since, by anyone, is built again; another key attaching its
+    /// rows to a node's switch makes that node's fragment unknown, not the others).
+    /// The key's rows outside fragments, such as a network's router, are built and
+    /// compared every time.
     pub fn known(&self, owner: &Owner, scope: &Scope) -> KnownFragments {
         let Some(m) = self
             .memo
@@ -288,20 +300,35 @@ impl Reconciler {
         else {
             return KnownFragments::default();
         };
-        // The key's rows now (read from the owner's indexes, a few thousand at most,
-        // in uuid order): each remembered row must still be the version there. A row
-        // without its owner's stamp (not in those indexes) is looked up in its table.
         let snap = self.cache.snapshot();
-        let now = scope_rows(&snap, &self.nb, owner, scope);
-        let as_left = |m: &MemoRow| {
-            with_current(&now, &snap, m.table, &m.uuid, |r| {
-                r.is_some_and(|r| plan::is_version(r, &m.row))
-            })
+        // Most often none of the key's rows changed since: its index entries are the
+        // ones remembered, and only the rows outside them need a look. Else the key's
+        // rows now are read (from the owner's indexes, a few thousand at most, in uuid
+        // order) and each remembered row must still be the version there.
+        let entries = self.nb.scope_entries(&snap, owner, scope);
+        let untouched = entries.len() == m.entries.len()
+            && entries.iter().zip(&m.entries).all(|(a, b)| a.same(b));
+        let now = match untouched {
+            true => Vec::new(),
+            false => scope_rows(&snap, &self.nb, owner, scope),
         };
-        if !m.fragments.values().flat_map(|(_, rows)| rows).all(as_left) {
-            return KnownFragments::default();
+        let as_left = |r: &MemoRow| {
+            (untouched && r.inside)
+                || with_current(&now, &snap, r.table, &r.uuid, |now| {
+                    now.is_some_and(|now| plan::is_version(now, &r.row))
+                })
+        };
+        // A fragment with a row changed since is built again; the others are known.
+        let stale = m
+            .fragments
+            .iter()
+            .filter(|(_, f)| !f.1.iter().all(as_left))
+            .map(|(label, _)| label.clone())
+            .collect();
+        KnownFragments {
+            memo: Some(m),
+            stale,
         }
-        KnownFragments { memo: Some(m) }
     }
 
     fn planner(&self) -> Result<Arc<planner::Planner>, ReconcileError> {
@@ -335,7 +362,7 @@ impl Reconciler {
         skipped
             .iter()
             .filter_map(|l| m.fragments.get(*l))
-            .flat_map(|(_, rows)| rows.iter().map(|r| r.uuid))
+            .flat_map(|f| f.1.iter().map(|r| r.uuid))
             .collect()
     }
 
@@ -481,6 +508,9 @@ impl Reconciler {
         let key = memo_key(&desired.owner, &desired.scope);
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let old = memo.remove(&key).unwrap_or_default();
+        if desired.fragments().is_empty() {
+            return;
+        }
         // The uuid of every wanted row: those that were there, and those inserted.
         let mut uuids: HashMap<(&str, &str), Uuid> = plan
             .existing
@@ -492,44 +522,50 @@ impl Reconciler {
                 uuids.insert((name.table.as_str(), name.identity.as_str()), u);
             }
         }
-        let mut fragments: HashMap<String, FragmentMemo> = HashMap::new();
-        for f in desired.fragments() {
-            if f.skipped {
-                if let Some(e) = old.fragments.get(&f.label) {
-                    fragments.insert(f.label.clone(), e.clone());
-                }
-            } else {
-                fragments.insert(f.label.clone(), (f.fingerprint, Vec::new()));
-            }
-        }
+        // The rows of the fragments built now; a fragment with a row not accounted for
+        // is not remembered.
+        let mut built: Vec<Option<FragmentMemo>> = desired
+            .fragments()
+            .iter()
+            .map(|f| (!f.skipped).then(|| (f.fingerprint, Vec::new())))
+            .collect();
         for r in desired.rows() {
-            let Some(at) = r.fragment else { continue };
-            let f = &desired.fragments()[at as usize];
-            if f.skipped {
+            let Some(at) = r.fragment.map(|at| at as usize) else {
                 continue;
-            }
-            let row = uuids.get(&(r.table, r.identity.as_str())).and_then(|u| {
-                with_current(rows, snap, r.table, u, |now| {
-                    Some(MemoRow {
-                        table: r.table,
-                        uuid: *u,
-                        row: Arc::downgrade(now?),
-                    })
+            };
+            let Some(entry) = built[at].as_mut() else {
+                continue;
+            };
+            let found = uuids.get(&(r.table, r.identity.as_str())).and_then(|u| {
+                let (now, inside) = match plan::position(rows, u) {
+                    Ok(i) => (Some(rows[i].1.clone()), true),
+                    Err(_) => (snap.get(r.table, u), false),
+                };
+                now.map(|now| MemoRow {
+                    table: r.table,
+                    uuid: *u,
+                    row: Arc::downgrade(&now),
+                    inside,
                 })
             });
-            match row {
-                Some(row) => {
-                    if let Some(e) = fragments.get_mut(&f.label) {
-                        e.1.push(row);
-                    }
-                }
-                // A row not accounted for: remember nothing of its fragment.
-                None => {
-                    fragments.remove(&f.label);
-                }
+            match found {
+                Some(row) => entry.1.push(row),
+                None => built[at] = None,
             }
         }
-        memo.insert(key, Arc::new(KeyMemo { fragments }));
+        let mut fragments: HashMap<String, Arc<FragmentMemo>> = HashMap::new();
+        for (f, now) in desired.fragments().iter().zip(built) {
+            let kept = match now {
+                Some(now) => Some(Arc::new(now)),
+                None if f.skipped => old.fragments.get(&f.label).cloned(),
+                None => None,
+            };
+            if let Some(k) = kept {
+                fragments.insert(f.label.clone(), k);
+            }
+        }
+        let entries = self.nb.scope_entries(snap, &desired.owner, &desired.scope);
+        memo.insert(key, Arc::new(KeyMemo { fragments, entries }));
     }
 
     /// After a failure: nothing is known of `desired`'s key.

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use ovsdb_proto::cache::{CacheConfig, CachedRow, RowIndex, Snapshot};
+use ovsdb_proto::cache::{CacheConfig, CachedRow, IndexedRows, RowIndex, Snapshot};
 use ovsdb_proto::{Atom, Uuid};
 
 pub use crate::ownership::partition_of;
@@ -227,6 +227,41 @@ impl NbIndexes {
             }
         }
         rows
+    }
+
+    /// The index entries that hold every row of `owner` a key of scope `scope` holds
+    /// (for [`Scope::Rest`], a superset: every partition's), shared with `snap`: when
+    /// each is [`IndexedRows::same`] as in an earlier snapshot, none of those rows
+    /// changed since.
+    pub fn scope_entries(&self, snap: &Snapshot, owner: &Owner, scope: &Scope) -> Vec<IndexedRows> {
+        let mut out = Vec::new();
+        for &table in TABLES {
+            match scope {
+                Scope::Part(p) => {
+                    if PARTITIONED.contains(&table) {
+                        let key = (owner.clone(), p.clone());
+                        out.extend(
+                            self.part
+                                .get(table)
+                                .and_then(|i| snap.indexed_rows(i, &key).ok()),
+                        );
+                    }
+                }
+                _ => {
+                    out.extend(
+                        self.owner
+                            .get(table)
+                            .and_then(|i| snap.indexed_rows(i, owner).ok()),
+                    );
+                    out.extend(
+                        self.parted
+                            .get(table)
+                            .and_then(|i| snap.indexed_rows(i, owner).ok()),
+                    );
+                }
+            }
+        }
+        out
     }
 
     /// The rows of `table` owned by `owner` in any partition.

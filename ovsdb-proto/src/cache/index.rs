@@ -146,6 +146,60 @@ where
     )
 }
 
+/// The rows one key of a row index holds in a snapshot
+/// ([`Snapshot::indexed_rows`](super::Snapshot::indexed_rows)), in uuid order. It
+/// shares the snapshot's structure: taking it copies nothing, and it tells in constant
+/// time that the same key's rows in another snapshot are untouched
+/// ([`IndexedRows::same`]). Holding it keeps those row versions alive.
+#[derive(Clone, Default)]
+pub struct IndexedRows(imbl::OrdMap<Uuid, Arc<CachedRow>>);
+
+impl std::fmt::Debug for IndexedRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "IndexedRows({} rows)", self.0.len())
+    }
+}
+
+impl IndexedRows {
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The row with `uuid`, if it is one of these.
+    pub fn get(&self, uuid: &Uuid) -> Option<&Arc<CachedRow>> {
+        self.0.get(uuid)
+    }
+
+    /// The rows, in uuid order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Uuid, &Arc<CachedRow>)> {
+        self.0.iter()
+    }
+
+    /// True when `other` is these rows untouched: taken from the same snapshot, or
+    /// from a later one in which no row under the key was inserted, changed or
+    /// removed. (False says only that something may have: rows changed and changed
+    /// back are equal but not the same.) Constant time.
+    pub fn same(&self, other: &IndexedRows) -> bool {
+        self.0.ptr_eq(&other.0)
+    }
+}
+
+/// The rows under `key` in an index state, shared.
+pub(crate) fn entry<K, Q>(state: &AnyIndex, key: &Q) -> Option<IndexedRows>
+where
+    K: Hash + Eq + Borrow<Q> + Send + Sync + 'static,
+    Q: Hash + Eq + ?Sized,
+{
+    let map = state.downcast_ref::<KeyMap<K>>()?;
+    Some(IndexedRows(map.get(key).cloned().unwrap_or_default()))
+}
+
 /// The rows under `key` in an index state, in uuid order.
 pub(crate) fn find<K, Q>(state: &AnyIndex, key: &Q) -> Option<Vec<(Uuid, Arc<CachedRow>)>>
 where

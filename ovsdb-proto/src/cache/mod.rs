@@ -99,7 +99,7 @@ use crate::schema::DatabaseSchema;
 pub use crate::diff::{apply_column, apply_row};
 pub use change::{Change, Event, TableRows};
 pub use fill::Store;
-pub use index::RowIndex;
+pub use index::{IndexedRows, RowIndex};
 pub use receiver::{BatchReceiver, Delivery};
 pub use row::CachedRow;
 pub use store::Snapshot;

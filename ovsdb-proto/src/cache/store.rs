@@ -219,6 +219,22 @@ impl Snapshot {
         self.read_index(index, |state| super::index::find::<K, Q>(state, key))
     }
 
+    /// The rows under `key` in a row index, shared with this snapshot rather than
+    /// copied, and comparable in constant time with the same key's rows in another
+    /// snapshot ([`IndexedRows::same`](super::IndexedRows::same)). An index of another
+    /// cache is an error.
+    pub fn indexed_rows<K, Q>(
+        &self,
+        index: &RowIndex<K>,
+        key: &Q,
+    ) -> Result<super::IndexedRows, crate::Error>
+    where
+        K: Hash + Eq + std::borrow::Borrow<Q> + Send + Sync + 'static,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.read_index(index, |state| super::index::entry::<K, Q>(state, key))
+    }
+
     /// Every key some row has in `index`, with how many rows have it, in no order:
     /// what the index holds, read without going through the table's rows. An index of
     /// another cache is an error.
