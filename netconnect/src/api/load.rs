@@ -157,12 +157,20 @@ pub fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Reads every manifest file of `dir` (see [`manifest_files`]).
 pub fn read_dir(dir: &Path) -> std::io::Result<Vec<FileObjects>> {
+    read_dir_with(dir, parse_file)
+}
+
+/// [`read_dir`], each file's text given to `parse` (with the file's name in `dir`).
+pub fn read_dir_with(
+    dir: &Path,
+    mut parse: impl FnMut(&Path, &str) -> FileObjects,
+) -> std::io::Result<Vec<FileObjects>> {
     Ok(manifest_files(dir)?
         .iter()
         .map(|path| {
             let name = path.strip_prefix(dir).unwrap_or(path).to_path_buf();
             match std::fs::read_to_string(path) {
-                Ok(text) => parse_file(&name, &text),
+                Ok(text) => parse(&name, &text),
                 Err(e) => FileObjects {
                     file: name,
                     unreadable: Some(format!("cannot read: {e}")),

@@ -11,13 +11,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::api::load::{read_dir, FileObjects, Problem};
+use crate::api::load::{parse_file, read_dir_with, FileObjects, Problem};
 
 /// The manifests of one directory, with what each file last held when it was good.
 #[derive(Debug, Default)]
 pub struct ManifestDir {
     dir: PathBuf,
     good: BTreeMap<PathBuf, FileObjects>,
+    /// Each file's text as last read, and what it parsed to: a file whose text is the
+    /// same is not parsed again (a change to one file of many parses that one).
+    parsed: BTreeMap<PathBuf, (String, FileObjects)>,
 }
 
 impl ManifestDir {
@@ -26,6 +29,7 @@ impl ManifestDir {
         ManifestDir {
             dir: dir.into(),
             good: BTreeMap::new(),
+            parsed: BTreeMap::new(),
         }
     }
 
@@ -37,7 +41,17 @@ impl ManifestDir {
     /// Reads every file again; see the module's comment for what a broken file or
     /// object gives.
     pub fn read(&mut self) -> std::io::Result<Vec<FileObjects>> {
-        let now = read_dir(&self.dir)?;
+        let mut parsed = BTreeMap::new();
+        let before = &self.parsed;
+        let now = read_dir_with(&self.dir, |file, text| {
+            let objects = match before.get(file) {
+                Some((t, objects)) if t == text => objects.clone(),
+                _ => parse_file(file, text),
+            };
+            parsed.insert(file.to_path_buf(), (text.to_owned(), objects.clone()));
+            objects
+        })?;
+        self.parsed = parsed;
         let mut out = Vec::with_capacity(now.len());
         let mut good = BTreeMap::new();
         for mut f in now {

@@ -34,9 +34,9 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
         drop(events);
         return Ok(plan(&world, &reconciler, &cache));
     }
+    let state = world.state(&state);
     if let Some(dir) = &args.status_dir {
-        world
-            .state(&state)
+        state
             .save(dir)
             .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
     }
@@ -70,9 +70,6 @@ async fn connect(args: &Args) -> Result<(Arc<Cache>, CacheEvents, Arc<Reconciler
 
 /// Reads the manifests and the state, and builds the world.
 fn load(args: &Args, manifests: &mut ManifestDir) -> Result<(World, State), String> {
-    let files = manifests
-        .read()
-        .map_err(|e| format!("cannot read {}: {e}", args.manifests.display()))?;
     let (state, state_problems) = match &args.status_dir {
         Some(dir) => State::load(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?,
         None => (State::default(), Vec::new()),
@@ -80,7 +77,16 @@ fn load(args: &Args, manifests: &mut ManifestDir) -> Result<(World, State), Stri
     for p in state_problems {
         eprintln!("netconnectd: status dir: {p}");
     }
-    Ok((World::build(&files, &state, args.settings()), state))
+    Ok((reload(args, manifests, &state)?, state))
+}
+
+/// Reads the manifests and builds the world, completed by `state` (what the daemon
+/// last saved: the status directory is read once, at the start).
+fn reload(args: &Args, manifests: &mut ManifestDir, state: &State) -> Result<World, String> {
+    let files = manifests
+        .read()
+        .map_err(|e| format!("cannot read {}: {e}", args.manifests.display()))?;
+    Ok(World::build(&files, state, args.settings()))
 }
 
 /// `--plan`: prints what each key would write; fails when a key cannot be planned or
@@ -213,24 +219,32 @@ async fn serve(
         .map_err(|e| format!("cannot watch {}: {e}", args.manifests.display()))?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    // Whether the status directory holds `state` (then a new state writes only what
+    // changed).
+    let mut saved = true;
     loop {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
             Some(()) = changed.recv() => {}
         }
-        match load(&args, &mut manifests) {
-            Ok((world, _)) => {
+        match reload(&args, &mut manifests, &state) {
+            Ok(world) => {
                 for p in &world.problems {
                     tracing::warn!(problem = %p, "input");
                 }
+                let next = world.state(&state);
                 if let Some(dir) = &args.status_dir {
-                    let next = world.state(&state);
-                    if let Err(e) = next.save(dir) {
+                    let written = match saved {
+                        true => next.save_since(&state, dir),
+                        false => next.save(dir),
+                    };
+                    if let Err(e) = &written {
                         tracing::error!(error = %e, "cannot write the status dir");
                     }
-                    state = next;
+                    saved = written.is_ok();
                 }
+                state = next;
                 tx.send_replace(Arc::new(world));
             }
             Err(e) => tracing::error!(error = %e, "manifests not reloaded"),

@@ -158,23 +158,7 @@ impl State {
         yaml_files(dir, &mut stale)?;
         let mut written = std::collections::BTreeSet::new();
         for o in self.objects.values() {
-            let path = path_of(dir, o);
-            let mut o = o.clone();
-            if let Object::ClusterNetworkConnect(c) = &mut o {
-                if let Some(on_disk) = read_connect(&path) {
-                    for cond in on_disk.status.conditions {
-                        if !c.status.conditions.iter().any(|k| k.type_ == cond.type_) {
-                            c.status.conditions.push(cond);
-                        }
-                    }
-                    super::summarize(&mut c.status);
-                }
-            }
-            let text = to_yaml(&o)?;
-            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-                write_atomically(&path, text.as_bytes())?;
-            }
-            written.insert(path);
+            written.insert(write_object(dir, o)?);
         }
         for path in stale {
             if !written.contains(&path) {
@@ -183,6 +167,52 @@ impl State {
         }
         Ok(())
     }
+
+    /// [`State::save`] after `previous` was saved to `dir` without error: only the
+    /// objects new or changed since are written, and the files of objects gone
+    /// removed (a node added to a cluster of hundreds writes its own file, not every
+    /// node's).
+    pub fn save_since(&self, previous: &State, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let _lock = lock(dir)?;
+        for (k, o) in &self.objects {
+            if previous.objects.get(k) != Some(o) {
+                write_object(dir, o)?;
+            }
+        }
+        for (k, o) in &previous.objects {
+            if !self.objects.contains_key(k) {
+                match std::fs::remove_file(path_of(dir, o)) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes object `o` to its file in `dir` (unless the file already says the same),
+/// keeping a connect's conditions that only the file has (each zone's, written as its
+/// keys reconcile); returns the file's path.
+fn write_object(dir: &Path, o: &Object) -> io::Result<PathBuf> {
+    let path = path_of(dir, o);
+    let mut o = o.clone();
+    if let Object::ClusterNetworkConnect(c) = &mut o {
+        if let Some(on_disk) = read_connect(&path) {
+            for cond in on_disk.status.conditions {
+                if !c.status.conditions.iter().any(|k| k.type_ == cond.type_) {
+                    c.status.conditions.push(cond);
+                }
+            }
+            super::summarize(&mut c.status);
+        }
+    }
+    let text = to_yaml(&o)?;
+    if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+        write_atomically(&path, text.as_bytes())?;
+    }
+    Ok(path)
 }
 
 /// Holds `DIR/.lock` exclusively until dropped.
@@ -334,6 +364,52 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// The state of `yaml`, allocated after `previous`.
+    fn state_of(yaml: &str, previous: &State) -> State {
+        let ctx = previous.context(Reserved::default());
+        let inv = Inventory::build(&[parse_file(Path::new("m.yaml"), yaml)], &ctx);
+        let (alloc, failed) = allocate(&inv, &ClusterConfig::default());
+        State::next(&inv, &alloc, &failed, previous, "t")
+    }
+
+    #[test]
+    fn saving_since_a_saved_state_writes_what_changed_and_removes_what_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let net = l3("[{cidr: 10.1.0.0/16}]");
+        let first = state_of(
+            &(node("a", &[]) + &node("b", &[]) + &net),
+            &State::default(),
+        );
+        first.save(d).unwrap();
+        // Node a unchanged (its file is not rewritten: what is there stays), b gone,
+        // c new.
+        let a = d.join("Node/a.yaml");
+        std::fs::write(&a, "left alone\n").unwrap();
+        let second = state_of(&(node("a", &[]) + &node("c", &[]) + &net), &first);
+        second.save_since(&first, d).unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "left alone\n");
+        assert!(!d.join("Node/b.yaml").exists());
+        assert!(d.join("Node/c.yaml").exists());
+        // Every other file is what a full save writes.
+        let full = tempfile::tempdir().unwrap();
+        second.save(full.path()).unwrap();
+        let mut files = Vec::new();
+        yaml_files(full.path(), &mut files).unwrap();
+        assert_eq!(files.len(), second.objects.len());
+        for f in files {
+            let rel = f.strip_prefix(full.path()).unwrap();
+            if rel != Path::new("Node/a.yaml") {
+                assert_eq!(
+                    std::fs::read_to_string(d.join(rel)).unwrap(),
+                    std::fs::read_to_string(&f).unwrap(),
+                    "{}",
+                    rel.display()
+                );
+            }
+        }
     }
 
     #[test]
