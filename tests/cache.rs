@@ -1576,3 +1576,78 @@ async fn a_delete_by_name_is_waited_for_through_the_tables_index_or_a_scan() {
         assert!(cache.snapshot().table(table).is_empty(), "{table}");
     }
 }
+
+/// ovsdb-server answers nothing, probes included, while it composes the reply to a
+/// monitor; for a big database that outlasts the inactivity probe (760k rows of an OVN
+/// NB: 18 s on a 2-core machine). Here a proxy holds the server's reply to each monitor
+/// of the NB back for 1.2 s, six probe intervals of 200 ms: the first connections are
+/// ended by the probe, and the cache waits longer on each until one syncs (with the
+/// probe kept as it was, it never did).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_silent_past_the_probe_while_composing_a_monitor_reply_is_waited_for() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = nb_server();
+    let backend = server.unix_remote().trim_start_matches("unix:").to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let front = dir.path().join("slow.sock");
+    let listener = tokio::net::UnixListener::bind(&front).unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    let proxy = tokio::spawn(async move {
+        loop {
+            let (client, _) = listener.accept().await.unwrap();
+            counted.fetch_add(1, Ordering::SeqCst);
+            let upstream = tokio::net::UnixStream::connect(&backend).await.unwrap();
+            let (mut cr, mut cw) = client.into_split();
+            let (mut ur, mut uw) = upstream.into_split();
+            let hold = Arc::new(AtomicBool::new(false));
+            let asked = hold.clone();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = cr.read(&mut buf).await {
+                    let chunk = &buf[..n];
+                    let text = String::from_utf8_lossy(chunk);
+                    if n == 0 {
+                        break;
+                    }
+                    // The NB's monitor: its reply is held back (set before the request
+                    // goes on, so that the reply comes after).
+                    if text.contains("\"method\":\"monitor") && text.contains(NB) {
+                        asked.store(true, Ordering::SeqCst);
+                    }
+                    if uw.write_all(chunk).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 1 << 16];
+                while let Ok(n) = ur.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    if hold.swap(false, Ordering::SeqCst) {
+                        tokio::time::sleep(Duration::from_millis(1200)).await;
+                    }
+                    if cw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let mut cfg = config(&format!("unix:{}", front.display()));
+    cfg.connect.inactivity_probe = Some(Duration::from_millis(200));
+    let (cache, _events) = Cache::start(cfg);
+    let synced = tokio::time::timeout(Duration::from_secs(20), cache.wait_until_ready()).await;
+    let n = connections.load(Ordering::SeqCst);
+    assert!(synced.is_ok(), "not synced after {n} connections");
+    assert!(
+        n > 1,
+        "the first connection synced: the reply was not held back"
+    );
+    drop(cache);
+    proxy.abort();
+}

@@ -18,7 +18,10 @@ pub struct ConnectOptions {
     pub notification_capacity: usize,
     /// After this long without a message from the server, send it an `echo`; if that
     /// long passes again without a message, the connection is declared dead (a peer
-    /// that vanished without closing TCP). `None` turns the probe off.
+    /// that vanished without closing TCP). `None` turns the probe off. A cache doubles
+    /// it (up to 64 times) after each connection the probe ended before the cache
+    /// synced, since ovsdb-server answers nothing while it composes a big monitor
+    /// reply; it is back to this once a connection syncs.
     pub inactivity_probe: Option<Duration>,
     /// The most bytes that may wait unsent because the server does not read (requests,
     /// and the replies to its `echo` requests); past it the connection fails with an

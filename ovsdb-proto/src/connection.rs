@@ -321,9 +321,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
                 }
                 slow = false;
                 if probing {
-                    shared.fail(Error::closed(Some(
-                        format!("no message from the server for {period:?} after an inactivity probe").into(),
-                    )));
+                    shared.fail(Error::silent(period));
                     return;
                 }
                 probing = true;

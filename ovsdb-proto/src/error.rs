@@ -39,9 +39,14 @@ pub enum ErrorKind {
 #[derive(Debug)]
 enum Repr {
     Closed(Option<Arc<str>>),
+    /// Closed by the inactivity probe: nothing came for this long after a probe.
+    Silent(std::time::Duration),
     Io(std::io::Error),
     Protocol(String),
-    Server { method: String, error: ServerError },
+    Server {
+        method: String,
+        error: ServerError,
+    },
     Transaction(TransactionError),
     Config(String),
     Datum(crate::schema::DatumError),
@@ -57,6 +62,24 @@ pub struct Error(Box<Repr>);
 impl Error {
     pub(crate) fn closed(reason: Option<Arc<str>>) -> Error {
         Error(Box::new(Repr::Closed(reason)))
+    }
+
+    /// The connection closed by the inactivity probe: no message for `period` after
+    /// a probe.
+    pub(crate) fn silent(period: std::time::Duration) -> Error {
+        Error(Box::new(Repr::Silent(period)))
+    }
+
+    /// True when the connection this error comes from was closed by the inactivity
+    /// probe (the server sent nothing for two probe intervals): a dead server, or one
+    /// too busy to answer, such as one composing the reply to a monitor of a big
+    /// database.
+    pub fn is_inactivity_timeout(&self) -> bool {
+        match &*self.0 {
+            Repr::Silent(_) => true,
+            Repr::Unavailable(c) | Repr::OutcomeUnknown(c) => c.is_inactivity_timeout(),
+            _ => false,
+        }
     }
 
     pub(crate) fn io(e: std::io::Error) -> Error {
@@ -116,7 +139,7 @@ impl Error {
     /// What kind of error this is.
     pub fn kind(&self) -> ErrorKind {
         match &*self.0 {
-            Repr::Closed(_) => ErrorKind::Closed,
+            Repr::Closed(_) | Repr::Silent(_) => ErrorKind::Closed,
             Repr::Io(_) => ErrorKind::Io,
             Repr::Protocol(_) => ErrorKind::Protocol,
             Repr::Server { .. } => ErrorKind::Server,
@@ -192,6 +215,7 @@ impl Error {
     pub(crate) fn duplicate(&self) -> Error {
         Error(Box::new(match &*self.0 {
             Repr::Closed(r) => Repr::Closed(r.clone()),
+            Repr::Silent(p) => Repr::Silent(*p),
             Repr::Io(e) => Repr::Io(std::io::Error::new(e.kind(), e.to_string())),
             Repr::Protocol(m) => Repr::Protocol(m.clone()),
             Repr::Server { method, error } => Repr::Server {
@@ -227,6 +251,10 @@ impl fmt::Display for Error {
         match &*self.0 {
             Repr::Closed(None) => f.write_str("connection closed"),
             Repr::Closed(Some(r)) => write!(f, "connection closed: {r}"),
+            Repr::Silent(p) => write!(
+                f,
+                "connection closed: no message from the server for {p:?} after an inactivity probe"
+            ),
             Repr::Io(e) => write!(f, "i/o error: {e}"),
             Repr::Protocol(m) => write!(f, "protocol error: {m}"),
             Repr::Server { method, error } => write!(f, "{method} failed: {error}"),

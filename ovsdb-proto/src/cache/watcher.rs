@@ -140,6 +140,7 @@ pub(super) async fn run(
         progress,
         synced: false,
         serving: None,
+        probe_scale: 1,
     }
     .run()
     .await
@@ -155,7 +156,19 @@ struct Watcher {
     synced: bool,
     /// The server of the current session.
     serving: Option<Remote>,
+    /// What the inactivity probe's interval is multiplied by: doubled each time a
+    /// server goes silent past the probe before the cache synced (see
+    /// [`MAX_PROBE_SCALE`]), back to 1 once a session syncs.
+    probe_scale: u32,
 }
+
+/// The most the inactivity probe's interval grows while no session syncs: 64 times
+/// (5 s become 320 s). ovsdb-server answers nothing, probes included, while it composes
+/// the reply to a monitor; for a big database (760k rows of an OVN NB took 18 s on a
+/// 2-core machine) that outlasts the default probe, and a client that kept it would
+/// cut every attempt short and never sync, each attempt costing the server the same
+/// work again.
+const MAX_PROBE_SCALE: u32 = 64;
 
 impl Watcher {
     /// Reports `event`; false when nobody listens any more (the cache is gone).
@@ -226,6 +239,22 @@ impl Watcher {
                 tried.clear();
                 behind_since = None;
                 behind_reported = false;
+                self.probe_scale = 1;
+            } else if matches!(&end, End::Failed(e) if e.is_inactivity_timeout())
+                && self.probe_scale < MAX_PROBE_SCALE
+            {
+                self.probe_scale *= 2;
+                let probe = self
+                    .config
+                    .connect
+                    .inactivity_probe
+                    .map(|p| p * self.probe_scale);
+                tracing::warn!(
+                    %remote,
+                    ?probe,
+                    "cache: the server was silent past the inactivity probe before the cache synced \
+                     (busy composing a big monitor reply?); the next attempts wait longer"
+                );
             }
             if matches!(end, End::Failed(_)) && self.progress.raft.take_refused_behind() {
                 let since = *behind_since.get_or_insert_with(std::time::Instant::now);
@@ -320,7 +349,9 @@ impl Watcher {
                 Command::ResetRaftIndex => self.progress.raft.forget(),
             }
         }
-        let (client, mut notes) = connect_with(remote, &self.config.connect).await?;
+        let mut options = self.config.connect.clone();
+        options.inactivity_probe = options.inactivity_probe.map(|p| p * self.probe_scale);
+        let (client, mut notes) = connect_with(remote, &options).await?;
         // Servers too old for this just say so; the connection then still works.
         let _ = client.set_db_change_aware(true).await;
         let mut server = ServerWatch::start(&client, &self.config.database).await?;

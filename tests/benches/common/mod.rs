@@ -198,14 +198,10 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A reconciler over the NB at `remote`, synced, that waits up to `wait` for the
-/// cache to show a transaction (big ones at scale take long). Its inactivity probe is
-/// a minute: ovsdb-server answers nothing while it composes a monitor reply, which
-/// for the 760k rows of the 500 × 500 benches took it 18 s on a 2-core machine (the
-/// default 5 s probe then cuts it off every time, as OVS's own clients would).
+/// cache to show a transaction (big ones at scale take long).
 pub async fn reconciler(remote: &str, wait: Duration) -> netconnect::reconcile::Reconciler {
-    let mut cc =
+    let cc =
         ovsdb_proto::cache::CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);
-    cc.connect.inactivity_probe = Some(Duration::from_secs(60));
     let (mut r, _) = netconnect::reconcile::Reconciler::connect(cc, Duration::from_secs(600))
         .await
         .unwrap();
