@@ -1330,6 +1330,52 @@ async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_re
     );
 }
 
+/// The reconciler remembers each key's fragments with their rows as it left them; a
+/// key the world no longer defines (a network a connect no longer selects) is
+/// forgotten with the world that drops it, so that its rows are not kept alive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fragments_of_a_key_the_world_dropped_are_forgotten() {
+    let sb = sandbox();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let yaml = |red: &str| {
+        let mut y = cnc(
+            "f",
+            "f",
+            "[{cidr: 192.168.0.0/16, networkPrefix: 24}]",
+            "[PodNetwork]",
+        );
+        for (i, (net, label)) in [("blue", "yes"), ("green", "yes"), ("red", red)]
+            .into_iter()
+            .enumerate()
+        {
+            y += &cudn_l3(
+                net,
+                net,
+                &format!("[{{cidr: 10.{}.0.0/16, hostSubnet: 24}}]", 10 + i),
+                &format!("f: \"{label}\""),
+            );
+        }
+        for i in 1..=2 {
+            y += &udn::node(&format!("n{i}"), &format!("ch{i}"), &[]);
+        }
+        y
+    };
+    let w = udn::world(&yaml("yes"), &State::default(), None);
+    udn::apply(&r, &w).await;
+    let before = r.remembered();
+    // Three networks and the connect's key for each.
+    assert_eq!(before, 6);
+    netconnect::controller::forget_gone(&w, &r);
+    assert_eq!(r.remembered(), before, "every key is still defined");
+    let w2 = udn::world(&yaml("no"), &w.state(&State::default()), None);
+    netconnect::controller::forget_gone(&w2, &r);
+    assert_eq!(
+        r.remembered(),
+        before - 1,
+        "the connect's key for red is forgotten"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn okep_layer2_example_three_layer2_networks_ping_through_their_transit_routers() {
     let sb = sandbox();

@@ -256,6 +256,7 @@ impl Controller {
                 let w = world.borrow_and_update().clone();
                 let keys: HashSet<Key> = w.keys().into_iter().collect();
                 queue.retain_seen(|k| keys.contains(k));
+                forget_gone(&w, &reconciler);
                 enqueue_changed(&queue, &previous, &w, &reconciler);
                 previous = w;
             }
@@ -275,6 +276,17 @@ pub fn changed_keys(previous: &World, world: &World, reconciler: &Reconciler) ->
     let snap = reconciler.cache().snapshot();
     keys.extend(world.gone_in(&snap, reconciler.indexes()));
     keys
+}
+
+/// Forgets the fragments remembered of keys `world` no longer defines (a connect that
+/// no longer selects a network, a network gone), so that their rows are not kept alive.
+pub fn forget_gone(world: &World, reconciler: &Reconciler) {
+    let scopes: Vec<_> = world
+        .keys()
+        .iter()
+        .filter_map(|k| world.fragment_scope(k))
+        .collect();
+    reconciler.retain_known(scopes.iter().map(|(o, s)| (o, s)));
 }
 
 fn enqueue_changed(queue: &KeyQueue, previous: &World, world: &World, reconciler: &Reconciler) {

@@ -568,6 +568,22 @@ impl Reconciler {
         memo.insert(key, Arc::new(KeyMemo { fragments, entries }));
     }
 
+    /// Forgets what was remembered of the keys with fragments other than those of
+    /// `scopes` (each key's owner and scope): the memo holds a key's rows as it left
+    /// them, and a key the inputs no longer define must not keep them alive.
+    pub fn retain_known<'a>(&self, scopes: impl IntoIterator<Item = (&'a Owner, &'a Scope)>) {
+        let keep: HashSet<String> = scopes.into_iter().map(|(o, s)| memo_key(o, s)).collect();
+        self.memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|k, _| keep.contains(k));
+    }
+
+    /// How many keys' fragments are remembered.
+    pub fn remembered(&self) -> usize {
+        self.memo.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     /// After a failure: nothing is known of `desired`'s key.
     fn forget(&self, desired: &Desired) {
         let key = memo_key(&desired.owner, &desired.scope);
