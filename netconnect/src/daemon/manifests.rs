@@ -41,14 +41,15 @@ impl ManifestDir {
     /// Reads every file again; see the module's comment for what a broken file or
     /// object gives.
     pub fn read(&mut self) -> std::io::Result<Vec<FileObjects>> {
+        let mut before = std::mem::take(&mut self.parsed);
         let mut parsed = BTreeMap::new();
-        let before = &self.parsed;
         let now = read_dir_with(&self.dir, |file, text| {
-            let objects = match before.get(file) {
-                Some((t, objects)) if t == text => objects.clone(),
-                _ => parse_file(file, text),
+            let entry = match before.remove(file) {
+                Some(same) if same.0 == text => same,
+                _ => (text.to_owned(), parse_file(file, text)),
             };
-            parsed.insert(file.to_path_buf(), (text.to_owned(), objects.clone()));
+            let objects = entry.1.clone();
+            parsed.insert(file.to_path_buf(), entry);
             objects
         })?;
         self.parsed = parsed;

@@ -89,19 +89,19 @@ fn scope_rows(
     rows
 }
 
-/// `f` of the current version of row `uuid` of `table`: found among the key's `rows`
-/// (in uuid order), else in its table (a row without its owner's stamp is not among
-/// them).
+/// `f` of the current version of row `uuid` of `table` and whether it is among the
+/// key's `rows` (in uuid order); else it is looked up in its table (a row without its
+/// owner's stamp is not among them).
 fn with_current<R>(
     rows: &[(Uuid, Arc<CachedRow>)],
     snap: &Snapshot,
     table: &str,
     uuid: &Uuid,
-    f: impl FnOnce(Option<&Arc<CachedRow>>) -> R,
+    f: impl FnOnce(Option<&Arc<CachedRow>>, bool) -> R,
 ) -> R {
     match plan::position(rows, uuid) {
-        Ok(at) => f(Some(&rows[at].1)),
-        Err(_) => f(snap.get(table, uuid).as_ref()),
+        Ok(at) => f(Some(&rows[at].1), true),
+        Err(_) => f(snap.get(table, uuid).as_ref(), false),
     }
 }
 
@@ -314,7 +314,7 @@ impl Reconciler {
         };
         let as_left = |r: &MemoRow| {
             (untouched && r.inside)
-                || with_current(&now, &snap, r.table, &r.uuid, |now| {
+                || with_current(&now, &snap, r.table, &r.uuid, |now, _| {
                     now.is_some_and(|now| plan::is_version(now, &r.row))
                 })
         };
@@ -537,15 +537,13 @@ impl Reconciler {
                 continue;
             };
             let found = uuids.get(&(r.table, r.identity.as_str())).and_then(|u| {
-                let (now, inside) = match plan::position(rows, u) {
-                    Ok(i) => (Some(rows[i].1.clone()), true),
-                    Err(_) => (snap.get(r.table, u), false),
-                };
-                now.map(|now| MemoRow {
-                    table: r.table,
-                    uuid: *u,
-                    row: Arc::downgrade(&now),
-                    inside,
+                with_current(rows, snap, r.table, u, |now, inside| {
+                    Some(MemoRow {
+                        table: r.table,
+                        uuid: *u,
+                        row: Arc::downgrade(now?),
+                        inside,
+                    })
                 })
             });
             match found {

@@ -206,10 +206,6 @@ where
     K: Hash + Eq + Borrow<Q> + Send + Sync + 'static,
     Q: Hash + Eq + ?Sized,
 {
-    let map = state.downcast_ref::<KeyMap<K>>()?;
-    Some(
-        map.get(key)
-            .map(|s| s.iter().map(|(u, r)| (*u, r.clone())).collect())
-            .unwrap_or_default(),
-    )
+    let rows = entry::<K, Q>(state, key)?;
+    Some(rows.iter().map(|(u, r)| (*u, r.clone())).collect())
 }
