@@ -74,13 +74,7 @@ pub fn parse_id(key: &'static str, value: &str) -> Result<u32, BadAnnotation> {
 /// Reads [`NODE_SUBNETS`]: each network's subnets, given as a list or (older,
 /// single-stack) as one string.
 pub fn parse_node_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, BadAnnotation> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    let raw: BTreeMap<String, OneOrMany> = serde_json::from_str(value).map_err(|e| {
+    let raw: BTreeMap<String, cidr_text::OneOrMany> = serde_json::from_str(value).map_err(|e| {
         bad(
             NODE_SUBNETS,
             value,
@@ -88,12 +82,9 @@ pub fn parse_node_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, B
         )
     })?;
     raw.into_iter()
-        .map(|(net, v)| {
-            let list = match v {
-                OneOrMany::One(s) => vec![s],
-                OneOrMany::Many(l) => l,
-            };
+        .map(|(net, list)| {
             let parsed = list
+                .0
                 .iter()
                 .map(|s| {
                     s.parse::<IpNet>().map_err(|_| {
@@ -108,11 +99,102 @@ pub fn parse_node_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, B
 
 /// Writes [`NODE_SUBNETS`] as OVN-Kubernetes does: every network as a list.
 pub fn format_node_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
-    let m: BTreeMap<&String, Vec<String>> = subnets
-        .iter()
-        .map(|(k, v)| (k, v.iter().map(IpNet::to_string).collect()))
-        .collect();
-    serde_json::to_string(&m).expect("strings serialize")
+    write_node_subnets(subnets.iter().map(|(k, v)| (k.as_str(), v.as_slice())))
+}
+
+/// [`format_node_subnets`] of entries given in name order (each name once).
+pub fn write_node_subnets<'a>(entries: impl Iterator<Item = (&'a str, &'a [IpNet])>) -> String {
+    use serde::ser::SerializeMap;
+    /// The entries, written as a JSON object without a copy of them.
+    struct Entries<I>(std::cell::Cell<Option<I>>);
+    /// A list of CIDRs, each written as text where it is (no string made for it).
+    struct Cidrs<'a>(&'a [IpNet]);
+    impl Serialize for Cidrs<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.iter().map(cidr_text::Display))
+        }
+    }
+    impl<'a, I: Iterator<Item = (&'a str, &'a [IpNet])>> Serialize for Entries<I> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut map = s.serialize_map(None)?;
+            for (k, v) in self.0.take().into_iter().flatten() {
+                map.serialize_entry(k, &Cidrs(v))?;
+            }
+            map.end()
+        }
+    }
+    serde_json::to_string(&Entries(std::cell::Cell::new(Some(entries)))).expect("strings serialize")
+}
+
+/// How the CIDRs of [`NODE_SUBNETS`] are read and written without a string of their
+/// own each (250k of them at 500 networks x 500 nodes).
+mod cidr_text {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    use serde::de::{Deserializer, SeqAccess, Visitor};
+    use serde::{Deserialize, Serialize, Serializer};
+
+    /// A network's entry: a list of CIDRs or (older, single-stack) one, as text.
+    pub struct OneOrMany<'a>(pub Vec<Cow<'a, str>>);
+
+    /// One CIDR's text, borrowed from the annotation when it has no escapes.
+    struct Text<'a>(Cow<'a, str>);
+
+    struct TextVisitor;
+    impl<'de> Visitor<'de> for TextVisitor {
+        type Value = Cow<'de, str>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a CIDR")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(Cow::Borrowed(v))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Cow::Owned(v.to_owned()))
+        }
+    }
+
+    impl<'de> Deserialize<'de> for Text<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_str(TextVisitor).map(Text)
+        }
+    }
+
+    struct OneOrManyVisitor;
+    impl<'de> Visitor<'de> for OneOrManyVisitor {
+        type Value = OneOrMany<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a CIDR or a list of CIDRs")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(OneOrMany(vec![Cow::Borrowed(v)]))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(OneOrMany(vec![Cow::Owned(v.to_owned())]))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(2));
+            while let Some(Text(t)) = seq.next_element()? {
+                out.push(t);
+            }
+            Ok(OneOrMany(out))
+        }
+    }
+
+    impl<'de> Deserialize<'de> for OneOrMany<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_any(OneOrManyVisitor)
+        }
+    }
+
+    /// A value written as its `Display` text.
+    pub struct Display<T>(pub T);
+    impl<T: fmt::Display> Serialize for Display<T> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_str(&self.0)
+        }
+    }
 }
 
 /// [`NODE_TRANSIT_SWITCH_PORT_IFADDR`]: one address per family.

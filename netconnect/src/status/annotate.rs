@@ -29,9 +29,10 @@ impl State {
             let o = Object::ClusterNetworkConnect(connect(name, info, alloc, previous, now));
             out.objects.insert(key(&o), o);
         }
-        for (name, info) in &inv.nodes {
+        for ((name, info), subnets) in inv.nodes.iter().zip(host_subnets_by_node(inv, alloc)) {
             let why = reasons(allocation_problems, &format!("Node {name}"));
-            let o = Object::Node(node(name, info, inv, alloc, previous, &why, now));
+            let mine = Allocated { alloc, subnets };
+            let o = Object::Node(node(name, info, inv, &mine, previous, &why, now));
             out.objects.insert(key(&o), o);
         }
         for (name, info) in &inv.networks {
@@ -117,6 +118,33 @@ fn connect(
     object
 }
 
+/// Each node's host subnets (in the inventory's node order), network by network in
+/// name order: one walk through each network's map rather than a look-up per network
+/// and node.
+fn host_subnets_by_node<'a>(
+    inv: &Inventory,
+    alloc: &'a Allocations,
+) -> Vec<Vec<(&'a str, &'a [ipnet::IpNet])>> {
+    let mut out = vec![Vec::new(); inv.nodes.len()];
+    for (net, by_node) in &alloc.host_subnets {
+        let mut given = by_node.iter().peekable();
+        for (name, mine) in inv.nodes.keys().zip(out.iter_mut()) {
+            while given.next_if(|(n, _)| *n < name).is_some() {}
+            if let Some((_, s)) = given.next_if(|(n, _)| *n == name) {
+                mine.push((net.as_str(), s.as_slice()));
+            }
+        }
+    }
+    out
+}
+
+/// What was allocated, with one node's host subnets picked out.
+struct Allocated<'a> {
+    alloc: &'a Allocations,
+    /// The node's host subnets by network, in name order.
+    subnets: Vec<(&'a str, &'a [ipnet::IpNet])>,
+}
+
 /// A node as written: its node id, transit addresses and host subnets (its entries for
 /// networks netconnect does not manage kept), and a condition naming an annotation
 /// replaced by an allocation (`why`).
@@ -124,36 +152,41 @@ fn node(
     name: &str,
     info: &NodeInfo,
     inv: &Inventory,
-    alloc: &Allocations,
+    mine: &Allocated,
     previous: &State,
     why: &[String],
     now: &str,
 ) -> Node {
     let mut object = info.object.clone();
     let a = &mut object.metadata.annotations;
-    if let Some(id) = alloc.node_ids.get(name) {
+    if let Some(id) = mine.alloc.node_ids.get(name) {
         a.insert(NODE_ID.into(), id.to_string());
     }
-    if let Some(t) = alloc.node_transit.get(name).filter(|t| !t.is_empty()) {
+    if let Some(t) = mine.alloc.node_transit.get(name).filter(|t| !t.is_empty()) {
         a.insert(
             NODE_TRANSIT_SWITCH_PORT_IFADDR.into(),
             format_transit_ifaddr(t),
         );
     }
-    let mut subnets = a
+    let own = a
         .get(NODE_SUBNETS)
         .and_then(|v| annotations::parse_node_subnets(v).ok())
         .unwrap_or_default();
-    subnets.retain(|net, _| !inv.networks.contains_key(net));
-    for (net, by_node) in &alloc.host_subnets {
-        if let Some(s) = by_node.get(name).filter(|s| !s.is_empty()) {
-            subnets.insert(net.clone(), s.clone());
-        }
+    let mut subnets: Vec<(&str, &[ipnet::IpNet])> = own
+        .iter()
+        .filter(|(net, _)| !inv.networks.contains_key(*net))
+        .map(|(net, s)| (net.as_str(), s.as_slice()))
+        .collect();
+    let foreign = !subnets.is_empty();
+    subnets.extend(mine.subnets.iter().filter(|(_, s)| !s.is_empty()));
+    if foreign {
+        subnets.sort_by(|x, y| x.0.cmp(y.0));
     }
     if subnets.is_empty() {
         a.remove(NODE_SUBNETS);
     } else {
-        a.insert(NODE_SUBNETS.into(), format_node_subnets(&subnets));
+        let text = annotations::write_node_subnets(subnets.into_iter());
+        a.insert(NODE_SUBNETS.into(), text);
     }
     let prev = match previous.objects.get(&("Node".to_owned(), name.to_owned())) {
         Some(Object::Node(n)) => Some(n),

@@ -645,4 +645,27 @@ mod tests {
             "the subnet is kept"
         );
     }
+
+    #[test]
+    fn a_nodes_subnets_of_networks_not_managed_here_are_kept_in_name_order() {
+        // "default" and "zzz_net" are not networks of the inventory: written back as
+        // read, around this network's entry, in name order.
+        let own = r#"{"zzz_net":["10.9.0.0/24"],"default":"10.244.0.0/24"}"#;
+        let yaml = node("a", &[("k8s.ovn.org/node-subnets", own)])
+            + &node("b", &[])
+            + &l3("[{cidr: 10.1.0.0/16}, {cidr: fd00:1::/48}]");
+        let state = state_of(&yaml, &State::default());
+        let written = |name: &str| match &state.objects[&("Node".to_owned(), name.to_owned())] {
+            Object::Node(n) => n.metadata.annotations[NODE_SUBNETS].clone(),
+            o => panic!("{o:?} is not a node"),
+        };
+        assert_eq!(
+            written("a"),
+            r#"{"default":["10.244.0.0/24"],"red_net":["10.1.0.0/24","fd00:1:0:1::/64"],"zzz_net":["10.9.0.0/24"]}"#
+        );
+        assert_eq!(
+            written("b"),
+            r#"{"red_net":["10.1.1.0/24","fd00:1:0:2::/64"]}"#
+        );
+    }
 }
