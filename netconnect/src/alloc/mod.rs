@@ -287,11 +287,8 @@ fn subnets(
         match net.topology {
             Topology::Layer3 => {
                 let nodes = annotated.iter_mut().map(|(node_name, node, given)| {
-                    while given.next_if(|(n, _)| n.as_str() < name.as_str()).is_some() {}
-                    let mine = given
-                        .next_if(|(n, _)| *n == name)
-                        .map(|(_, s)| s.as_slice());
-                    (*node_name, *node, mine.unwrap_or(&[]))
+                    let mine = crate::topology::in_step(given, name);
+                    (*node_name, *node, mine.map_or(&[][..], Vec::as_slice))
                 });
                 let (subnets, mut p) = host_subnets(info, name, nodes);
                 problems.append(&mut p);

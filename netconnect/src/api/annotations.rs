@@ -24,6 +24,9 @@ pub const L3_GATEWAY_CONFIG: &str = "k8s.ovn.org/l3-gateway-config";
 /// Node annotation: every address of the node's host, as CIDRs (a JSON list); the
 /// addresses a NodePort answers on.
 pub const HOST_CIDRS: &str = "k8s.ovn.org/host-cidrs";
+/// On Nodes: `false` when the node's gateway cannot set the MTU of what it sends
+/// (gateway-facing ports then carry no `gateway_mtu`).
+pub const GATEWAY_MTU_SUPPORT: &str = "k8s.ovn.org/gateway-mtu-support";
 /// On networks (a NAD in OVN-Kubernetes; here the UDN or CUDN): the network id.
 pub const NETWORK_ID: &str = "k8s.ovn.org/network-id";
 /// On primary Layer2 networks: `[<switch key>, <transit router key>]`.

@@ -53,6 +53,8 @@ pub struct NodeInfo {
     pub gateway: Option<L3GatewayConfig>,
     /// `k8s.ovn.org/host-cidrs`: the host's addresses, in the order of their text.
     pub host_addresses: Vec<std::net::IpAddr>,
+    /// `k8s.ovn.org/gateway-mtu-support` is not `false`.
+    pub gateway_mtu: bool,
 }
 
 impl NodeInfo {
@@ -485,6 +487,7 @@ fn node_info(origin: &Origin, node: &Node, context: &Context) -> Result<NodeInfo
         transit_ifaddr,
         gateway,
         host_addresses,
+        gateway_mtu: a.get(GATEWAY_MTU_SUPPORT).is_none_or(|v| v != "false"),
     })
 }
 

@@ -65,7 +65,7 @@ impl Fragments for KnownFragments {
             .as_ref()
             .and_then(|m| m.fragments.get(label))
             .is_some_and(|f| f.0 == fingerprint)
-            && !self.stale.contains(label)
+            && (self.stale.is_empty() || !self.stale.contains(label))
     }
 }
 

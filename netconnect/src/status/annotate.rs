@@ -129,8 +129,7 @@ fn host_subnets_by_node<'a>(
     for (net, by_node) in &alloc.host_subnets {
         let mut given = by_node.iter().peekable();
         for (name, mine) in inv.nodes.keys().zip(out.iter_mut()) {
-            while given.next_if(|(n, _)| *n < name).is_some() {}
-            if let Some((_, s)) = given.next_if(|(n, _)| *n == name) {
+            if let Some(s) = crate::topology::in_step(&mut given, name) {
                 mine.push((net.as_str(), s.as_slice()));
             }
         }

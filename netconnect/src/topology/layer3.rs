@@ -107,11 +107,20 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
         l3.no_reroute_policies();
     }
     let name = net.name();
+    // The network's host subnets, walked beside the nodes (both in name order).
+    let mut hosts = inputs
+        .allocations
+        .host_subnets
+        .get(&name)
+        .map(|m| m.iter().peekable());
     for node in inputs.nodes() {
         if node.transit.is_empty() {
             continue;
         }
-        let subnets = inputs.host_subnets(&name, node.name);
+        let subnets = hosts
+            .as_mut()
+            .and_then(|h| super::in_step(h, node.name))
+            .map_or(&[][..], Vec::as_slice);
         let local = node.local && !subnets.is_empty();
         // Through the first local node's host: OVN-Kubernetes has one node per zone.
         let services = match local {

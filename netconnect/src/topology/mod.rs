@@ -170,28 +170,23 @@ impl<'a> Inputs<'a> {
     pub fn nodes(&self) -> Vec<NodeView<'a>> {
         let inv = self.inventory;
         let alloc = self.allocations;
+        // The allocations' maps are walked beside the nodes' (all in name order): every
+        // key builds these views, a look-up per node and map was a tenth of its time.
+        let mut ids = alloc.node_ids.iter().peekable();
+        let mut transit = alloc.node_transit.iter().peekable();
         inv.nodes
             .iter()
             .filter_map(|(name, node)| {
-                let id = *alloc.node_ids.get(name)?;
+                let id = *in_step(&mut ids, name)?;
                 Some(NodeView {
                     name: name.as_str(),
                     id,
                     local: inv.is_local(node, self.zone),
                     chassis: node.chassis_id.as_deref(),
-                    transit: alloc
-                        .node_transit
-                        .get(name)
-                        .map(Vec::as_slice)
-                        .unwrap_or(&[]),
+                    transit: in_step(&mut transit, name).map_or(&[], Vec::as_slice),
                     gateway: node.gateway.as_ref(),
                     host_addresses: &node.host_addresses,
-                    gateway_mtu: node
-                        .object
-                        .metadata
-                        .annotations
-                        .get("k8s.ovn.org/gateway-mtu-support")
-                        .is_none_or(|v| v != "false"),
+                    gateway_mtu: node.gateway_mtu,
                 })
             })
             .collect()
@@ -224,6 +219,16 @@ impl<'a> Inputs<'a> {
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }
+}
+
+/// The value of `name` in `map`, a map walked in name order beside a walk through
+/// names in the same order: the entries before `name` are passed over.
+pub(crate) fn in_step<'a, V>(
+    map: &mut std::iter::Peekable<std::collections::btree_map::Iter<'a, String, V>>,
+    name: &str,
+) -> Option<&'a V> {
+    while map.next_if(|(k, _)| k.as_str() < name).is_some() {}
+    map.next_if(|(k, _)| k.as_str() == name).map(|(_, v)| v)
 }
 
 /// The reconcile key of a network's rows.
