@@ -73,35 +73,113 @@ fn memo_key(owner: &Owner, scope: &Scope) -> String {
     format!("{owner}|{scope:?}")
 }
 
-/// The rows of a key's scope in every table, with their addresses, in uuid order.
-fn scope_rows(
-    snap: &Snapshot,
-    nb: &NbIndexes,
-    owner: &Owner,
-    scope: &Scope,
-) -> Vec<(Uuid, Arc<CachedRow>)> {
-    let mut rows: Vec<(Uuid, Arc<CachedRow>)> = nb::TABLES
-        .iter()
-        .flat_map(|t| nb.in_scope(snap, t, owner, scope))
-        .collect();
-    // Each table's rows come in uuid order: a stable sort merges the runs.
-    rows.sort_by_key(|(u, _)| u.as_u128());
-    rows
+/// A key's rows in one snapshot (its scope in every table), in uuid order, each with
+/// its table: read once per snapshot and shared by the planner, the fragment memo and
+/// the checks of who changed what.
+#[derive(Clone, Debug, Default)]
+pub struct KeyRows(Vec<KeyRow>);
+
+/// One of a key's rows.
+#[derive(Clone, Debug)]
+pub struct KeyRow {
+    /// Its address.
+    pub uuid: Uuid,
+    /// Its table, an index in [`nb::TABLES`].
+    pub table: usize,
+    /// The row.
+    pub row: Arc<CachedRow>,
+}
+
+impl KeyRows {
+    /// The rows of the key of `owner` and `scope` in `snap`.
+    pub fn read(snap: &Snapshot, nb: &NbIndexes, owner: &Owner, scope: &Scope) -> KeyRows {
+        let mut rows: Vec<KeyRow> = Vec::new();
+        for (table, name) in nb::TABLES.iter().enumerate() {
+            rows.extend(
+                nb.in_scope(snap, name, owner, scope)
+                    .into_iter()
+                    .map(|(uuid, row)| KeyRow { uuid, table, row }),
+            );
+        }
+        // Each table's rows come in uuid order: a stable sort merges the runs.
+        rows.sort_by_key(|r| r.uuid.as_u128());
+        KeyRows(rows)
+    }
+
+    /// The key's row at `uuid`, if it is one.
+    pub fn get(&self, uuid: &Uuid) -> Option<&KeyRow> {
+        let at = self
+            .0
+            .binary_search_by_key(&uuid.as_u128(), |r| r.uuid.as_u128());
+        at.ok().map(|at| &self.0[at])
+    }
+
+    /// True when the row at `uuid` is one of the key's.
+    pub fn contains(&self, uuid: &Uuid) -> bool {
+        self.get(uuid).is_some()
+    }
+
+    /// The rows, in uuid order.
+    pub fn iter(&self) -> std::slice::Iter<'_, KeyRow> {
+        self.0.iter()
+    }
+
+    /// How many rows the key has.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when the key has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// Row addresses in order, for looking up a few thousand of them without hashing each.
+#[derive(Clone, Debug, Default)]
+pub struct UuidSet(Vec<Uuid>);
+
+impl UuidSet {
+    /// True when `uuid` is in the set.
+    pub fn contains(&self, uuid: &Uuid) -> bool {
+        self.0
+            .binary_search_by_key(&uuid.as_u128(), Uuid::as_u128)
+            .is_ok()
+    }
+
+    /// How many addresses the set holds.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True when the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl FromIterator<Uuid> for UuidSet {
+    fn from_iter<I: IntoIterator<Item = Uuid>>(iter: I) -> UuidSet {
+        let mut v: Vec<Uuid> = iter.into_iter().collect();
+        v.sort_unstable_by_key(Uuid::as_u128);
+        v.dedup();
+        UuidSet(v)
+    }
 }
 
 /// `f` of the current version of row `uuid` of `table` and whether it is among the
-/// key's `rows` (in uuid order); else it is looked up in its table (a row without its
-/// owner's stamp is not among them).
+/// key's `rows`; else it is looked up in its table (a row without its owner's stamp is
+/// not among them).
 fn with_current<R>(
-    rows: &[(Uuid, Arc<CachedRow>)],
+    rows: &KeyRows,
     snap: &Snapshot,
     table: &str,
     uuid: &Uuid,
     f: impl FnOnce(Option<&Arc<CachedRow>>, bool) -> R,
 ) -> R {
-    match plan::position(rows, uuid) {
-        Ok(at) => f(Some(&rows[at].1), true),
-        Err(_) => f(snap.get(table, uuid).as_ref(), false),
+    match rows.get(uuid) {
+        Some(r) => f(Some(&r.row), true),
+        None => f(snap.get(table, uuid).as_ref(), false),
     }
 }
 
@@ -110,8 +188,8 @@ fn with_current<R>(
 /// they inserted, updated or mutated by uuid, and no more rows are gone than the plan
 /// deleted (explicitly or by dropping their last reference: `deleted`).
 fn changed_only_by(
-    before: &[(Uuid, Arc<CachedRow>)],
-    after: &[(Uuid, Arc<CachedRow>)],
+    before: &KeyRows,
+    after: &KeyRows,
     ops: &[Operation],
     results: &[ovsdb_proto::OperationResult],
     deleted: usize,
@@ -136,21 +214,21 @@ fn changed_only_by(
     loop {
         match (b.peek(), a.peek()) {
             (None, None) => return gone <= deleted,
-            (Some((ub, rb)), Some((ua, ra))) if ub == ua => {
-                if !Arc::ptr_eq(rb, ra) && !touched.contains(ua) {
+            (Some(rb), Some(ra)) if rb.uuid == ra.uuid => {
+                if !Arc::ptr_eq(&rb.row, &ra.row) && !touched.contains(&ra.uuid) {
                     return false;
                 }
                 b.next();
                 a.next();
             }
-            (Some((ub, _)), Some((ua, _))) if ub > ua => {
-                if !touched.contains(ua) {
+            (Some(rb), Some(ra)) if rb.uuid.as_u128() > ra.uuid.as_u128() => {
+                if !touched.contains(&ra.uuid) {
                     return false;
                 }
                 a.next();
             }
-            (None, Some((ua, _))) => {
-                if !touched.contains(ua) {
+            (None, Some(ra)) => {
+                if !touched.contains(&ra.uuid) {
                     return false;
                 }
                 a.next();
@@ -163,12 +241,12 @@ fn changed_only_by(
     }
 }
 
-/// True when two lists of rows hold the same row versions.
-fn same_rows(a: &[(Uuid, Arc<CachedRow>)], b: &[(Uuid, Arc<CachedRow>)]) -> bool {
+/// True when two reads of a key's rows hold the same row versions.
+fn same_rows(a: &KeyRows, b: &KeyRows) -> bool {
     a.len() == b.len()
         && a.iter()
-            .zip(b)
-            .all(|((ua, ra), (ub, rb))| ua == ub && Arc::ptr_eq(ra, rb))
+            .zip(b.iter())
+            .all(|(x, y)| x.uuid == y.uuid && Arc::ptr_eq(&x.row, &y.row))
 }
 
 /// Why a key was not reconciled.
@@ -309,8 +387,8 @@ impl Reconciler {
         let untouched = entries.len() == m.entries.len()
             && entries.iter().zip(&m.entries).all(|(a, b)| a.same(b));
         let now = match untouched {
-            true => Vec::new(),
-            false => scope_rows(&snap, &self.nb, owner, scope),
+            true => KeyRows::default(),
+            false => KeyRows::read(&snap, &self.nb, owner, scope),
         };
         let as_left = |r: &MemoRow| {
             (untouched && r.inside)
@@ -345,7 +423,7 @@ impl Reconciler {
     }
 
     /// The rows of the fragments `desired` skipped (to be kept as they are).
-    fn skipped_rows(&self, desired: &Desired) -> HashSet<Uuid> {
+    fn skipped_rows(&self, desired: &Desired) -> UuidSet {
         let skipped: Vec<&str> = desired
             .fragments()
             .iter()
@@ -353,11 +431,11 @@ impl Reconciler {
             .map(|f| f.label.as_str())
             .collect();
         if skipped.is_empty() {
-            return HashSet::new();
+            return UuidSet::default();
         }
         let memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let Some(m) = memo.get(&memo_key(&desired.owner, &desired.scope)) else {
-            return HashSet::new();
+            return UuidSet::default();
         };
         skipped
             .iter()
@@ -368,13 +446,21 @@ impl Reconciler {
 
     /// What reconciling `desired` would write now.
     pub fn plan(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
-        self.plan_in(desired, &self.cache.snapshot())
+        let snap = self.cache.snapshot();
+        let rows = KeyRows::read(&snap, &self.nb, &desired.owner, &desired.scope);
+        self.plan_in(desired, &snap, &rows)
     }
 
-    fn plan_in(&self, desired: &Desired, snap: &Snapshot) -> Result<Plan, ReconcileError> {
+    /// The plan of `desired` in `snap`, where the key's rows are `rows`.
+    fn plan_in(
+        &self,
+        desired: &Desired,
+        snap: &Snapshot,
+        rows: &KeyRows,
+    ) -> Result<Plan, ReconcileError> {
         let planner = self.planner()?;
         let keep = self.skipped_rows(desired);
-        let mut plan = planner.plan_keeping(desired, snap, &self.nb, &keep)?;
+        let mut plan = planner.plan_keeping(desired, snap, &self.nb, rows, &keep)?;
         plan.incomplete = desired.incomplete.clone();
         Ok(plan)
     }
@@ -384,20 +470,20 @@ impl Reconciler {
     pub async fn apply(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
         self.settle(desired).await?;
         let planned = self.cache.snapshot();
-        let mut plan = self.plan_in(desired, &planned)?;
-        let before = scope_rows(&planned, &self.nb, &desired.owner, &desired.scope);
+        let before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
+        let mut plan = self.plan_in(desired, &planned, &before)?;
         if plan.is_empty() {
             // The rows are read again only if the cache moved while planning.
             let now = self.cache.snapshot();
             let (rows, own) = if Arc::ptr_eq(&now, &planned) {
                 (before, true)
             } else {
-                let rows = scope_rows(&now, &self.nb, &desired.owner, &desired.scope);
+                let rows = KeyRows::read(&now, &self.nb, &desired.owner, &desired.scope);
                 let own = same_rows(&before, &rows);
                 (rows, own)
             };
             if own {
-                plan.seen = Some(SeenRows::new(&rows));
+                plan.seen = Some(SeenRows::of(&rows));
                 self.remember(desired, &plan, &[], &rows, &now);
             } else {
                 self.forget(desired);
@@ -430,11 +516,11 @@ impl Reconciler {
         match self.cache.wait_shown(&ops, &results, self.wait).await {
             Ok(()) => {
                 let snap = self.cache.snapshot();
-                let now = scope_rows(&snap, &self.nb, &desired.owner, &desired.scope);
+                let now = KeyRows::read(&snap, &self.nb, &desired.owner, &desired.scope);
                 if Expected::new(&ops, &results).shown_in(&snap)
                     && changed_only_by(&before, &now, &ops, &results, plan.deleted.len())
                 {
-                    plan.seen = Some(SeenRows::new(&now));
+                    plan.seen = Some(SeenRows::of(&now));
                     self.remember(desired, &plan, &results, &now, &snap);
                 } else {
                     self.forget(desired);
@@ -502,12 +588,12 @@ impl Reconciler {
         desired: &Desired,
         plan: &Plan,
         results: &[ovsdb_proto::OperationResult],
-        rows: &[(Uuid, Arc<CachedRow>)],
+        rows: &KeyRows,
         snap: &Snapshot,
     ) {
         let key = memo_key(&desired.owner, &desired.scope);
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
-        let old = memo.remove(&key).unwrap_or_default();
+        let old = memo.remove(&key);
         if desired.fragments().is_empty() {
             return;
         }
@@ -551,16 +637,40 @@ impl Reconciler {
                 None => built[at] = None,
             }
         }
-        let mut fragments: HashMap<String, Arc<FragmentMemo>> = HashMap::new();
+        // The fragments remembered before, with those built now put in (the map is
+        // copied only while a reader still holds it): a node added changes one entry,
+        // not the network's 500.
+        let mut fragments = match old.map(Arc::try_unwrap) {
+            Some(Ok(m)) => m.fragments,
+            Some(Err(held)) => held.fragments.clone(),
+            None => HashMap::new(),
+        };
+        let mut present = 0;
         for (f, now) in desired.fragments().iter().zip(built) {
-            let kept = match now {
-                Some(now) => Some(Arc::new(now)),
-                None if f.skipped => old.fragments.get(&f.label).cloned(),
-                None => None,
-            };
-            if let Some(k) = kept {
-                fragments.insert(f.label.clone(), k);
+            match now {
+                Some(now) => {
+                    match fragments.get_mut(&f.label) {
+                        Some(m) => *m = Arc::new(now),
+                        None => {
+                            fragments.insert(f.label.clone(), Arc::new(now));
+                        }
+                    }
+                    present += 1;
+                }
+                None if f.skipped => present += usize::from(fragments.contains_key(&f.label)),
+                None => {
+                    fragments.remove(&f.label);
+                }
             }
+        }
+        // Fragments the key no longer builds (a node gone) are forgotten.
+        if fragments.len() != present {
+            let labels: HashSet<&str> = desired
+                .fragments()
+                .iter()
+                .map(|f| f.label.as_str())
+                .collect();
+            fragments.retain(|l, _| labels.contains(l.as_str()));
         }
         let entries = self.nb.scope_entries(snap, &desired.owner, &desired.scope);
         memo.insert(key, Arc::new(KeyMemo { fragments, entries }));

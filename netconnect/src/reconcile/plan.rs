@@ -49,6 +49,15 @@ impl SeenRows {
         SeenRows(rows.iter().map(|(u, r)| (*u, Arc::downgrade(r))).collect())
     }
 
+    /// The rows of a key as read in one snapshot.
+    pub(crate) fn of(rows: &super::KeyRows) -> SeenRows {
+        SeenRows(
+            rows.iter()
+                .map(|r| (r.uuid, Arc::downgrade(&r.row)))
+                .collect(),
+        )
+    }
+
     /// True when `row` is how the row `uuid` was seen: the same version, or absent
     /// (deleted) and not seen.
     pub fn saw(&self, uuid: &Uuid, row: Option<&Arc<CachedRow>>) -> bool {

@@ -26,6 +26,7 @@ use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation
 
 use super::nb::{NbIndexes, ATTACHABLE, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
+use super::{KeyRows, UuidSet};
 use crate::ownership::{binding_identity, binding_port};
 use crate::topology::desired::{
     foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
@@ -185,17 +186,19 @@ impl Planner {
         snap: &Snapshot,
         nb: &NbIndexes,
     ) -> Result<Plan, PlanError> {
-        self.plan_keeping(desired, snap, nb, &HashSet::new())
+        let rows = KeyRows::read(snap, nb, &desired.owner, &desired.scope);
+        self.plan_keeping(desired, snap, nb, &rows, &UuidSet::default())
     }
 
-    /// [`Planner::plan`], with the rows `keep` (those of fragments `desired` skipped)
-    /// kept as they are.
+    /// [`Planner::plan`] where the key's rows are `rows` (read in `snap`), with the rows
+    /// `keep` (those of fragments `desired` skipped) kept as they are.
     pub fn plan_keeping(
         &self,
         desired: &Desired,
         snap: &Snapshot,
         nb: &NbIndexes,
-        keep: &HashSet<Uuid>,
+        rows: &KeyRows,
+        keep: &UuidSet,
     ) -> Result<Plan, PlanError> {
         let mut p = Planning {
             desired,
@@ -204,8 +207,9 @@ impl Planner {
             schema: &self.schema,
             info: &self.info,
             keep,
+            rows,
             existing: HashMap::new(),
-            owned: HashSet::new(),
+            claimed: HashSet::new(),
             resolved: HashMap::new(),
             wanted: Vec::new(),
             selected: HashMap::new(),
@@ -241,11 +245,14 @@ struct Planning<'a> {
     schema: &'a DatabaseSchema,
     info: &'a HashMap<String, TableInfo>,
     /// Rows of fragments `desired` skipped: left as they are.
-    keep: &'a HashSet<Uuid>,
+    keep: &'a UuidSet,
+    /// The key's rows in its owner's indexes.
+    rows: &'a KeyRows,
     /// The key's rows in the NB, by table and identity.
     existing: HashMap<&'static str, HashMap<String, Existing>>,
-    /// The uuids of the key's rows in the NB.
-    owned: HashSet<Uuid>,
+    /// The key's rows outside its owner's indexes (of tables without `external_ids`,
+    /// found by the names it claims).
+    claimed: HashSet<Uuid>,
     /// Each placeholder's row: a uuid in the NB, or a named uuid of this transaction.
     resolved: HashMap<Cow<'a, str>, Atom>,
     /// The desired rows that will exist (not stood in for by another party's).
@@ -255,6 +262,11 @@ struct Planning<'a> {
 }
 
 impl<'a> Planning<'a> {
+    /// True when the row at `uuid` is one of the key's.
+    fn owns(&self, uuid: &Uuid) -> bool {
+        self.rows.contains(uuid) || self.claimed.contains(uuid)
+    }
+
     /// The key's row of `table` known as `identity`, if the NB holds it.
     fn find(&self, table: &str, identity: &str) -> Option<&Existing> {
         self.existing.get(table).and_then(|m| m.get(identity))
@@ -264,40 +276,41 @@ impl<'a> Planning<'a> {
     /// without a valid id, or a second row under one identity, gets an identity no
     /// desired row has, so that it goes.
     fn find_existing(&mut self) {
-        let (desired, owner) = (self.desired, &self.desired.owner);
-        for &table in TABLES {
-            let prefix = desired.id_prefix(table);
-            for (uuid, row) in self.nb.in_scope(self.snap, table, owner, &desired.scope) {
-                self.owned.insert(uuid);
-                // A row of a skipped fragment stays as it is: nothing to compare.
-                if self.keep.contains(&uuid) {
-                    continue;
-                }
-                let identity = match row
-                    .get("external_ids")
-                    .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
-                    .and_then(Atom::as_str)
-                {
-                    Some(id) => id.strip_prefix(prefix.as_str()).map(str::to_owned),
-                    // Without an id, a row is the key's unidentified row of its name.
-                    None => row
-                        .get("name")
-                        .and_then(Datum::as_scalar)
-                        .and_then(Atom::as_str)
-                        .filter(|n| desired.get_row(table, n).is_some_and(|r| r.unidentified))
-                        .map(str::to_owned),
-                };
-                let rows = self.existing.entry(table).or_default();
-                let identity = identity
-                    .filter(|i| !rows.contains_key(i))
-                    .unwrap_or_else(|| format!("?{uuid}"));
-                rows.insert(identity, Existing { uuid, row });
+        let desired = self.desired;
+        let prefixes: Vec<String> = TABLES.iter().map(|t| desired.id_prefix(t)).collect();
+        for r in self.rows.iter() {
+            // A row of a skipped fragment stays as it is: nothing to compare.
+            if self.keep.contains(&r.uuid) {
+                continue;
             }
+            let (table, prefix) = (TABLES[r.table], &prefixes[r.table]);
+            let identity = match r
+                .row
+                .get("external_ids")
+                .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
+                .and_then(Atom::as_str)
+            {
+                Some(id) => id.strip_prefix(prefix.as_str()).map(str::to_owned),
+                // Without an id, a row is the key's unidentified row of its name.
+                None => r
+                    .row
+                    .get("name")
+                    .and_then(Datum::as_scalar)
+                    .and_then(Atom::as_str)
+                    .filter(|n| desired.get_row(table, n).is_some_and(|r| r.unidentified))
+                    .map(str::to_owned),
+            };
+            let rows = self.existing.entry(table).or_default();
+            let identity = identity
+                .filter(|i| !rows.contains_key(i))
+                .unwrap_or_else(|| format!("?{}", r.uuid));
+            let row = r.row.clone();
+            rows.insert(identity, Existing { uuid: r.uuid, row });
         }
         // Rows of tables without `external_ids` are the key's by the names it claims.
         for (table, name) in desired.claims() {
             for (uuid, row) in self.nb.named(self.snap, table, name) {
-                self.owned.insert(uuid);
+                self.claimed.insert(uuid);
                 let rows = self.existing.entry(table).or_default();
                 let identity = if rows.contains_key(name) {
                     format!("?{uuid}")
@@ -335,7 +348,7 @@ impl<'a> Planning<'a> {
         let mut found = Vec::new();
         for port in ports {
             for (uuid, row) in self.nb.named(self.snap, TABLE, port) {
-                if !self.keep.contains(&uuid) && !self.owned.contains(&uuid) {
+                if !self.keep.contains(&uuid) && !self.owns(&uuid) {
                     let ip = row
                         .get("ip")
                         .and_then(Datum::as_scalar)
@@ -346,7 +359,7 @@ impl<'a> Planning<'a> {
             }
         }
         for (identity, uuid, row) in found {
-            self.owned.insert(uuid);
+            self.claimed.insert(uuid);
             let rows = self.existing.entry(TABLE).or_default();
             let identity = if rows.contains_key(&identity) {
                 format!("?{uuid}")
@@ -366,7 +379,7 @@ impl<'a> Planning<'a> {
                 self.nb
                     .named(self.snap, r.table, name)
                     .into_iter()
-                    .find(|(u, _)| !self.owned.contains(u))
+                    .find(|(u, _)| !self.owns(u))
             });
             match foreign {
                 Some((u, _)) => {
@@ -500,7 +513,7 @@ impl<'a> Planning<'a> {
         self.nb
             .named(self.snap, table, name)
             .into_iter()
-            .find(|(u, _)| !self.owned.contains(u))
+            .find(|(u, _)| !self.owns(u))
             .map(|(_, row)| row)
     }
 
@@ -701,7 +714,7 @@ impl<'a> Planning<'a> {
         let drop: Vec<Atom> = have
             .iter()
             .filter(|a| {
-                (r.exclusive || a.as_uuid().is_some_and(|u| self.owned.contains(&u)))
+                (r.exclusive || a.as_uuid().is_some_and(|u| self.owns(&u)))
                     && want.binary_search(a).is_err()
                     && !a.as_uuid().is_some_and(|u| self.keep.contains(&u))
             })
@@ -785,7 +798,7 @@ impl<'a> Planning<'a> {
         for (parent_table, parent, column) in
             holders(self.nb, self.snap, self.info.get(table), child)
         {
-            if !self.owned.contains(&parent) && !keep(parent, column) {
+            if !self.owns(&parent) && !keep(parent, column) {
                 let_go(
                     plan,
                     parent_table,
