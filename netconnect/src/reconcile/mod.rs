@@ -27,9 +27,10 @@ use crate::topology::Desired;
 /// What the reconciler remembers of a key with fragments after applying it.
 #[derive(Debug, Default)]
 struct KeyMemo {
-    /// Each fragment's fingerprint and rows as the cache showed them then: a row
-    /// changed or deleted since (by anyone) is no longer the one in the cache.
-    fragments: HashMap<String, Arc<FragmentMemo>>,
+    /// Each fragment's fingerprint and rows as the cache showed them then (a row
+    /// changed or deleted since, by anyone, is no longer the one in the cache), by the
+    /// hash of its label ([`label_key`]).
+    fragments: HashMap<u64, FragmentMemo>,
     /// The index entries of the key's rows then ([`NbIndexes::scope_entries`]): while
     /// they are the same, none of its rows in them changed (its rows outside them,
     /// of tables without owner stamps, are looked at one by one).
@@ -37,7 +38,32 @@ struct KeyMemo {
 }
 
 /// A fragment's fingerprint, and its rows as the cache showed them.
-type FragmentMemo = (u64, Vec<MemoRow>);
+#[derive(Debug, Clone)]
+struct FragmentMemo {
+    fingerprint: u64,
+    /// Every row of it is among the key's rows in its owner indexes (while those are
+    /// untouched, so are its rows).
+    inside: bool,
+    rows: Arc<[MemoRow]>,
+}
+
+impl FragmentMemo {
+    fn new(fingerprint: u64, rows: Vec<MemoRow>) -> FragmentMemo {
+        FragmentMemo {
+            fingerprint,
+            inside: rows.iter().all(|r| r.inside),
+            rows: rows.into(),
+        }
+    }
+}
+
+/// How the memo knows a fragment: the hash of its label (labels share long prefixes,
+/// and comparing the texts of 500 fragments on each key was a tenth of a node added).
+/// Two labels of one key with the same hash would only be built again more often: a
+/// fragment is known only when its fingerprint is the one remembered too.
+fn label_key(label: &str) -> u64 {
+    crate::topology::connect::fingerprint(label)
+}
 
 /// A row as the cache showed it, held weakly: a version replaced since is not kept
 /// alive, and its address is not reused while held.
@@ -55,17 +81,18 @@ struct MemoRow {
 #[derive(Debug, Default)]
 pub struct KnownFragments {
     memo: Option<Arc<KeyMemo>>,
-    /// The fragments remembered whose rows are no longer as left.
-    stale: HashSet<String>,
+    /// The fragments remembered whose rows are no longer as left ([`label_key`]).
+    stale: HashSet<u64>,
 }
 
 impl Fragments for KnownFragments {
     fn unchanged(&self, label: &str, fingerprint: u64) -> bool {
-        self.memo
-            .as_ref()
-            .and_then(|m| m.fragments.get(label))
-            .is_some_and(|f| f.0 == fingerprint)
-            && (self.stale.is_empty() || !self.stale.contains(label))
+        let Some(m) = &self.memo else { return false };
+        let key = label_key(label);
+        m.fragments
+            .get(&key)
+            .is_some_and(|f| f.fingerprint == fingerprint)
+            && (self.stale.is_empty() || !self.stale.contains(&key))
     }
 }
 
@@ -77,7 +104,11 @@ fn memo_key(owner: &Owner, scope: &Scope) -> String {
 /// its table: read once per snapshot and shared by the planner, the fragment memo and
 /// the checks of who changed what.
 #[derive(Clone, Debug, Default)]
-pub struct KeyRows(Vec<KeyRow>);
+pub struct KeyRows {
+    rows: Vec<KeyRow>,
+    /// The rows' uuids as integers, for searches.
+    uuids: UuidSet,
+}
 
 /// One of a key's rows.
 #[derive(Clone, Debug)]
@@ -103,48 +134,60 @@ impl KeyRows {
         }
         // Each table's rows come in uuid order: a stable sort merges the runs.
         rows.sort_by_key(|r| r.uuid.as_u128());
-        KeyRows(rows)
+        let uuids = UuidSet(rows.iter().map(|r| r.uuid.as_u128()).collect());
+        KeyRows { rows, uuids }
     }
 
     /// The key's row at `uuid`, if it is one.
     pub fn get(&self, uuid: &Uuid) -> Option<&KeyRow> {
-        let at = self
-            .0
-            .binary_search_by_key(&uuid.as_u128(), |r| r.uuid.as_u128());
-        at.ok().map(|at| &self.0[at])
+        self.uuids.position(uuid).map(|at| &self.rows[at])
     }
 
     /// True when the row at `uuid` is one of the key's.
     pub fn contains(&self, uuid: &Uuid) -> bool {
-        self.get(uuid).is_some()
+        self.uuids.contains(uuid)
+    }
+
+    /// The rows' addresses.
+    pub fn uuids(&self) -> &UuidSet {
+        &self.uuids
     }
 
     /// The rows, in uuid order.
     pub fn iter(&self) -> std::slice::Iter<'_, KeyRow> {
-        self.0.iter()
+        self.rows.iter()
     }
 
     /// How many rows the key has.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.rows.len()
     }
 
     /// True when the key has no rows.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.rows.is_empty()
     }
 }
 
-/// Row addresses in order, for looking up a few thousand of them without hashing each.
+/// Row addresses in order (as integers), for looking up a few thousand of them
+/// without hashing each.
 #[derive(Clone, Debug, Default)]
-pub struct UuidSet(Vec<Uuid>);
+pub struct UuidSet(Vec<u128>);
 
 impl UuidSet {
     /// True when `uuid` is in the set.
     pub fn contains(&self, uuid: &Uuid) -> bool {
-        self.0
-            .binary_search_by_key(&uuid.as_u128(), Uuid::as_u128)
-            .is_ok()
+        self.position(uuid).is_some()
+    }
+
+    fn position(&self, uuid: &Uuid) -> Option<usize> {
+        self.0.binary_search(&uuid.as_u128()).ok()
+    }
+
+    /// Membership tests of addresses asked in ascending order, each searching only
+    /// past the one asked before.
+    pub fn ascending(&self) -> Ascending<'_> {
+        Ascending(&self.0)
     }
 
     /// How many addresses the set holds.
@@ -160,10 +203,24 @@ impl UuidSet {
 
 impl FromIterator<Uuid> for UuidSet {
     fn from_iter<I: IntoIterator<Item = Uuid>>(iter: I) -> UuidSet {
-        let mut v: Vec<Uuid> = iter.into_iter().collect();
-        v.sort_unstable_by_key(Uuid::as_u128);
+        let mut v: Vec<u128> = iter.into_iter().map(|u| u.as_u128()).collect();
+        v.sort_unstable();
         v.dedup();
         UuidSet(v)
+    }
+}
+
+/// [`UuidSet::ascending`]: what is left of the set past the last address asked.
+#[derive(Clone, Copy, Debug)]
+pub struct Ascending<'a>(&'a [u128]);
+
+impl Ascending<'_> {
+    /// True when `uuid` is in the set; `uuid` must not be below one asked before.
+    pub fn contains(&mut self, uuid: &Uuid) -> bool {
+        let x = uuid.as_u128();
+        let past = self.0.partition_point(|&v| v < x);
+        self.0 = &self.0[past..];
+        self.0.first() == Some(&x)
     }
 }
 
@@ -396,12 +453,16 @@ impl Reconciler {
                     now.is_some_and(|now| plan::is_version(now, &r.row))
                 })
         };
+        // While the indexes are untouched, a fragment all of whose rows are in them is
+        // as left without a look at its rows.
+        let as_left_whole =
+            |f: &FragmentMemo| (untouched && f.inside) || f.rows.iter().all(as_left);
         // A fragment with a row changed since is built again; the others are known.
         let stale = m
             .fragments
             .iter()
-            .filter(|(_, f)| !f.1.iter().all(as_left))
-            .map(|(label, _)| label.clone())
+            .filter(|(_, f)| !as_left_whole(f))
+            .map(|(key, _)| *key)
             .collect();
         KnownFragments {
             memo: Some(m),
@@ -424,11 +485,11 @@ impl Reconciler {
 
     /// The rows of the fragments `desired` skipped (to be kept as they are).
     fn skipped_rows(&self, desired: &Desired) -> UuidSet {
-        let skipped: Vec<&str> = desired
+        let skipped: Vec<u64> = desired
             .fragments()
             .iter()
             .filter(|f| f.skipped)
-            .map(|f| f.label.as_str())
+            .map(|f| label_key(&f.label))
             .collect();
         if skipped.is_empty() {
             return UuidSet::default();
@@ -439,8 +500,8 @@ impl Reconciler {
         };
         skipped
             .iter()
-            .filter_map(|l| m.fragments.get(*l))
-            .flat_map(|f| f.1.iter().map(|r| r.uuid))
+            .filter_map(|k| m.fragments.get(k))
+            .flat_map(|f| f.rows.iter().map(|r| r.uuid))
             .collect()
     }
 
@@ -610,7 +671,7 @@ impl Reconciler {
         }
         // The rows of the fragments built now; a fragment with a row not accounted for
         // is not remembered.
-        let mut built: Vec<Option<FragmentMemo>> = desired
+        let mut built: Vec<Option<(u64, Vec<MemoRow>)>> = desired
             .fragments()
             .iter()
             .map(|f| (!f.skipped).then(|| (f.fingerprint, Vec::new())))
@@ -647,30 +708,26 @@ impl Reconciler {
         };
         let mut present = 0;
         for (f, now) in desired.fragments().iter().zip(built) {
+            let key = label_key(&f.label);
             match now {
-                Some(now) => {
-                    match fragments.get_mut(&f.label) {
-                        Some(m) => *m = Arc::new(now),
-                        None => {
-                            fragments.insert(f.label.clone(), Arc::new(now));
-                        }
-                    }
+                Some((fingerprint, rows)) => {
+                    fragments.insert(key, FragmentMemo::new(fingerprint, rows));
                     present += 1;
                 }
-                None if f.skipped => present += usize::from(fragments.contains_key(&f.label)),
+                None if f.skipped => present += usize::from(fragments.contains_key(&key)),
                 None => {
-                    fragments.remove(&f.label);
+                    fragments.remove(&key);
                 }
             }
         }
         // Fragments the key no longer builds (a node gone) are forgotten.
         if fragments.len() != present {
-            let labels: HashSet<&str> = desired
+            let labels: HashSet<u64> = desired
                 .fragments()
                 .iter()
-                .map(|f| f.label.as_str())
+                .map(|f| label_key(&f.label))
                 .collect();
-            fragments.retain(|l, _| labels.contains(l.as_str()));
+            fragments.retain(|k, _| labels.contains(k));
         }
         let entries = self.nb.scope_entries(snap, &desired.owner, &desired.scope);
         memo.insert(key, Arc::new(KeyMemo { fragments, entries }));
@@ -709,5 +766,31 @@ impl Reconciler {
     /// Rows inserted, updated or deleted so far.
     pub fn rows_written(&self) -> u64 {
         self.rows_written.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UuidSet;
+    use ovsdb_proto::Uuid;
+
+    #[test]
+    fn a_uuid_set_finds_its_members_asked_at_random_or_in_ascending_order() {
+        // Uuids whose integer order differs from their first byte's: the set orders
+        // them as integers (as the server orders uuids, by their text).
+        let u = |n: u128| Uuid::from_u128(n.rotate_right(8));
+        let set: UuidSet = [7, 3, 3, 11, 300, 5].into_iter().map(u).collect();
+        assert_eq!(set.len(), 5, "duplicates count once");
+        for n in 0..400u128 {
+            let member = [3, 5, 7, 11, 300].contains(&n);
+            assert_eq!(set.contains(&u(n)), member, "{n}");
+        }
+        let mut asked: Vec<Uuid> = [2, 3, 4, 7, 8, 300, 301].into_iter().map(u).collect();
+        asked.sort_by_key(Uuid::as_u128);
+        let mut ascending = set.ascending();
+        let found: Vec<bool> = asked.iter().map(|x| ascending.contains(x)).collect();
+        let expected: Vec<bool> = asked.iter().map(|x| set.contains(x)).collect();
+        assert_eq!(found, expected);
+        assert_eq!(found.iter().filter(|f| **f).count(), 3);
     }
 }

@@ -278,9 +278,10 @@ impl<'a> Planning<'a> {
     fn find_existing(&mut self) {
         let desired = self.desired;
         let prefixes: Vec<String> = TABLES.iter().map(|t| desired.id_prefix(t)).collect();
+        let mut keep = self.keep.ascending();
         for r in self.rows.iter() {
             // A row of a skipped fragment stays as it is: nothing to compare.
-            if self.keep.contains(&r.uuid) {
+            if keep.contains(&r.uuid) {
                 continue;
             }
             let (table, prefix) = (TABLES[r.table], &prefixes[r.table]);
@@ -704,22 +705,42 @@ impl<'a> Planning<'a> {
         let mut want: Vec<Atom> = self.resolve_set(value.as_set().unwrap_or(&[]))?;
         want.sort_unstable();
         want.dedup();
-        // Both sides sorted: every membership test is a binary search.
+        // Both sides sorted: one walk through the two finds what only one side holds.
         let have = current.as_set().unwrap_or(&[]);
-        let add: Vec<Atom> = want
-            .iter()
-            .filter(|a| have.binary_search(a).is_err())
-            .cloned()
-            .collect();
-        let drop: Vec<Atom> = have
-            .iter()
-            .filter(|a| {
-                (r.exclusive || a.as_uuid().is_some_and(|u| self.owns(&u)))
-                    && want.binary_search(a).is_err()
-                    && !a.as_uuid().is_some_and(|u| self.keep.contains(&u))
-            })
-            .cloned()
-            .collect();
+        let (mut add, mut drop) = (Vec::new(), Vec::new());
+        let (mut w, mut h) = (want.iter().peekable(), have.iter().peekable());
+        // The references in `have` come in uuid order.
+        let (mut keep, mut owned) = (self.keep.ascending(), self.rows.uuids().ascending());
+        loop {
+            let only_have = match (w.peek(), h.peek()) {
+                (None, None) => break,
+                (Some(a), Some(b)) if a == b => {
+                    w.next();
+                    h.next();
+                    continue;
+                }
+                (Some(a), Some(b)) => *b < *a,
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+            };
+            if !only_have {
+                add.extend(w.next().cloned());
+                continue;
+            }
+            let Some(a) = h.next() else { break };
+            // A reference to a row of a skipped fragment stays; so does one to another
+            // party's row, unless the key holds this row exclusively.
+            let mine = match a.as_uuid() {
+                Some(u) => {
+                    !keep.contains(&u)
+                        && (r.exclusive || owned.contains(&u) || self.claimed.contains(&u))
+                }
+                None => r.exclusive,
+            };
+            if mine {
+                drop.push(a.clone());
+            }
+        }
         Ok((drop, add))
     }
 
