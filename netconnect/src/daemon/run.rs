@@ -77,16 +77,22 @@ fn load(args: &Args, manifests: &mut ManifestDir) -> Result<(World, State), Stri
     for p in state_problems {
         eprintln!("netconnectd: status dir: {p}");
     }
-    Ok((reload(args, manifests, &state)?, state))
+    Ok((reload(args, manifests, &state, None)?, state))
 }
 
 /// Reads the manifests and builds the world, completed by `state` (what the daemon
-/// last saved: the status directory is read once, at the start).
-fn reload(args: &Args, manifests: &mut ManifestDir, state: &State) -> Result<World, String> {
+/// last saved: the status directory is read once, at the start), taking what it can
+/// of the `previous` world as it was.
+fn reload(
+    args: &Args,
+    manifests: &mut ManifestDir,
+    state: &State,
+    previous: Option<&World>,
+) -> Result<World, String> {
     let files = manifests
         .read()
         .map_err(|e| format!("cannot read {}: {e}", args.manifests.display()))?;
-    Ok(World::build(&files, state, args.settings()))
+    Ok(World::build_after(&files, state, args.settings(), previous))
 }
 
 /// `--plan`: prints what each key would write; fails when a key cannot be planned or
@@ -228,7 +234,8 @@ async fn serve(
             _ = terminate.recv() => break,
             Some(()) = changed.recv() => {}
         }
-        match reload(&args, &mut manifests, &state) {
+        let previous = tx.borrow().clone();
+        match reload(&args, &mut manifests, &state, Some(&previous)) {
             Ok(world) => {
                 for p in &world.problems {
                     tracing::warn!(problem = %p, "input");

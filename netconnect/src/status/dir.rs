@@ -144,6 +144,7 @@ impl State {
             accepted_connects,
             reserved,
             remembered,
+            nodes_before: BTreeMap::new(),
         }
     }
 
@@ -667,5 +668,70 @@ mod tests {
             written("b"),
             r#"{"red_net":["10.1.1.0/24","fd00:1:0:2::/64"]}"#
         );
+    }
+
+    #[test]
+    fn a_world_built_after_another_is_the_world_built_afresh() {
+        use crate::api::load::FileObjects;
+        use crate::world::{Settings, World};
+        use std::sync::Arc;
+        let net = l3("[{cidr: 10.1.0.0/16}]");
+        let net2 = "---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: net2, namespace: red}\n\
+             spec:\n  topology: Layer3\n  layer3:\n    role: Primary\n    subnets: [{cidr: 10.2.0.0/16}]\n";
+        let (a, b, c) = (node("a", &[]), node("b", &[]), node("c", &[]));
+        let a9 = node("a", &[("k8s.ovn.org/node-id", "9")]);
+        let one = |yaml: String| vec![parse_file(Path::new("m.yaml"), &yaml)];
+        let steps: Vec<(&str, Vec<FileObjects>)> = vec![
+            ("first", one(a.clone() + &b + &net)),
+            ("the allocations remembered", one(a.clone() + &b + &net)),
+            ("nothing changed", one(a.clone() + &b + &net)),
+            ("a node added", one(a.clone() + &b + &c + &net)),
+            (
+                "a node's annotation given",
+                one(a9.clone() + &b + &c + &net),
+            ),
+            (
+                "a node moved to another file",
+                vec![
+                    parse_file(Path::new("m.yaml"), &(a9.clone() + &c + &net)),
+                    parse_file(Path::new("n.yaml"), &b),
+                ],
+            ),
+            ("a network added", one(a9.clone() + &b + &c + &net + net2)),
+            (
+                "its subnets remembered",
+                one(a9.clone() + &b + &c + &net + net2),
+            ),
+            ("a node removed", one(a9.clone() + &b + &net + net2)),
+        ];
+        let mut state = State::default();
+        let mut previous: Option<World> = None;
+        let mut taken = 0;
+        for (step, files) in &steps {
+            let afresh = World::build(files, &state, Settings::default());
+            let after = World::build_after(files, &state, Settings::default(), previous.as_ref());
+            assert_eq!(after.inventory, afresh.inventory, "{step}");
+            assert_eq!(after.allocations, afresh.allocations, "{step}");
+            assert_eq!(after.problems, afresh.problems, "{step}");
+            if let Some(p) = &previous {
+                // Nodes taken as they were share what they read.
+                taken += after
+                    .inventory
+                    .nodes
+                    .iter()
+                    .filter(|(n, i)| {
+                        p.inventory
+                            .nodes
+                            .get(*n)
+                            .is_some_and(|b| Arc::ptr_eq(&b.subnets, &i.subnets))
+                    })
+                    .count();
+            }
+            state = after.state(&state);
+            previous = Some(after);
+        }
+        let p = previous.unwrap();
+        assert_eq!(p.allocations.node_ids["a"], 9);
+        assert!(taken >= 8, "only {taken} nodes were taken as they were");
     }
 }
