@@ -148,7 +148,6 @@ impl State {
         }
     }
 
-    /// The state after allocating: every node, network and ClusterNetworkConnect of
     /// Writes the state to `dir`: each object's file replaced atomically, the files of
     /// objects not in this state removed. A connect's zone conditions already in its
     /// file and not in this state (another zone's, or this zone's since) are kept.
@@ -157,10 +156,9 @@ impl State {
         let _lock = lock(dir)?;
         let mut stale = Vec::new();
         yaml_files(dir, &mut stale)?;
-        let mut written = std::collections::BTreeSet::new();
-        for o in self.objects.values() {
-            written.insert(write_object(dir, o)?);
-        }
+        let objects: Vec<&Object> = self.objects.values().collect();
+        let written: std::collections::BTreeSet<PathBuf> =
+            write_objects(dir, &objects)?.into_iter().collect();
         for path in stale {
             if !written.contains(&path) {
                 std::fs::remove_file(&path)?;
@@ -176,11 +174,13 @@ impl State {
     pub fn save_since(&self, previous: &State, dir: &Path) -> io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let _lock = lock(dir)?;
-        for (k, o) in &self.objects {
-            if previous.objects.get(k) != Some(o) {
-                write_object(dir, o)?;
-            }
-        }
+        let changed: Vec<&Object> = self
+            .objects
+            .iter()
+            .filter(|(k, o)| previous.objects.get(*k) != Some(*o))
+            .map(|(_, o)| o)
+            .collect();
+        write_objects(dir, &changed)?;
         for (k, o) in &previous.objects {
             if !self.objects.contains_key(k) {
                 match std::fs::remove_file(path_of(dir, o)) {
@@ -191,6 +191,38 @@ impl State {
         }
         Ok(())
     }
+}
+
+/// Writes `objects` to their files in `dir` ([`write_object`]) a few at a time: each
+/// write waits until its file is on disk, and a network added changes every node's
+/// file (500 one after the other took 0.3 s here). Returns the files' paths.
+fn write_objects(dir: &Path, objects: &[&Object]) -> io::Result<Vec<PathBuf>> {
+    const WRITERS: usize = 8;
+    if objects.len() < 2 {
+        return objects.iter().map(|o| write_object(dir, o)).collect();
+    }
+    let chunk = objects.len().div_ceil(WRITERS);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = objects
+            .chunks(chunk)
+            .map(|these| {
+                s.spawn(move || {
+                    these
+                        .iter()
+                        .map(|o| write_object(dir, o))
+                        .collect::<io::Result<Vec<_>>>()
+                })
+            })
+            .collect();
+        let mut paths = Vec::with_capacity(objects.len());
+        for w in writers {
+            let written = w
+                .join()
+                .map_err(|_| io::Error::other("a status writer stopped"))?;
+            paths.extend(written?);
+        }
+        Ok(paths)
+    })
 }
 
 /// Writes object `o` to its file in `dir` (unless the file already says the same),
