@@ -551,7 +551,9 @@ impl Reconciler {
             }
             return Ok(plan);
         }
-        let mut ops = plan.operations.clone();
+        // The operations are lent to the transaction (with a comment after them) and
+        // given back to the plan: a key's first transaction holds all its rows.
+        let mut ops = std::mem::take(&mut plan.operations);
         ops.push(Operation::Comment(format!("netconnect: {}", desired.owner)));
         self.transactions.fetch_add(1, Ordering::Relaxed);
         self.rows_written.fetch_add(
@@ -586,6 +588,8 @@ impl Reconciler {
                 } else {
                     self.forget(desired);
                 }
+                ops.pop();
+                plan.operations = ops;
                 Ok(plan)
             }
             Err(e) => {
