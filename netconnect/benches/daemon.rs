@@ -205,16 +205,6 @@ async fn changed_keys(
     }
 }
 
-/// For profiling: with `BENCH_STEP_MARK=FILE`, the library writes each step's name
-/// and its process id to FILE and waits two seconds before the step (outside its
-/// time), so that a profiler can be attached for that step.
-fn mark_step(name: &str) {
-    if let Some(file) = std::env::var_os("BENCH_STEP_MARK") {
-        std::fs::write(file, format!("{name} {}\n", std::process::id())).unwrap();
-        std::thread::sleep(Duration::from_secs(2));
-    }
-}
-
 /// `library REMOTE N M RECORD`: each step's inputs reconciled in turn; prints a line
 /// `step SECS ROWS TRANSACTIONS` per step and `peak MIB`, and writes each step's
 /// transactions to RECORD (a line `{"step": …}` before each step's).
@@ -231,7 +221,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
             let w = inputs.world();
             let (w0, t0) = (r.rows_written(), r.transactions());
             if i > 0 {
-                mark_step(name);
+                bench_common::mark_step(name);
             }
             // The first step counts from the start: connecting is part of it.
             let t = if i == 0 { start } else { Instant::now() };

@@ -209,6 +209,7 @@ fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
         let w2 = world(networks, nodes + 1);
         record(&file("node-nets"), &networks_of(&r, &w2).await);
 
+        common::mark_step("a node added");
         let (ops, rows, n, d) = connect_of(&r, &w2).await;
         record(&file("node-cnc"), &ops);
         println!("ours: a node added: the connect wrote {rows} rows in {n} transactions in {d:.2?}");

@@ -10,6 +10,16 @@ use std::time::{Duration, Instant};
 
 use ovsdb_proto::{Atom, Condition, Operation};
 
+/// For profiling: with `BENCH_STEP_MARK=FILE`, writes the step's name and the process
+/// id to FILE and waits two seconds before the step (outside its time), so that a
+/// profiler can be attached for that step.
+pub fn mark_step(name: &str) {
+    if let Some(file) = std::env::var_os("BENCH_STEP_MARK") {
+        std::fs::write(file, format!("{name} {}\n", std::process::id())).unwrap();
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
 /// The process's peak resident memory (VmHWM), in MiB.
 pub fn peak_mib() -> f64 {
     mib("self", "VmHWM")
