@@ -28,6 +28,9 @@
 //! `cargo bench -p netconnect --bench daemon [-- NETWORKS NODES]`; `WORKERS=N` sets the
 //! keys in flight on the library's and the daemon's side (netconnectd's default
 //! `--workers` otherwise).
+//!
+//! `BENCH_STEP_MARK=FILE`: the library writes each later step's name and its process id
+//! to FILE and waits two seconds before the step, for a profiler to attach.
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -19,6 +19,8 @@
 //!   the same networks, reading only the replies.
 //!
 //! `cargo bench -p integration-tests --bench connect [-- NETWORKS NODES]`.
+//! `BENCH_STEP_MARK=FILE`: `ours` writes `a node added` and its process id to FILE and
+//! waits two seconds before that step, for a profiler to attach.
 
 // The allocator netconnectd uses.
 #[global_allocator]
