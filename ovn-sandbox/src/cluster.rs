@@ -60,33 +60,48 @@ impl Cluster {
             .ok()
             .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(str::to_owned))
             .ok_or_else(|| SandboxError(format!("{} has no database name", schema.display())))?;
-        let raft: Vec<String> = free_ports(n)?
-            .into_iter()
-            .map(|p| format!("tcp:127.0.0.1:{p}"))
-            .collect();
-        let mut members = Vec::new();
-        for i in 0..raft.len() {
-            let dir = install.workdir()?;
-            let db = dir.inner("db.db");
-            create_member(install, &db, &schema, &database, &raft, i)?;
-            members.push(OvsdbServer::launch(
-                install,
-                &format!("ovsdb-server (raft member {i})"),
-                dir,
-                "",
-                vec![db],
-                vec![],
-                None,
-            )?);
+        // The raft ports are free when picked but taken only when the members start:
+        // a client of another test may be given one of them as its own port in
+        // between, and that member then never joins. Such a start is tried again on
+        // other ports.
+        const ATTEMPTS: usize = 3;
+        let mut attempt = 1;
+        loop {
+            let raft: Vec<String> = free_ports(n)?
+                .into_iter()
+                .map(|p| format!("tcp:127.0.0.1:{p}"))
+                .collect();
+            let mut members = Vec::new();
+            for i in 0..raft.len() {
+                let dir = install.workdir()?;
+                let db = dir.inner("db.db");
+                create_member(install, &db, &schema, &database, &raft, i)?;
+                members.push(OvsdbServer::launch(
+                    install,
+                    &format!("ovsdb-server (raft member {i})"),
+                    dir,
+                    "",
+                    vec![db],
+                    vec![],
+                    None,
+                )?);
+            }
+            let cluster = Cluster {
+                members,
+                database: database.clone(),
+                raft,
+                schema: schema.clone(),
+            };
+            match cluster.wait_connected() {
+                Ok(()) => return Ok(cluster),
+                Err(e) if attempt == ATTEMPTS => return Err(e),
+                // Dropping the cluster stops its members.
+                Err(_) => {
+                    drop(cluster);
+                    attempt += 1;
+                }
+            }
         }
-        let cluster = Cluster {
-            members,
-            database,
-            raft,
-            schema,
-        };
-        cluster.wait_connected()?;
-        Ok(cluster)
     }
 
     /// Stops every member, replaces the cluster with a new, empty one (a new cluster
