@@ -29,7 +29,7 @@ use crate::topology::Desired;
 struct KeyMemo {
     /// Each fragment's fingerprint and rows as the cache showed them then (a row
     /// changed or deleted since, by anyone, is no longer the one in the cache), by the
-    /// hash of its label ([`label_key`]).
+    /// hash of its label ([`Fragment::key`](crate::topology::desired::Fragment::key)).
     fragments: HashMap<u64, FragmentMemo>,
     /// The index entries of the key's rows then ([`NbIndexes::scope_entries`]): while
     /// they are the same, none of its rows in them changed (its rows outside them,
@@ -57,14 +57,6 @@ impl FragmentMemo {
     }
 }
 
-/// How the memo knows a fragment: the hash of its label (labels share long prefixes,
-/// and comparing the texts of 500 fragments on each key was a tenth of a node added).
-/// Two labels of one key with the same hash would only be built again more often: a
-/// fragment is known only when its fingerprint is the one remembered too.
-fn label_key(label: &str) -> u64 {
-    crate::topology::connect::fingerprint(label)
-}
-
 /// A row as the cache showed it, held weakly: a version replaced since is not kept
 /// alive, and its address is not reused while held.
 #[derive(Debug, Clone)]
@@ -81,14 +73,13 @@ struct MemoRow {
 #[derive(Debug, Default)]
 pub struct KnownFragments {
     memo: Option<Arc<KeyMemo>>,
-    /// The fragments remembered whose rows are no longer as left ([`label_key`]).
+    /// The fragments remembered whose rows are no longer as left, by label hash.
     stale: HashSet<u64>,
 }
 
 impl Fragments for KnownFragments {
-    fn unchanged(&self, label: &str, fingerprint: u64) -> bool {
+    fn unchanged(&self, key: u64, fingerprint: u64) -> bool {
         let Some(m) = &self.memo else { return false };
-        let key = label_key(label);
         m.fragments
             .get(&key)
             .is_some_and(|f| f.fingerprint == fingerprint)
@@ -489,7 +480,7 @@ impl Reconciler {
             .fragments()
             .iter()
             .filter(|f| f.skipped)
-            .map(|f| label_key(&f.label))
+            .map(|f| f.key)
             .collect();
         if skipped.is_empty() {
             return UuidSet::default();
@@ -712,7 +703,7 @@ impl Reconciler {
         };
         let mut present = 0;
         for (f, now) in desired.fragments().iter().zip(built) {
-            let key = label_key(&f.label);
+            let key = f.key;
             match now {
                 Some((fingerprint, rows)) => {
                     fragments.insert(key, FragmentMemo::new(fingerprint, rows));
@@ -726,11 +717,7 @@ impl Reconciler {
         }
         // Fragments the key no longer builds (a node gone) are forgotten.
         if fragments.len() != present {
-            let labels: HashSet<u64> = desired
-                .fragments()
-                .iter()
-                .map(|f| label_key(&f.label))
-                .collect();
+            let labels: HashSet<u64> = desired.fragments().iter().map(|f| f.key).collect();
             fragments.retain(|k, _| labels.contains(k));
         }
         let entries = self.nb.scope_entries(snap, &desired.owner, &desired.scope);

@@ -72,16 +72,16 @@ pub fn selection_placeholder(n: usize) -> String {
 /// `fingerprint` is in the NB exactly as built before, so that building it again can be
 /// skipped. The answer must be `false` unless the reconciler verified it.
 pub trait Fragments {
-    /// True when fragment `label` was last applied from inputs with this fingerprint
-    /// and its rows have not changed since.
-    fn unchanged(&self, label: &str, fingerprint: u64) -> bool;
+    /// True when the fragment whose label hashes to `key` ([`Fragment::key`]) was last
+    /// applied from inputs with this fingerprint and its rows have not changed since.
+    fn unchanged(&self, key: u64, fingerprint: u64) -> bool;
 }
 
 /// No fragment is known: every fragment is built.
 pub struct NoFragments;
 
 impl Fragments for NoFragments {
-    fn unchanged(&self, _: &str, _: u64) -> bool {
+    fn unchanged(&self, _: u64, _: u64) -> bool {
         false
     }
 }
@@ -91,6 +91,11 @@ impl Fragments for NoFragments {
 pub struct Fragment {
     /// Its label, unique in the key.
     pub label: String,
+    /// The hash of its label, by which reconcilers remember it (labels share long
+    /// prefixes: comparing the texts of 500 fragments on each key was a tenth of a node
+    /// added). Two labels of a key with one hash would only be built again more often:
+    /// a fragment is known only when its fingerprint is the one remembered too.
+    pub key: u64,
     /// The fingerprint of its inputs.
     pub fingerprint: u64,
     /// True when it was not built (its rows are in the NB as last applied).
@@ -320,9 +325,11 @@ impl Desired {
     /// losing such a reference deletes them, which the reconciler notices).
     pub fn fragment(&mut self, known: &dyn Fragments, label: String, fingerprint: u64) -> bool {
         debug_assert!(self.open.is_none(), "fragments do not nest");
-        let skipped = known.unchanged(&label, fingerprint);
+        let key = crate::topology::connect::fingerprint(&label);
+        let skipped = known.unchanged(key, fingerprint);
         self.fragments.push(Fragment {
             label,
+            key,
             fingerprint,
             skipped,
         });
