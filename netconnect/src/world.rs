@@ -76,11 +76,8 @@ impl World {
         settings: Settings,
         previous: Option<&World>,
     ) -> World {
-        let mut context = state.context(settings.reserved.clone());
-        if let Some(p) = previous {
-            context.nodes_before = p.inventory.nodes.clone();
-        }
-        let inventory = Inventory::build(files, &context);
+        let context = state.context(settings.reserved.clone());
+        let inventory = Inventory::build_after(files, &context, previous.map(|p| &p.inventory));
         let (mut allocations, mut problems) = allocate(&inventory, &settings.cluster);
         let (connects, mut refused) = admit(
             &inventory,

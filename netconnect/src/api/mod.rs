@@ -144,11 +144,6 @@ pub struct Context {
     /// Annotations remembered from an earlier run (the allocations persisted), by
     /// kind and `namespace/name`; an object's own annotations win over them.
     pub remembered: BTreeMap<(String, String), BTreeMap<String, String>>,
-    /// The nodes of an inventory built before, by name: a node whose object and
-    /// annotations are the same is taken as it was, not read again (a node's
-    /// `k8s.ovn.org/node-subnets` lists every network's subnets: reading 500 nodes'
-    /// was a fifth of a reload at 500 networks).
-    pub nodes_before: BTreeMap<String, NodeInfo>,
 }
 
 impl Context {
@@ -187,6 +182,18 @@ impl Inventory {
     /// Builds the inventory from what the files held (in the order given; a duplicate
     /// object is reported where it appears second).
     pub fn build(files: &[FileObjects], context: &Context) -> Inventory {
+        Inventory::build_after(files, context, None)
+    }
+
+    /// [`Inventory::build`], taking the nodes of `before` whose objects and annotations
+    /// are the same as they were, not read again (a node's `k8s.ovn.org/node-subnets`
+    /// lists every network's subnets: reading 500 nodes' was a fifth of a reload at
+    /// 500 networks).
+    pub fn build_after(
+        files: &[FileObjects],
+        context: &Context,
+        before: Option<&Inventory>,
+    ) -> Inventory {
         let mut inv = Inventory::default();
         let mut seen: BTreeSet<(&'static str, String)> = BTreeSet::new();
         let mut prefixes: BTreeMap<String, String> = BTreeMap::new();
@@ -214,7 +221,7 @@ impl Inventory {
                     });
                     continue;
                 }
-                inv.add(origin, object, context, &mut prefixes);
+                inv.add(origin, object, context, before, &mut prefixes);
             }
         }
         inv.assign_primary_networks();
@@ -222,12 +229,14 @@ impl Inventory {
     }
 
     /// Adds one object, or the problems that keep it (or part of it) out. `prefixes`
-    /// holds the OVN name prefix of each network added so far.
+    /// holds the OVN name prefix of each network added so far; a node unchanged since
+    /// the inventory `before` is taken from it.
     fn add(
         &mut self,
         origin: &Origin,
         object: &Object,
         context: &Context,
+        before: Option<&Inventory>,
         prefixes: &mut BTreeMap<String, String>,
     ) {
         let label = format!("{} {}", object.kind(), object.name());
@@ -238,7 +247,12 @@ impl Inventory {
             message,
         };
         match object {
-            Object::Node(node) => match node_info(origin, node, context) {
+            Object::Node(node) => match node_info(
+                origin,
+                node,
+                context,
+                before.and_then(|b| b.nodes.get(&node.metadata.name)),
+            ) {
                 Ok(info) => {
                     self.nodes.insert(node.metadata.name.clone(), info);
                 }
@@ -456,14 +470,17 @@ impl Inventory {
     }
 }
 
-fn node_info(origin: &Origin, node: &Node, context: &Context) -> Result<NodeInfo, BadAnnotation> {
+/// Node `node` with its annotations read; `before` (the node as read before) when its
+/// object and annotations are the same.
+fn node_info(
+    origin: &Origin,
+    node: &Node,
+    context: &Context,
+    before: Option<&NodeInfo>,
+) -> Result<NodeInfo, BadAnnotation> {
     use annotations::*;
     let a = context.annotations("Node", &node.metadata);
-    if let Some(before) = context
-        .nodes_before
-        .get(&node.metadata.name)
-        .filter(|b| b.object == *node && *b.read == a)
-    {
+    if let Some(before) = before.filter(|b| b.object == *node && *b.read == a) {
         return Ok(NodeInfo {
             origin: origin.clone(),
             ..before.clone()

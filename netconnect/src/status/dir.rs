@@ -144,7 +144,6 @@ impl State {
             accepted_connects,
             reserved,
             remembered,
-            nodes_before: BTreeMap::new(),
         }
     }
 
