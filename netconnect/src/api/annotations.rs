@@ -102,14 +102,17 @@ pub fn parse_node_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, B
 
 /// Writes [`NODE_SUBNETS`] as OVN-Kubernetes does: every network as a list.
 pub fn format_node_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
-    write_node_subnets(subnets.iter().map(|(k, v)| (k.as_str(), v.as_slice())))
+    let entries: Vec<(&str, &[IpNet])> = subnets
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_slice()))
+        .collect();
+    write_node_subnets(&entries)
 }
 
 /// [`format_node_subnets`] of entries given in name order (each name once).
-pub fn write_node_subnets<'a>(entries: impl Iterator<Item = (&'a str, &'a [IpNet])>) -> String {
-    use serde::ser::SerializeMap;
-    /// The entries, written as a JSON object without a copy of them.
-    struct Entries<I>(std::cell::Cell<Option<I>>);
+pub fn write_node_subnets(entries: &[(&str, &[IpNet])]) -> String {
+    /// The entries, written as a JSON object.
+    struct Entries<'a>(&'a [(&'a str, &'a [IpNet])]);
     /// A list of CIDRs, each written as text where it is (no string made for it).
     struct Cidrs<'a>(&'a [IpNet]);
     impl Serialize for Cidrs<'_> {
@@ -117,16 +120,12 @@ pub fn write_node_subnets<'a>(entries: impl Iterator<Item = (&'a str, &'a [IpNet
             s.collect_seq(self.0.iter().map(cidr_text::Display))
         }
     }
-    impl<'a, I: Iterator<Item = (&'a str, &'a [IpNet])>> Serialize for Entries<I> {
+    impl Serialize for Entries<'_> {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let mut map = s.serialize_map(None)?;
-            for (k, v) in self.0.take().into_iter().flatten() {
-                map.serialize_entry(k, &Cidrs(v))?;
-            }
-            map.end()
+            s.collect_map(self.0.iter().map(|(k, v)| (k, Cidrs(v))))
         }
     }
-    serde_json::to_string(&Entries(std::cell::Cell::new(Some(entries)))).expect("strings serialize")
+    serde_json::to_string(&Entries(entries)).expect("strings serialize")
 }
 
 /// How the CIDRs of [`NODE_SUBNETS`] are read and written without a string of their

@@ -184,7 +184,7 @@ fn node(
     if subnets.is_empty() {
         a.remove(NODE_SUBNETS);
     } else {
-        let text = annotations::write_node_subnets(subnets.into_iter());
+        let text = annotations::write_node_subnets(&subnets);
         a.insert(NODE_SUBNETS.into(), text);
     }
     let prev = match previous.objects.get(&("Node".to_owned(), name.to_owned())) {
