@@ -80,6 +80,8 @@
 pub mod datum;
 mod diff;
 pub mod schema;
+#[cfg(test)]
+mod test_rng;
 
 // The wire: framing, replies decoded while they arrive, transports.
 pub mod codec;

@@ -156,8 +156,8 @@ impl NbIndexes {
             let index = config.index(table, "holds", move |row: &CachedRow| {
                 columns
                     .iter()
-                    .filter_map(|c| row.get(c))
-                    .flat_map(|d| d.as_set().unwrap_or(&[]).iter().filter_map(Atom::as_uuid))
+                    .filter_map(|c| row.set(c))
+                    .flat_map(|s| s.iter().filter_map(Atom::as_uuid))
                     .collect()
             });
             holders.insert(table, index);

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
-use ovsdb_proto::cache::{CachedRow, Snapshot};
+use ovsdb_proto::cache::{CachedRow, SetElements, Snapshot};
 use ovsdb_proto::schema::{DatabaseSchema, Max, TableSchema};
 use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation, Row, Uuid};
 
@@ -627,40 +627,18 @@ impl<'a> Planning<'a> {
         let mut update = Row::new();
         let mut muts = Vec::new();
         let mut changed = Vec::new();
-        // Both rows list their columns in name order: walk them side by side.
-        let mut cached = e.row.iter().peekable();
         for (column, value) in &r.row {
-            let current = loop {
-                match cached.peek() {
-                    Some((c, _)) if *c < column.as_str() => {
-                        cached.next();
-                    }
-                    Some((c, d)) if *c == column.as_str() => {
-                        let d = *d;
-                        cached.next();
-                        break Some(d);
-                    }
-                    _ => break None,
-                }
-            };
             if WRITTEN_BY_OVN.contains(&column.as_str()) {
                 continue;
             }
-            let Some(current) = current else {
-                if ti.schema.column(column).is_none() && !r.defaults.contains(column) {
-                    return Err(PlanError::Unsupported {
-                        table: r.table.into(),
-                        column: column.clone(),
-                    });
-                }
-                continue;
-            };
-            if ti
+            let ref_set = ti
                 .ref_sets
                 .binary_search_by(|c| c.as_str().cmp(column))
-                .is_ok()
-            {
-                let (drop, add) = self.set_changes(r, value, current)?;
+                .is_ok();
+            // A set of references is read where it is: a large one that modifies
+            // changed is not made flat to be compared.
+            if let Some(have) = e.row.set(column).filter(|_| ref_set) {
+                let (drop, add) = self.set_changes(r, value, have)?;
                 if drop.is_empty() && add.is_empty() {
                     continue;
                 }
@@ -679,7 +657,18 @@ impl<'a> Planning<'a> {
                     ));
                 }
                 changed.push(column.clone());
-            } else if has_placeholder(value) {
+                continue;
+            }
+            let Some(current) = e.row.get(column) else {
+                if ti.schema.column(column).is_none() && !r.defaults.contains(column) {
+                    return Err(PlanError::Unsupported {
+                        table: r.table.into(),
+                        column: column.clone(),
+                    });
+                }
+                continue;
+            };
+            if has_placeholder(value) {
                 let value = self.resolve(value)?;
                 if *current != value {
                     changed.push(column.clone());
@@ -700,13 +689,12 @@ impl<'a> Planning<'a> {
         &self,
         r: &DesiredRow,
         value: &Datum,
-        current: &Datum,
+        have: SetElements<'_>,
     ) -> Result<(Vec<Atom>, Vec<Atom>), PlanError> {
         let mut want: Vec<Atom> = self.resolve_set(value.as_set().unwrap_or(&[]))?;
         want.sort_unstable();
         want.dedup();
         // Both sides sorted: one walk through the two finds what only one side holds.
-        let have = current.as_set().unwrap_or(&[]);
         let (mut add, mut drop) = (Vec::new(), Vec::new());
         let (mut w, mut h) = (want.iter().peekable(), have.iter().peekable());
         // The references in `have` come in uuid order.
@@ -760,7 +748,8 @@ impl<'a> Planning<'a> {
                     name: att.parent.clone(),
                 });
             };
-            let have = row.get(att.column).and_then(Datum::as_set).unwrap_or(&[]);
+            // Read where it is: a router's 250k ports are searched, not copied.
+            let have = row.set(att.column);
             let mut add = Vec::new();
             for p in children {
                 // A row not wanted after all (a shared row another party holds) is not
@@ -769,8 +758,7 @@ impl<'a> Planning<'a> {
                     continue;
                 };
                 attached.insert((parent, att.column, child.clone()));
-                // Sets are kept sorted: a binary search.
-                if have.binary_search(child).is_err() {
+                if !have.is_some_and(|h| h.contains(child)) {
                     add.push(child.clone());
                 }
             }
@@ -948,10 +936,7 @@ fn holders(
     for (parent_table, columns) in info.map(|i| i.held_in.as_slice()).unwrap_or(&[]) {
         for (uuid, row) in nb.holders(snap, parent_table, &child) {
             for &c in columns {
-                let holds = row
-                    .get(c)
-                    .and_then(Datum::as_set)
-                    .is_some_and(|s| s.contains(&Atom::Uuid(child)));
+                let holds = row.set(c).is_some_and(|s| s.contains(&Atom::Uuid(child)));
                 if holds {
                     out.push((*parent_table, uuid, c));
                 }

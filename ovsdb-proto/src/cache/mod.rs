@@ -69,6 +69,7 @@
 mod backoff;
 mod change;
 mod decode;
+mod edited;
 mod fill;
 mod health;
 mod hooks;
@@ -98,6 +99,7 @@ use crate::schema::DatabaseSchema;
 
 pub use crate::diff::{apply_column, apply_row};
 pub use change::{Change, Event, TableRows};
+pub use edited::SetElements;
 pub use fill::Store;
 pub use index::{IndexedRows, RowIndex};
 pub use receiver::{BatchReceiver, Delivery};

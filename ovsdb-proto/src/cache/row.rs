@@ -10,11 +10,14 @@ use std::sync::Arc;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use uuid::Uuid;
 
-use crate::datum::{Datum, Row};
+use crate::datum::{Atom, Datum, Row};
 use crate::model::ColumnSource;
 use crate::schema::{ColumnType, TableSchema};
 
 use crate::diff::apply_column;
+use crate::schema::Max;
+
+use super::edited::{Edit, EditedSet, SetElements, EDITED_FROM};
 
 /// The monitored columns of one table, in name order, shared by all of its cached rows.
 #[derive(Debug, PartialEq)]
@@ -90,21 +93,52 @@ impl Layout {
         // A `named-uuid` has the type of a uuid, but only a request may hold one
         // (RFC 7047 §5.1): from a server it is a value that does not fit.
         if holds_named_uuid(&self.types[i], value) {
-            return Err(format!(
-                "table {} row {uuid} column {}: {} holds a named-uuid, which only a request may (RFC 7047 §5.1)",
-                self.table,
-                self.names[i],
-                shown(value)
-            ));
+            return Err(self.misfit(uuid, i, &shown(value), NAMED_UUID));
         }
         self.types[i].check(value).map_err(|why| {
-            format!(
-                "table {} row {uuid} column {}: {} does not fit the column: {why}",
-                self.table,
-                self.names[i],
-                shown(value)
+            self.misfit(
+                uuid,
+                i,
+                &shown(value),
+                format_args!("does not fit the column: {why}"),
             )
         })
+    }
+
+    /// Checks a large set of column `i` of row `uuid` that a modify toggled the
+    /// elements `toggled` of, leaving `len` elements: the elements it put in were not
+    /// checked before, and the count may have changed. The error names table, row,
+    /// column and the toggled elements.
+    fn check_edit(
+        &self,
+        uuid: &Uuid,
+        i: usize,
+        toggled: &[Atom],
+        len: usize,
+    ) -> Result<(), String> {
+        let what = || format!("the set toggling {}", shown(&Datum::Set(toggled.into())));
+        if toggled.iter().any(|a| matches!(a, Atom::NamedUuid(_))) {
+            return Err(self.misfit(uuid, i, &what(), NAMED_UUID));
+        }
+        let t = &self.types[i];
+        t.check_elements(toggled)
+            .and_then(|()| t.check_count(len))
+            .map_err(|why| {
+                self.misfit(
+                    uuid,
+                    i,
+                    &what(),
+                    format_args!("does not fit the column: {why}"),
+                )
+            })
+    }
+
+    /// The error for `what`, of column `i` of row `uuid`, that does not fit: `why`.
+    fn misfit(&self, uuid: &Uuid, i: usize, what: &str, why: impl fmt::Display) -> String {
+        format!(
+            "table {} row {uuid} column {}: {what} {why}",
+            self.table, self.names[i]
+        )
     }
 
     /// The `slot`th of the indexes kept for this table, as positions of its columns.
@@ -113,10 +147,13 @@ impl Layout {
     }
 }
 
+/// Why a value holding a `named-uuid` does not fit.
+const NAMED_UUID: &str = "holds a named-uuid, which only a request may (RFC 7047 §5.1)";
+
 /// True when `value`, of a column of type `t`, holds a `named-uuid` atom (only uuid
 /// columns can: elsewhere the type check refuses it).
 fn holds_named_uuid(t: &crate::schema::ColumnType, value: &Datum) -> bool {
-    use crate::datum::{Atom, AtomicType};
+    use crate::datum::AtomicType;
     let uuid_key = t.key.atomic == AtomicType::Uuid;
     let uuid_value = t
         .value
@@ -175,11 +212,12 @@ const SHARED_FROM: usize = 16;
 
 /// A stored value: in place, or, when it is large, shared between the versions of its
 /// row, so that a modify of another column of a router with thousands of ports does
-/// not copy them.
+/// not copy them; a large set that a modify changed is edited (see [`edited`]).
 #[derive(Clone, Debug)]
 enum Stored {
     Own(Datum),
     Shared(Arc<Datum>),
+    Edited(Arc<EditedSet>),
 }
 
 impl Stored {
@@ -191,10 +229,52 @@ impl Stored {
         }
     }
 
+    /// The value; an edited set is made flat the first time.
     fn get(&self) -> &Datum {
         match self {
             Stored::Own(d) => d,
             Stored::Shared(d) => d,
+            Stored::Edited(e) => e.flat(),
+        }
+    }
+
+    /// True when the value is `default` (compared by length first: an edited set is
+    /// never a column's default, and is not made flat to tell).
+    fn is(&self, default: &Datum) -> bool {
+        self.len() == default.len() && self.get() == default
+    }
+
+    /// The number of elements or pairs.
+    fn len(&self) -> usize {
+        match self {
+            Stored::Edited(e) => e.len(),
+            other => other.get().len(),
+        }
+    }
+
+    /// The elements, if the value is a set, read in place.
+    fn elements(&self) -> Option<SetElements<'_>> {
+        match self {
+            Stored::Edited(e) => Some(e.elements()),
+            other => other.get().as_set().map(SetElements::flat),
+        }
+    }
+
+    /// This large set of a column of type `ty` with set diff `diff` applied, edited
+    /// rather than copied; `None` for another value, a small set or a diff that is
+    /// not a set.
+    fn edit(&self, ty: &ColumnType, diff: &Datum) -> Option<Edit> {
+        if ty.max == Max::Limited(1) || ty.is_map() || self.len() < EDITED_FROM {
+            return None;
+        }
+        let diff = diff.as_set()?;
+        match self {
+            Stored::Own(_) => None,
+            Stored::Shared(base) => EditedSet::edit(base, &[], diff),
+            Stored::Edited(e) => {
+                let (base, toggles) = e.parts();
+                EditedSet::edit(base, toggles, diff)
+            }
         }
     }
 }
@@ -203,6 +283,9 @@ impl PartialEq for Stored {
     fn eq(&self, other: &Stored) -> bool {
         match (self, other) {
             (Stored::Shared(a), Stored::Shared(b)) if Arc::ptr_eq(a, b) => true,
+            (Stored::Edited(a), Stored::Edited(b)) if Arc::ptr_eq(a, b) => true,
+            // An edited set compared where it is, not made flat.
+            (Stored::Edited(_), _) | (_, Stored::Edited(_)) => self.elements() == other.elements(),
             _ => self.get() == other.get(),
         }
     }
@@ -313,29 +396,57 @@ impl CachedRow {
         diff: &[(usize, Datum)],
     ) -> Result<CachedRow, String> {
         // The modified columns computed from the old values, the others copied (a large
-        // value only shared): each value is copied at most once.
-        let mut changed: Vec<Option<Datum>> = vec![None; self.len()];
+        // value only shared): each value is copied at most once, and a large set not
+        // even once.
+        let mut changed: Vec<Option<Stored>> = vec![None; self.len()];
         for (i, d) in diff {
             let i = *i;
-            let base = changed[i].as_ref().unwrap_or_else(|| self.value(i));
-            let new = apply_column(&self.layout.types[i], base, d).map_err(|e| {
-                format!(
-                    "table {} row {uuid} column {}: {e}",
-                    self.layout.table, self.layout.names[i]
-                )
-            })?;
-            self.layout.check(uuid, i, &new)?;
-            changed[i] = Some(new);
+            let current = changed[i].take();
+            changed[i] = Some(self.modified(uuid, i, current.as_ref().or(self.stored(i)), d)?);
         }
         let mut columns: Vec<(usize, Stored)> = changed
             .into_iter()
             .enumerate()
             .filter_map(|(i, new)| match new {
-                Some(new) => (new != self.layout.defaults[i]).then(|| (i, Stored::new(new))),
+                Some(new) => (!new.is(&self.layout.defaults[i])).then_some((i, new)),
                 None => self.stored(i).map(|v| (i, v.clone())),
             })
             .collect();
         Ok(CachedRow::of(&self.layout, &mut columns, |v| v))
+    }
+
+    /// Column `i` of row `uuid`, holding `current` (its default if `None`), with diff
+    /// `d` applied and checked against the column's type.
+    fn modified(
+        &self,
+        uuid: &Uuid,
+        i: usize,
+        current: Option<&Stored>,
+        d: &Datum,
+    ) -> Result<Stored, String> {
+        let ty = &self.layout.types[i];
+        if let Some(edit) = current.and_then(|c| c.edit(ty, d)) {
+            let toggled = d.as_set().unwrap_or(&[]);
+            return Ok(match edit {
+                Edit::Edited(e) => {
+                    self.layout.check_edit(uuid, i, toggled, e.len())?;
+                    Stored::Edited(Arc::new(e))
+                }
+                Edit::Flat(flat) => {
+                    self.layout.check_edit(uuid, i, toggled, flat.len())?;
+                    Stored::new(flat)
+                }
+            });
+        }
+        let base = current.map_or(&self.layout.defaults[i], Stored::get);
+        let new = apply_column(ty, base, d).map_err(|e| {
+            format!(
+                "table {} row {uuid} column {}: {e}",
+                self.layout.table, self.layout.names[i]
+            )
+        })?;
+        self.layout.check(uuid, i, &new)?;
+        Ok(Stored::new(new))
     }
 
     /// The layout the row follows.
@@ -351,6 +462,19 @@ impl CachedRow {
     /// The value of `column`, if it is monitored.
     pub fn get(&self, column: &str) -> Option<&Datum> {
         self.layout.position(column).map(|i| self.value(i))
+    }
+
+    /// The elements of set column `column`, read where they are (`None` when the
+    /// column is not monitored or holds a map). Prefer it to [`CachedRow::get`] to
+    /// search or walk a large set: a set that modifies changed is kept as the set it
+    /// was and the elements toggled since, and `get` makes it flat (a copy, once per
+    /// row version), while this reads it as it is.
+    pub fn set(&self, column: &str) -> Option<SetElements<'_>> {
+        let i = self.layout.position(column)?;
+        match self.stored(i) {
+            Some(v) => v.elements(),
+            None => self.layout.defaults[i].as_set().map(SetElements::flat),
+        }
     }
 
     /// Every column with its value, in name order.
@@ -457,13 +581,15 @@ pub(crate) type Layouts = BTreeMap<String, Arc<Layout>>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
+
     use serde::de::DeserializeSeed;
     use serde_json::json;
 
     use crate::cache::decode::{decode_note, Form, RowChange, TableChanges, UpdatesSeed};
 
-    fn layouts() -> Layouts {
-        let schema = crate::schema::DatabaseSchema::from_json(&json!({
+    fn schema() -> crate::schema::DatabaseSchema {
+        crate::schema::DatabaseSchema::from_json(&json!({
             "name": "D", "version": "1.0.0", "tables": {"T": {"columns": {
                 "name": {"type": "string"},
                 "n": {"type": {"key": "integer", "min": 0, "max": 1}},
@@ -473,7 +599,11 @@ mod tests {
                 "ids": {"type": {"key": "string", "value": "integer", "min": 0, "max": "unlimited"}}
             }, "indexes": [["name"]]}}
         }))
-        .unwrap();
+        .unwrap()
+    }
+
+    fn layouts() -> Layouts {
+        let schema = schema();
         let t = schema.table("T").unwrap();
         let cols: Vec<String> = t.columns.keys().cloned().collect();
         [("T".to_string(), Arc::new(Layout::new(t, &cols).unwrap()))].into()
@@ -634,6 +764,111 @@ mod tests {
             .apply_diff(&a, &diff(&l, json!({"n": ["set", [1, 2]]})).unwrap())
             .unwrap_err();
         assert!(e.contains("has 2 elements"), "{e}");
+    }
+
+    #[test]
+    fn a_large_set_that_modifies_change_is_edited_and_reads_as_the_generic_diff_gives_it() {
+        let l = layouts();
+        let schema = schema();
+        let table = schema.table("T").unwrap();
+        let uuid: Uuid = A.parse().unwrap();
+        let at = l["T"].position("tags").unwrap();
+        let tag = |i: usize| format!("t{i:05}");
+        let first: Vec<String> = (0..1500).map(tag).collect();
+        let mut cached = row(&l, json!({"name": "x", "tags": ["set", first]}));
+        let mut generic = cached.to_row();
+        let mut rng = crate::test_rng::Rng::new(0x5eed);
+        let (mut edited, mut flat) = (0, 0);
+        for step in 0..400 {
+            // Random elements of 0..2000 toggled: the set drifts from 1500 towards
+            // 1000 elements, so it is edited, made flat by its toggles, and by its size.
+            let toggled: Vec<String> = (0..1 + rng.below(4))
+                .map(|_| tag(rng.below(2000)))
+                .collect();
+            let change = json!({"tags": ["set", toggled.iter().collect::<BTreeSet<_>>()]});
+            let next = cached
+                .apply_diff(&uuid, &diff(&l, change.clone()).unwrap())
+                .unwrap();
+            let before = generic.clone();
+            generic = crate::diff::apply_row(
+                table,
+                &generic,
+                &Row::from_iter([(
+                    "tags".to_string(),
+                    Datum::from_json(&change["tags"]).unwrap(),
+                )]),
+            )
+            .unwrap();
+            let want = generic["tags"].as_set().unwrap();
+            let read = next.set("tags").unwrap();
+            assert_eq!(read.len(), want.len(), "step {step}");
+            assert!(read.iter().eq(want), "step {step}");
+            for t in &toggled {
+                let t = Atom::String(t.as_str().into());
+                assert_eq!(read.contains(&t), want.binary_search(&t).is_ok(), "{t}");
+            }
+            match next.stored(at) {
+                Some(Stored::Edited(_)) => edited += 1,
+                Some(Stored::Shared(_)) => flat += 1,
+                other => panic!("step {step}: {other:?}"),
+            }
+            // The version it came from is untouched.
+            assert!(cached == before, "step {step}");
+            if step % 50 == 49 {
+                assert_eq!(next["tags"], generic["tags"], "step {step}: read whole");
+            }
+            cached = next;
+        }
+        assert!(cached == generic);
+        assert!(edited > 300 && flat > 10, "{edited} edited, {flat} flat");
+    }
+
+    #[test]
+    fn a_large_set_edited_into_a_misfit_is_refused_with_what_was_toggled() {
+        let schema = crate::schema::DatabaseSchema::from_json(&json!({
+            "name": "D", "version": "1.0.0", "tables": {"T": {"columns": {
+                "ports": {"type": {"key": {"type": "integer", "maxInteger": 5000}, "min": 0, "max": 1100}},
+                "refs": {"type": {"key": "uuid", "min": 0, "max": "unlimited"}}
+            }}}
+        }))
+        .unwrap();
+        let t = schema.table("T").unwrap();
+        let cols: Vec<String> = t.columns.keys().cloned().collect();
+        let l: Layouts = [("T".to_string(), Arc::new(Layout::new(t, &cols).unwrap()))].into();
+        let a: Uuid = A.parse().unwrap();
+        let refs: Vec<serde_json::Value> = (0..1100u128)
+            .map(|i| json!(["uuid", Uuid::from_u128(i + 1).to_string()]))
+            .collect();
+        let full = row(
+            &l,
+            json!({"ports": ["set", (0..1100).collect::<Vec<_>>()], "refs": ["set", refs]}),
+        );
+        let refused = |d: serde_json::Value| {
+            full.apply_diff(&a, &diff(&l, d).unwrap())
+                .map(|_| ())
+                .unwrap_err()
+        };
+        let e = refused(json!({"ports": 7000}));
+        assert!(
+            e.contains("column ports") && e.contains("7000") && e.contains("greater"),
+            "{e}"
+        );
+        let e = refused(json!({"ports": 4000}));
+        assert!(
+            e.contains("column ports") && e.contains("1101 elements"),
+            "{e}"
+        );
+        let e = refused(json!({"refs": ["named-uuid", "x"]}));
+        assert!(e.contains("column refs") && e.contains("named-uuid"), "{e}");
+        // Taking one out and putting one in fits: edited.
+        let ok = full
+            .apply_diff(&a, &diff(&l, json!({"ports": ["set", [5, 4000]]})).unwrap())
+            .unwrap();
+        assert!(matches!(
+            ok.stored(l["T"].position("ports").unwrap()),
+            Some(Stored::Edited(_))
+        ));
+        assert!(ok.set("ports").unwrap().contains(&Atom::Integer(4000)));
     }
 
     #[test]

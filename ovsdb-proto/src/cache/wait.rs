@@ -323,16 +323,15 @@ pub(crate) fn shown(s: &Snapshot, e: &Expect) -> bool {
             let Some(row) = s.get(table, uuid) else {
                 return false;
             };
+            // A set is searched where it is (a large one that modifies changed is not
+            // made flat); a map by its keys.
+            if let Some(set) = row.set(column) {
+                return atoms.iter().all(|a| set.contains(a) == *present);
+            }
             let Some(v) = row.get(column) else {
                 return true;
             };
-            atoms.iter().all(|a| {
-                let has = match v {
-                    Datum::Set(set) => set.binary_search(a).is_ok(),
-                    Datum::Map(m) => m.binary_search_by(|(k, _)| k.cmp(a)).is_ok(),
-                };
-                has == *present
-            })
+            atoms.iter().all(|a| v.get(a).is_some() == *present)
         }
         // A scan of the table: only transactions that let go of rows held by others'.
         Expect::NoneHolds {
@@ -341,9 +340,10 @@ pub(crate) fn shown(s: &Snapshot, e: &Expect) -> bool {
             atom,
         } => {
             !monitored(table)
-                || !s.table(table).values().any(|row| {
-                    matches!(row.get(column), Some(Datum::Set(set)) if set.binary_search(atom).is_ok())
-                })
+                || !s
+                    .table(table)
+                    .values()
+                    .any(|row| row.set(column).is_some_and(|set| set.contains(atom)))
         }
     }
 }

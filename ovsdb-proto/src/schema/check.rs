@@ -165,20 +165,9 @@ impl BaseType {
 impl ColumnType {
     /// Checks a datum against this type; the error says why it does not fit.
     pub fn check(&self, datum: &Datum) -> Result<(), ValueError> {
-        let len = datum.len();
-        if (len as u64) < self.min || !self.max.allows(len) {
-            return Err(ValueError::Count {
-                len,
-                min: self.min,
-                max: self.max,
-            });
-        }
+        self.check_count(datum.len())?;
         match (&self.value, datum) {
-            (None, Datum::Set(atoms)) => {
-                for a in atoms {
-                    self.key.check_atom(a)?;
-                }
-            }
+            (None, Datum::Set(atoms)) => self.check_elements(atoms)?,
             (Some(value), Datum::Map(pairs)) => {
                 for (k, v) in pairs {
                     self.key
@@ -194,6 +183,23 @@ impl ColumnType {
             (None, Datum::Map(_)) => return Err(ValueError::MapForSet),
         }
         Ok(())
+    }
+
+    /// Checks that a value of `len` elements or pairs fits this type's `min` and `max`.
+    pub(crate) fn check_count(&self, len: usize) -> Result<(), ValueError> {
+        if (len as u64) < self.min || !self.max.allows(len) {
+            return Err(ValueError::Count {
+                len,
+                min: self.min,
+                max: self.max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Checks elements of a set of this type against its key type.
+    pub(crate) fn check_elements(&self, atoms: &[Atom]) -> Result<(), ValueError> {
+        atoms.iter().try_for_each(|a| self.key.check_atom(a))
     }
 }
 

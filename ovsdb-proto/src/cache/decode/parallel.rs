@@ -196,6 +196,7 @@ mod tests {
     use crate::cut::{RowTexts, ROWS, SINCE_ROWS};
     use crate::schema::DatabaseSchema;
     use crate::tap::{decode_reply, Cut};
+    use crate::test_rng::Rng;
 
     fn layouts() -> Layouts {
         let schema =
@@ -477,18 +478,6 @@ mod tests {
         }
     }
 
-    /// A tiny deterministic generator (xorshift), so that a failure can be replayed.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-    }
-
     /// `message` with one byte deleted, inserted or replaced, the new byte one the
     /// cutter or the parser cares about.
     fn mutated(message: &[u8], rng: &mut Rng) -> Vec<u8> {
@@ -511,7 +500,7 @@ mod tests {
         // Differential: thousands of one-byte mutations of a reply, each read with
         // its rows cut out and read whole by serde. The two agree on whether the reply
         // is good and, when it is, on every row. A big table's rows go to workers.
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
         for (rows, since, rounds) in [(12, false, 2500), (12, true, 2500), (700, false, 150)] {
             let tables = tables(rows, if since { "initial" } else { "new" }, &[]);
             let message = if since {
