@@ -35,7 +35,6 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -46,7 +45,6 @@ use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::Uuid;
 
 /// What the workspace's benches share (running a phase as a child process).
 #[path = "../../tests/benches/common/mod.rs"]
@@ -147,14 +145,6 @@ fn workers() -> usize {
     })
 }
 
-/// One transaction the library sent: its operations, and the uuid its server gave the
-/// insert at each position.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct Sent {
-    operations: Vec<serde_json::Value>,
-    inserted: Vec<(usize, Uuid)>,
-}
-
 /// Reconciles the keys of `w` netconnectd would look at: every one at the start, the
 /// changed ones after `previous` ([`netconnect::controller::changed_keys`]); in
 /// `controller::once`'s order, as many in flight as the daemon's workers, keeping no
@@ -184,22 +174,9 @@ async fn changed_keys(
                     .await
                     .unwrap_or_else(|e| panic!("{k}: {e}"));
                 if !plan.is_empty() {
-                    let s = Sent {
-                        operations: plan
-                            .operations
-                            .iter()
-                            .map(|op| serde_json::to_value(op).unwrap())
-                            .collect(),
-                        inserted: plan
-                            .inserts
-                            .iter()
-                            .copied()
-                            .zip(plan.inserted_uuids.iter().copied())
-                            .collect(),
-                    };
+                    let line = bench_common::Sent::of(&plan).to_line();
                     let mut out = out.lock().unwrap();
-                    serde_json::to_writer(&mut *out, &s).unwrap();
-                    writeln!(out).unwrap();
+                    writeln!(out, "{line}").unwrap();
                 }
             })
             .buffer_unordered(workers())
@@ -249,32 +226,12 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
     out.into_inner().unwrap().flush().unwrap();
 }
 
-/// Replaces every `["uuid", U]` in `v` whose U the map knows.
-fn translate(v: &mut serde_json::Value, map: &HashMap<Uuid, Uuid>) {
-    match v {
-        serde_json::Value::Array(a) => {
-            if a.len() == 2 && a[0] == "uuid" {
-                if let Some(u) = a[1].as_str().and_then(|u| u.parse::<Uuid>().ok()) {
-                    if let Some(to) = map.get(&u) {
-                        a[1] = serde_json::Value::String(to.to_string());
-                    }
-                    return;
-                }
-            }
-            a.iter_mut().for_each(|x| translate(x, map));
-        }
-        serde_json::Value::Object(o) => o.values_mut().for_each(|x| translate(x, map)),
-        _ => {}
-    }
-}
-
 /// `floor PATH RECORD`: the recorded transactions sent in order over a raw socket, one
 /// at a time; prints `step SECS TRANSACTIONS` per step. Only sending a request and
 /// reading its reply is timed; translating uuids is not.
 fn floor(path: &str, record: &str) {
     use std::io::BufRead;
-    let mut client = bench_common::RawClient::connect(path);
-    let mut map: HashMap<Uuid, Uuid> = HashMap::new();
+    let mut replay = bench_common::Replay::connect(path);
     let mut step: Option<(Duration, usize)> = None;
     let report = |step: Option<(Duration, usize)>| {
         if let Some((d, n)) = step {
@@ -282,36 +239,16 @@ fn floor(path: &str, record: &str) {
         }
     };
     let file = std::io::BufReader::new(std::fs::File::open(record).unwrap());
-    for (id, line) in file.lines().enumerate() {
+    for line in file.lines() {
         let line = line.unwrap();
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-        if v.get("step").is_some() {
+        if line.starts_with("{\"step\"") {
             report(step.replace((Duration::ZERO, 0)));
             continue;
         }
-        let sent: Sent = serde_json::from_value(v).unwrap();
-        let mut params = vec![serde_json::Value::from("OVN_Northbound")];
-        params.extend(sent.operations);
-        let mut request = serde_json::json!({"id": id, "method": "transact", "params": params});
-        translate(&mut request, &map);
-        let request = request.to_string();
-        let t = Instant::now();
-        let reply = client.round_trip(&request);
-        let took = t.elapsed();
+        let took = replay.send(bench_common::Sent::from_line(&line));
         let s = step.get_or_insert((Duration::ZERO, 0));
         s.0 += took;
         s.1 += 1;
-        let reply: serde_json::Value = serde_json::from_slice(reply.as_bytes()).unwrap();
-        let results = reply["result"].as_array().unwrap_or_else(|| {
-            panic!("the floor's transaction failed: {reply}");
-        });
-        if let Some(e) = results.iter().find(|r| r.get("error").is_some()) {
-            panic!("the floor's transaction failed: {e}");
-        }
-        for (at, theirs) in sent.inserted {
-            let ours = results[at]["uuid"][1].as_str().unwrap().parse().unwrap();
-            map.insert(theirs, ours);
-        }
     }
     report(step);
 }

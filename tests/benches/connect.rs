@@ -34,10 +34,9 @@ use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
 use netconnect::world::{Key, Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
-use ovsdb_proto::Operation;
 
 mod common;
-use common::{by_name, peak_mib, raw_monitor, record, run_child, send_all};
+use common::{peak_mib, raw_monitor, run_child, Recorder, Replay};
 
 /// Network `i`'s cluster subnet: the `i`-th /17 of 16.0.0.0/8 (hosts /26: 512 nodes).
 fn subnet(i: usize) -> String {
@@ -117,11 +116,9 @@ fn desired(networks: usize, nodes: usize) {
 }
 
 /// Reconciles every key of `w` but the connect, as netconnectd does (a network's
-/// fragments whose inputs did not change are not built again); returns the operations
-/// sent, their `_uuid` conditions turned into names for the floor.
-async fn networks_of(r: &Reconciler, w: &World) -> Vec<Vec<Operation>> {
-    let snap = r.cache().snapshot();
-    let mut sent = Vec::new();
+/// fragments whose inputs did not change are not built again), recording each
+/// transaction in `rec`.
+async fn networks_of(r: &Reconciler, w: &World, rec: &mut Recorder) {
     for k in w
         .keys()
         .into_iter()
@@ -130,31 +127,26 @@ async fn networks_of(r: &Reconciler, w: &World) -> Vec<Vec<Operation>> {
         let plan = netconnect::controller::reconcile_key(r, w, &k)
             .await
             .unwrap_or_else(|e| panic!("{k}: {e}"));
-        if !plan.is_empty() {
-            sent.push(by_name(&plan.operations, &snap));
-        }
+        rec.add(&plan);
     }
-    sent
 }
 
-/// Reconciles the connect's keys one at a time; returns (each transaction's
-/// operations by name, rows written, transactions, time).
-async fn connect_of(r: &Reconciler, w: &World) -> (Vec<Vec<Operation>>, u64, usize, Duration) {
-    let snap = r.cache().snapshot();
+/// Reconciles the connect's keys one at a time, recording each transaction in `rec`
+/// (outside the clock); returns (rows written, transactions, time).
+async fn connect_of(r: &Reconciler, w: &World, rec: &mut Recorder) -> (u64, usize, Duration) {
     let w0 = r.rows_written();
-    let mut sent = Vec::new();
-    let t = Instant::now();
+    let mut n = 0;
+    let mut d = Duration::ZERO;
     for k in connect_keys(w) {
+        let t = Instant::now();
         let plan = netconnect::controller::reconcile_key(r, w, &k)
             .await
             .unwrap();
-        if !plan.is_empty() {
-            sent.push(by_name(&plan.operations, &snap));
-        }
+        d += t.elapsed();
+        n += usize::from(!plan.is_empty());
+        rec.add(&plan);
     }
-    let d = t.elapsed();
-    let n = sent.len();
-    (sent, r.rows_written() - w0, n, d)
+    (r.rows_written() - w0, n, d)
 }
 
 /// `ours REMOTE N M DIR`.
@@ -166,15 +158,14 @@ fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
         let cache = r.cache().clone();
         let w = world(networks, nodes);
         let t = Instant::now();
-        record(&file("nets"), &networks_of(&r, &w).await);
+        networks_of(&r, &w, &mut Recorder::create(&file("nets"))).await;
         println!(
             "ours: the networks programmed first ({} rows in the cache) in {:.2?}",
             cache.snapshot().len(),
             t.elapsed()
         );
 
-        let (ops, rows, n, d) = connect_of(&r, &w).await;
-        record(&file("cnc"), &ops);
+        let (rows, n, d) = connect_of(&r, &w, &mut Recorder::create(&file("cnc"))).await;
         println!(
             "ours: the connect from empty: {rows} rows in {n} transactions in {d:.2?} ({:.0} rows/s), cache at {} rows; peak {:.0} MiB",
             rows as f64 / d.as_secs_f64(),
@@ -209,19 +200,17 @@ fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
         // One node more: the networks get their rows for it (untimed), then the
         // connect's rows for it are timed.
         let w2 = world(networks, nodes + 1);
-        record(&file("node-nets"), &networks_of(&r, &w2).await);
+        networks_of(&r, &w2, &mut Recorder::create(&file("node-nets"))).await;
 
         common::mark_step("a node added");
-        let (ops, rows, n, d) = connect_of(&r, &w2).await;
-        record(&file("node-cnc"), &ops);
+        let (rows, n, d) = connect_of(&r, &w2, &mut Recorder::create(&file("node-cnc"))).await;
         println!("ours: a node added: the connect wrote {rows} rows in {n} transactions in {d:.2?}");
 
 
         // One network more.
         let w3 = world(networks + 1, nodes + 1);
-        record(&file("net-nets"), &networks_of(&r, &w3).await);
-        let (ops, rows, n, d) = connect_of(&r, &w3).await;
-        record(&file("net-cnc"), &ops);
+        networks_of(&r, &w3, &mut Recorder::create(&file("net-nets"))).await;
+        let (rows, n, d) = connect_of(&r, &w3, &mut Recorder::create(&file("net-cnc"))).await;
         println!("ours: a network added: the connect wrote {rows} rows in {n} transactions in {d:.2?}");
     });
 }
@@ -239,18 +228,18 @@ fn floor(path: &str, dir: &str, monitored: bool) {
     if monitored {
         raw_monitor(path);
     }
-    let mut s = common::RawClient::connect(path);
-    send_all(&mut s, &file("nets"));
-    let (d, n) = send_all(&mut s, &file("cnc"));
+    let mut s = Replay::connect(path);
+    s.send_all(&file("nets"));
+    let (d, n) = s.send_all(&file("cnc"));
     println!(
         "{label}: the connect from empty in {n} transactions in {d:.2?}; peak {:.0} MiB",
         peak_mib()
     );
-    send_all(&mut s, &file("node-nets"));
-    let (d, n) = send_all(&mut s, &file("node-cnc"));
+    s.send_all(&file("node-nets"));
+    let (d, n) = s.send_all(&file("node-cnc"));
     println!("{label}: a node added: the connect's {n} transactions in {d:.2?}");
-    send_all(&mut s, &file("net-nets"));
-    let (d, n) = send_all(&mut s, &file("net-cnc"));
+    s.send_all(&file("net-nets"));
+    let (d, n) = s.send_all(&file("net-cnc"));
     println!("{label}: a network added: the connect's {n} transactions in {d:.2?}");
 }
 

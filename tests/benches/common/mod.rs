@@ -4,11 +4,12 @@
 
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
-use ovsdb_proto::{Atom, Condition, Operation};
+use ovsdb_proto::Uuid;
 
 /// For profiling: with `BENCH_STEP_MARK=FILE`, writes the step's name and the process
 /// id to FILE and waits two seconds before the step (outside its time), so that a
@@ -38,54 +39,172 @@ pub fn mib(pid: &str, field: &str) -> f64 {
         / 1024.0
 }
 
-/// Writes each transaction's operations as one JSON line.
-pub fn record(path: &str, transactions: &[Vec<Operation>]) {
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
-    for ops in transactions {
-        serde_json::to_writer(&mut file, ops).unwrap();
-        file.write_all(b"\n").unwrap();
+/// One transaction a reconciler sent, as a floor replays it: its operations, and the
+/// uuid the reconciler's server gave the insert at each position. The floor's server
+/// gives the same inserts other uuids: [`Replay`] puts those in place of these.
+pub struct Sent {
+    /// The operations, as sent.
+    pub operations: Vec<serde_json::Value>,
+    /// (position in `operations`, the uuid given) for each insert.
+    pub inserted: Vec<(usize, Uuid)>,
+}
+
+impl Sent {
+    /// What `plan` sent (after the reconciler applied it).
+    pub fn of(plan: &netconnect::reconcile::Plan) -> Sent {
+        Sent {
+            operations: plan
+                .operations
+                .iter()
+                .map(|op| serde_json::to_value(op).unwrap())
+                .collect(),
+            inserted: plan
+                .inserts
+                .iter()
+                .copied()
+                .zip(plan.inserted_uuids.iter().copied())
+                .collect(),
+        }
+    }
+
+    /// The transaction as one JSON line.
+    pub fn to_line(&self) -> String {
+        serde_json::json!({"operations": self.operations, "inserted": self.inserted}).to_string()
+    }
+
+    /// A transaction read back from [`Sent::to_line`].
+    pub fn from_line(line: &str) -> Sent {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let inserted = v["inserted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let at = p[0].as_u64().unwrap() as usize;
+                (at, p[1].as_str().unwrap().parse().unwrap())
+            })
+            .collect();
+        let serde_json::Value::Array(operations) = v["operations"].clone() else {
+            panic!("a recorded transaction without operations: {line}");
+        };
+        Sent {
+            operations,
+            inserted,
+        }
     }
 }
 
-/// The operations with each `_uuid == U` condition replaced by `name == <U's name>`.
-pub fn by_name(ops: &[Operation], snap: &ovsdb_proto::cache::Snapshot) -> Vec<Operation> {
-    let fix = |table: &str, conditions: &[Condition]| -> Vec<Condition> {
-        conditions
+/// A reconciler's transactions written as they are sent, a JSON line each
+/// ([`Sent::to_line`]), for a floor to replay with [`Replay`].
+pub struct Recorder(std::io::BufWriter<std::fs::File>);
+
+impl Recorder {
+    /// A record in a new file at `path`.
+    pub fn create(path: &str) -> Recorder {
+        Recorder(std::io::BufWriter::new(
+            std::fs::File::create(path).unwrap(),
+        ))
+    }
+
+    /// Records what `plan` sent; nothing for an empty plan (nothing was sent).
+    pub fn add(&mut self, plan: &netconnect::reconcile::Plan) {
+        if !plan.is_empty() {
+            writeln!(self.0, "{}", Sent::of(plan).to_line()).unwrap();
+        }
+    }
+}
+
+/// Recorded transactions sent again, one at a time, over a raw socket: the floor.
+/// Each uuid the reconciler's server gave an insert is replaced by the one this
+/// server gave the same insert, so that a later transaction naming the row by its
+/// uuid finds it here too. A replayed transaction must do the same work: one that
+/// fails, or whose update, mutate or delete matches no row, stops the bench.
+pub struct Replay {
+    client: RawClient,
+    uuids: HashMap<Uuid, Uuid>,
+    sent: usize,
+}
+
+impl Replay {
+    /// A replay to the server at unix socket `path`.
+    pub fn connect(path: &str) -> Replay {
+        Replay {
+            client: RawClient::connect(path),
+            uuids: HashMap::new(),
+            sent: 0,
+        }
+    }
+
+    /// Sends `t` and reads its reply; returns the time of the round trip alone (the
+    /// uuids are put in place before the clock starts).
+    pub fn send(&mut self, t: Sent) -> Duration {
+        let kinds: Vec<String> = t
+            .operations
             .iter()
-            .map(|c| {
-                let uuid = (c.column == "_uuid")
-                    .then(|| c.value.as_scalar().and_then(Atom::as_uuid))
-                    .flatten();
-                match uuid.and_then(|u| snap.get(table, &u)) {
-                    Some(row) => Condition::new("name", c.function, row["name"].clone()),
-                    None => c.clone(),
+            .map(|op| op["op"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        let mut params = vec![serde_json::Value::from("OVN_Northbound")];
+        params.extend(t.operations);
+        let mut request =
+            serde_json::json!({"id": self.sent, "method": "transact", "params": params});
+        self.sent += 1;
+        translate(&mut request, &self.uuids);
+        let request = request.to_string();
+        let start = Instant::now();
+        let reply = self.client.round_trip(&request);
+        let took = start.elapsed();
+        let reply: serde_json::Value = serde_json::from_slice(reply.as_bytes()).unwrap();
+        let results = reply["result"]
+            .as_array()
+            .unwrap_or_else(|| panic!("the floor's transaction failed: {reply}"));
+        if let Some(e) = results.iter().find(|r| r.get("error").is_some()) {
+            panic!("the floor's transaction failed: {e}\nrequest: {request}");
+        }
+        for (kind, result) in kinds.iter().zip(results) {
+            if matches!(kind.as_str(), "update" | "mutate" | "delete") {
+                assert!(
+                    result["count"].as_u64().unwrap_or(0) > 0,
+                    "the floor's {kind} matched no row (the reconciler's did): {request}"
+                );
+            }
+        }
+        for (at, theirs) in t.inserted {
+            let ours = results[at]["uuid"][1].as_str().unwrap().parse().unwrap();
+            self.uuids.insert(theirs, ours);
+        }
+        took
+    }
+
+    /// Sends each transaction of `file` (written by [`record`]); returns the time and
+    /// the number of transactions.
+    pub fn send_all(&mut self, file: &str) -> (Duration, usize) {
+        let lines: Vec<String> = BufReader::new(std::fs::File::open(file).unwrap())
+            .lines()
+            .map(Result::unwrap)
+            .collect();
+        let n = lines.len();
+        let took = lines.iter().map(|l| self.send(Sent::from_line(l))).sum();
+        (took, n)
+    }
+}
+
+/// Replaces, anywhere in `v`, each `["uuid", U]` whose U is in `map` by its image.
+fn translate(v: &mut serde_json::Value, map: &HashMap<Uuid, Uuid>) {
+    match v {
+        serde_json::Value::Array(a) => {
+            if a.len() == 2 && a[0] == "uuid" {
+                if let Some(u) = a[1].as_str().and_then(|u| u.parse::<Uuid>().ok()) {
+                    if let Some(to) = map.get(&u) {
+                        a[1] = serde_json::Value::String(to.to_string());
+                    }
+                    return;
                 }
-            })
-            .collect()
-    };
-    ops.iter()
-        .map(|op| match op {
-            Operation::Update {
-                table,
-                conditions,
-                row,
-            } => Operation::Update {
-                table: table.clone(),
-                conditions: fix(table, conditions),
-                row: row.clone(),
-            },
-            Operation::Mutate {
-                table,
-                conditions,
-                mutations,
-            } => Operation::Mutate {
-                table: table.clone(),
-                conditions: fix(table, conditions),
-                mutations: mutations.clone(),
-            },
-            other => other.clone(),
-        })
-        .collect()
+            }
+            a.iter_mut().for_each(|x| translate(x, map));
+        }
+        serde_json::Value::Object(o) => o.values_mut().for_each(|x| translate(x, map)),
+        _ => {}
+    }
 }
 
 /// A raw JSON-RPC client on a unix socket: it writes a request and frames the reply,
@@ -126,35 +245,6 @@ impl RawClient {
             self.buf.extend_from_slice(&self.chunk[..n]);
         }
     }
-}
-
-/// Sends each line of `file` as one transaction and reads its reply (one at a time,
-/// as the reconciler does); returns the time.
-pub fn send_all(client: &mut RawClient, file: &str) -> (Duration, usize) {
-    let lines: Vec<String> = BufReader::new(std::fs::File::open(file).unwrap())
-        .lines()
-        .map(Result::unwrap)
-        .collect();
-    let requests: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, ops)| {
-            let ops: Vec<serde_json::Value> = serde_json::from_str(ops).unwrap();
-            let mut params = vec![serde_json::Value::from("OVN_Northbound")];
-            params.extend(ops);
-            serde_json::json!({"id": i, "method": "transact", "params": params}).to_string()
-        })
-        .collect();
-    let start = Instant::now();
-    for r in &requests {
-        let m = client.round_trip(r);
-        let text = String::from_utf8_lossy(m.as_bytes());
-        assert!(
-            !text.contains("\"error\":\""),
-            "the floor's transaction failed: {text}"
-        );
-    }
-    (start.elapsed(), requests.len())
 }
 
 /// A client that monitors every table netconnect caches and reads the updates into
