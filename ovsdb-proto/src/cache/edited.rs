@@ -41,23 +41,32 @@ pub(super) enum Edit {
 }
 
 impl EditedSet {
-    /// The set whose flat form is `base` with `toggles` (sorted) toggled, with `diff`
-    /// toggled too (an element repeated in `diff` toggles once); `None` when `base`
-    /// is not a set.
-    pub(super) fn edit(base: &Arc<Datum>, toggles: &[Atom], diff: &[Atom]) -> Option<Edit> {
+    /// The set whose flat form is `base` with `toggles` (sorted) toggled, `len`
+    /// elements, with `diff` toggled too (an element repeated in `diff` toggles once);
+    /// `None` when `base` is not a set.
+    pub(super) fn edit(
+        base: &Arc<Datum>,
+        toggles: &[Atom],
+        len: usize,
+        diff: &[Atom],
+    ) -> Option<Edit> {
         let elements = base.as_set()?;
         let mut diff: Vec<&Atom> = diff.iter().collect();
         if !diff.is_sorted_by(|a, b| a < b) {
             diff.sort_unstable();
             diff.dedup();
         }
+        // Only the elements toggled now change the count: one in the set goes out,
+        // one not in it comes in.
+        let len = diff.iter().fold(len, |n, a| {
+            let present = elements.binary_search(a).is_ok() != toggles.binary_search(a).is_ok();
+            if present {
+                n - 1
+            } else {
+                n + 1
+            }
+        });
         let toggles: Box<[Atom]> = merge(toggles.iter(), diff.into_iter()).cloned().collect();
-        let len = toggles
-            .iter()
-            .fold(elements.len(), |n, t| match elements.binary_search(t) {
-                Ok(_) => n - 1,
-                Err(_) => n + 1,
-            });
         // Past √n toggles, each modify would copy more than a flat set's share of the
         // next flattening.
         if len < EDITED_FROM || toggles.len() > elements.len().isqrt().max(32) {
@@ -230,7 +239,8 @@ mod tests {
     fn toggles_are_kept_apart_until_they_outgrow_the_square_root_of_the_set() {
         let base = set(0..4096);
         // Take 7 out, put 5000 in, twice each: one toggle left of each.
-        let Some(Edit::Edited(e)) = EditedSet::edit(&base, &[], &atoms(&[5000, 7, 7, 5000, 7]))
+        let Some(Edit::Edited(e)) =
+            EditedSet::edit(&base, &[], 4096, &atoms(&[5000, 7, 7, 5000, 7]))
         else {
             panic!("a small edit of a large set is kept as toggles");
         };
@@ -251,21 +261,22 @@ mod tests {
         // 64 toggles of a 4096-element set are its square root: past that, flat.
         let many: Vec<Atom> = atoms(&(10_000..10_064).collect::<Vec<_>>());
         assert!(matches!(
-            EditedSet::edit(&base, &[], &many),
+            EditedSet::edit(&base, &[], 4096, &many),
             Some(Edit::Edited(_))
         ));
-        let Some(Edit::Flat(flat)) = EditedSet::edit(&base, &many, &atoms(&[20_000])) else {
+        let Some(Edit::Flat(flat)) = EditedSet::edit(&base, &many, 4096 + 64, &atoms(&[20_000]))
+        else {
             panic!("65 toggles of 4096 elements are made flat");
         };
         assert_eq!(flat.len(), 4096 + 65);
         // A set edited below the size worth editing is made flat too.
         let small = set(0..EDITED_FROM as i64);
         assert!(matches!(
-            EditedSet::edit(&small, &[], &atoms(&[0])),
+            EditedSet::edit(&small, &[], EDITED_FROM, &atoms(&[0])),
             Some(Edit::Flat(d)) if d.len() == EDITED_FROM - 1
         ));
         // A map is not a set.
         let map = Arc::new(Datum::map([(1, 2)]));
-        assert!(EditedSet::edit(&map, &[], &atoms(&[1])).is_none());
+        assert!(EditedSet::edit(&map, &[], 1, &atoms(&[1])).is_none());
     }
 }

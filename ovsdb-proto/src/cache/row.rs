@@ -270,10 +270,10 @@ impl Stored {
         let diff = diff.as_set()?;
         match self {
             Stored::Own(_) => None,
-            Stored::Shared(base) => EditedSet::edit(base, &[], diff),
+            Stored::Shared(base) => EditedSet::edit(base, &[], base.len(), diff),
             Stored::Edited(e) => {
                 let (base, toggles) = e.parts();
-                EditedSet::edit(base, toggles, diff)
+                EditedSet::edit(base, toggles, e.len(), diff)
             }
         }
     }
