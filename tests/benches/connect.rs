@@ -15,12 +15,14 @@
 //!   key, then one key and transaction per connected network, as OVN-Kubernetes
 //!   writes it), a second pass that must write nothing, one node added and one network
 //!   added (the connect's rows written and the time);
-//! - `floor`: the same connect transactions sent over a raw socket to a server holding
-//!   the same networks, reading only the replies.
+//! - `floor`: the same transactions sent again over a raw socket to an empty server,
+//!   one at a time (see `common::Replay`), the connect's timed, reading only the
+//!   replies.
 //!
 //! `cargo bench -p integration-tests --bench connect [-- NETWORKS NODES]`.
-//! `BENCH_STEP_MARK=FILE`: `ours` writes `a node added` and its process id to FILE and
-//! waits two seconds before that step, for a profiler to attach.
+//! `BENCH_STEP_MARK=FILE`: `ours` writes `a node added` (then `a network added`) and
+//! its process id to FILE and waits two seconds before that step, for a profiler to
+//! attach.
 
 // The allocator netconnectd uses.
 #[global_allocator]
@@ -210,6 +212,7 @@ fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
         // One network more.
         let w3 = world(networks + 1, nodes + 1);
         networks_of(&r, &w3, &mut Recorder::create(&file("net-nets"))).await;
+        common::mark_step("a network added");
         let (rows, n, d) = connect_of(&r, &w3, &mut Recorder::create(&file("net-cnc"))).await;
         println!("ours: a network added: the connect wrote {rows} rows in {n} transactions in {d:.2?}");
     });
