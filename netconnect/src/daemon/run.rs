@@ -235,12 +235,15 @@ async fn serve(
             Some(()) = changed.recv() => {}
         }
         let previous = tx.borrow().clone();
+        let started = std::time::Instant::now();
         match reload(&args, &mut manifests, &state, Some(&previous)) {
             Ok(world) => {
                 for p in &world.problems {
                     tracing::warn!(problem = %p, "input");
                 }
+                let built = started.elapsed();
                 let next = world.state(&state);
+                let stated = started.elapsed();
                 if let Some(dir) = &args.status_dir {
                     let written = match saved {
                         true => next.save_since(&state, dir),
@@ -252,6 +255,12 @@ async fn serve(
                     saved = written.is_ok();
                 }
                 state = next;
+                tracing::debug!(
+                    ?built,
+                    state = ?stated - built,
+                    saved = ?started.elapsed() - stated,
+                    "manifests reloaded"
+                );
                 tx.send_replace(Arc::new(world));
             }
             Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
