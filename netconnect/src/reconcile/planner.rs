@@ -884,10 +884,18 @@ impl<'a> Planning<'a> {
                     .get(e.row.table())
                     .map(|i| i.refs.as_slice())
                     .unwrap_or(&[]);
+                // A set is read where it is (a router's large `ports` are not made
+                // flat); a map through its keys and values.
                 refs.iter()
-                    .filter_map(|c| e.row.get(c.as_str()))
-                    .flat_map(|d| atoms(d).filter_map(Atom::as_uuid).collect::<Vec<_>>())
-                    .collect::<Vec<_>>()
+                    .flat_map(|c| -> Box<dyn Iterator<Item = Uuid> + '_> {
+                        if let Some(s) = e.row.set(c) {
+                            return Box::new(s.iter().filter_map(Atom::as_uuid));
+                        }
+                        match e.row.get(c) {
+                            Some(d) => Box::new(atoms(d).filter_map(Atom::as_uuid)),
+                            None => Box::new(std::iter::empty()),
+                        }
+                    })
             })
             .collect()
     }

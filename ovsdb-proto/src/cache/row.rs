@@ -212,7 +212,7 @@ const SHARED_FROM: usize = 16;
 
 /// A stored value: in place, or, when it is large, shared between the versions of its
 /// row, so that a modify of another column of a router with thousands of ports does
-/// not copy them; a large set that a modify changed is edited (see [`edited`]).
+/// not copy them; a large set that a modify changed is edited (see [`super::edited`]).
 #[derive(Clone, Debug)]
 enum Stored {
     Own(Datum),
