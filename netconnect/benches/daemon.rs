@@ -29,6 +29,9 @@
 //! keys in flight on the library's and the daemon's side (netconnectd's default
 //! `--workers` otherwise).
 //!
+//! `BENCH_DAEMON_LOG=FILE`: netconnectd logs at debug level to FILE (each manifest
+//! reload's phases among them) instead of nowhere.
+//!
 //! `BENCH_STEP_MARK=FILE`: the library writes each later step's name and its process id
 //! to FILE and waits two seconds before the step, for a profiler to attach.
 
@@ -268,6 +271,17 @@ fn cache_alone(remote: &str) {
     });
 }
 
+/// Sends netconnectd's log to the file `BENCH_DAEMON_LOG` names, at debug level, or
+/// nowhere.
+fn daemon_log(cmd: &mut Command) -> &mut Command {
+    match std::env::var_os("BENCH_DAEMON_LOG").filter(|p| !p.is_empty()) {
+        Some(path) => cmd
+            .env("RUST_LOG", "netconnect=debug,info")
+            .stderr(std::fs::File::create(path).expect("BENCH_DAEMON_LOG")),
+        None => cmd.stderr(Stdio::null()),
+    }
+}
+
 fn metric(addr: &str, name: &str) -> Option<f64> {
     let (_, body) = get(addr, "/metrics")?;
     body.lines()
@@ -375,7 +389,8 @@ fn main() {
     std::fs::write(m.join("nodes.yaml"), steps[0].1.nodes_yaml()).unwrap();
     let addr = format!("127.0.0.1:{}", ovn_sandbox::free_port().unwrap());
     let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_netconnectd"))
+    let mut netconnectd = Command::new(env!("CARGO_BIN_EXE_netconnectd"));
+    let mut child = daemon_log(&mut netconnectd)
         .args(["--nb", &b.unix_remote(), "--zone", ZONE, "--listen", &addr])
         .args(["--workers", &workers().to_string()])
         .arg("--manifests")
@@ -383,7 +398,6 @@ fn main() {
         .arg("--status-dir")
         .arg(&s)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pid = child.id().to_string();
