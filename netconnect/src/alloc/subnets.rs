@@ -121,7 +121,10 @@ impl SubnetRange {
             offset,
             (self.subnet_bits - self.left_shift) % self.subnet_bits.max(1),
         );
-        (n < self.count() && self.subnet(n) == Some(subnet.trunc())).then_some(n)
+        // The rotation is a bijection on the subnet bits, so `n` gives `subnet` back;
+        // only the count and the IPv6 indexes skipped remain to check.
+        let skipped = subnet.addr().is_ipv6() && self.subnet_bits >= 16 && n & 0xFFFF == 0;
+        (n < self.count() && !skipped).then_some(n)
     }
 
     /// True when `subnet` is one this range hands out.
@@ -299,6 +302,37 @@ mod tests {
             SubnetError::Exhausted,
             "no IPv6 range"
         );
+    }
+
+    #[test]
+    fn every_subnet_of_a_range_has_its_own_index_and_nothing_else_has_one() {
+        // Rotated IPv4, byte-aligned IPv4, IPv6 with and without skipped indexes.
+        for (cidr, len) in [
+            ("10.128.0.0/14", 23),
+            ("172.16.0.0/12", 20),
+            ("10.1.0.0/16", 24),
+            ("fd00:10::/44", 64),
+            ("fd00::/120", 124),
+        ] {
+            let r = SubnetRange::new(net(cidr), len);
+            let mut seen = BTreeSet::new();
+            for n in 0..r.count().min(70_000) {
+                match r.subnet(n) {
+                    Some(s) => {
+                        assert_eq!(r.index(&s), Some(n), "{cidr} /{len}: {s}");
+                        assert!(seen.insert(s), "{cidr} /{len}: {s} twice");
+                    }
+                    None => assert_eq!(n & 0xFFFF, 0, "{cidr}: only IPv6's skipped indexes"),
+                }
+            }
+            // The skipped IPv6 subnets, other lengths and outside ranges have none.
+            if r.subnet_bits >= 16 && r.network.addr().is_ipv6() {
+                assert_eq!(r.index(&with_len(r.network.network(), len)), None);
+            }
+            let other_len = with_len(r.network.network(), len - 1);
+            assert_eq!(r.index(&other_len), None, "{cidr}: {other_len}");
+            assert_eq!(r.index(&net("192.0.2.0/24")), None);
+        }
     }
 
     #[test]
