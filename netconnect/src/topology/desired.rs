@@ -89,9 +89,9 @@ impl Fragments for NoFragments {
 /// A fragment of a key's rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fragment {
-    /// Its label, unique in the key.
-    pub label: String,
-    /// The hash of its label, by which reconcilers remember it (labels share long
+    /// The hash of its label (unique in the key), by which reconcilers remember it.
+    /// The label is hashed as it is formatted, never kept: a node added formats 500
+    /// labels on each of 500 keys. (Labels share long
     /// prefixes: comparing the texts of 500 fragments on each key was a tenth of a node
     /// added). Two labels of a key with one hash would only be built again more often:
     /// a fragment is known only when its fingerprint is the one remembered too.
@@ -323,12 +323,16 @@ impl Desired {
     /// its rows are kept, and references to them from the key's other rows too). The
     /// rows a fragment attaches to other parties' rows must not be root rows (so that
     /// losing such a reference deletes them, which the reconciler notices).
-    pub fn fragment(&mut self, known: &dyn Fragments, label: String, fingerprint: u64) -> bool {
+    pub fn fragment(
+        &mut self,
+        known: &dyn Fragments,
+        label: std::fmt::Arguments<'_>,
+        fingerprint: u64,
+    ) -> bool {
         debug_assert!(self.open.is_none(), "fragments do not nest");
-        let key = crate::topology::connect::fingerprint(&label);
+        let key = label_hash(label);
         let skipped = known.unchanged(key, fingerprint);
         self.fragments.push(Fragment {
-            label,
             key,
             fingerprint,
             skipped,
@@ -520,10 +524,54 @@ impl Desired {
     }
 }
 
+/// The hash of a fragment's label, as [`Fragment::key`] holds it: the text hashed as a
+/// string is (the same as `fingerprint(&label.to_string())`), with no string made.
+pub fn label_hash(label: std::fmt::Arguments<'_>) -> u64 {
+    use std::hash::Hasher;
+    /// Feeds the text written to it to the hasher.
+    struct Feed(std::collections::hash_map::DefaultHasher);
+    impl std::fmt::Write for Feed {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
+    let mut feed = Feed(std::collections::hash_map::DefaultHasher::new());
+    std::fmt::write(&mut feed, label).expect("hashing text cannot fail");
+    // As `str`'s `Hash` ends it.
+    feed.0.write_u8(0xff);
+    feed.0.finish()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use nb_model::{LogicalRouter, LogicalRouterPort};
+
+    #[test]
+    fn a_label_hashes_as_its_text_does_and_labels_differ() {
+        let text = |node: &str| format!("node:{node}");
+        for node in [
+            "a",
+            "node-0001",
+            "a-very-long-node-name-that-spans-the-hashers-block",
+        ] {
+            assert_eq!(
+                label_hash(format_args!("node:{node}")),
+                crate::topology::connect::fingerprint(text(node)),
+                "{node}"
+            );
+        }
+        // Pieces split differently give one text, one hash; another text another.
+        assert_eq!(
+            label_hash(format_args!("to:{}:{}", 1, "rtoc")),
+            label_hash(format_args!("to:1:{}", "rtoc"))
+        );
+        assert_ne!(
+            label_hash(format_args!("node:{}", "ab")),
+            label_hash(format_args!("node:{}", "a"))
+        );
+    }
 
     fn owner() -> Owner {
         Owner {

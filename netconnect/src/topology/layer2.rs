@@ -109,7 +109,7 @@ pub fn build(
         if !l2
             .b
             .d
-            .fragment(known, format!("node:{}", node.name), fragment)
+            .fragment(known, format_args!("node:{}", node.name), fragment)
         {
             continue;
         }

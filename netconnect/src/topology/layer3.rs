@@ -131,7 +131,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
         if !l3
             .b
             .d
-            .fragment(known, format!("node:{}", node.name), inputs)
+            .fragment(known, format_args!("node:{}", node.name), inputs)
         {
             continue;
         }

@@ -147,11 +147,13 @@ impl Partition<'_> {
             (t.node, t.node_id, t.local, t.chassis, host_subnets),
             (link.port_key, &c.net.subnets),
         ));
-        let label = match t.node {
-            Some(_) => format!("node:{}", t.node_id),
-            None => "layer2".to_owned(),
+        let build = match t.node {
+            Some(_) => {
+                (self.d).fragment(self.known, format_args!("node:{}", t.node_id), fingerprint)
+            }
+            None => (self.d).fragment(self.known, format_args!("layer2"), fingerprint),
         };
-        if !self.d.fragment(self.known, label, fingerprint) {
+        if !build {
             return;
         }
         self.ports(c, t, &link);
@@ -242,7 +244,7 @@ impl Partition<'_> {
                     (self.cnc, src.id, &src.router, inport, next_hops, several),
                     (dst.id, &dst.net.subnets),
                 ));
-                let label = format!("to:{}:{inport}", dst.id);
+                let label = format_args!("to:{}:{inport}", dst.id);
                 if !self.d.fragment(self.known, label, fingerprint) {
                     continue;
                 }
