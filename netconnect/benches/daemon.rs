@@ -275,9 +275,11 @@ fn cache_alone(remote: &str) {
 /// nowhere.
 fn daemon_log(cmd: &mut Command) -> &mut Command {
     match std::env::var_os("BENCH_DAEMON_LOG").filter(|p| !p.is_empty()) {
-        Some(path) => cmd
-            .env("RUST_LOG", "netconnect=debug,info")
-            .stderr(std::fs::File::create(path).expect("BENCH_DAEMON_LOG")),
+        Some(path) => cmd.env("RUST_LOG", "netconnect=debug,info").stderr(
+            std::fs::File::create(&path).unwrap_or_else(|e| {
+                panic!("BENCH_DAEMON_LOG: cannot create {}: {e}", path.display())
+            }),
+        ),
         None => cmd.stderr(Stdio::null()),
     }
 }

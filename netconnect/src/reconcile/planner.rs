@@ -886,16 +886,13 @@ impl<'a> Planning<'a> {
                     .unwrap_or(&[]);
                 // A set is read where it is (a router's large `ports` are not made
                 // flat); a map through its keys and values.
-                refs.iter()
-                    .flat_map(|c| -> Box<dyn Iterator<Item = Uuid> + '_> {
-                        if let Some(s) = e.row.set(c) {
-                            return Box::new(s.iter().filter_map(Atom::as_uuid));
-                        }
-                        match e.row.get(c) {
-                            Some(d) => Box::new(atoms(d).filter_map(Atom::as_uuid)),
-                            None => Box::new(std::iter::empty()),
-                        }
-                    })
+                refs.iter().flat_map(|c| {
+                    let set = e.row.set(c);
+                    let map = set.is_none().then(|| e.row.get(c)).flatten();
+                    (set.into_iter().flat_map(|s| s.iter()))
+                        .chain(map.into_iter().flat_map(atoms))
+                        .filter_map(Atom::as_uuid)
+                })
             })
             .collect()
     }

@@ -89,12 +89,12 @@ impl Fragments for NoFragments {
 /// A fragment of a key's rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fragment {
-    /// The hash of its label (unique in the key), by which reconcilers remember it.
-    /// The label is hashed as it is formatted, never kept: a node added formats 500
-    /// labels on each of 500 keys. (Labels share long
-    /// prefixes: comparing the texts of 500 fragments on each key was a tenth of a node
-    /// added). Two labels of a key with one hash would only be built again more often:
-    /// a fragment is known only when its fingerprint is the one remembered too.
+    /// The hash of its label (unique in the key), by which reconcilers remember it
+    /// ([`label_hash`]). The label's text is never kept: a node added formats 500
+    /// labels on each of 500 keys, and comparing texts that share long prefixes was a
+    /// tenth of a node added. Two labels of a key with one hash would only be built
+    /// again more often: a fragment is known only when its fingerprint is the one
+    /// remembered too.
     pub key: u64,
     /// The fingerprint of its inputs.
     pub fingerprint: u64,
@@ -524,8 +524,8 @@ impl Desired {
     }
 }
 
-/// The hash of a fragment's label, as [`Fragment::key`] holds it: the text hashed as a
-/// string is (the same as `fingerprint(&label.to_string())`), with no string made.
+/// The hash of a fragment's label, as [`Fragment::key`] holds it: the hash its text
+/// has as a `str`, taken as the text is formatted, with no string made.
 pub fn label_hash(label: std::fmt::Arguments<'_>) -> u64 {
     use std::hash::Hasher;
     /// Feeds the text written to it to the hasher.

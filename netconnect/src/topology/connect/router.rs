@@ -149,9 +149,12 @@ impl Partition<'_> {
         ));
         let build = match t.node {
             Some(_) => {
-                (self.d).fragment(self.known, format_args!("node:{}", t.node_id), fingerprint)
+                let label = format_args!("node:{}", t.node_id);
+                self.d.fragment(self.known, label, fingerprint)
             }
-            None => (self.d).fragment(self.known, format_args!("layer2"), fingerprint),
+            None => self
+                .d
+                .fragment(self.known, format_args!("layer2"), fingerprint),
         };
         if !build {
             return;
