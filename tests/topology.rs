@@ -568,6 +568,20 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
     // A foreign switch holding a name netconnect wants is a conflict: nothing written.
     let (r2, _) = udn::reconciler(&sb.nb.unix_remote()).await;
     sb.nbctl(&["ls-add", "cluster_udn_green_n1"]).unwrap();
+    // The conflict is found in the cache: plan once it shows the foreign switch (the
+    // suite once planned first and wrote green beside it).
+    let shown = r2
+        .cache()
+        .wait_for(Duration::from_secs(10), |snap| {
+            snap.table("Logical_Switch").iter().any(|(_, row)| {
+                row.get("name")
+                    .and_then(|d| d.as_scalar())
+                    .and_then(|a| a.as_str())
+                    == Some("cluster_udn_green_n1")
+            })
+        })
+        .await;
+    assert!(shown, "the cache never showed the foreign switch");
     let world = udn::world(
         &(yaml + &l3("green", "[{cidr: 10.30.0.0/16}]")),
         &netconnect::status::dir::State::default(),
