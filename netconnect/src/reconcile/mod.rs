@@ -35,6 +35,10 @@ struct KeyMemo {
     /// they are the same, none of its rows in them changed (its rows outside them,
     /// of tables without owner stamps, are looked at one by one).
     entries: Vec<IndexedRows>,
+    /// The rows of every fragment in `fragments`: what a plan keeps when the key skips
+    /// them all. Edited as fragments come and go (a node added puts in its few rows),
+    /// never gathered again from the fragments' rows.
+    fragment_rows: Arc<UuidSet>,
 }
 
 /// A fragment's fingerprint, and its rows as the cache showed them.
@@ -192,6 +196,29 @@ impl UuidSet {
     }
 }
 
+impl UuidSet {
+    /// This set without the addresses of `removed` and with those of `added`: one
+    /// walk through each (all three are in order).
+    fn edited(&self, removed: &UuidSet, added: &UuidSet) -> UuidSet {
+        let mut gone = removed.0.iter().peekable();
+        let mut new = added.0.iter().peekable();
+        let mut out = Vec::with_capacity(self.0.len() + added.0.len());
+        for &x in &self.0 {
+            while gone.next_if(|&&g| g < x).is_some() {}
+            if gone.next_if_eq(&&x).is_some() {
+                continue;
+            }
+            while let Some(&a) = new.next_if(|&&a| a < x) {
+                out.push(a);
+            }
+            new.next_if_eq(&&x);
+            out.push(x);
+        }
+        out.extend(new);
+        UuidSet(out)
+    }
+}
+
 impl FromIterator<Uuid> for UuidSet {
     fn from_iter<I: IntoIterator<Item = Uuid>>(iter: I) -> UuidSet {
         let mut v: Vec<u128> = iter.into_iter().map(|u| u.as_u128()).collect();
@@ -212,6 +239,45 @@ impl Ascending<'_> {
         let past = self.0.partition_point(|&v| v < x);
         self.0 = &self.0[past..];
         self.0.first() == Some(&x)
+    }
+}
+
+/// The rows a plan leaves as they are: those of the fragments the key skipped, known
+/// as the rows of every fragment remembered less those of the fragments remembered and
+/// not skipped now (built again, or no longer built). A node added skips all of its
+/// network's fragments but its own: the few rows of the others are all that is read.
+#[derive(Clone, Debug, Default)]
+pub struct KeptRows {
+    all: Arc<UuidSet>,
+    except: UuidSet,
+}
+
+impl KeptRows {
+    /// True when the row at `uuid` is kept.
+    pub fn contains(&self, uuid: &Uuid) -> bool {
+        self.all.contains(uuid) && !self.except.contains(uuid)
+    }
+
+    /// Membership tests of addresses asked in ascending order ([`UuidSet::ascending`]).
+    pub fn ascending(&self) -> KeptAscending<'_> {
+        KeptAscending {
+            all: self.all.ascending(),
+            except: self.except.ascending(),
+        }
+    }
+}
+
+/// [`KeptRows::ascending`].
+#[derive(Clone, Copy, Debug)]
+pub struct KeptAscending<'a> {
+    all: Ascending<'a>,
+    except: Ascending<'a>,
+}
+
+impl KeptAscending<'_> {
+    /// True when `uuid` is kept; `uuid` must not be below one asked before.
+    pub fn contains(&mut self, uuid: &Uuid) -> bool {
+        self.all.contains(uuid) && !self.except.contains(uuid)
     }
 }
 
@@ -475,25 +541,39 @@ impl Reconciler {
     }
 
     /// The rows of the fragments `desired` skipped (to be kept as they are).
-    fn skipped_rows(&self, desired: &Desired) -> UuidSet {
-        let skipped: Vec<u64> = desired
-            .fragments()
-            .iter()
-            .filter(|f| f.skipped)
-            .map(|f| f.key)
-            .collect();
-        if skipped.is_empty() {
-            return UuidSet::default();
+    fn kept_rows(&self, desired: &Desired) -> KeptRows {
+        if desired.fragments().iter().all(|f| !f.skipped) {
+            return KeptRows::default();
         }
         let memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
         let Some(m) = memo.get(&memo_key(&desired.owner, &desired.scope)) else {
-            return UuidSet::default();
+            return KeptRows::default();
         };
-        skipped
-            .iter()
-            .filter_map(|k| m.fragments.get(k))
-            .flat_map(|f| f.rows.iter().map(|r| r.uuid))
-            .collect()
+        // The remembered fragments not skipped now: those built again, then (rarely)
+        // those the key no longer builds.
+        let mut except = Vec::new();
+        let mut present = 0;
+        for f in desired.fragments() {
+            if let Some(mf) = m.fragments.get(&f.key) {
+                present += 1;
+                if !f.skipped {
+                    except.extend(mf.rows.iter().map(|r| r.uuid));
+                }
+            }
+        }
+        if m.fragments.len() != present {
+            let labels: HashSet<u64> = desired.fragments().iter().map(|f| f.key).collect();
+            except.extend(
+                m.fragments
+                    .iter()
+                    .filter(|(k, _)| !labels.contains(k))
+                    .flat_map(|(_, f)| f.rows.iter().map(|r| r.uuid)),
+            );
+        }
+        KeptRows {
+            all: m.fragment_rows.clone(),
+            except: except.into_iter().collect(),
+        }
     }
 
     /// What reconciling `desired` would write now.
@@ -511,7 +591,7 @@ impl Reconciler {
         rows: &KeyRows,
     ) -> Result<Plan, ReconcileError> {
         let planner = self.planner()?;
-        let keep = self.skipped_rows(desired);
+        let keep = self.kept_rows(desired);
         let mut plan = planner.plan_keeping(desired, snap, &self.nb, rows, &keep)?;
         plan.incomplete = desired.incomplete.clone();
         Ok(plan)
@@ -696,32 +776,58 @@ impl Reconciler {
         // The fragments remembered before, with those built now put in (the map is
         // copied only while a reader still holds it): a node added changes one entry,
         // not the network's 500.
-        let mut fragments = match old.map(Arc::try_unwrap) {
-            Some(Ok(m)) => m.fragments,
-            Some(Err(held)) => held.fragments.clone(),
-            None => HashMap::new(),
+        let (mut fragments, fragment_rows) = match old.map(Arc::try_unwrap) {
+            Some(Ok(m)) => (m.fragments, m.fragment_rows),
+            Some(Err(held)) => (held.fragments.clone(), held.fragment_rows.clone()),
+            None => Default::default(),
         };
+        // The rows of the fragments replaced or forgotten, and of those put in.
+        let (mut removed, mut added) = (Vec::new(), Vec::new());
+        let uuids_of = |f: &FragmentMemo| f.rows.iter().map(|r| r.uuid).collect::<Vec<_>>();
         let mut present = 0;
         for (f, now) in desired.fragments().iter().zip(built) {
             let key = f.key;
             match now {
                 Some((fingerprint, rows)) => {
-                    fragments.insert(key, FragmentMemo::new(fingerprint, rows));
+                    let memo = FragmentMemo::new(fingerprint, rows);
+                    added.extend(uuids_of(&memo));
+                    if let Some(was) = fragments.insert(key, memo) {
+                        removed.extend(uuids_of(&was));
+                    }
                     present += 1;
                 }
                 None if f.skipped => present += usize::from(fragments.contains_key(&key)),
                 None => {
-                    fragments.remove(&key);
+                    if let Some(was) = fragments.remove(&key) {
+                        removed.extend(uuids_of(&was));
+                    }
                 }
             }
         }
         // Fragments the key no longer builds (a node gone) are forgotten.
         if fragments.len() != present {
             let labels: HashSet<u64> = desired.fragments().iter().map(|f| f.key).collect();
-            fragments.retain(|k, _| labels.contains(k));
+            fragments.retain(|k, f| {
+                let keep = labels.contains(k);
+                if !keep {
+                    removed.extend(f.rows.iter().map(|r| r.uuid));
+                }
+                keep
+            });
         }
+        // A row both removed and added (a fragment's row updated in place) stays.
+        let fragment_rows = Arc::new(
+            fragment_rows.edited(&removed.into_iter().collect(), &added.into_iter().collect()),
+        );
         let entries = self.nb.scope_entries(snap, &desired.owner, &desired.scope);
-        memo.insert(key, Arc::new(KeyMemo { fragments, entries }));
+        memo.insert(
+            key,
+            Arc::new(KeyMemo {
+                fragments,
+                entries,
+                fragment_rows,
+            }),
+        );
     }
 
     /// Forgets what was remembered of the keys with fragments other than those of
@@ -762,8 +868,10 @@ impl Reconciler {
 
 #[cfg(test)]
 mod tests {
-    use super::UuidSet;
+    use super::{KeptRows, UuidSet};
     use ovsdb_proto::Uuid;
+    use std::collections::BTreeSet;
+    use std::sync::Arc;
 
     #[test]
     fn a_uuid_set_finds_its_members_asked_at_random_or_in_ascending_order() {
@@ -783,5 +891,48 @@ mod tests {
         let expected: Vec<bool> = asked.iter().map(|x| set.contains(x)).collect();
         assert_eq!(found, expected);
         assert_eq!(found.iter().filter(|f| **f).count(), 3);
+    }
+
+    #[test]
+    fn an_edited_set_is_the_set_built_from_its_members_and_kept_rows_leave_out_the_exceptions() {
+        // Random sets (a fixed seed): edited, the set holds what a set built from the
+        // same members holds, whatever the overlaps of the three.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let u = |n: u64| Uuid::from_u128((n as u128).rotate_right(8));
+        for _ in 0..200 {
+            let mut pick = |k: u64| -> BTreeSet<u64> { (0..next(k)).map(|_| next(60)).collect() };
+            let (old, removed, added) = (pick(40), pick(20), pick(20));
+            let set: UuidSet = old.iter().map(|n| u(*n)).collect();
+            let edited = set.edited(
+                &removed.iter().map(|n| u(*n)).collect(),
+                &added.iter().map(|n| u(*n)).collect(),
+            );
+            let want: BTreeSet<u64> = old
+                .difference(&removed)
+                .chain(added.iter())
+                .copied()
+                .collect();
+            let built: UuidSet = want.iter().map(|n| u(*n)).collect();
+            assert_eq!(edited.0, built.0, "{old:?} - {removed:?} + {added:?}");
+            let except = pick(20);
+            let kept = KeptRows {
+                all: Arc::new(edited),
+                except: except.iter().map(|n| u(*n)).collect(),
+            };
+            let mut asked: Vec<u64> = (0..70).collect();
+            asked.sort_by_key(|n| u(*n).as_u128());
+            let mut ascending = kept.ascending();
+            for n in asked {
+                let member = want.contains(&n) && !except.contains(&n);
+                assert_eq!(kept.contains(&u(n)), member, "{n}");
+                assert_eq!(ascending.contains(&u(n)), member, "{n} asked in order");
+            }
+        }
     }
 }

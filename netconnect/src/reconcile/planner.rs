@@ -26,7 +26,7 @@ use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation
 
 use super::nb::{NbIndexes, ATTACHABLE, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
-use super::{KeyRows, UuidSet};
+use super::{KeptRows, KeyRows};
 use crate::ownership::{binding_identity, binding_port};
 use crate::topology::desired::{
     foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
@@ -187,7 +187,7 @@ impl Planner {
         nb: &NbIndexes,
     ) -> Result<Plan, PlanError> {
         let rows = KeyRows::read(snap, nb, &desired.owner, &desired.scope);
-        self.plan_keeping(desired, snap, nb, &rows, &UuidSet::default())
+        self.plan_keeping(desired, snap, nb, &rows, &KeptRows::default())
     }
 
     /// [`Planner::plan`] where the key's rows are `rows` (read in `snap`), with the rows
@@ -198,7 +198,7 @@ impl Planner {
         snap: &Snapshot,
         nb: &NbIndexes,
         rows: &KeyRows,
-        keep: &UuidSet,
+        keep: &KeptRows,
     ) -> Result<Plan, PlanError> {
         let mut p = Planning {
             desired,
@@ -245,7 +245,7 @@ struct Planning<'a> {
     schema: &'a DatabaseSchema,
     info: &'a HashMap<String, TableInfo>,
     /// Rows of fragments `desired` skipped: left as they are.
-    keep: &'a UuidSet,
+    keep: &'a KeptRows,
     /// The key's rows in its owner's indexes.
     rows: &'a KeyRows,
     /// The key's rows in the NB, by table and identity.
