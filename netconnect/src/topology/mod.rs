@@ -105,8 +105,10 @@ impl Default for TopologyConfig {
     }
 }
 
-/// A node as the builders see it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A node as the builders see it. Its hash is that of its name, id, zone, transit
+/// addresses and [`NodeInfo::facts`](crate::api::NodeInfo::facts) (which stands for
+/// the rest).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeView<'a> {
     /// The node's name.
     pub name: &'a str,
@@ -124,6 +126,15 @@ pub struct NodeView<'a> {
     pub gateway_mtu: bool,
     /// The host's addresses (`k8s.ovn.org/host-cidrs`), in the order of their text.
     pub host_addresses: &'a [IpAddr],
+    /// The hash of `chassis`, `gateway`, `host_addresses` and `gateway_mtu`
+    /// ([`NodeInfo::facts`](crate::api::NodeInfo::facts)).
+    pub facts: u64,
+}
+
+impl std::hash::Hash for NodeView<'_> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.name, self.id, self.local, self.transit, self.facts).hash(h)
+    }
 }
 
 impl<'a> NodeView<'a> {
@@ -187,6 +198,7 @@ impl<'a> Inputs<'a> {
                     gateway: node.gateway.as_ref(),
                     host_addresses: &node.host_addresses,
                     gateway_mtu: node.gateway_mtu,
+                    facts: node.facts,
                 })
             })
             .collect()
