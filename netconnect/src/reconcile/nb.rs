@@ -236,6 +236,69 @@ impl NbIndexes {
         rows
     }
 
+    /// The index entries holding exactly the rows of `owner` a key of scope `scope`
+    /// holds ([`NbIndexes::in_scope`] of every table), each with its table, in
+    /// [`KeyPart::label`] order: shared with `snap`, nothing copied.
+    pub fn key_parts(&self, snap: &Snapshot, owner: &Owner, scope: &Scope) -> Vec<KeyPart> {
+        let mut out = Vec::new();
+        let mut put = |table: usize, source: PartSource, rows: Option<IndexedRows>| {
+            if let Some(rows) = rows.filter(|r| !r.is_empty()) {
+                out.push(KeyPart {
+                    table,
+                    source,
+                    rows,
+                });
+            }
+        };
+        for (at, &table) in TABLES.iter().enumerate() {
+            let parted = PARTITIONED.contains(&table);
+            if !matches!(scope, Scope::Part(_)) {
+                let rows = self
+                    .owner
+                    .get(table)
+                    .and_then(|i| snap.indexed_rows(i, owner).ok());
+                put(at, PartSource::Owner, rows);
+            }
+            if !parted {
+                continue;
+            }
+            let part = |p: &str| {
+                self.part
+                    .get(table)
+                    .and_then(|i| snap.indexed_rows(i, &(owner.clone(), p.to_owned())).ok())
+            };
+            match scope {
+                Scope::Part(p) => put(at, PartSource::Partition(p.clone()), part(p)),
+                Scope::All => {
+                    let rows = self
+                        .parted
+                        .get(table)
+                        .and_then(|i| snap.indexed_rows(i, owner).ok());
+                    put(at, PartSource::Parted, rows);
+                }
+                // The partitions the owner's rows are in, from the keys of the
+                // partition index (the rows of held partitions are not read).
+                Scope::Rest { held } => {
+                    let mut partitions: Vec<String> = self
+                        .part
+                        .get(table)
+                        .and_then(|i| snap.index_keys(i).ok())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|((o, p), _)| o == owner && !held.contains(p))
+                        .map(|((_, p), _)| p)
+                        .collect();
+                    partitions.sort();
+                    for p in partitions {
+                        let rows = part(&p);
+                        put(at, PartSource::Partition(p), rows);
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The index entries that hold every row of `owner` a key of scope `scope` holds
     /// (for [`Scope::Rest`], a superset: every partition's), shared with `snap`: when
     /// each is [`IndexedRows::same`] as in an earlier snapshot, none of those rows
@@ -311,5 +374,34 @@ impl NbIndexes {
             }
         }
         out
+    }
+}
+
+/// Which index entry a [`KeyPart`] is.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PartSource {
+    /// The owner's rows outside any partition.
+    Owner,
+    /// The owner's rows in every partition.
+    Parted,
+    /// The owner's rows in one partition.
+    Partition(String),
+}
+
+/// The rows of one table of a key under one index entry, shared with the snapshot.
+#[derive(Clone, Debug)]
+pub struct KeyPart {
+    /// The table, an index in [`TABLES`].
+    pub table: usize,
+    /// The entry.
+    pub source: PartSource,
+    /// The rows, in uuid order.
+    pub rows: IndexedRows,
+}
+
+impl KeyPart {
+    /// What tells the part from the key's others, the same in every read of the key.
+    pub fn label(&self) -> (usize, &PartSource) {
+        (self.table, &self.source)
     }
 }

@@ -51,11 +51,12 @@ impl SeenRows {
 
     /// The rows of a key as read in one snapshot.
     pub(crate) fn of(rows: &super::KeyRows) -> SeenRows {
-        SeenRows(
-            rows.iter()
-                .map(|r| (r.uuid, Arc::downgrade(&r.row)))
-                .collect(),
-        )
+        let mut seen: Vec<(Uuid, Weak<CachedRow>)> = rows
+            .iter()
+            .map(|r| (r.uuid, Arc::downgrade(r.row)))
+            .collect();
+        seen.sort_unstable_by_key(|(u, _)| u.as_u128());
+        SeenRows(seen.into())
     }
 
     /// True when `row` is how the row `uuid` was seen: the same version, or absent

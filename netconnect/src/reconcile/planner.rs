@@ -278,10 +278,9 @@ impl<'a> Planning<'a> {
     fn find_existing(&mut self) {
         let desired = self.desired;
         let prefixes: Vec<String> = TABLES.iter().map(|t| desired.id_prefix(t)).collect();
-        let mut keep = self.keep.ascending();
         for r in self.rows.iter() {
             // A row of a skipped fragment stays as it is: nothing to compare.
-            if keep.contains(&r.uuid) {
+            if self.keep.contains(&r.uuid) {
                 continue;
             }
             let (table, prefix) = (TABLES[r.table], &prefixes[r.table]);
@@ -698,7 +697,7 @@ impl<'a> Planning<'a> {
         let (mut add, mut drop) = (Vec::new(), Vec::new());
         let (mut w, mut h) = (want.iter().peekable(), have.iter().peekable());
         // The references in `have` come in uuid order.
-        let (mut keep, mut owned) = (self.keep.ascending(), self.rows.uuids().ascending());
+        let mut keep = self.keep.ascending();
         loop {
             let only_have = match (w.peek(), h.peek()) {
                 (None, None) => break,
@@ -721,7 +720,7 @@ impl<'a> Planning<'a> {
             let mine = match a.as_uuid() {
                 Some(u) => {
                     !keep.contains(&u)
-                        && (r.exclusive || owned.contains(&u) || self.claimed.contains(&u))
+                        && (r.exclusive || self.rows.contains(&u) || self.claimed.contains(&u))
                 }
                 None => r.exclusive,
             };
