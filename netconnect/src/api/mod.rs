@@ -550,8 +550,12 @@ fn node_info(
     })
 }
 
-/// Host subnets by network name.
-type HostSubnets = Arc<BTreeMap<String, Vec<IpNet>>>;
+/// A node's id, host subnets by network name, and transit switch port addresses.
+type Allocated = (
+    Option<u32>,
+    Arc<BTreeMap<String, Vec<IpNet>>>,
+    Option<Vec<IpNet>>,
+);
 
 /// The node annotations OVN-Kubernetes' cluster manager writes, which the daemon
 /// saves as it allocates them.
@@ -564,9 +568,7 @@ const ALLOCATED: [&str; 3] = [
 /// A node's id, host subnets and transit switch port addresses, from annotations `a`.
 /// (An id the allocator cannot keep, 0 and 1 are reserved, is replaced there, not
 /// refused here: the node stays.)
-fn allocated(
-    a: &BTreeMap<String, String>,
-) -> Result<(Option<u32>, HostSubnets, Option<Vec<IpNet>>), BadAnnotation> {
+fn allocated(a: &BTreeMap<String, String>) -> Result<Allocated, BadAnnotation> {
     use annotations::*;
     let node_id = a.get(NODE_ID).map(|v| parse_id(NODE_ID, v)).transpose()?;
     let subnets = a
