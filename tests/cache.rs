@@ -8,7 +8,7 @@ use std::time::Duration;
 use integration_tests::cache::{settle, Replay, TABLES};
 use integration_tests::{client, nb_server, OvsdbServer, NB};
 use ovn_sandbox::{Cluster, Installation};
-use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, RowChange};
 use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row};
 
 fn config(remotes: &str) -> CacheConfig {
@@ -950,6 +950,57 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
         .collect();
     z_names.sort();
     assert_eq!(z_names, ["b", "c"]);
+    // What changed under a key: nothing under an untouched one; the row added; then
+    // a row changed and one removed.
+    let name_of = |r: &std::sync::Arc<ovsdb_proto::cache::CachedRow>| {
+        r["name"].as_scalar().unwrap().as_str().unwrap().to_owned()
+    };
+    let changes = |a: &ovsdb_proto::cache::IndexedRows, b: &ovsdb_proto::cache::IndexedRows| {
+        a.diff(b)
+            .map(|c| match c {
+                RowChange::Added(_, r) => format!("+{}", name_of(r)),
+                RowChange::Changed { old, new, .. } => {
+                    assert_eq!(name_of(old), name_of(new));
+                    format!("~{}", name_of(new))
+                }
+                RowChange::Removed(_, r) => format!("-{}", name_of(r)),
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(changes(&y, &after.indexed_rows(&by_key, "y").unwrap()).is_empty());
+    assert_eq!(changes(&z, &z_now), ["+c"]);
+    cache
+        .transact_and_wait(
+            &[
+                Operation::Update {
+                    table: "Logical_Switch".into(),
+                    conditions: vec![Condition::eq("name", "b")],
+                    row: [(
+                        "other_config".to_owned(),
+                        Datum::map([("y", "3"), ("z", "6")]),
+                    )]
+                    .into_iter()
+                    .collect(),
+                },
+                Operation::Delete {
+                    table: "Logical_Switch".into(),
+                    conditions: vec![Condition::eq("name", "c")],
+                },
+            ],
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                == 1)
+            .await
+    );
+    let last = cache.snapshot().indexed_rows(&by_key, "z").unwrap();
+    let mut seen = changes(&z_now, &last);
+    seen.sort();
+    assert_eq!(seen, ["-c", "~b"]);
     assert!(after.indexed_rows(&by_key, "none").unwrap().is_empty());
     // A handle of another cache is an error, not an empty answer.
     let mut other = config(&server.unix_remote());

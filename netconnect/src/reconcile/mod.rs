@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use ovsdb_proto::cache::{
-    Cache, CacheConfig, CacheEvents, CachedRow, Expected, IndexedRows, Snapshot,
+    Cache, CacheConfig, CacheEvents, CachedRow, Expected, IndexedRows, RowChange, Snapshot,
 };
 use ovsdb_proto::{Operation, Uuid};
 
@@ -152,6 +152,11 @@ impl KeyRows {
                 row,
             })
         })
+    }
+
+    /// The index entries holding the rows.
+    pub fn parts(&self) -> impl Iterator<Item = &nb::KeyPart> {
+        self.parts.iter()
     }
 
     /// How many rows the key has.
@@ -341,65 +346,36 @@ fn changed_only_by(
             _ => {}
         }
     }
-    // Part by part: one untouched since is passed over, the others walked side by
-    // side in uuid order. (A row that moved from one part to another counts as gone
-    // from the first and new in the second.)
+    // Part by part: what changed in each, its shared structure passed over (a part
+    // untouched since at once). A row that moved from one part to another counts as
+    // gone from the first and new in the second.
+    let empty = IndexedRows::default();
     let mut gone = 0;
     for (b, a) in before.beside(after) {
-        if let (Some(b), Some(a)) = (b, a) {
-            if b.same(a) {
-                continue;
-            }
-        }
-        let (mut b, mut a) = (
-            b.into_iter().flat_map(IndexedRows::iter).peekable(),
-            a.into_iter().flat_map(IndexedRows::iter).peekable(),
-        );
-        loop {
-            match (b.peek(), a.peek()) {
-                (None, None) => break,
-                (Some((ub, rb)), Some((ua, ra))) if ub == ua => {
-                    if !Arc::ptr_eq(rb, ra) && !touched.contains(ua) {
+        for change in b.unwrap_or(&empty).diff(a.unwrap_or(&empty)) {
+            match change {
+                RowChange::Added(u, _) | RowChange::Changed { uuid: u, .. } => {
+                    if !touched.contains(u) {
                         return false;
                     }
-                    b.next();
-                    a.next();
                 }
-                (Some((ub, _)), Some((ua, _))) if *ub > *ua => {
-                    if !touched.contains(ua) {
-                        return false;
-                    }
-                    a.next();
-                }
-                (None, Some((ua, _))) => {
-                    if !touched.contains(ua) {
-                        return false;
-                    }
-                    a.next();
-                }
-                (Some(_), _) => {
-                    gone += 1;
-                    b.next();
-                }
+                RowChange::Removed(..) => gone += 1,
             }
         }
     }
     gone <= deleted
 }
 
-/// True when two reads of a key's rows hold the same row versions.
+/// True when two reads of a key's rows hold the same rows (a row replaced by an
+/// equal version counts as the same).
 fn same_rows(a: &KeyRows, b: &KeyRows) -> bool {
+    let empty = IndexedRows::default();
     a.len() == b.len()
-        && a.beside(b).all(|(x, y)| match (x, y) {
-            (Some(x), Some(y)) => {
-                x.same(y)
-                    || (x.len() == y.len()
-                        && x.iter()
-                            .zip(y.iter())
-                            .all(|((ux, rx), (uy, ry))| ux == uy && Arc::ptr_eq(rx, ry)))
-            }
-            (Some(r), None) | (None, Some(r)) => r.is_empty(),
-            (None, None) => true,
+        && a.beside(b).all(|(x, y)| {
+            x.unwrap_or(&empty)
+                .diff(y.unwrap_or(&empty))
+                .next()
+                .is_none()
         })
 }
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::{Arc, Weak};
 
-use ovsdb_proto::cache::CachedRow;
+use ovsdb_proto::cache::{CachedRow, IndexedRows};
 use ovsdb_proto::{Operation, Uuid};
 
 use crate::topology::desired::{Owner, Scope};
@@ -37,45 +37,47 @@ pub struct ForeignMutation {
     pub deleted: usize,
 }
 
-/// A key's rows as a reconcile saw them last, in uuid order, to tell whether a change
-/// reported later leaves a row as it was seen. Rows are held weakly: a version changed
-/// since is not kept alive by this, and its address is not reused while it is held.
+/// A key's rows as a reconcile saw them last, to tell whether a change reported later
+/// leaves a row as it was seen. The rows are held as the cache's indexes share them
+/// (the reconciler's memo of the key holds the same): keeping them copies nothing; a
+/// version changed since stays alive, so its address is not reused, until the key is
+/// reconciled again.
 #[derive(Clone)]
-pub struct SeenRows(Arc<[(Uuid, Weak<CachedRow>)]>);
+pub struct SeenRows(Arc<[IndexedRows]>);
 
 impl SeenRows {
-    /// The rows `rows` (in uuid order).
+    /// The rows `rows`.
     pub fn new(rows: &[(Uuid, Arc<CachedRow>)]) -> SeenRows {
-        SeenRows(rows.iter().map(|(u, r)| (*u, Arc::downgrade(r))).collect())
+        SeenRows(Arc::new([rows.iter().cloned().collect()]))
     }
 
     /// The rows of a key as read in one snapshot.
     pub(crate) fn of(rows: &super::KeyRows) -> SeenRows {
-        let mut seen: Vec<(Uuid, Weak<CachedRow>)> = rows
-            .iter()
-            .map(|r| (r.uuid, Arc::downgrade(r.row)))
-            .collect();
-        seen.sort_unstable_by_key(|(u, _)| u.as_u128());
-        SeenRows(seen.into())
+        SeenRows(rows.parts().map(|p| p.rows.clone()).collect())
+    }
+
+    fn get(&self, uuid: &Uuid) -> Option<&Arc<CachedRow>> {
+        self.0.iter().find_map(|p| p.get(uuid))
     }
 
     /// True when `row` is how the row `uuid` was seen: the same version, or absent
     /// (deleted) and not seen.
     pub fn saw(&self, uuid: &Uuid, row: Option<&Arc<CachedRow>>) -> bool {
-        match position(&self.0, uuid) {
-            Ok(i) => row.is_some_and(|r| is_version(r, &self.0[i].1)),
-            Err(_) => row.is_none(),
+        match (self.get(uuid), row) {
+            (Some(seen), Some(now)) => Arc::ptr_eq(seen, now),
+            (None, None) => true,
+            _ => false,
         }
     }
 
     /// How many rows were seen.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.0.iter().map(IndexedRows::len).sum()
     }
 
     /// True when the key had no rows.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 }
 
@@ -84,25 +86,20 @@ pub(crate) fn is_version(row: &Arc<CachedRow>, held: &Weak<CachedRow>) -> bool {
     std::ptr::eq(Arc::as_ptr(row), held.as_ptr())
 }
 
-/// Where `uuid` is among `rows` (in uuid order), its uuids compared as integers.
-pub(crate) fn position<T>(rows: &[(Uuid, T)], uuid: &Uuid) -> Result<usize, usize> {
-    rows.binary_search_by_key(&uuid.as_u128(), |(u, _)| u.as_u128())
-}
-
 impl fmt::Debug for SeenRows {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SeenRows({} rows)", self.0.len())
+        write!(f, "SeenRows({} rows)", self.len())
     }
 }
 
 impl PartialEq for SeenRows {
     fn eq(&self, other: &SeenRows) -> bool {
-        self.0.len() == other.0.len()
+        self.len() == other.len()
             && self
                 .0
                 .iter()
-                .zip(other.0.iter())
-                .all(|((a, ra), (b, rb))| a == b && ra.ptr_eq(rb))
+                .flat_map(IndexedRows::iter)
+                .all(|(u, r)| other.get(u).is_some_and(|o| Arc::ptr_eq(r, o)))
     }
 }
 

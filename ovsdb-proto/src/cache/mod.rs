@@ -101,7 +101,7 @@ pub use crate::diff::{apply_column, apply_row};
 pub use change::{Change, Event, TableRows};
 pub use edited::SetElements;
 pub use fill::Store;
-pub use index::{IndexedRows, RowIndex};
+pub use index::{IndexedRows, RowChange, RowIndex};
 pub use receiver::{BatchReceiver, Delivery};
 pub use row::CachedRow;
 pub use store::Snapshot;
