@@ -39,6 +39,12 @@ struct KeyMemo {
     /// them all. Edited as fragments come and go (a node added puts in its few rows),
     /// never gathered again from the fragments' rows.
     fragment_rows: Arc<UuidSet>,
+    /// The key's rows in its owner indexes then.
+    rows: KeyRows,
+    /// Those of `rows` in no fragment (a network's router, its switches): with the
+    /// rows of the fragments built again, all a plan must look at while `rows` are
+    /// untouched. Edited by what changed since the last time, like `fragment_rows`.
+    others: Arc<UuidSet>,
 }
 
 /// A fragment's fingerprint, and its rows as the cache showed them.
@@ -169,6 +175,31 @@ impl KeyRows {
         self.len == 0
     }
 
+    /// True when every part of these rows is the same entry as in `earlier` (a read
+    /// of the same key): none of the rows changed since.
+    pub fn untouched_since(&self, earlier: &KeyRows) -> bool {
+        self.parts.len() == earlier.parts.len()
+            && self
+                .parts
+                .iter()
+                .zip(&earlier.parts)
+                .all(|(a, b)| a.label() == b.label() && a.rows.same(&b.rows))
+    }
+
+    /// The key's row at `uuid`, with the position of its part, if it is one.
+    pub fn locate(&self, uuid: &Uuid) -> Option<(usize, KeyRow<'_>)> {
+        self.parts.iter().enumerate().find_map(|(at, p)| {
+            p.rows.get(uuid).map(|row| {
+                let r = KeyRow {
+                    uuid: *uuid,
+                    table: p.table,
+                    row,
+                };
+                (at, r)
+            })
+        })
+    }
+
     /// The parts of `self` and `other` (two reads of one key) side by side, by label;
     /// a part only one read has is beside an empty one.
     fn beside<'a>(
@@ -207,6 +238,11 @@ impl UuidSet {
     /// past the one asked before.
     pub fn ascending(&self) -> Ascending<'_> {
         Ascending(&self.0)
+    }
+
+    /// The addresses, in order.
+    pub fn iter(&self) -> impl Iterator<Item = Uuid> + '_ {
+        self.0.iter().map(|&u| Uuid::from_u128(u))
     }
 
     /// How many addresses the set holds.
@@ -274,9 +310,19 @@ impl Ascending<'_> {
 pub struct KeptRows {
     all: Arc<UuidSet>,
     except: UuidSet,
+    /// When the key's rows are known to be those remembered, untouched since: the
+    /// rows not kept (those in no fragment, and those of the fragments built again),
+    /// the only ones a plan needs to look at.
+    others: Option<UuidSet>,
 }
 
 impl KeptRows {
+    /// The key's rows that are not kept, when they are known without a look at the
+    /// others ([`KeptRows`]).
+    pub fn others(&self) -> Option<&UuidSet> {
+        self.others.as_ref()
+    }
+
     /// True when the row at `uuid` is kept.
     pub fn contains(&self, uuid: &Uuid) -> bool {
         self.all.contains(uuid) && !self.except.contains(uuid)
@@ -364,6 +410,41 @@ fn changed_only_by(
         }
     }
     gone <= deleted
+}
+
+/// The key's rows in no fragment, `now`: those of `was` (a read of the same key,
+/// whose rows in no fragment were `others`) edited by what changed between the two
+/// reads and by the rows that joined fragments (`added`) or left them (`removed`), so
+/// that the fragments' rows are then `fragment_rows`.
+fn others_after(
+    was: &KeyRows,
+    others: &UuidSet,
+    now: &KeyRows,
+    fragment_rows: &UuidSet,
+    removed: &UuidSet,
+    added: &UuidSet,
+) -> UuidSet {
+    let empty = IndexedRows::default();
+    let (mut gone, mut new) = (Vec::new(), Vec::new());
+    for (b, a) in was.beside(now) {
+        for change in b.unwrap_or(&empty).diff(a.unwrap_or(&empty)) {
+            match change {
+                RowChange::Added(u, _) => new.push(*u),
+                RowChange::Removed(u, _) => gone.push(*u),
+                RowChange::Changed { .. } => {}
+            }
+        }
+    }
+    // Rows that joined a fragment are no longer others; rows whose fragment was
+    // forgotten are, while they exist.
+    gone.extend(added.iter());
+    new.extend(
+        removed
+            .iter()
+            .filter(|u| !added.contains(u) && now.contains(u)),
+    );
+    new.retain(|u| !fragment_rows.contains(u));
+    others.edited(&gone.into_iter().collect(), &new.into_iter().collect())
 }
 
 /// True when two reads of a key's rows hold the same rows (a row replaced by an
@@ -557,7 +638,7 @@ impl Reconciler {
     }
 
     /// The rows of the fragments `desired` skipped (to be kept as they are).
-    fn kept_rows(&self, desired: &Desired) -> KeptRows {
+    fn kept_rows(&self, desired: &Desired, rows: &KeyRows) -> KeptRows {
         if desired.fragments().iter().all(|f| !f.skipped) {
             return KeptRows::default();
         }
@@ -586,9 +667,16 @@ impl Reconciler {
                     .flat_map(|(_, f)| f.rows.iter().map(|r| r.uuid)),
             );
         }
+        let except: UuidSet = except.into_iter().collect();
+        // The key's rows untouched since they were remembered: those not kept are
+        // known by their uuids.
+        let others = rows
+            .untouched_since(&m.rows)
+            .then(|| m.others.edited(&UuidSet::default(), &except));
         KeptRows {
             all: m.fragment_rows.clone(),
-            except: except.into_iter().collect(),
+            except,
+            others,
         }
     }
 
@@ -607,7 +695,7 @@ impl Reconciler {
         rows: &KeyRows,
     ) -> Result<Plan, ReconcileError> {
         let planner = self.planner()?;
-        let keep = self.kept_rows(desired);
+        let keep = self.kept_rows(desired, rows);
         let mut plan = planner.plan_keeping(desired, snap, &self.nb, rows, &keep)?;
         plan.incomplete = desired.incomplete.clone();
         Ok(plan)
@@ -792,9 +880,13 @@ impl Reconciler {
         // The fragments remembered before, with those built now put in (the map is
         // copied only while a reader still holds it): a node added changes one entry,
         // not the network's 500.
-        let (mut fragments, fragment_rows) = match old.map(Arc::try_unwrap) {
-            Some(Ok(m)) => (m.fragments, m.fragment_rows),
-            Some(Err(held)) => (held.fragments.clone(), held.fragment_rows.clone()),
+        let (mut fragments, fragment_rows, before) = match old.map(Arc::try_unwrap) {
+            Some(Ok(m)) => (m.fragments, m.fragment_rows, Some((m.rows, m.others))),
+            Some(Err(held)) => (
+                held.fragments.clone(),
+                held.fragment_rows.clone(),
+                Some((held.rows.clone(), held.others.clone())),
+            ),
             None => Default::default(),
         };
         // The rows of the fragments replaced or forgotten, and of those put in.
@@ -832,9 +924,19 @@ impl Reconciler {
             });
         }
         // A row both removed and added (a fragment's row updated in place) stays.
-        let fragment_rows = Arc::new(
-            fragment_rows.edited(&removed.into_iter().collect(), &added.into_iter().collect()),
-        );
+        let (removed, added): (UuidSet, UuidSet) =
+            (removed.into_iter().collect(), added.into_iter().collect());
+        let fragment_rows = Arc::new(fragment_rows.edited(&removed, &added));
+        let others = Arc::new(match before {
+            Some((was, others)) => {
+                others_after(&was, &others, rows, &fragment_rows, &removed, &added)
+            }
+            None => rows
+                .iter()
+                .map(|r| r.uuid)
+                .filter(|u| !fragment_rows.contains(u))
+                .collect(),
+        });
         let entries = self.nb.scope_entries(snap, &desired.owner, &desired.scope);
         memo.insert(
             key,
@@ -842,6 +944,8 @@ impl Reconciler {
                 fragments,
                 entries,
                 fragment_rows,
+                rows: rows.clone(),
+                others,
             }),
         );
     }
@@ -940,6 +1044,7 @@ mod tests {
             let kept = KeptRows {
                 all: Arc::new(edited),
                 except: except.iter().map(|n| u(*n)).collect(),
+                others: None,
             };
             let mut asked: Vec<u64> = (0..70).collect();
             asked.sort_by_key(|n| u(*n).as_u128());

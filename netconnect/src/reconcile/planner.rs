@@ -26,7 +26,7 @@ use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation
 
 use super::nb::{NbIndexes, ATTACHABLE, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
-use super::{KeptRows, KeyRows};
+use super::{KeptRows, KeyRow, KeyRows};
 use crate::ownership::{binding_identity, binding_port};
 use crate::topology::desired::{
     foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
@@ -278,11 +278,36 @@ impl<'a> Planning<'a> {
     fn find_existing(&mut self) {
         let desired = self.desired;
         let prefixes: Vec<String> = TABLES.iter().map(|t| desired.id_prefix(t)).collect();
-        for r in self.rows.iter() {
-            // A row of a skipped fragment stays as it is: nothing to compare.
-            if self.keep.contains(&r.uuid) {
-                continue;
+        // The rows not kept: known by their uuids while the key's rows are untouched
+        // since they were remembered (looked at in the order of a full walk, so that
+        // a second row of one identity is the same row either way), else every row.
+        let others: Box<dyn Iterator<Item = KeyRow<'_>>> = match self.keep.others() {
+            Some(uuids) => {
+                // Every test's plans check that the rows known are the rows a walk
+                // finds.
+                #[cfg(debug_assertions)]
+                {
+                    let walked: Vec<Uuid> = self
+                        .rows
+                        .iter()
+                        .filter(|r| !self.keep.contains(&r.uuid))
+                        .map(|r| r.uuid)
+                        .collect();
+                    let mut known: Vec<Uuid> =
+                        uuids.iter().filter(|u| self.rows.contains(u)).collect();
+                    let mut walked = walked;
+                    walked.sort();
+                    known.sort();
+                    debug_assert_eq!(walked, known, "the rows of {} not kept", desired.owner);
+                }
+                let mut found: Vec<(usize, KeyRow)> =
+                    uuids.iter().filter_map(|u| self.rows.locate(&u)).collect();
+                found.sort_by_key(|(part, r)| (*part, r.uuid));
+                Box::new(found.into_iter().map(|(_, r)| r))
             }
+            None => Box::new(self.rows.iter().filter(|r| !self.keep.contains(&r.uuid))),
+        };
+        for r in others {
             let (table, prefix) = (TABLES[r.table], &prefixes[r.table]);
             let identity = match r
                 .row
