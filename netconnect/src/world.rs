@@ -76,9 +76,12 @@ impl World {
         settings: Settings,
         previous: Option<&World>,
     ) -> World {
+        let started = std::time::Instant::now();
         let context = state.context(settings.reserved.clone());
         let inventory = Inventory::build_after(files, &context, previous.map(|p| &p.inventory));
+        let read = started.elapsed();
         let (mut allocations, mut problems) = allocate(&inventory, &settings.cluster);
+        let allocated = started.elapsed();
         let (connects, mut refused) = admit(
             &inventory,
             &allocations,
@@ -87,6 +90,12 @@ impl World {
             settings.topology.max_port_tunnel_key,
         );
         allocations.connects = connects;
+        tracing::debug!(
+            ?read,
+            allocated = ?allocated - read,
+            admitted = ?started.elapsed() - allocated,
+            "world built"
+        );
         let mut all = inventory.problems.clone();
         all.append(&mut problems);
         all.append(&mut refused);

@@ -89,9 +89,11 @@ fn reload(
     state: &State,
     previous: Option<&World>,
 ) -> Result<World, String> {
+    let started = std::time::Instant::now();
     let files = manifests
         .read()
         .map_err(|e| format!("cannot read {}: {e}", args.manifests.display()))?;
+    tracing::debug!(took = ?started.elapsed(), "manifests read");
     Ok(World::build_after(&files, state, args.settings(), previous))
 }
 
