@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::alloc::admission::admit;
-use crate::alloc::{allocate, Allocations, ClusterConfig};
+use crate::alloc::{allocate_after, Allocations, ClusterConfig};
 use crate::api::load::{FileObjects, Problem};
 use crate::api::validate::Reserved;
 use crate::api::Inventory;
@@ -80,7 +80,8 @@ impl World {
         let context = state.context(settings.reserved.clone());
         let inventory = Inventory::build_after(files, &context, previous.map(|p| &p.inventory));
         let read = started.elapsed();
-        let (mut allocations, mut problems) = allocate(&inventory, &settings.cluster);
+        let before = previous.map(|p| (&p.inventory, &p.allocations));
+        let (mut allocations, mut problems) = allocate_after(&inventory, &settings.cluster, before);
         let allocated = started.elapsed();
         let (connects, mut refused) = admit(
             &inventory,

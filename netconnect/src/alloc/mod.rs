@@ -15,6 +15,7 @@ pub mod subnets;
 pub mod transit;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use ipnet::IpNet;
 
@@ -65,8 +66,10 @@ pub struct Allocations {
     pub node_transit: BTreeMap<String, Vec<IpNet>>,
     /// Network ids by network name.
     pub network_ids: BTreeMap<String, u32>,
-    /// Host subnets by network name, then node name (IPv4 first).
-    pub host_subnets: BTreeMap<String, BTreeMap<String, Vec<IpNet>>>,
+    /// Host subnets by network name, then node name (IPv4 first). A network's map is
+    /// shared with the allocations before when every node is annotated with what it
+    /// was given then ([`allocate_after`]).
+    pub host_subnets: BTreeMap<String, Arc<BTreeMap<String, Vec<IpNet>>>>,
     /// Primary Layer2 networks' tunnel keys: `[switch, transit router]`.
     pub tunnel_keys: BTreeMap<String, Vec<u32>>,
     /// Primary Layer2 networks' transit subnets (IPv4 first).
@@ -93,14 +96,58 @@ fn problem_for(
 /// Allocates what the inventory's objects lack, keeping what they carry. Objects that
 /// cannot get an allocation are left out of the result and reported.
 pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Problem>) {
+    allocate_after(inv, config, None)
+}
+
+/// [`allocate`], taking from `before` (an inventory and what was allocated for it)
+/// the host subnets of each Layer3 network whose subnets are the same and whose
+/// nodes are the same and each annotated with exactly the host subnets it was given
+/// then, of every family the network has: allocating again would keep each and hand
+/// out none, so the answer is the one before, with no problem. (The daemon saves what
+/// it allocates, so that is every network a change does not touch: a network added
+/// beside 500 others allocates its own host subnets, not the 250k of all.)
+pub fn allocate_after(
+    inv: &Inventory,
+    config: &ClusterConfig,
+    before: Option<(&Inventory, &Allocations)>,
+) -> (Allocations, Vec<Problem>) {
     let mut out = Allocations::default();
     let mut problems = Vec::new();
     node_ids(inv, config, &mut out, &mut problems);
     // Network ids, then tunnel keys and subnets, network by network in name order.
     network_ids(inv, &mut out, &mut problems);
     tunnel_keys(inv, &mut out, &mut problems);
-    subnets(inv, config, &mut out, &mut problems);
+    subnets(inv, config, before, &mut out, &mut problems);
     (out, problems)
+}
+
+/// True when `given` (a network's host subnets before, by node) is what each node of
+/// `nodes` (all of them, in name order, each with the subnets annotated on it) is
+/// annotated with, of every family of `info`'s subnets.
+fn annotated_as_given<'a>(
+    info: &crate::api::NetworkInfo,
+    given: &BTreeMap<String, Vec<IpNet>>,
+    mut nodes: impl Iterator<Item = (&'a String, &'a [IpNet])>,
+) -> bool {
+    let families: Vec<bool> = [true, false]
+        .into_iter()
+        .filter(|v4| {
+            info.network
+                .subnets
+                .iter()
+                .any(|s| s.cidr.addr().is_ipv4() == *v4)
+        })
+        .collect();
+    let complete = |s: &[IpNet]| {
+        families
+            .iter()
+            .all(|v4| s.iter().any(|n| n.addr().is_ipv4() == *v4))
+    };
+    given.iter().all(|(node, was)| {
+        nodes
+            .next()
+            .is_some_and(|(name, now)| name == node && now == was.as_slice() && complete(now))
+    }) && nodes.next().is_none()
 }
 
 /// Node ids (annotated ones first, in name order, so a clash keeps the first node's)
@@ -268,9 +315,12 @@ fn tunnel_keys(inv: &Inventory, out: &mut Allocations, problems: &mut Vec<Proble
 fn subnets(
     inv: &Inventory,
     config: &ClusterConfig,
+    before: Option<(&Inventory, &Allocations)>,
     out: &mut Allocations,
     problems: &mut Vec<Problem>,
 ) {
+    // A node added or removed changes every network's host subnets.
+    let before = before.filter(|(b, _)| b.nodes.len() == inv.nodes.len());
     // Each node's annotated subnets are read network by network in name order, the
     // order of its own map: one walk through each node's map in all (a look-up per
     // network and node was most of a reload's time at 500 x 500).
@@ -286,12 +336,40 @@ fn subnets(
         }
         match net.topology {
             Topology::Layer3 => {
-                let nodes = annotated.iter_mut().map(|(node_name, node, given)| {
+                let mut nodes = annotated.iter_mut().map(|(node_name, node, given)| {
                     let mine = crate::topology::in_step(given, name);
                     (*node_name, *node, mine.map_or(&[][..], Vec::as_slice))
                 });
-                let (subnets, mut p) = host_subnets(info, name, nodes);
-                problems.append(&mut p);
+                // The host subnets before, when every node is annotated with them.
+                let given = before.and_then(|(inv_before, alloc)| {
+                    let same = inv_before
+                        .networks
+                        .get(name)
+                        .is_some_and(|b| b.network.subnets == net.subnets);
+                    alloc.host_subnets.get(name).filter(|_| same)
+                });
+                let kept = given.filter(|given| {
+                    annotated_as_given(info, given, nodes.by_ref().map(|(n, _, s)| (n, s)))
+                });
+                let subnets = match (kept, given) {
+                    (Some(kept), _) => kept.clone(),
+                    (None, None) => {
+                        let (subnets, mut p) = host_subnets(info, name, nodes);
+                        problems.append(&mut p);
+                        Arc::new(subnets)
+                    }
+                    // The comparison took some of the walk through the nodes'
+                    // annotations: this network's are looked up.
+                    (None, Some(_)) => {
+                        let nodes = inv.nodes.iter().map(|(node_name, node)| {
+                            let mine = node.subnets.get(name);
+                            (node_name, node, mine.map_or(&[][..], Vec::as_slice))
+                        });
+                        let (subnets, mut p) = host_subnets(info, name, nodes);
+                        problems.append(&mut p);
+                        Arc::new(subnets)
+                    }
+                };
                 out.host_subnets.insert(name.clone(), subnets);
             }
             Topology::Layer2 if net.role == Role::Primary => {

@@ -711,6 +711,14 @@ mod tests {
              spec:\n  topology: Layer3\n  layer3:\n    role: Primary\n    subnets: [{cidr: 10.2.0.0/16}]\n";
         let (a, b, c) = (node("a", &[]), node("b", &[]), node("c", &[]));
         let a9 = node("a", &[("k8s.ovn.org/node-id", "9")]);
+        // A host subnet that is not the network's: not kept, and reported.
+        let c_bad = node(
+            "c",
+            &[(
+                "k8s.ovn.org/node-subnets",
+                r#"{"red_net":["10.99.0.0/24"]}"#,
+            )],
+        );
         let one = |yaml: String| vec![parse_file(Path::new("m.yaml"), &yaml)];
         let steps: Vec<(&str, Vec<FileObjects>)> = vec![
             ("first", one(a.clone() + &b + &net)),
@@ -734,10 +742,32 @@ mod tests {
                 one(a9.clone() + &b + &c + &net + net2),
             ),
             ("a node removed", one(a9.clone() + &b + &net + net2)),
+            (
+                "a node with a subnet not the network's",
+                one(a9.clone() + &b + &c_bad + &net + net2),
+            ),
+            (
+                "nothing changed but the problem",
+                one(a9.clone() + &b + &c_bad + &net + net2),
+            ),
+            (
+                "that node moved to another file",
+                vec![
+                    parse_file(Path::new("m.yaml"), &(a9.clone() + &b + &net + net2)),
+                    parse_file(Path::new("n.yaml"), &c_bad),
+                ],
+            ),
+            (
+                "the other network moved too",
+                vec![
+                    parse_file(Path::new("m.yaml"), &(a9.clone() + &b + &net)),
+                    parse_file(Path::new("n.yaml"), &(c_bad.clone() + net2)),
+                ],
+            ),
         ];
         let mut state = State::default();
         let mut previous: Option<World> = None;
-        let mut taken = 0;
+        let (mut taken, mut shared) = (0, 0);
         for (step, files) in &steps {
             let afresh = World::build(files, &state, Settings::default());
             let after = World::build_after(files, &state, Settings::default(), previous.as_ref());
@@ -745,6 +775,18 @@ mod tests {
             assert_eq!(after.allocations, afresh.allocations, "{step}");
             assert_eq!(after.problems, afresh.problems, "{step}");
             if let Some(p) = &previous {
+                // Networks whose inputs are as they were share their host subnets.
+                shared += after
+                    .allocations
+                    .host_subnets
+                    .iter()
+                    .filter(|(n, m)| {
+                        p.allocations
+                            .host_subnets
+                            .get(*n)
+                            .is_some_and(|b| Arc::ptr_eq(b, m))
+                    })
+                    .count();
                 // Nodes taken as they were share what they read.
                 taken += after
                     .inventory
@@ -764,5 +806,16 @@ mod tests {
         let p = previous.unwrap();
         assert_eq!(p.allocations.node_ids["a"], 9);
         assert!(taken >= 8, "only {taken} nodes were taken as they were");
+        assert!(
+            shared >= 3,
+            "only {shared} networks' host subnets were shared"
+        );
+        assert!(
+            p.problems
+                .iter()
+                .any(|p| p.message.contains("10.99.0.0/24") && p.origin.file.ends_with("n.yaml")),
+            "{:?}",
+            p.problems
+        );
     }
 }
