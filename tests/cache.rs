@@ -894,26 +894,30 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
     assert_eq!(keys(), [("x".to_owned(), 1), ("y".to_owned(), 1)]);
     let mut row = named("b");
     row.insert("other_config".into(), Datum::map([("y", "3"), ("z", "4")]));
-    cache
-        .transact_and_wait(
-            &[
-                Operation::insert("Logical_Switch", row),
-                Operation::Delete {
-                    table: "Logical_Switch".into(),
-                    conditions: vec![Condition::eq("name", "a")],
-                },
-            ],
-            Duration::from_secs(10),
-        )
-        .await
-        .unwrap();
-    // The insert is waited for; the delete by name is not, so wait for it.
-    assert!(
+    // The insert is waited for; the delete by name is not, so it is waited for too.
+    async fn leaving_one_switch(cache: &Cache, ops: &[Operation]) {
         cache
-            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
-                == 1)
+            .transact_and_wait(ops, Duration::from_secs(10))
             .await
-    );
+            .unwrap();
+        assert!(
+            cache
+                .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                    == 1)
+                .await
+        );
+    }
+    leaving_one_switch(
+        &cache,
+        &[
+            Operation::insert("Logical_Switch", row),
+            Operation::Delete {
+                table: "Logical_Switch".into(),
+                conditions: vec![Condition::eq("name", "a")],
+            },
+        ],
+    )
+    .await;
     assert!(names("x").is_empty());
     assert_eq!(names("y"), ["b"]);
     assert_eq!(names("z"), ["b"]);
@@ -969,34 +973,26 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
     };
     assert!(changes(&y, &after.indexed_rows(&by_key, "y").unwrap()).is_empty());
     assert_eq!(changes(&z, &z_now), ["+c"]);
-    cache
-        .transact_and_wait(
-            &[
-                Operation::Update {
-                    table: "Logical_Switch".into(),
-                    conditions: vec![Condition::eq("name", "b")],
-                    row: [(
-                        "other_config".to_owned(),
-                        Datum::map([("y", "3"), ("z", "6")]),
-                    )]
-                    .into_iter()
-                    .collect(),
-                },
-                Operation::Delete {
-                    table: "Logical_Switch".into(),
-                    conditions: vec![Condition::eq("name", "c")],
-                },
-            ],
-            Duration::from_secs(10),
-        )
-        .await
-        .unwrap();
-    assert!(
-        cache
-            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
-                == 1)
-            .await
-    );
+    leaving_one_switch(
+        &cache,
+        &[
+            Operation::Update {
+                table: "Logical_Switch".into(),
+                conditions: vec![Condition::eq("name", "b")],
+                row: [(
+                    "other_config".to_owned(),
+                    Datum::map([("y", "3"), ("z", "6")]),
+                )]
+                .into_iter()
+                .collect(),
+            },
+            Operation::Delete {
+                table: "Logical_Switch".into(),
+                conditions: vec![Condition::eq("name", "c")],
+            },
+        ],
+    )
+    .await;
     let last = cache.snapshot().indexed_rows(&by_key, "z").unwrap();
     let mut seen = changes(&z_now, &last);
     seen.sort();
