@@ -283,11 +283,11 @@ impl<'a> Planning<'a> {
         // a second row of one identity is the same row either way), else every row.
         let others: Box<dyn Iterator<Item = KeyRow<'_>>> = match self.keep.others() {
             Some(uuids) => {
-                // Every test's plans check that the rows known are the rows a walk
-                // finds.
+                // Debug builds (every test's) check that the rows known are the rows
+                // a walk finds.
                 #[cfg(debug_assertions)]
                 {
-                    let walked: Vec<Uuid> = self
+                    let mut walked: Vec<Uuid> = self
                         .rows
                         .iter()
                         .filter(|r| !self.keep.contains(&r.uuid))
@@ -295,7 +295,6 @@ impl<'a> Planning<'a> {
                         .collect();
                     let mut known: Vec<Uuid> =
                         uuids.iter().filter(|u| self.rows.contains(u)).collect();
-                    let mut walked = walked;
                     walked.sort();
                     known.sort();
                     debug_assert_eq!(walked, known, "the rows of {} not kept", desired.owner);
