@@ -31,15 +31,13 @@ struct KeyMemo {
     /// changed or deleted since, by anyone, is no longer the one in the cache), by the
     /// hash of its label ([`Fragment::key`](crate::topology::desired::Fragment::key)).
     fragments: HashMap<u64, FragmentMemo>,
-    /// The index entries of the key's rows then ([`NbIndexes::scope_entries`]): while
-    /// they are the same, none of its rows in them changed (its rows outside them,
-    /// of tables without owner stamps, are looked at one by one).
-    entries: Vec<IndexedRows>,
     /// The rows of every fragment in `fragments`: what a plan keeps when the key skips
     /// them all. Edited as fragments come and go (a node added puts in its few rows),
     /// never gathered again from the fragments' rows.
     fragment_rows: Arc<UuidSet>,
-    /// The key's rows in its owner indexes then.
+    /// The key's rows in its owner indexes then: while they are the same entries
+    /// ([`KeyRows::untouched_since`]), none of them changed (its rows outside them, of
+    /// tables without owner stamps, are looked at one by one).
     rows: KeyRows,
     /// Those of `rows` in no fragment (a network's router, its switches): with the
     /// rows of the fragments built again, all a plan must look at while `rows` are
@@ -64,6 +62,11 @@ impl FragmentMemo {
             inside: rows.iter().all(|r| r.inside),
             rows: rows.into(),
         }
+    }
+
+    /// Its rows' uuids.
+    fn uuids(&self) -> impl Iterator<Item = Uuid> + '_ {
+        self.rows.iter().map(|r| r.uuid)
     }
 }
 
@@ -135,13 +138,7 @@ impl KeyRows {
 
     /// The key's row at `uuid`, if it is one.
     pub fn get(&self, uuid: &Uuid) -> Option<KeyRow<'_>> {
-        self.parts.iter().find_map(|p| {
-            p.rows.get(uuid).map(|row| KeyRow {
-                uuid: *uuid,
-                table: p.table,
-                row,
-            })
-        })
+        self.locate(uuid).map(|(_, r)| r)
     }
 
     /// True when the row at `uuid` is one of the key's.
@@ -189,25 +186,27 @@ impl KeyRows {
     /// The key's row at `uuid`, with the position of its part, if it is one.
     pub fn locate(&self, uuid: &Uuid) -> Option<(usize, KeyRow<'_>)> {
         self.parts.iter().enumerate().find_map(|(at, p)| {
-            p.rows.get(uuid).map(|row| {
-                let r = KeyRow {
+            let row = p.rows.get(uuid)?;
+            Some((
+                at,
+                KeyRow {
                     uuid: *uuid,
                     table: p.table,
                     row,
-                };
-                (at, r)
-            })
+                },
+            ))
         })
     }
 
-    /// The parts of `self` and `other` (two reads of one key) side by side, by label;
-    /// a part only one read has is beside an empty one.
-    fn beside<'a>(
-        &'a self,
-        other: &'a KeyRows,
-    ) -> impl Iterator<Item = (Option<&'a IndexedRows>, Option<&'a IndexedRows>)> {
-        let (mut a, mut b) = (self.parts.iter().peekable(), other.parts.iter().peekable());
-        std::iter::from_fn(move || match (a.peek(), b.peek()) {
+    /// What changed from these rows to `later` (a later read of the same key), part by
+    /// part (parts matched by label, a part only one read has beside an empty one),
+    /// each part's shared structure passed over ([`IndexedRows::diff`]): a part
+    /// untouched since costs one comparison. A row that moved from one part to another
+    /// is removed from the first and added to the second.
+    fn changes<'a>(&'a self, later: &'a KeyRows) -> impl Iterator<Item = RowChange<'a>> {
+        static EMPTY: std::sync::LazyLock<IndexedRows> = std::sync::LazyLock::new(Default::default);
+        let (mut a, mut b) = (self.parts.iter().peekable(), later.parts.iter().peekable());
+        let side_by_side = std::iter::from_fn(move || match (a.peek(), b.peek()) {
             (None, None) => None,
             (Some(x), Some(y)) if x.label() == y.label() => {
                 Some((a.next().map(|p| &p.rows), b.next().map(|p| &p.rows)))
@@ -215,7 +214,8 @@ impl KeyRows {
             (Some(x), Some(y)) if x.label() < y.label() => Some((a.next().map(|p| &p.rows), None)),
             (Some(_), None) => Some((a.next().map(|p| &p.rows), None)),
             _ => Some((None, b.next().map(|p| &p.rows))),
-        })
+        });
+        side_by_side.flat_map(|(x, y)| x.unwrap_or(&EMPTY).diff(y.unwrap_or(&EMPTY)))
     }
 }
 
@@ -254,9 +254,7 @@ impl UuidSet {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-}
 
-impl UuidSet {
     /// This set without the addresses of `removed` and with those of `added`: one
     /// walk through each (all three are in order).
     fn edited(&self, removed: &UuidSet, added: &UuidSet) -> UuidSet {
@@ -392,21 +390,15 @@ fn changed_only_by(
             _ => {}
         }
     }
-    // Part by part: what changed in each, its shared structure passed over (a part
-    // untouched since at once). A row that moved from one part to another counts as
-    // gone from the first and new in the second.
-    let empty = IndexedRows::default();
     let mut gone = 0;
-    for (b, a) in before.beside(after) {
-        for change in b.unwrap_or(&empty).diff(a.unwrap_or(&empty)) {
-            match change {
-                RowChange::Added(u, _) | RowChange::Changed { uuid: u, .. } => {
-                    if !touched.contains(u) {
-                        return false;
-                    }
+    for change in before.changes(after) {
+        match change {
+            RowChange::Added(u, _) | RowChange::Changed { uuid: u, .. } => {
+                if !touched.contains(u) {
+                    return false;
                 }
-                RowChange::Removed(..) => gone += 1,
             }
+            RowChange::Removed(..) => gone += 1,
         }
     }
     gone <= deleted
@@ -424,15 +416,12 @@ fn others_after(
     removed: &UuidSet,
     added: &UuidSet,
 ) -> UuidSet {
-    let empty = IndexedRows::default();
     let (mut gone, mut new) = (Vec::new(), Vec::new());
-    for (b, a) in was.beside(now) {
-        for change in b.unwrap_or(&empty).diff(a.unwrap_or(&empty)) {
-            match change {
-                RowChange::Added(u, _) => new.push(*u),
-                RowChange::Removed(u, _) => gone.push(*u),
-                RowChange::Changed { .. } => {}
-            }
+    for change in was.changes(now) {
+        match change {
+            RowChange::Added(u, _) => new.push(*u),
+            RowChange::Removed(u, _) => gone.push(*u),
+            RowChange::Changed { .. } => {}
         }
     }
     // Rows that joined a fragment are no longer others; rows whose fragment was
@@ -450,14 +439,7 @@ fn others_after(
 /// True when two reads of a key's rows hold the same rows (a row replaced by an
 /// equal version counts as the same).
 fn same_rows(a: &KeyRows, b: &KeyRows) -> bool {
-    let empty = IndexedRows::default();
-    a.len() == b.len()
-        && a.beside(b).all(|(x, y)| {
-            x.unwrap_or(&empty)
-                .diff(y.unwrap_or(&empty))
-                .next()
-                .is_none()
-        })
+    a.len() == b.len() && a.changes(b).next().is_none()
 }
 
 /// Why a key was not reconciled.
@@ -591,16 +573,10 @@ impl Reconciler {
         };
         let snap = self.cache.snapshot();
         // Most often none of the key's rows changed since: its index entries are the
-        // ones remembered, and only the rows outside them need a look. Else the key's
-        // rows now are read (from the owner's indexes, a few thousand at most, in uuid
-        // order) and each remembered row must still be the version there.
-        let entries = self.nb.scope_entries(&snap, owner, scope);
-        let untouched = entries.len() == m.entries.len()
-            && entries.iter().zip(&m.entries).all(|(a, b)| a.same(b));
-        let now = match untouched {
-            true => KeyRows::default(),
-            false => KeyRows::read(&snap, &self.nb, owner, scope),
-        };
+        // ones remembered, and only the rows outside them need a look. Else each
+        // remembered row must still be the version there.
+        let now = KeyRows::read(&snap, &self.nb, owner, scope);
+        let untouched = now.untouched_since(&m.rows);
         let as_left = |r: &MemoRow| {
             (untouched && r.inside)
                 || with_current(&now, &snap, r.table, &r.uuid, |now, _| {
@@ -654,7 +630,7 @@ impl Reconciler {
             if let Some(mf) = m.fragments.get(&f.key) {
                 present += 1;
                 if !f.skipped {
-                    except.extend(mf.rows.iter().map(|r| r.uuid));
+                    except.extend(mf.uuids());
                 }
             }
         }
@@ -664,7 +640,7 @@ impl Reconciler {
                 m.fragments
                     .iter()
                     .filter(|(k, _)| !labels.contains(k))
-                    .flat_map(|(_, f)| f.rows.iter().map(|r| r.uuid)),
+                    .flat_map(|(_, f)| f.uuids()),
             );
         }
         let except: UuidSet = except.into_iter().collect();
@@ -891,23 +867,22 @@ impl Reconciler {
         };
         // The rows of the fragments replaced or forgotten, and of those put in.
         let (mut removed, mut added) = (Vec::new(), Vec::new());
-        let uuids_of = |f: &FragmentMemo| f.rows.iter().map(|r| r.uuid).collect::<Vec<_>>();
         let mut present = 0;
         for (f, now) in desired.fragments().iter().zip(built) {
             let key = f.key;
             match now {
                 Some((fingerprint, rows)) => {
                     let memo = FragmentMemo::new(fingerprint, rows);
-                    added.extend(uuids_of(&memo));
+                    added.extend(memo.uuids());
                     if let Some(was) = fragments.insert(key, memo) {
-                        removed.extend(uuids_of(&was));
+                        removed.extend(was.uuids());
                     }
                     present += 1;
                 }
                 None if f.skipped => present += usize::from(fragments.contains_key(&key)),
                 None => {
                     if let Some(was) = fragments.remove(&key) {
-                        removed.extend(uuids_of(&was));
+                        removed.extend(was.uuids());
                     }
                 }
             }
@@ -918,7 +893,7 @@ impl Reconciler {
             fragments.retain(|k, f| {
                 let keep = labels.contains(k);
                 if !keep {
-                    removed.extend(f.rows.iter().map(|r| r.uuid));
+                    removed.extend(f.uuids());
                 }
                 keep
             });
@@ -937,12 +912,10 @@ impl Reconciler {
                 .filter(|u| !fragment_rows.contains(u))
                 .collect(),
         });
-        let entries = self.nb.scope_entries(snap, &desired.owner, &desired.scope);
         memo.insert(
             key,
             Arc::new(KeyMemo {
                 fragments,
-                entries,
                 fragment_rows,
                 rows: rows.clone(),
                 others,

@@ -184,61 +184,11 @@ impl NbIndexes {
             .unwrap_or_default()
     }
 
-    /// The rows of `table` owned by `owner` in partition `part`.
-    pub fn owned_in(
-        &self,
-        snap: &Snapshot,
-        table: &str,
-        owner: &Owner,
-        part: &str,
-    ) -> Vec<(Uuid, Arc<CachedRow>)> {
-        let key = (owner.clone(), part.to_owned());
-        self.part
-            .get(table)
-            .and_then(|i| snap.lookup_rows(i, &key).ok())
-            .unwrap_or_default()
-    }
-
-    /// The rows of `table` of `owner` that a key of scope `scope` holds.
-    pub fn in_scope(
-        &self,
-        snap: &Snapshot,
-        table: &str,
-        owner: &Owner,
-        scope: &Scope,
-    ) -> Vec<(Uuid, Arc<CachedRow>)> {
-        let mut rows = match scope {
-            Scope::Part(_) => Vec::new(),
-            _ => self.owned(snap, table, owner),
-        };
-        if PARTITIONED.contains(&table) {
-            match scope {
-                Scope::Part(p) => rows = self.owned_in(snap, table, owner, p),
-                Scope::All => rows.extend(self.parted(snap, table, owner)),
-                // The partitions the owner's rows are in, from the keys of the
-                // partition index: the rows of held partitions are not read (a
-                // connect over 500 networks holds 750k rows in them; reading them to
-                // leave them out was most of its key's time).
-                Scope::Rest { held } => {
-                    let keys = self
-                        .part
-                        .get(table)
-                        .and_then(|i| snap.index_keys(i).ok())
-                        .unwrap_or_default();
-                    for ((o, p), _) in keys {
-                        if o == *owner && !held.contains(&p) {
-                            rows.extend(self.owned_in(snap, table, owner, &p));
-                        }
-                    }
-                }
-            }
-        }
-        rows
-    }
-
     /// The index entries holding exactly the rows of `owner` a key of scope `scope`
-    /// holds ([`NbIndexes::in_scope`] of every table), each with its table, in
-    /// [`KeyPart::label`] order: shared with `snap`, nothing copied.
+    /// holds, each with its table, in [`KeyPart::label`] order: shared with `snap`,
+    /// nothing copied. A scope of the whole owner holds its rows outside partitions and
+    /// in every partition; [`Scope::Part`] one partition's; [`Scope::Rest`] those
+    /// outside partitions and in the partitions other keys do not hold.
     pub fn key_parts(&self, snap: &Snapshot, owner: &Owner, scope: &Scope) -> Vec<KeyPart> {
         let mut out = Vec::new();
         let mut put = |table: usize, source: PartSource, rows: Option<IndexedRows>| {
@@ -277,7 +227,9 @@ impl NbIndexes {
                     put(at, PartSource::Parted, rows);
                 }
                 // The partitions the owner's rows are in, from the keys of the
-                // partition index (the rows of held partitions are not read).
+                // partition index: the rows of held partitions are not read (a
+                // connect over 500 networks holds 750k rows in them; reading them to
+                // leave them out was most of its key's time).
                 Scope::Rest { held } => {
                     let mut partitions: Vec<String> = self
                         .part
@@ -297,62 +249,6 @@ impl NbIndexes {
             }
         }
         out
-    }
-
-    /// The index entries that hold every row of `owner` a key of scope `scope` holds
-    /// (for [`Scope::Rest`], a superset: every partition's), shared with `snap`: when
-    /// each is [`IndexedRows::same`] as in an earlier snapshot, none of those rows
-    /// changed since.
-    pub fn scope_entries(&self, snap: &Snapshot, owner: &Owner, scope: &Scope) -> Vec<IndexedRows> {
-        let mut out = Vec::new();
-        for &table in TABLES {
-            match scope {
-                Scope::Part(p) => {
-                    if PARTITIONED.contains(&table) {
-                        let key = (owner.clone(), p.clone());
-                        out.extend(
-                            self.part
-                                .get(table)
-                                .and_then(|i| snap.indexed_rows(i, &key).ok()),
-                        );
-                    }
-                }
-                _ => {
-                    out.extend(
-                        self.owner
-                            .get(table)
-                            .and_then(|i| snap.indexed_rows(i, owner).ok()),
-                    );
-                    out.extend(
-                        self.parted
-                            .get(table)
-                            .and_then(|i| snap.indexed_rows(i, owner).ok()),
-                    );
-                }
-            }
-        }
-        out
-    }
-
-    /// The rows of `table` owned by `owner` in any partition.
-    fn parted(&self, snap: &Snapshot, table: &str, owner: &Owner) -> Vec<(Uuid, Arc<CachedRow>)> {
-        self.parted
-            .get(table)
-            .and_then(|i| snap.lookup_rows(i, owner).ok())
-            .unwrap_or_default()
-    }
-
-    /// The rows of `table` owned by `owner` outside any partition.
-    pub fn owned(
-        &self,
-        snap: &Snapshot,
-        table: &str,
-        owner: &Owner,
-    ) -> Vec<(Uuid, Arc<CachedRow>)> {
-        self.owner
-            .get(table)
-            .and_then(|i| snap.lookup_rows(i, owner).ok())
-            .unwrap_or_default()
     }
 
     /// The rows of `table` named `name` (a static MAC binding is named by its port, and
