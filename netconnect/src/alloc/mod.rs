@@ -351,20 +351,18 @@ fn subnets(
                 let kept = given.filter(|given| {
                     annotated_as_given(info, given, nodes.by_ref().map(|(n, _, s)| (n, s)))
                 });
-                let subnets = match (kept, given) {
-                    (Some(kept), _) => kept.clone(),
-                    (None, None) => {
-                        let (subnets, mut p) = host_subnets(info, name, nodes);
-                        problems.append(&mut p);
-                        Arc::new(subnets)
-                    }
-                    // The comparison took some of the walk through the nodes'
-                    // annotations: this network's are looked up.
-                    (None, Some(_)) => {
-                        let nodes = inv.nodes.iter().map(|(node_name, node)| {
-                            let mine = node.subnets.get(name);
-                            (node_name, node, mine.map_or(&[][..], Vec::as_slice))
-                        });
+                let subnets = match kept {
+                    Some(kept) => kept.clone(),
+                    None => {
+                        // A comparison that failed took some of the walk through the
+                        // nodes' annotations: this network's are looked up instead.
+                        let nodes: Box<dyn Iterator<Item = _>> = match given {
+                            None => Box::new(nodes),
+                            Some(_) => Box::new(inv.nodes.iter().map(|(node_name, node)| {
+                                let mine = node.subnets.get(name);
+                                (node_name, node, mine.map_or(&[][..], Vec::as_slice))
+                            })),
+                        };
                         let (subnets, mut p) = host_subnets(info, name, nodes);
                         problems.append(&mut p);
                         Arc::new(subnets)

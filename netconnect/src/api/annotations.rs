@@ -21,6 +21,18 @@ pub const NODE_SUBNETS: &str = "k8s.ovn.org/node-subnets";
 pub const NODE_TRANSIT_SWITCH_PORT_IFADDR: &str = "k8s.ovn.org/node-transit-switch-port-ifaddr";
 /// On Nodes: the gateway configuration, `{"default": {"mode": …, …}}`.
 pub const L3_GATEWAY_CONFIG: &str = "k8s.ovn.org/l3-gateway-config";
+
+/// The annotations that hold allocations (what OVN-Kubernetes' cluster manager writes
+/// and the daemon saves in its status directory).
+pub const ALLOCATIONS: &[&str] = &[
+    NODE_ID,
+    NODE_SUBNETS,
+    NODE_TRANSIT_SWITCH_PORT_IFADDR,
+    NETWORK_ID,
+    TUNNEL_KEYS,
+    CONNECT_ROUTER_TUNNEL_KEY,
+    NETWORK_CONNECT_SUBNET,
+];
 /// Node annotation: every address of the node's host, as CIDRs (a JSON list); the
 /// addresses a NodePort answers on.
 pub const HOST_CIDRS: &str = "k8s.ovn.org/host-cidrs";

@@ -307,16 +307,7 @@ pub fn record_ready(
     Ok(true)
 }
 
-/// The annotations that hold allocations.
-pub const ALLOCATIONS: &[&str] = &[
-    NODE_ID,
-    NODE_SUBNETS,
-    NODE_TRANSIT_SWITCH_PORT_IFADDR,
-    NETWORK_ID,
-    TUNNEL_KEYS,
-    CONNECT_ROUTER_TUNNEL_KEY,
-    NETWORK_CONNECT_SUBNET,
-];
+pub use crate::api::annotations::ALLOCATIONS;
 
 fn to_yaml(o: &Object) -> io::Result<String> {
     fn y<T: Serialize>(t: &T) -> io::Result<String> {
@@ -701,11 +692,26 @@ mod tests {
         );
     }
 
+    /// How many entries of `now` hold the very value (`shared` of it) the same key
+    /// holds in `before`.
+    fn sharing<V, T>(
+        now: &BTreeMap<String, V>,
+        before: &BTreeMap<String, V>,
+        shared: impl Fn(&V) -> &std::sync::Arc<T>,
+    ) -> usize {
+        now.iter()
+            .filter(|(k, v)| {
+                before
+                    .get(*k)
+                    .is_some_and(|b| std::sync::Arc::ptr_eq(shared(b), shared(v)))
+            })
+            .count()
+    }
+
     #[test]
     fn a_world_built_after_another_is_the_world_built_afresh() {
         use crate::api::load::FileObjects;
         use crate::world::{Settings, World};
-        use std::sync::Arc;
         let net = l3("[{cidr: 10.1.0.0/16}]");
         let net2 = "---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: net2, namespace: red}\n\
              spec:\n  topology: Layer3\n  layer3:\n    role: Primary\n    subnets: [{cidr: 10.2.0.0/16}]\n";
@@ -775,30 +781,11 @@ mod tests {
             assert_eq!(after.allocations, afresh.allocations, "{step}");
             assert_eq!(after.problems, afresh.problems, "{step}");
             if let Some(p) = &previous {
-                // Networks whose inputs are as they were share their host subnets.
-                shared += after
-                    .allocations
-                    .host_subnets
-                    .iter()
-                    .filter(|(n, m)| {
-                        p.allocations
-                            .host_subnets
-                            .get(*n)
-                            .is_some_and(|b| Arc::ptr_eq(b, m))
-                    })
-                    .count();
-                // Nodes taken as they were share what they read.
-                taken += after
-                    .inventory
-                    .nodes
-                    .iter()
-                    .filter(|(n, i)| {
-                        p.inventory
-                            .nodes
-                            .get(*n)
-                            .is_some_and(|b| Arc::ptr_eq(&b.subnets, &i.subnets))
-                    })
-                    .count();
+                // Networks whose inputs are as they were share their host subnets;
+                // nodes taken as they were share what they read.
+                let (now, before) = (&after.allocations, &p.allocations);
+                shared += sharing(&now.host_subnets, &before.host_subnets, |m| m);
+                taken += sharing(&after.inventory.nodes, &p.inventory.nodes, |n| &n.subnets);
             }
             state = after.state(&state);
             previous = Some(after);
