@@ -8,7 +8,7 @@ use std::time::Duration;
 use integration_tests::cache::{settle, Replay, TABLES};
 use integration_tests::{client, nb_server, OvsdbServer, NB};
 use ovn_sandbox::{Cluster, Installation};
-use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, RowChange};
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, CacheReader, RowChange};
 use ovsdb_proto::{Client, Condition, Datum, Operation, Remote, Row};
 
 fn config(remotes: &str) -> CacheConfig {
@@ -66,6 +66,15 @@ async fn rename(w: &Client, from: &str, to: &str) {
     )
     .await
     .unwrap();
+}
+
+/// True once `cache` shows `n` switches (within 10 s).
+async fn shows_switches(cache: &CacheReader, n: usize) -> bool {
+    cache
+        .wait_for(Duration::from_secs(10), |s| {
+            s.table("Logical_Switch").len() == n
+        })
+        .await
 }
 
 fn switches(prefix: &str, n: usize) -> Vec<String> {
@@ -194,12 +203,7 @@ async fn tables_and_columns_the_server_lacks_are_reported_once_and_the_rest_is_c
     w.transact(NB, &[Operation::insert("Logical_Switch", named("ls1"))])
         .await
         .unwrap();
-    assert!(
-        cache
-            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
-                == 2)
-            .await
-    );
+    assert!(shows_switches(&cache.reader(), 2).await);
     replay.drain(&mut events);
     assert_eq!(replay.skews.len(), 1, "reported again: {:?}", replay.skews);
     assert!(!replay.unusable.is_empty(), "the restart was reported");
@@ -217,12 +221,7 @@ async fn a_reader_follows_the_cache_and_keeps_its_last_contents_after_it() {
     w.transact(NB, &[Operation::insert("Logical_Switch", named("r0"))])
         .await
         .unwrap();
-    assert!(
-        other
-            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
-                == 1)
-            .await
-    );
+    assert!(shows_switches(&other, 1).await);
     drop(cache);
     assert_eq!(reader.snapshot().table("Logical_Switch").len(), 1);
 }
@@ -692,12 +691,7 @@ async fn changing_conditions_narrows_and_widens_the_cache_and_survives_a_reconne
         .set_conditions("Logical_Switch", vec![Condition::eq("name", "a")])
         .await
         .unwrap();
-    assert!(
-        cache
-            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
-                == 1)
-            .await
-    );
+    assert!(shows_switches(&cache.reader(), 1).await);
     assert_eq!(names(&cache), ["\"a\""]);
     w.transact(NB, &[Operation::insert("Logical_Switch", named("d"))])
         .await
@@ -705,12 +699,7 @@ async fn changing_conditions_narrows_and_widens_the_cache_and_survives_a_reconne
     w.transact(NB, &[Operation::insert("Logical_Switch", named("a"))])
         .await
         .unwrap();
-    assert!(
-        cache
-            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
-                == 2)
-            .await
-    );
+    assert!(shows_switches(&cache.reader(), 2).await);
     assert_eq!(names(&cache), ["\"a\"", "\"a\""], "only rows named a");
 
     // The narrower condition holds across a reconnect.
@@ -900,12 +889,7 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
             .transact_and_wait(ops, Duration::from_secs(10))
             .await
             .unwrap();
-        assert!(
-            cache
-                .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
-                    == 1)
-                .await
-        );
+        assert!(shows_switches(&cache.reader(), 1).await);
     }
     leaving_one_switch(
         &cache,
