@@ -46,6 +46,11 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
         drop(events);
         return Ok(once(&args, &world, &reconciler).await);
     }
+    // The world served is read beside the state just saved, as every later reload is:
+    // each node then carries the allocations it was given (read once here, the start's
+    // world's allocations kept whole), and a later reload finds each node as it was
+    // instead of reading every node's allocations again on the first change.
+    let world = reload(&args, &mut manifests, &state, Some(&world))?;
     serve(args, world, state, manifests, events, reconciler).await
 }
 
