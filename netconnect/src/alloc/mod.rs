@@ -57,6 +57,11 @@ impl Default for ClusterConfig {
     }
 }
 
+/// A Layer3 network's host subnets by node name (IPv4 first): a persistent map, so the
+/// map of a network a node joined or left shares every other node's entry with the map
+/// before.
+pub type HostSubnets = imbl::OrdMap<String, Vec<IpNet>>;
+
 /// Everything allocated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Allocations {
@@ -66,10 +71,10 @@ pub struct Allocations {
     pub node_transit: BTreeMap<String, Vec<IpNet>>,
     /// Network ids by network name.
     pub network_ids: BTreeMap<String, u32>,
-    /// Host subnets by network name, then node name (IPv4 first). A network's map is
-    /// shared with the allocations before when every node is annotated with what it
-    /// was given then ([`allocate_after`]).
-    pub host_subnets: BTreeMap<String, Arc<BTreeMap<String, Vec<IpNet>>>>,
+    /// Host subnets by network name, then node name. A network's map is taken from
+    /// the allocations before when its nodes are annotated with what they were given
+    /// then, and edited when nodes came or went ([`allocate_after`]).
+    pub host_subnets: BTreeMap<String, HostSubnets>,
     /// Primary Layer2 networks' tunnel keys: `[switch, transit router]`.
     pub tunnel_keys: BTreeMap<String, Vec<u32>>,
     /// Primary Layer2 networks' transit subnets (IPv4 first).
@@ -77,6 +82,13 @@ pub struct Allocations {
     /// ClusterNetworkConnects' acceptance, tunnel keys and connect subnets, by name
     /// ([`admission::admit`]).
     pub connects: BTreeMap<String, admission::ConnectAllocation>,
+    /// Each Layer3 network's host subnet allocator as handing out its host subnets left
+    /// it: what a node added is given next.
+    host_allocators: BTreeMap<String, SubnetAllocator>,
+    /// The nodes annotated with exactly the host subnets they have, of every family in
+    /// every Layer3 network, with those annotations as read (their `Arc`): while a node
+    /// reads the same, it need not be compared again.
+    pub(crate) as_annotated: BTreeMap<String, Arc<BTreeMap<String, Vec<IpNet>>>>,
 }
 
 fn problem_for(
@@ -93,6 +105,18 @@ fn problem_for(
     }
 }
 
+impl Allocations {
+    /// True when `node`, reading host subnets `read`, is annotated with exactly the
+    /// host subnets it has in every Layer3 network and with no others: its host
+    /// subnets annotation says what would be written.
+    pub fn annotated_exactly(&self, node: &str, read: &Arc<BTreeMap<String, Vec<IpNet>>>) -> bool {
+        self.as_annotated
+            .get(node)
+            .is_some_and(|a| Arc::ptr_eq(a, read))
+            && read.len() == self.host_subnets.len()
+    }
+}
+
 /// Allocates what the inventory's objects lack, keeping what they carry. Objects that
 /// cannot get an allocation are left out of the result and reported.
 pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Problem>) {
@@ -100,12 +124,20 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
 }
 
 /// [`allocate`], taking from `before` (an inventory and what was allocated for it)
-/// the host subnets of each Layer3 network whose subnets are the same and whose
-/// nodes are the same and each annotated with exactly the host subnets it was given
-/// then, of every family the network has: allocating again would keep each and hand
-/// out none, so the answer is the one before, with no problem. (The daemon saves what
-/// it allocates, so that is every network a change does not touch: a network added
-/// beside 500 others allocates its own host subnets, not the 250k of all.)
+/// the host subnets of each Layer3 network whose subnets are the same, when allocating
+/// again would keep each node's and hand out none but to nodes added:
+///
+/// - every node of `before` still here reads the very annotations it read then, and
+///   they held exactly what it was given (the daemon saves what it allocates and
+///   reads it back), and a node added has no host subnet of the network annotated:
+///   the map before, less the nodes gone, plus a subnet of each family for each node
+///   added, handed out in name order from the network's allocator as it was left;
+/// - or every node is the same and annotated with exactly what it was given, of every
+///   family the network has: the map before.
+///
+/// The answer is the one [`allocate`] gives, with no problem. (A node added beside 500
+/// networks then costs 500 subnets handed out, not the 250k of every node compared
+/// and copied; a network added allocates its own host subnets.)
 pub fn allocate_after(
     inv: &Inventory,
     config: &ClusterConfig,
@@ -126,7 +158,7 @@ pub fn allocate_after(
 /// annotated with, of every family of `info`'s subnets.
 fn annotated_as_given<'a>(
     info: &crate::api::NetworkInfo,
-    given: &BTreeMap<String, Vec<IpNet>>,
+    given: &HostSubnets,
     mut nodes: impl Iterator<Item = (&'a String, &'a [IpNet])>,
 ) -> bool {
     let families: Vec<bool> = [true, false]
@@ -319,8 +351,10 @@ fn subnets(
     out: &mut Allocations,
     problems: &mut Vec<Problem>,
 ) {
-    // A node added or removed changes every network's host subnets.
-    let before = before.filter(|(b, _)| b.nodes.len() == inv.nodes.len());
+    let moved = before.and_then(|(b, alloc)| NodesMoved::since(inv, b, alloc));
+    // Whether each node (in name order) is annotated with exactly what it has in each
+    // Layer3 network so far.
+    let mut as_annotated = vec![true; inv.nodes.len()];
     // Each node's annotated subnets are read network by network in name order, the
     // order of its own map: one walk through each node's map in all (a look-up per
     // network and node was most of a reload's time at 500 x 500).
@@ -336,23 +370,37 @@ fn subnets(
         }
         match net.topology {
             Topology::Layer3 => {
-                let mut nodes = annotated.iter_mut().map(|(node_name, node, given)| {
-                    let mine = crate::topology::in_step(given, name);
-                    (*node_name, *node, mine.map_or(&[][..], Vec::as_slice))
-                });
-                // The host subnets before, when every node is annotated with them.
+                // The host subnets before and their allocator, when the network's
+                // subnets are the same.
                 let given = before.and_then(|(inv_before, alloc)| {
                     let same = inv_before
                         .networks
                         .get(name)
                         .is_some_and(|b| b.network.subnets == net.subnets);
-                    alloc.host_subnets.get(name).filter(|_| same)
+                    let allocator = alloc.host_allocators.get(name);
+                    alloc.host_subnets.get(name).zip(allocator).filter(|_| same)
                 });
-                let kept = given.filter(|given| {
+                let edited = given
+                    .zip(moved.as_ref())
+                    .and_then(|((subnets, allocator), moved)| moved.edit(name, subnets, allocator));
+                if let Some((subnets, allocator)) = edited {
+                    for (i, _, _) in &moved.as_ref().expect("edited").added {
+                        as_annotated[*i] = false;
+                    }
+                    out.host_subnets.insert(name.clone(), subnets);
+                    out.host_allocators.insert(name.clone(), allocator);
+                    continue;
+                }
+                let mut nodes = annotated.iter_mut().map(|(node_name, node, given)| {
+                    let mine = crate::topology::in_step(given, name);
+                    (*node_name, *node, mine.map_or(&[][..], Vec::as_slice))
+                });
+                // The host subnets before, when every node is annotated with them.
+                let kept = given.filter(|(given, _)| {
                     annotated_as_given(info, given, nodes.by_ref().map(|(n, _, s)| (n, s)))
                 });
-                let subnets = match kept {
-                    Some(kept) => kept.clone(),
+                let (subnets, allocator) = match kept {
+                    Some((kept, allocator)) => (kept.clone(), allocator.clone()),
                     None => {
                         // A comparison that failed took some of the walk through the
                         // nodes' annotations: this network's are looked up instead.
@@ -363,12 +411,16 @@ fn subnets(
                                 (node_name, node, mine.map_or(&[][..], Vec::as_slice))
                             })),
                         };
-                        let (subnets, mut p) = host_subnets(info, name, nodes);
-                        problems.append(&mut p);
-                        Arc::new(subnets)
+                        let hosts = host_subnets(info, name, nodes);
+                        problems.extend(hosts.problems);
+                        for (all, this) in as_annotated.iter_mut().zip(hosts.as_annotated) {
+                            *all &= this;
+                        }
+                        (hosts.subnets, hosts.allocator)
                     }
                 };
                 out.host_subnets.insert(name.clone(), subnets);
+                out.host_allocators.insert(name.clone(), allocator);
             }
             Topology::Layer2 if net.role == Role::Primary => {
                 match transit::transit_subnets(net, &config.transit_subnets) {
@@ -383,6 +435,90 @@ fn subnets(
             _ => {}
         }
     }
+    out.as_annotated = inv
+        .nodes
+        .iter()
+        .zip(as_annotated)
+        .filter(|(_, kept)| *kept)
+        .map(|((name, node), _)| (name.clone(), node.subnets.clone()))
+        .collect();
+}
+
+/// The nodes added and gone since an allocation before, when every node of it that is
+/// still here reads the annotations it read then and they held exactly what it was
+/// given.
+struct NodesMoved<'a> {
+    /// The nodes added: their place in the inventory's nodes, their name, the node.
+    added: Vec<(usize, &'a String, &'a crate::api::NodeInfo)>,
+    /// The nodes gone.
+    gone: Vec<&'a String>,
+}
+
+impl<'a> NodesMoved<'a> {
+    fn since(
+        inv: &'a Inventory,
+        inv_before: &'a Inventory,
+        before: &Allocations,
+    ) -> Option<NodesMoved<'a>> {
+        let mut added = Vec::new();
+        for (i, (name, node)) in inv.nodes.iter().enumerate() {
+            match before.as_annotated.get(name) {
+                Some(read) if Arc::ptr_eq(read, &node.subnets) => {}
+                _ if inv_before.nodes.contains_key(name) => return None,
+                _ => added.push((i, name, node)),
+            }
+        }
+        let gone = inv_before
+            .nodes
+            .keys()
+            .filter(|n| !inv.nodes.contains_key(*n))
+            .collect();
+        Some(NodesMoved { added, gone })
+    }
+
+    /// Network `name`'s host subnets `before` and their `allocator` with the nodes gone
+    /// taken out and a subnet of each family handed out to each node added; `None`
+    /// when a node added has host subnets of the network annotated (kept, they go in
+    /// name order among the others') or one cannot be given a subnet (a problem to
+    /// report).
+    fn edit(
+        &self,
+        name: &str,
+        before: &HostSubnets,
+        allocator: &SubnetAllocator,
+    ) -> Option<(HostSubnets, SubnetAllocator)> {
+        let annotated =
+            |node: &crate::api::NodeInfo| node.subnets.get(name).is_some_and(|s| !s.is_empty());
+        if self.added.iter().any(|(_, _, node)| annotated(node)) {
+            return None;
+        }
+        let (mut subnets, mut allocator) = (before.clone(), allocator.clone());
+        for node in &self.gone {
+            for s in subnets.remove(*node)? {
+                allocator.release(&s);
+            }
+        }
+        for (_, node, _) in &self.added {
+            let mut given = Vec::with_capacity(2);
+            for ipv4 in [true, false] {
+                if allocator.has_family(ipv4) {
+                    given.push(allocator.allocate(ipv4).ok()?);
+                }
+            }
+            subnets.insert((*node).clone(), given);
+        }
+        Some((subnets, allocator))
+    }
+}
+
+/// A Layer3 network's host subnets, allocated.
+struct Hosts {
+    subnets: HostSubnets,
+    /// The allocator as handing them out left it.
+    allocator: SubnetAllocator,
+    /// Whether each node was annotated with exactly what it has.
+    as_annotated: Vec<bool>,
+    problems: Vec<Problem>,
 }
 
 /// The host subnets of Layer3 network `name` (`info`) for every node of `nodes` (in
@@ -393,13 +529,14 @@ fn host_subnets<'a>(
     info: &crate::api::NetworkInfo,
     name: &str,
     nodes: impl Iterator<Item = (&'a String, &'a crate::api::NodeInfo, &'a [IpNet])>,
-) -> (BTreeMap<String, Vec<IpNet>>, Vec<Problem>) {
+) -> Hosts {
     let mut alloc = SubnetAllocator::new();
     for s in &info.network.subnets {
         alloc.add_range(s.cidr, s.host_len);
     }
     let mut problems = Vec::new();
     let mut result: Vec<(String, Vec<IpNet>)> = Vec::new();
+    let mut as_annotated = Vec::new();
     for (node_name, node, annotated) in nodes {
         let mut kept = Vec::with_capacity(annotated.len().max(1));
         for s in annotated {
@@ -416,13 +553,16 @@ fn host_subnets<'a>(
                 }),
             }
         }
+        let sorted = annotated.is_sorted_by_key(|s| s.addr().is_ipv6());
+        as_annotated.push(sorted && kept.len() == annotated.len());
         result.push((node_name.clone(), kept));
     }
-    for (node_name, subnets) in result.iter_mut() {
+    for ((node_name, subnets), as_annotated) in result.iter_mut().zip(&mut as_annotated) {
         for ipv4 in [true, false] {
             if !alloc.has_family(ipv4) || subnets.iter().any(|s| s.addr().is_ipv4() == ipv4) {
                 continue;
             }
+            *as_annotated = false;
             match alloc.allocate(ipv4) {
                 Ok(s) => subnets.push(s),
                 Err(e) => problems.push(Problem {
@@ -438,8 +578,12 @@ fn host_subnets<'a>(
         }
         subnets.sort_by_key(|s| s.addr().is_ipv6());
     }
-    // In name order already: the map is built in one pass.
-    (result.into_iter().collect(), problems)
+    Hosts {
+        subnets: result.into_iter().collect(),
+        allocator: alloc,
+        as_annotated,
+        problems,
+    }
 }
 
 #[cfg(test)]

@@ -213,3 +213,90 @@ fn tunnel_keys_skip_those_of_connect_routers() {
     assert!(p.is_empty());
     assert_eq!(a.tunnel_keys["cluster_udn_blue"], vec![16711684, 16715780]);
 }
+
+#[test]
+fn nodes_added_and_gone_edit_the_host_subnets_before_with_the_same_answer() {
+    use crate::api::validate::Reserved;
+    use crate::status::dir::State;
+    let config = ClusterConfig::default();
+    let nets = l3("red", "[{cidr: 10.1.0.0/16}]", "")
+        + &l3("blue", "[{cidr: 10.2.0.0/16}, {cidr: 'fd00:2::/60'}]", "");
+    let files = |nodes: &[String]| vec![parse_file(Path::new("t.yaml"), &(nodes.concat() + &nets))];
+    let plain = |n: &str| node(n, &[]);
+    // The first allocation, then the same nodes read with what it gave them (as the
+    // daemon reads what it saved): every node is annotated exactly as allocated.
+    let first = Inventory::build(
+        &files(&[plain("a"), plain("b"), plain("c")]),
+        &Context::default(),
+    );
+    let (a0, _) = allocate(&first, &config);
+    let context =
+        State::next(&first, &a0, &[], &State::default(), "now").context(Reserved::default());
+    let read = Inventory::build(&files(&[plain("a"), plain("b"), plain("c")]), &context);
+    let (a1, p1) = allocate_after(&read, &config, Some((&first, &a0)));
+    assert!(p1.is_empty(), "{p1:#?}");
+    assert_eq!(a1, allocate(&read, &config).0);
+    assert_eq!(
+        a1.as_annotated.len(),
+        3,
+        "every node is annotated as allocated"
+    );
+
+    // b gone, d added: the maps before are edited.
+    let next = |nodes: &[String], before: &Inventory| {
+        Inventory::build_after(&files(nodes), &context, Some(before))
+    };
+    let moved = next(&[plain("a"), plain("c"), plain("d")], &read);
+    let m = NodesMoved::since(&moved, &read, &a1).expect("the nodes before read the same");
+    let names = |v: Vec<&String>| v.into_iter().cloned().collect::<Vec<_>>();
+    assert_eq!(names(m.added.iter().map(|(_, n, _)| *n).collect()), ["d"]);
+    assert_eq!(names(m.gone.clone()), ["b"]);
+    let (a2, p2) = allocate_after(&moved, &config, Some((&read, &a1)));
+    assert!(p2.is_empty(), "{p2:#?}");
+    assert_eq!(a2, allocate(&moved, &config).0, "as allocated afresh");
+    let blue = &a2.host_subnets["cluster_udn_blue"];
+    assert_eq!(blue["a"], a1.host_subnets["cluster_udn_blue"]["a"]);
+    assert_eq!(
+        blue["d"].len(),
+        2,
+        "a subnet of each family: {:?}",
+        blue["d"]
+    );
+    assert!(!blue.contains_key("b"));
+    // d was handed its subnets, not annotated with them: it is compared again later.
+    assert!(!a2.as_annotated.contains_key("d") && a2.as_annotated.contains_key("a"));
+
+    // A node added with a host subnet of its own that another node has: the whole
+    // network is allocated again, in name order, so the node first by name keeps it.
+    let a_red = a1.host_subnets["cluster_udn_red"]["a"][0].to_string();
+    let taken = format!(r#"{{"cluster_udn_red":["{a_red}"]}}"#);
+    let clash = next(
+        &[
+            node("0a", &[("k8s.ovn.org/node-subnets", &taken)]),
+            plain("a"),
+            plain("c"),
+        ],
+        &read,
+    );
+    assert!(clash.problems.is_empty(), "{:#?}", clash.problems);
+    assert!(NodesMoved::since(&clash, &read, &a1).is_some());
+    let (a3, p3) = allocate_after(&clash, &config, Some((&read, &a1)));
+    let (fresh, fresh_problems) = allocate(&clash, &config);
+    assert_eq!((&a3, &p3), (&fresh, &fresh_problems));
+    assert_eq!(
+        a3.host_subnets["cluster_udn_red"]["0a"][0].to_string(),
+        a_red
+    );
+    assert_eq!(p3.len(), 1, "a's subnet is not kept: {p3:#?}");
+
+    // A node before whose annotations changed: nothing is taken as it was.
+    let changed = next(
+        &[node("a", &[("k8s.ovn.org/node-subnets", "{}")]), plain("c")],
+        &read,
+    );
+    assert!(NodesMoved::since(&changed, &read, &a1).is_none());
+    assert_eq!(
+        allocate_after(&changed, &config, Some((&read, &a1))),
+        allocate(&changed, &config)
+    );
+}

@@ -29,9 +29,23 @@ impl State {
             let o = Object::ClusterNetworkConnect(connect(name, info, alloc, previous, now));
             out.objects.insert(key(&o), o);
         }
-        for ((name, info), subnets) in inv.nodes.iter().zip(host_subnets_by_node(inv, alloc)) {
+        // A node annotated with exactly what it has keeps the text it was read with.
+        let kept: Vec<bool> = inv
+            .nodes
+            .iter()
+            .map(|(name, info)| {
+                alloc.annotated_exactly(name, &info.subnets)
+                    && !info.object.metadata.annotations.contains_key(NODE_SUBNETS)
+            })
+            .collect();
+        let by_node = host_subnets_by_node(inv, alloc, &kept);
+        for (((name, info), subnets), kept) in inv.nodes.iter().zip(by_node).zip(kept) {
             let why = reasons(allocation_problems, &format!("Node {name}"));
-            let mine = Allocated { alloc, subnets };
+            let mine = Allocated {
+                alloc,
+                subnets,
+                kept: kept.then(|| info.read.get(NODE_SUBNETS)).flatten(),
+            };
             let o = Object::Node(node(name, info, inv, &mine, previous, &why, now));
             out.objects.insert(key(&o), o);
         }
@@ -119,17 +133,24 @@ fn connect(
 }
 
 /// Each node's host subnets (in the inventory's node order), network by network in
-/// name order: one walk through each network's map rather than a look-up per network
-/// and node.
+/// name order, but for the nodes `skipped` (none, then): a look-up per network and node
+/// when few nodes are wanted, else one walk through each network's map.
 fn host_subnets_by_node<'a>(
     inv: &Inventory,
     alloc: &'a Allocations,
+    skipped: &[bool],
 ) -> Vec<Vec<(&'a str, &'a [ipnet::IpNet])>> {
     let mut out = vec![Vec::new(); inv.nodes.len()];
+    let few = skipped.iter().filter(|s| !**s).count() * 8 < skipped.len();
     for (net, by_node) in &alloc.host_subnets {
         let mut given = by_node.iter().peekable();
-        for (name, mine) in inv.nodes.keys().zip(out.iter_mut()) {
-            if let Some(s) = crate::topology::in_step(&mut given, name) {
+        let wanted = inv.nodes.keys().zip(out.iter_mut()).zip(skipped);
+        for ((name, mine), _) in wanted.filter(|(_, skipped)| !**skipped) {
+            let s = match few {
+                true => by_node.get(name),
+                false => crate::topology::in_step(&mut given, name),
+            };
+            if let Some(s) = s {
                 mine.push((net.as_str(), s.as_slice()));
             }
         }
@@ -142,6 +163,9 @@ struct Allocated<'a> {
     alloc: &'a Allocations,
     /// The node's host subnets by network, in name order.
     subnets: Vec<(&'a str, &'a [ipnet::IpNet])>,
+    /// The host subnets annotation the node was read with, when it says exactly what
+    /// the node has (then `subnets` is not gathered): written back as it is.
+    kept: Option<&'a String>,
 }
 
 /// A node as written: its node id, transit addresses and host subnets (its entries for
@@ -167,6 +191,10 @@ fn node(
             format_transit_ifaddr(t),
         );
     }
+    if let Some(text) = mine.kept {
+        a.insert(NODE_SUBNETS.into(), text.clone());
+        return finish(object, name, previous, why, now);
+    }
     let own = a
         .get(NODE_SUBNETS)
         .and_then(|v| annotations::parse_node_subnets(v).ok())
@@ -187,6 +215,11 @@ fn node(
         let text = annotations::write_node_subnets(&subnets);
         a.insert(NODE_SUBNETS.into(), text);
     }
+    finish(object, name, previous, why, now)
+}
+
+/// Node `object` (`name`) with its annotations' condition set.
+fn finish(mut object: Node, name: &str, previous: &State, why: &[String], now: &str) -> Node {
     let prev = match previous.objects.get(&("Node".to_owned(), name.to_owned())) {
         Some(Object::Node(n)) => Some(n),
         _ => None,

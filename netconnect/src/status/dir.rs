@@ -692,19 +692,15 @@ mod tests {
         );
     }
 
-    /// How many entries of `now` hold the very value (`shared` of it) the same key
-    /// holds in `before`.
-    fn sharing<V, T>(
+    /// How many entries of `now` hold the very value (`same`) the same key holds in
+    /// `before`.
+    fn sharing<V>(
         now: &BTreeMap<String, V>,
         before: &BTreeMap<String, V>,
-        shared: impl Fn(&V) -> &std::sync::Arc<T>,
+        same: impl Fn(&V, &V) -> bool,
     ) -> usize {
         now.iter()
-            .filter(|(k, v)| {
-                before
-                    .get(*k)
-                    .is_some_and(|b| std::sync::Arc::ptr_eq(shared(b), shared(v)))
-            })
+            .filter(|(k, v)| before.get(*k).is_some_and(|b| same(b, v)))
             .count()
     }
 
@@ -748,6 +744,8 @@ mod tests {
                 one(a9.clone() + &b + &c + &net + net2),
             ),
             ("a node removed", one(a9.clone() + &b + &net + net2)),
+            ("a network removed", one(a9.clone() + &b + &net)),
+            ("nothing changed but that", one(a9.clone() + &b + &net)),
             (
                 "a node with a subnet not the network's",
                 one(a9.clone() + &b + &c_bad + &net + net2),
@@ -773,7 +771,7 @@ mod tests {
         ];
         let mut state = State::default();
         let mut previous: Option<World> = None;
-        let (mut taken, mut shared) = (0, 0);
+        let (mut taken, mut shared, mut kept_text) = (0, 0, 0);
         for (step, files) in &steps {
             let afresh = World::build(files, &state, Settings::default());
             let after = World::build_after(files, &state, Settings::default(), previous.as_ref());
@@ -784,15 +782,37 @@ mod tests {
                 // Networks whose inputs are as they were share their host subnets;
                 // nodes taken as they were share what they read.
                 let (now, before) = (&after.allocations, &p.allocations);
-                shared += sharing(&now.host_subnets, &before.host_subnets, |m| m);
-                taken += sharing(&after.inventory.nodes, &p.inventory.nodes, |n| &n.subnets);
+                shared += sharing(&now.host_subnets, &before.host_subnets, |b, n| b.ptr_eq(n));
+                taken += sharing(&after.inventory.nodes, &p.inventory.nodes, |b, n| {
+                    std::sync::Arc::ptr_eq(&b.subnets, &n.subnets)
+                });
             }
-            state = after.state(&state);
+            // Nodes annotated with exactly what they have keep the text they were
+            // read with: the same state as writing every node's again.
+            let state_of = |w: &World| {
+                let problems = &w.problems[w.inventory.problems.len()..];
+                State::next(&w.inventory, &w.allocations, problems, &state, "then")
+            };
+            let mut written = after.clone();
+            written.allocations.as_annotated.clear();
+            let next = state_of(&after);
+            assert_eq!(next, state_of(&written), "{step}");
+            kept_text += after
+                .inventory
+                .nodes
+                .iter()
+                .filter(|(n, i)| after.allocations.annotated_exactly(n, &i.subnets))
+                .count();
+            state = next;
             previous = Some(after);
         }
         let p = previous.unwrap();
         assert_eq!(p.allocations.node_ids["a"], 9);
         assert!(taken >= 8, "only {taken} nodes were taken as they were");
+        assert!(
+            kept_text >= 8,
+            "only {kept_text} nodes kept their subnets' text"
+        );
         assert!(
             shared >= 3,
             "only {shared} networks' host subnets were shared"

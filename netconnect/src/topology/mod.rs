@@ -235,8 +235,8 @@ impl<'a> Inputs<'a> {
 
 /// The value of `name` in `map`, a map walked in name order beside a walk through
 /// names in the same order: the entries before `name` are passed over.
-pub(crate) fn in_step<'a, V>(
-    map: &mut std::iter::Peekable<std::collections::btree_map::Iter<'a, String, V>>,
+pub(crate) fn in_step<'a, V: 'a>(
+    map: &mut std::iter::Peekable<impl Iterator<Item = (&'a String, &'a V)>>,
     name: &str,
 ) -> Option<&'a V> {
     while map.next_if(|(k, _)| k.as_str() < name).is_some() {}
