@@ -445,13 +445,17 @@ fn subnets(
 }
 
 /// The nodes added and gone since an allocation before, when every node of it that is
-/// still here reads the annotations it read then and they held exactly what it was
-/// given.
+/// still here either reads the annotations it read then and they held exactly what it
+/// was given, or is one of a few read anew (its subnets are compared network by
+/// network).
 struct NodesMoved<'a> {
     /// The nodes added: their place in the inventory's nodes, their name, the node.
     added: Vec<(usize, &'a String, &'a crate::api::NodeInfo)>,
     /// The nodes gone.
     gone: Vec<&'a String>,
+    /// The nodes of before whose annotations were read anew (the node added before,
+    /// read back with what it was given).
+    reread: Vec<(&'a String, &'a crate::api::NodeInfo)>,
 }
 
 impl<'a> NodesMoved<'a> {
@@ -460,27 +464,36 @@ impl<'a> NodesMoved<'a> {
         inv_before: &'a Inventory,
         before: &Allocations,
     ) -> Option<NodesMoved<'a>> {
-        let mut added = Vec::new();
+        let (mut added, mut reread) = (Vec::new(), Vec::new());
         for (i, (name, node)) in inv.nodes.iter().enumerate() {
             match before.as_annotated.get(name) {
                 Some(read) if Arc::ptr_eq(read, &node.subnets) => {}
-                _ if inv_before.nodes.contains_key(name) => return None,
+                _ if inv_before.nodes.contains_key(name) => reread.push((name, node)),
                 _ => added.push((i, name, node)),
             }
+        }
+        // Many nodes read anew are compared more cheaply by one walk of all.
+        if reread.len() * 8 > inv.nodes.len().max(8) {
+            return None;
         }
         let gone = inv_before
             .nodes
             .keys()
             .filter(|n| !inv.nodes.contains_key(*n))
             .collect();
-        Some(NodesMoved { added, gone })
+        Some(NodesMoved {
+            added,
+            gone,
+            reread,
+        })
     }
 
     /// Network `name`'s host subnets `before` and their `allocator` with the nodes gone
     /// taken out and a subnet of each family handed out to each node added; `None`
-    /// when a node added has host subnets of the network annotated (kept, they go in
-    /// name order among the others') or one cannot be given a subnet (a problem to
-    /// report).
+    /// when a node read anew is not annotated with exactly its subnets before, of every
+    /// family, when a node added has host subnets of the network annotated (kept, they
+    /// go in name order among the others') or one cannot be given a subnet (a problem
+    /// to report).
     fn edit(
         &self,
         name: &str,
@@ -491,6 +504,15 @@ impl<'a> NodesMoved<'a> {
             |node: &crate::api::NodeInfo| node.subnets.get(name).is_some_and(|s| !s.is_empty());
         if self.added.iter().any(|(_, _, node)| annotated(node)) {
             return None;
+        }
+        for (node_name, node) in &self.reread {
+            let now = node.subnets.get(name).map_or(&[][..], Vec::as_slice);
+            let complete = [true, false].into_iter().all(|v4| {
+                !allocator.has_family(v4) || now.iter().any(|s| s.addr().is_ipv4() == v4)
+            });
+            if !complete || before.get(*node_name)?.as_slice() != now {
+                return None;
+            }
         }
         let (mut subnets, mut allocator) = (before.clone(), allocator.clone());
         for node in &self.gone {

@@ -266,6 +266,21 @@ fn nodes_added_and_gone_edit_the_host_subnets_before_with_the_same_answer() {
     // d was handed its subnets, not annotated with them: it is compared again later.
     assert!(!a2.as_annotated.contains_key("d") && a2.as_annotated.contains_key("a"));
 
+    // d read back with what it was given: compared, then annotated as allocated.
+    let given =
+        State::next(&moved, &a2, &[], &State::default(), "now").context(Reserved::default());
+    let back = Inventory::build_after(
+        &files(&[plain("a"), plain("c"), plain("d")]),
+        &given,
+        Some(&moved),
+    );
+    let m = NodesMoved::since(&back, &moved, &a2).expect("a few nodes read anew");
+    assert_eq!(names(m.reread.iter().map(|(n, _)| *n).collect()), ["d"]);
+    let (a4, p4) = allocate_after(&back, &config, Some((&moved, &a2)));
+    assert!(p4.is_empty(), "{p4:#?}");
+    assert_eq!(a4, allocate(&back, &config).0);
+    assert_eq!(a4.as_annotated.len(), 3);
+
     // A node added with a host subnet of its own that another node has: the whole
     // network is allocated again, in name order, so the node first by name keeps it.
     let a_red = a1.host_subnets["cluster_udn_red"]["a"][0].to_string();
@@ -289,12 +304,13 @@ fn nodes_added_and_gone_edit_the_host_subnets_before_with_the_same_answer() {
     );
     assert_eq!(p3.len(), 1, "a's subnet is not kept: {p3:#?}");
 
-    // A node before whose annotations changed: nothing is taken as it was.
+    // A node before whose annotations changed: compared, and found not as given.
     let changed = next(
         &[node("a", &[("k8s.ovn.org/node-subnets", "{}")]), plain("c")],
         &read,
     );
-    assert!(NodesMoved::since(&changed, &read, &a1).is_none());
+    let m = NodesMoved::since(&changed, &read, &a1).expect("one node read anew");
+    assert_eq!(names(m.reread.iter().map(|(n, _)| *n).collect()), ["a"]);
     assert_eq!(
         allocate_after(&changed, &config, Some((&read, &a1))),
         allocate(&changed, &config)
