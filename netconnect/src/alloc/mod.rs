@@ -382,9 +382,11 @@ fn subnets(
                 });
                 let edited = given
                     .zip(moved.as_ref())
-                    .and_then(|((subnets, allocator), moved)| moved.edit(name, subnets, allocator));
-                if let Some((subnets, allocator)) = edited {
-                    for (i, _, _) in &moved.as_ref().expect("edited").added {
+                    .and_then(|((subnets, allocator), moved)| {
+                        Some((moved.edit(name, subnets, allocator)?, moved))
+                    });
+                if let Some(((subnets, allocator), moved)) = edited {
+                    for (i, _, _) in &moved.added {
                         as_annotated[*i] = false;
                     }
                     out.host_subnets.insert(name.clone(), subnets);
