@@ -155,30 +155,16 @@ pub fn allocate_after(
 
 /// True when `given` (a network's host subnets before, by node) is what each node of
 /// `nodes` (all of them, in name order, each with the subnets annotated on it) is
-/// annotated with, of every family of `info`'s subnets.
+/// annotated with, of every family the network's `allocator` has.
 fn annotated_as_given<'a>(
-    info: &crate::api::NetworkInfo,
     given: &HostSubnets,
+    allocator: &SubnetAllocator,
     mut nodes: impl Iterator<Item = (&'a String, &'a [IpNet])>,
 ) -> bool {
-    let families: Vec<bool> = [true, false]
-        .into_iter()
-        .filter(|v4| {
-            info.network
-                .subnets
-                .iter()
-                .any(|s| s.cidr.addr().is_ipv4() == *v4)
-        })
-        .collect();
-    let complete = |s: &[IpNet]| {
-        families
-            .iter()
-            .all(|v4| s.iter().any(|n| n.addr().is_ipv4() == *v4))
-    };
     given.iter().all(|(node, was)| {
-        nodes
-            .next()
-            .is_some_and(|(name, now)| name == node && now == was.as_slice() && complete(now))
+        nodes.next().is_some_and(|(name, now)| {
+            name == node && now == was.as_slice() && allocator.covers(now)
+        })
     }) && nodes.next().is_none()
 }
 
@@ -398,8 +384,8 @@ fn subnets(
                     (*node_name, *node, mine.map_or(&[][..], Vec::as_slice))
                 });
                 // The host subnets before, when every node is annotated with them.
-                let kept = given.filter(|(given, _)| {
-                    annotated_as_given(info, given, nodes.by_ref().map(|(n, _, s)| (n, s)))
+                let kept = given.filter(|(given, allocator)| {
+                    annotated_as_given(given, allocator, nodes.by_ref().map(|(n, _, s)| (n, s)))
                 });
                 let (subnets, allocator) = match kept {
                     Some((kept, allocator)) => (kept.clone(), allocator.clone()),
@@ -509,10 +495,7 @@ impl<'a> NodesMoved<'a> {
         }
         for (node_name, node) in &self.reread {
             let now = node.subnets.get(name).map_or(&[][..], Vec::as_slice);
-            let complete = [true, false].into_iter().all(|v4| {
-                !allocator.has_family(v4) || now.iter().any(|s| s.addr().is_ipv4() == v4)
-            });
-            if !complete || before.get(*node_name)?.as_slice() != now {
+            if !allocator.covers(now) || before.get(*node_name)?.as_slice() != now {
                 return None;
             }
         }

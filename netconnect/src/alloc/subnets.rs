@@ -190,6 +190,13 @@ impl SubnetAllocator {
             .any(|r| r.network.addr().is_ipv4() == ipv4)
     }
 
+    /// True when `subnets` hold one of each family this allocator has a range of.
+    pub fn covers(&self, subnets: &[IpNet]) -> bool {
+        [true, false]
+            .into_iter()
+            .all(|v4| !self.has_family(v4) || subnets.iter().any(|s| s.addr().is_ipv4() == v4))
+    }
+
     /// Marks `subnet` as handed out (read from an annotation).
     pub fn mark(&mut self, subnet: &IpNet) -> Result<(), SubnetError> {
         for r in &mut self.ranges {
@@ -249,6 +256,17 @@ mod tests {
                 "index of {n} round-trips"
             );
         }
+    }
+
+    #[test]
+    fn subnets_cover_an_allocator_with_one_of_each_of_its_families() {
+        let mut a = SubnetAllocator::new();
+        a.add_range(net("10.1.0.0/16"), 24);
+        assert!(a.covers(&[net("10.1.3.0/24")]));
+        assert!(!a.covers(&[]));
+        a.add_range(net("fd00:1::/48"), 64);
+        assert!(!a.covers(&[net("10.1.3.0/24")]), "no IPv6");
+        assert!(a.covers(&[net("10.1.3.0/24"), net("fd00:1:0:3::/64")]));
     }
 
     #[test]
