@@ -204,18 +204,36 @@ impl KeyRows {
     /// untouched since costs one comparison. A row that moved from one part to another
     /// is removed from the first and added to the second.
     fn changes<'a>(&'a self, later: &'a KeyRows) -> impl Iterator<Item = RowChange<'a>> {
+        self.side_by_side(later).flat_map(|(x, y)| x.diff(y))
+    }
+
+    /// [`KeyRows::changes`], a row in another version reported changed without its
+    /// columns compared ([`IndexedRows::versions_changed`]).
+    fn versions_changed<'a>(&'a self, later: &'a KeyRows) -> impl Iterator<Item = RowChange<'a>> {
+        self.side_by_side(later)
+            .flat_map(|(x, y)| x.versions_changed(y))
+    }
+
+    /// The parts of these rows and of `later`, matched by label (a part only one read
+    /// has beside an empty one).
+    fn side_by_side<'a>(
+        &'a self,
+        later: &'a KeyRows,
+    ) -> impl Iterator<Item = (&'a IndexedRows, &'a IndexedRows)> {
         static EMPTY: std::sync::LazyLock<IndexedRows> = std::sync::LazyLock::new(Default::default);
         let (mut a, mut b) = (self.parts.iter().peekable(), later.parts.iter().peekable());
-        let side_by_side = std::iter::from_fn(move || match (a.peek(), b.peek()) {
-            (None, None) => None,
-            (Some(x), Some(y)) if x.label() == y.label() => {
-                Some((a.next().map(|p| &p.rows), b.next().map(|p| &p.rows)))
-            }
-            (Some(x), Some(y)) if x.label() < y.label() => Some((a.next().map(|p| &p.rows), None)),
-            (Some(_), None) => Some((a.next().map(|p| &p.rows), None)),
-            _ => Some((None, b.next().map(|p| &p.rows))),
-        });
-        side_by_side.flat_map(|(x, y)| x.unwrap_or(&EMPTY).diff(y.unwrap_or(&EMPTY)))
+        std::iter::from_fn(move || {
+            let (x, y) = match (a.peek(), b.peek()) {
+                (None, None) => return None,
+                (Some(x), Some(y)) if x.label() == y.label() => {
+                    (a.next().map(|p| &p.rows), b.next().map(|p| &p.rows))
+                }
+                (Some(x), Some(y)) if x.label() < y.label() => (a.next().map(|p| &p.rows), None),
+                (Some(_), None) => (a.next().map(|p| &p.rows), None),
+                _ => (None, b.next().map(|p| &p.rows)),
+            };
+            Some((x.unwrap_or(&EMPTY), y.unwrap_or(&EMPTY)))
+        })
     }
 }
 
@@ -391,13 +409,15 @@ fn changed_only_by(
         }
     }
     let mut gone = 0;
-    for change in before.changes(after) {
+    // The rows the operations touched are not compared column by column (the cluster
+    // router's sets among them); another row is changed only if its versions differ.
+    for change in before.versions_changed(after) {
         match change {
-            RowChange::Added(u, _) | RowChange::Changed { uuid: u, .. } => {
-                if !touched.contains(u) {
-                    return false;
-                }
+            RowChange::Added(u, _) if !touched.contains(u) => return false,
+            RowChange::Changed { uuid, old, new } if !touched.contains(uuid) && old != new => {
+                return false
             }
+            RowChange::Added(..) | RowChange::Changed { .. } => {}
             RowChange::Removed(..) => gone += 1,
         }
     }
@@ -417,7 +437,7 @@ fn others_after(
     added: &UuidSet,
 ) -> UuidSet {
     let (mut gone, mut new) = (Vec::new(), Vec::new());
-    for change in was.changes(now) {
+    for change in was.versions_changed(now) {
         match change {
             RowChange::Added(u, _) => new.push(*u),
             RowChange::Removed(u, _) => gone.push(*u),

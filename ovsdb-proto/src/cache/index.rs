@@ -20,7 +20,19 @@ use super::row::CachedRow;
 
 /// The state of one index: key to the rows that have it (the rows themselves, so that
 /// a lookup reads no table).
-pub(crate) type KeyMap<K> = imbl::HashMap<K, imbl::OrdMap<Uuid, Arc<CachedRow>>>;
+pub(crate) type KeyMap<K> = imbl::HashMap<K, imbl::OrdMap<Uuid, Version>>;
+
+/// A version of a row as an index holds it: two are equal when they are the same
+/// version, so that comparing two snapshots' rows under a key ([`IndexedRows::diff`])
+/// walks no columns unless asked to.
+#[derive(Clone, Debug)]
+pub(crate) struct Version(Arc<CachedRow>);
+
+impl PartialEq for Version {
+    fn eq(&self, other: &Version) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
 
 /// An index's state as the snapshot stores it.
 pub(crate) type AnyIndex = Arc<dyn Any + Send + Sync>;
@@ -114,7 +126,7 @@ where
                 for k in &new_keys {
                     map.entry(k.clone())
                         .or_default()
-                        .insert(e.uuid, row.clone());
+                        .insert(e.uuid, Version(row.clone()));
                 }
             }
         }
@@ -152,7 +164,7 @@ where
 /// time that the same key's rows in another snapshot are untouched
 /// ([`IndexedRows::same`]). Holding it keeps those row versions alive.
 #[derive(Clone, Default)]
-pub struct IndexedRows(imbl::OrdMap<Uuid, Arc<CachedRow>>);
+pub struct IndexedRows(imbl::OrdMap<Uuid, Version>);
 
 impl std::fmt::Debug for IndexedRows {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -173,12 +185,12 @@ impl IndexedRows {
 
     /// The row with `uuid`, if it is one of these.
     pub fn get(&self, uuid: &Uuid) -> Option<&Arc<CachedRow>> {
-        self.0.get(uuid)
+        self.0.get(uuid).map(|v| &v.0)
     }
 
     /// The rows, in uuid order.
     pub fn iter(&self) -> impl Iterator<Item = (&Uuid, &Arc<CachedRow>)> {
-        self.0.iter()
+        self.0.iter().map(|(u, v)| (u, &v.0))
     }
 
     /// What changed from these rows to `other` (the same key's rows in another
@@ -186,14 +198,28 @@ impl IndexedRows {
     /// unvisited: a few rows changed among thousands cost a few steps. A row replaced by
     /// an equal version is not reported.
     pub fn diff<'a>(&'a self, other: &'a IndexedRows) -> impl Iterator<Item = RowChange<'a>> {
+        self.versions_changed(other).filter(|c| match c {
+            RowChange::Changed { old, new, .. } => old != new,
+            _ => true,
+        })
+    }
+
+    /// [`IndexedRows::diff`] without comparing the columns of a row whose version
+    /// differs: such a row is reported changed even when the versions are equal (as
+    /// after a resync), so that a caller that knows which rows it changed compares
+    /// none of theirs (a large row's sets among them).
+    pub fn versions_changed<'a>(
+        &'a self,
+        other: &'a IndexedRows,
+    ) -> impl Iterator<Item = RowChange<'a>> {
         self.0.diff(&other.0).map(|d| match d {
-            imbl::ordmap::DiffItem::Add(uuid, row) => RowChange::Added(uuid, row),
+            imbl::ordmap::DiffItem::Add(uuid, row) => RowChange::Added(uuid, &row.0),
             imbl::ordmap::DiffItem::Update { old, new } => RowChange::Changed {
                 uuid: old.0,
-                old: old.1,
-                new: new.1,
+                old: &old.1 .0,
+                new: &new.1 .0,
             },
-            imbl::ordmap::DiffItem::Remove(uuid, row) => RowChange::Removed(uuid, row),
+            imbl::ordmap::DiffItem::Remove(uuid, row) => RowChange::Removed(uuid, &row.0),
         })
     }
 
@@ -210,7 +236,7 @@ impl FromIterator<(Uuid, Arc<CachedRow>)> for IndexedRows {
     /// Rows gathered by hand (as a test or a caller's own bookkeeping holds them); they
     /// share nothing with a snapshot.
     fn from_iter<I: IntoIterator<Item = (Uuid, Arc<CachedRow>)>>(iter: I) -> IndexedRows {
-        IndexedRows(iter.into_iter().collect())
+        IndexedRows(iter.into_iter().map(|(u, r)| (u, Version(r))).collect())
     }
 }
 
@@ -220,7 +246,8 @@ impl FromIterator<(Uuid, Arc<CachedRow>)> for IndexedRows {
 pub enum RowChange<'a> {
     /// A row only the second holds.
     Added(&'a Uuid, &'a Arc<CachedRow>),
-    /// A row both hold, in versions that differ.
+    /// A row both hold, in versions that differ (equal ones only from
+    /// [`IndexedRows::versions_changed`]).
     Changed {
         /// The row's uuid.
         uuid: &'a Uuid,

@@ -998,4 +998,37 @@ mod tests {
         assert!(matches!(few, Present::Few(_)));
         assert_eq!(few.rank(127), 1);
     }
+
+    #[test]
+    fn indexed_rows_tell_a_new_version_of_a_row_from_a_change_of_it() {
+        use crate::cache::{IndexedRows, RowChange as Change};
+        let l = layouts();
+        let a = Arc::new(row(&l, json!({"name": "a"})));
+        let a_again = Arc::new(row(&l, json!({"name": "a"})));
+        let b = Arc::new(row(&l, json!({"name": "b"})));
+        let [u1, u2, u3, u4] = [1, 2, 3, 4].map(uuid::Uuid::from_u128);
+        let before: IndexedRows = [(u1, a.clone()), (u2, a.clone()), (u3, a.clone())]
+            .into_iter()
+            .collect();
+        // Row 1 untouched, 2 in an equal version, 3 changed, 4 new.
+        let after: IndexedRows = [(u1, a.clone()), (u2, a_again), (u3, b.clone()), (u4, b)]
+            .into_iter()
+            .collect();
+        let seen = |changes: Vec<Change<'_>>| -> Vec<(char, uuid::Uuid)> {
+            changes
+                .into_iter()
+                .map(|c| match c {
+                    Change::Added(u, _) => ('+', *u),
+                    Change::Changed { uuid, .. } => ('~', *uuid),
+                    Change::Removed(u, _) => ('-', *u),
+                })
+                .collect()
+        };
+        assert_eq!(seen(before.diff(&after).collect()), [('~', u3), ('+', u4)]);
+        assert_eq!(
+            seen(before.versions_changed(&after).collect()),
+            [('~', u2), ('~', u3), ('+', u4)]
+        );
+        assert_eq!(seen(after.diff(&before).collect()), [('~', u3), ('-', u4)]);
+    }
 }
