@@ -58,6 +58,9 @@ pub struct World {
     pub problems: Vec<Problem>,
     /// The settings used.
     pub settings: Settings,
+    /// What the builders hash of each node ([`Inputs::digests`]), worked out when the
+    /// world is built: its fields are to be read, and a world changed is built anew.
+    node_digests: Vec<crate::topology::NodeDigest>,
 }
 
 impl World {
@@ -100,12 +103,15 @@ impl World {
         let mut all = inventory.problems.clone();
         all.append(&mut problems);
         all.append(&mut refused);
-        World {
+        let mut world = World {
             inventory,
             allocations,
             problems: all,
             settings,
-        }
+            node_digests: Vec::new(),
+        };
+        world.node_digests = world.inputs().node_digests();
+        world
     }
 
     /// The builders' view.
@@ -115,6 +121,7 @@ impl World {
             allocations: &self.allocations,
             zone: self.settings.zone.as_deref(),
             config: &self.settings.topology,
+            digests: Some(&self.node_digests),
         }
     }
 

@@ -329,8 +329,12 @@ impl Desired {
         label: std::fmt::Arguments<'_>,
         fingerprint: u64,
     ) -> bool {
+        self.fragment_hashed(known, label_hash(label), fingerprint)
+    }
+
+    /// [`Desired::fragment`] for the label whose [`label_hash`] is `key`.
+    pub fn fragment_hashed(&mut self, known: &dyn Fragments, key: u64, fingerprint: u64) -> bool {
         debug_assert!(self.open.is_none(), "fragments do not nest");
-        let key = label_hash(label);
         let skipped = known.unchanged(key, fingerprint);
         self.fragments.push(Fragment {
             key,

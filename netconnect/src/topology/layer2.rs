@@ -106,11 +106,7 @@ pub fn build(
             continue;
         };
         let fragment = fingerprint((network, node, chassis, &tr_side, &gr_side));
-        if !l2
-            .b
-            .d
-            .fragment(known, format_args!("node:{}", node.name), fragment)
-        {
+        if !l2.b.d.fragment_hashed(known, node.digest.label, fragment) {
             continue;
         }
         let pair = Pair { tr_side, gr_side };

@@ -128,11 +128,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
             false => Vec::new(),
         };
         let inputs = fingerprint((network, &node, &services, subnets));
-        if !l3
-            .b
-            .d
-            .fragment(known, format_args!("node:{}", node.name), inputs)
-        {
+        if !l3.b.d.fragment_hashed(known, node.digest.label, inputs) {
             continue;
         }
         if !node.local {

@@ -105,9 +105,7 @@ impl Default for TopologyConfig {
     }
 }
 
-/// A node as the builders see it. Its hash is that of its name, id, zone, transit
-/// addresses and [`NodeInfo::facts`](crate::api::NodeInfo::facts) (which stands for
-/// the rest).
+/// A node as the builders see it. Its hash is its [`NodeDigest::view`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeView<'a> {
     /// The node's name.
@@ -129,11 +127,35 @@ pub struct NodeView<'a> {
     /// The hash of `chassis`, `gateway`, `host_addresses` and `gateway_mtu`
     /// ([`NodeInfo::facts`](crate::api::NodeInfo::facts)).
     pub facts: u64,
+    /// What fragments hash of the node.
+    pub digest: NodeDigest,
 }
 
 impl std::hash::Hash for NodeView<'_> {
     fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        (self.name, self.id, self.local, self.transit, self.facts).hash(h)
+        self.digest.view.hash(h)
+    }
+}
+
+/// The hashes a network's builder takes of each node for the node's fragment, the
+/// same for every network: a world works them out once ([`Inputs::digests`]) rather
+/// than each of its networks for each of its nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NodeDigest {
+    /// The hash of the node's name, id, zone, transit addresses and
+    /// [`NodeInfo::facts`](crate::api::NodeInfo::facts) (which stands for the rest).
+    pub view: u64,
+    /// The hash of the node's fragment label, `node:<name>`
+    /// ([`desired::label_hash`]).
+    pub label: u64,
+}
+
+impl NodeDigest {
+    fn of(name: &str, id: u32, local: bool, transit: &[IpNet], facts: u64) -> NodeDigest {
+        NodeDigest {
+            view: connect::fingerprint((name, id, local, transit, facts)),
+            label: desired::label_hash(format_args!("node:{name}")),
+        }
     }
 }
 
@@ -160,6 +182,9 @@ pub struct Inputs<'a> {
     pub zone: Option<&'a str>,
     /// Cluster-wide settings.
     pub config: &'a TopologyConfig,
+    /// The [`NodeDigest`] of each of [`Inputs::nodes`], in its order, when worked out
+    /// already (by the world these inputs are of); `None` works them out as they go.
+    pub digests: Option<&'a [NodeDigest]>,
 }
 
 /// Why a network's rows could not be built.
@@ -185,23 +210,53 @@ impl<'a> Inputs<'a> {
         // key builds these views, a look-up per node and map was a tenth of its time.
         let mut ids = alloc.node_ids.iter().peekable();
         let mut transit = alloc.node_transit.iter().peekable();
+        let mut digests = self.digests.map(|d| d.iter());
         inv.nodes
             .iter()
             .filter_map(|(name, node)| {
                 let id = *in_step(&mut ids, name)?;
+                let local = inv.is_local(node, self.zone);
+                let transit = in_step(&mut transit, name).map_or(&[][..], Vec::as_slice);
+                let given = digests.as_mut().and_then(Iterator::next).copied();
+                let digest =
+                    given.unwrap_or_else(|| NodeDigest::of(name, id, local, transit, node.facts));
+                // Debug builds (every test's) check that what was worked out before is
+                // what would be now.
+                debug_assert_eq!(
+                    (self.digests.is_some(), digest),
+                    (
+                        given.is_some(),
+                        NodeDigest::of(name, id, local, transit, node.facts)
+                    ),
+                    "the digest of node {name}"
+                );
                 Some(NodeView {
                     name: name.as_str(),
                     id,
-                    local: inv.is_local(node, self.zone),
+                    local,
                     chassis: node.chassis_id.as_deref(),
-                    transit: in_step(&mut transit, name).map_or(&[], Vec::as_slice),
+                    transit,
                     gateway: node.gateway.as_ref(),
                     host_addresses: &node.host_addresses,
                     gateway_mtu: node.gateway_mtu,
                     facts: node.facts,
+                    digest,
                 })
             })
             .collect()
+    }
+
+    /// The [`NodeDigest`] of each of [`Inputs::nodes`], in its order: what
+    /// [`Inputs::digests`] holds for inputs of the same objects and allocations.
+    pub fn node_digests(&self) -> Vec<NodeDigest> {
+        Inputs {
+            digests: None,
+            ..*self
+        }
+        .nodes()
+        .iter()
+        .map(|n| n.digest)
+        .collect()
     }
 
     /// The default network's services primary networks may reach
