@@ -33,7 +33,9 @@
 //! reload's phases among them) instead of nowhere.
 //!
 //! `BENCH_STEP_MARK=FILE`: the library writes each later step's name and its process id
-//! to FILE and waits two seconds before the step, for a profiler to attach.
+//! to FILE and waits two seconds before the step, for a profiler to attach, and again
+//! (the name followed by `: done`) after it, for the profiler to stop before the next
+//! step's inputs are built.
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -216,6 +218,9 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
             .unwrap();
             changed_keys(&r, previous.as_ref(), &w, &out).await;
             let took = t.elapsed();
+            if i > 0 {
+                bench_common::mark_step(&format!("{name}: done"));
+            }
             println!(
                 "step {:.6} {} {}",
                 took.as_secs_f64(),
