@@ -48,6 +48,9 @@ struct KeyMemo {
 /// A map by fragment label hash ([`Fragment::key`](crate::topology::desired::Fragment::key)).
 type ByLabel<V> = HashMap<u64, V, BuildLabelHasher>;
 
+/// A set of fragment label hashes.
+type LabelSet = HashSet<u64, BuildLabelHasher>;
+
 /// Builds [`LabelHasher`]s.
 type BuildLabelHasher = std::hash::BuildHasherDefault<LabelHasher>;
 
@@ -115,7 +118,7 @@ struct MemoRow {
 pub struct KnownFragments {
     memo: Option<Arc<KeyMemo>>,
     /// The fragments remembered whose rows are no longer as left, by label hash.
-    stale: std::collections::HashSet<u64, BuildLabelHasher>,
+    stale: LabelSet,
 }
 
 impl Fragments for KnownFragments {
@@ -683,8 +686,7 @@ impl Reconciler {
             }
         }
         if m.fragments.len() != present {
-            let labels: std::collections::HashSet<u64, BuildLabelHasher> =
-                desired.fragments().iter().map(|f| f.key).collect();
+            let labels: LabelSet = desired.fragments().iter().map(|f| f.key).collect();
             except.extend(
                 m.fragments
                     .iter()
@@ -938,8 +940,7 @@ impl Reconciler {
         }
         // Fragments the key no longer builds (a node gone) are forgotten.
         if fragments.len() != present {
-            let labels: std::collections::HashSet<u64, BuildLabelHasher> =
-                desired.fragments().iter().map(|f| f.key).collect();
+            let labels: LabelSet = desired.fragments().iter().map(|f| f.key).collect();
             fragments.retain(|k, f| {
                 let keep = labels.contains(k);
                 if !keep {
