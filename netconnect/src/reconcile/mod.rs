@@ -415,9 +415,12 @@ fn with_current<R>(
 }
 
 /// True when the key's rows went from `before` to `after` (both in uuid order) only by
-/// the operations `ops` (whose results are `results`): every row new or changed is one
-/// they inserted, updated or mutated by uuid, and no more rows are gone than the plan
-/// deleted (explicitly or by dropping their last reference: `deleted`).
+/// the operations `ops` (whose results are `results`): every row new is one they
+/// inserted, every row changed is one they updated or mutated by uuid and changed only
+/// in the columns they wrote, and no more rows are gone than the plan deleted
+/// (explicitly or by dropping their last reference: `deleted`). What another party
+/// wrote meanwhile (while the transaction was in flight) to a row the operations
+/// inserted, or to a column they wrote, is not told from their own writes.
 fn changed_only_by(
     before: &KeyRows,
     after: &KeyRows,
@@ -425,30 +428,54 @@ fn changed_only_by(
     results: &[ovsdb_proto::OperationResult],
     deleted: usize,
 ) -> bool {
-    let mut touched: HashSet<Uuid> = HashSet::new();
+    let mut inserted: HashSet<Uuid> = HashSet::new();
+    // The columns written, by row.
+    let mut written: HashMap<Uuid, Vec<&str>> = HashMap::new();
     for (op, r) in ops.iter().zip(results) {
-        match op {
-            Operation::Insert { .. } => touched.extend(r.uuid()),
-            Operation::Update { conditions, .. } | Operation::Mutate { conditions, .. } => touched
-                .extend(
-                    conditions
-                        .iter()
-                        .filter(|c| c.column == "_uuid")
-                        .filter_map(|c| c.value.as_scalar().and_then(ovsdb_proto::Atom::as_uuid)),
-                ),
-            _ => {}
+        let (conditions, columns): (_, Vec<&str>) = match op {
+            Operation::Insert { .. } => {
+                inserted.extend(r.uuid());
+                continue;
+            }
+            Operation::Update {
+                conditions, row, ..
+            } => (conditions, row.keys().map(String::as_str).collect()),
+            Operation::Mutate {
+                conditions,
+                mutations,
+                ..
+            } => (
+                conditions,
+                mutations.iter().map(|m| m.column.as_str()).collect(),
+            ),
+            _ => continue,
+        };
+        for uuid in conditions
+            .iter()
+            .filter(|c| c.column == "_uuid")
+            .filter_map(|c| c.value.as_scalar().and_then(ovsdb_proto::Atom::as_uuid))
+        {
+            written.entry(uuid).or_default().extend(&columns);
         }
     }
     let mut gone = 0;
-    // The rows the operations touched are not compared column by column (the cluster
-    // router's sets among them); another row is changed only if its versions differ.
+    // Only the columns not written are compared (the cluster router's sets are
+    // mutated on every node added); another row is changed only if its versions
+    // differ.
     for change in before.versions_changed(after) {
         match change {
-            RowChange::Added(u, _) if !touched.contains(u) => return false,
-            RowChange::Changed { uuid, old, new } if !touched.contains(uuid) && old != new => {
-                return false
+            RowChange::Added(u, _) if !inserted.contains(u) => return false,
+            RowChange::Changed { uuid, old, new } => {
+                let ours = written.get(uuid).map_or(&[][..], Vec::as_slice);
+                if old
+                    .changed_columns(new, |c| !ours.contains(&c))
+                    .next()
+                    .is_some()
+                {
+                    return false;
+                }
             }
-            RowChange::Added(..) | RowChange::Changed { .. } => {}
+            RowChange::Added(..) => {}
             RowChange::Removed(..) => gone += 1,
         }
     }

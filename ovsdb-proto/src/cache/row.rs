@@ -485,6 +485,26 @@ impl CachedRow {
             .map(|(i, c)| (c, self.value(i)))
     }
 
+    /// The columns that `among` accepts whose values differ between this row and
+    /// `other` (another version of it), in name order. A large value both versions
+    /// share, or a set both edited alike, is compared by address; the columns `among`
+    /// refuses are not compared at all. Rows of different layouts (a schema changed
+    /// between them) differ in every column.
+    pub fn changed_columns<'a>(
+        &'a self,
+        other: &'a CachedRow,
+        among: impl Fn(&str) -> bool + 'a,
+    ) -> impl Iterator<Item = &'a str> + 'a {
+        let same_layout =
+            Arc::ptr_eq(&self.layout, &other.layout) || self.layout.names == other.layout.names;
+        self.layout
+            .columns()
+            .enumerate()
+            .filter(move |(_, c)| among(c))
+            .filter(move |(i, _)| !same_layout || self.stored(*i) != other.stored(*i))
+            .map(|(_, c)| c)
+    }
+
     /// The number of columns.
     pub fn len(&self) -> usize {
         self.layout.names.len()
@@ -1030,5 +1050,46 @@ mod tests {
             [('~', u2), ('~', u3), ('+', u4)]
         );
         assert_eq!(seen(after.diff(&before).collect()), [('~', u3), ('-', u4)]);
+    }
+
+    #[test]
+    fn the_columns_changed_between_two_versions_are_told_without_comparing_the_others() {
+        let l = layouts();
+        let a: Uuid = A.parse().unwrap();
+        let tags: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+        let first = row(&l, json!({"name": "a", "n": 1, "tags": ["set", tags]}));
+        // A modify of one column; the large set is shared by both versions.
+        let second = first
+            .apply_diff(&a, &diff(&l, json!({"n": 2})).unwrap())
+            .unwrap();
+        let all = |_: &str| true;
+        assert_eq!(
+            first.changed_columns(&second, all).collect::<Vec<_>>(),
+            ["n"]
+        );
+        assert_eq!(
+            second.changed_columns(&first, all).collect::<Vec<_>>(),
+            ["n"]
+        );
+        assert_eq!(first.changed_columns(&first, all).count(), 0);
+        // Then an element toggled in the large set (edited, not copied) and a column
+        // set from its default.
+        let third = second
+            .apply_diff(&a, &diff(&l, json!({"tags": "t7", "port": 5})).unwrap())
+            .unwrap();
+        assert_eq!(
+            second.changed_columns(&third, all).collect::<Vec<_>>(),
+            ["port", "tags"]
+        );
+        assert_eq!(
+            first
+                .changed_columns(&third, |c| c != "tags")
+                .collect::<Vec<_>>(),
+            ["n", "port"],
+            "a column refused is not reported"
+        );
+        // An equal value in a version of its own is not a change.
+        let again = row(&l, json!({"name": "a", "n": 1, "tags": ["set", tags]}));
+        assert_eq!(first.changed_columns(&again, all).count(), 0);
     }
 }

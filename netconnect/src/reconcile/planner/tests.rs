@@ -424,3 +424,76 @@ fn static_mac_bindings_on_the_keys_router_ports_are_the_keys_and_go_with_them() 
     }
     assert!(!touched.contains(&theirs));
 }
+
+/// The reconciler remembers a key's fragments (and then skips building them) only when
+/// its transaction alone changed the key's rows: a row of the key another party
+/// changed (outside the columns the transaction wrote), added or removed while the
+/// transaction was in flight is seen, and the key is built whole next time, so that
+/// the other party's change is repaired.
+#[test]
+fn a_change_by_another_party_while_the_keys_transaction_is_in_flight_is_seen() {
+    use crate::reconcile::{changed_only_by, KeyRows};
+    use ovsdb_proto::OperationResult;
+
+    // The key's rows as planned, then as the cache shows them after the transaction
+    // (the route's next hop moved) and whatever `meanwhile` did.
+    let after = |meanwhile: &dyn Fn(&mut Nb, &HashMap<String, Uuid>)| {
+        let mut nb = Nb::new();
+        let d = network("red");
+        let uuids = nb.write(&d);
+        let key = |nb: &Nb| KeyRows::read(&nb.store.snapshot(), &nb.indexes, &d.owner, &d.scope);
+        let before = key(&nb);
+        let plan = nb.plan(&network_with("red", Some("100.64.0.9"))).unwrap();
+        assert_eq!(plan.operations.len(), 1, "{:#?}", plan.operations);
+        let route = uuid_of(&uuids, &d, "Logical_Router_Static_Route");
+        nb.set(
+            "Logical_Router_Static_Route",
+            route,
+            "nexthop",
+            Datum::scalar("100.64.0.9"),
+        );
+        meanwhile(&mut nb, &uuids);
+        let results = [OperationResult::Count(1)];
+        changed_only_by(&before, &key(&nb), &plan.operations, &results, 0)
+    };
+    assert!(after(&|_, _| {}), "the transaction alone changed the rows");
+    assert!(
+        !after(&|nb, uuids| {
+            let switch = uuid_of(uuids, &network("red"), "Logical_Switch");
+            nb.set(
+                "Logical_Switch",
+                switch,
+                "other_config",
+                Datum::map([("mcast_snoop", "true")]),
+            );
+        }),
+        "another party changed a row the transaction did not touch"
+    );
+    assert!(
+        !after(&|nb, uuids| {
+            let route = uuid_of(uuids, &network("red"), "Logical_Router_Static_Route");
+            nb.set(
+                "Logical_Router_Static_Route",
+                route,
+                "options",
+                Datum::map([("ecmp_symmetric_reply", "true")]),
+            );
+        }),
+        "another party changed a column of the updated row the update did not write"
+    );
+    assert!(
+        !after(&|nb, _| {
+            let mut extra = Desired::new(owner("red"));
+            extra.add("red-extra", LogicalSwitch::named("red-extra"));
+            nb.write(&extra);
+        }),
+        "another party added a row stamped as the key's"
+    );
+    assert!(
+        !after(&|nb, uuids| {
+            let port = uuid_of(uuids, &network("red"), "Logical_Switch_Port");
+            nb.store.delete("Logical_Switch_Port", port).unwrap();
+        }),
+        "another party removed one of the key's rows"
+    );
+}
