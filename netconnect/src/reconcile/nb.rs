@@ -69,45 +69,53 @@ pub const PARTITIONED: &[&str] = &[
 ];
 
 /// The indexes the reconciler reads, declared on a cache.
+///
+/// Their keys are behind an `Arc`: each snapshot's change to an index copies the
+/// nodes of its map on the way to the keys changed, cloning the keys they hold (a few
+/// dozen per node; the name index has a key for most of the NB's rows), and an `Arc`
+/// is cloned without copying the names in it.
 #[derive(Clone, Debug)]
 pub struct NbIndexes {
     /// Rows without a partition, by owner.
-    owner: BTreeMap<&'static str, RowIndex<Owner>>,
+    owner: BTreeMap<&'static str, RowIndex<Arc<Owner>>>,
     /// Rows with a partition, by owner and partition.
-    part: BTreeMap<&'static str, RowIndex<(Owner, String)>>,
+    part: BTreeMap<&'static str, RowIndex<Arc<(Owner, String)>>>,
     /// Rows with a partition, by owner (every partition of an owner in one look-up).
-    parted: BTreeMap<&'static str, RowIndex<Owner>>,
-    name: BTreeMap<&'static str, RowIndex<String>>,
+    parted: BTreeMap<&'static str, RowIndex<Arc<Owner>>>,
+    name: BTreeMap<&'static str, RowIndex<Arc<str>>>,
     holders: BTreeMap<&'static str, RowIndex<Uuid>>,
 }
 
-fn owner_of(row: &CachedRow) -> Vec<Owner> {
+fn owner_of(row: &CachedRow) -> Vec<Arc<Owner>> {
     let Some(ids) = row.get("external_ids") else {
         return Vec::new();
     };
     if partition_of(ids).is_some() {
         return Vec::new();
     }
-    Owner::of(ids).into_iter().collect()
+    Owner::of(ids).map(Arc::new).into_iter().collect()
 }
 
-fn parted_owner_of(row: &CachedRow) -> Vec<Owner> {
-    part_of(row).into_iter().map(|(o, _)| o).collect()
+fn parted_owner_of(row: &CachedRow) -> Vec<Arc<Owner>> {
+    part_of(row)
+        .into_iter()
+        .map(|k| Arc::new(k.0.clone()))
+        .collect()
 }
 
-fn part_of(row: &CachedRow) -> Vec<(Owner, String)> {
+fn part_of(row: &CachedRow) -> Vec<Arc<(Owner, String)>> {
     let Some(ids) = row.get("external_ids") else {
         return Vec::new();
     };
     match (Owner::of(ids), partition_of(ids)) {
-        (Some(o), Some(p)) => vec![(o, p)],
+        (Some(o), Some(p)) => vec![Arc::new((o, p))],
         _ => Vec::new(),
     }
 }
 
-fn name_of(row: &CachedRow) -> Vec<String> {
+fn name_of(row: &CachedRow) -> Vec<Arc<str>> {
     string_column(row, "name")
-        .map(|n| vec![n.to_owned()])
+        .map(|n| vec![n.into()])
         .unwrap_or_default()
 }
 
@@ -119,14 +127,14 @@ fn string_column<'r>(row: &'r CachedRow, column: &str) -> Option<&'r str> {
 
 /// A static MAC binding is known by its port (all the bindings on a port) and by its
 /// port and address, space-separated (one binding: its identity in a key).
-fn binding_names(row: &CachedRow) -> Vec<String> {
+fn binding_names(row: &CachedRow) -> Vec<Arc<str>> {
     let (Some(port), Some(ip)) = (string_column(row, "logical_port"), string_column(row, "ip"))
     else {
         return Vec::new();
     };
     vec![
-        port.to_owned(),
-        crate::ownership::binding_identity(port, ip),
+        port.into(),
+        crate::ownership::binding_identity(port, ip).into(),
     ]
 }
 
@@ -237,8 +245,8 @@ impl NbIndexes {
                         .and_then(|i| snap.index_keys(i).ok())
                         .unwrap_or_default()
                         .into_iter()
-                        .filter(|((o, p), _)| o == owner && !held.contains(p))
-                        .map(|((_, p), _)| p)
+                        .filter(|(k, _)| k.0 == *owner && !held.contains(&k.1))
+                        .map(|(k, _)| k.1.clone())
                         .collect();
                     partitions.sort();
                     for p in partitions {
@@ -266,7 +274,7 @@ impl NbIndexes {
         let mut out = BTreeMap::new();
         for index in self.owner.values().chain(self.parted.values()) {
             for (o, rows) in snap.index_keys(index).unwrap_or_default() {
-                *out.entry(o).or_insert(0) += rows;
+                *out.entry(Owner::clone(&o)).or_insert(0) += rows;
             }
         }
         out

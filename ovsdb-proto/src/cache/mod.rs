@@ -216,6 +216,11 @@ impl CacheConfig {
     /// found under (none, one, or several). Look rows up with
     /// [`Snapshot::lookup_rows`] and the handle returned. `table` is added to the
     /// monitored tables (every column) if it is not there.
+    ///
+    /// Each update copies the parts of the index it changes (the snapshots before it
+    /// keep theirs), cloning the keys held there: for an index with many keys, prefer
+    /// keys cloned without copying, such as `Arc<str>` for a name (looked up by
+    /// `&str`) rather than `String`.
     pub fn index<K, F>(&mut self, table: &str, name: &str, keys: F) -> RowIndex<K>
     where
         K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
