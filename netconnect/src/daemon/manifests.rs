@@ -108,30 +108,87 @@ impl ManifestDir {
     }
 }
 
+/// How long a burst of changes must be quiet, once no file is left half written,
+/// before it is announced (an editor may still chmod or remove a backup just after
+/// its save).
+const GRACE: Duration = Duration::from_millis(10);
+
+/// What one file event says of the file at `path`.
+#[derive(Debug)]
+enum Seen {
+    /// Written and not closed since (or changed otherwise): it may be half written.
+    Open(PathBuf),
+    /// As its writer left it: closed after writing, renamed into place or away, or
+    /// removed.
+    Done(PathBuf),
+}
+
+impl Seen {
+    /// What `event` says of each of its paths; nothing for a read (reading the files,
+    /// as every reload does, is no change: counting it would make each reload
+    /// announce the next, for ever).
+    fn of(event: &notify::Event) -> Vec<Seen> {
+        use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+        let done = match event.kind {
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+            EventKind::Access(_) => return Vec::new(),
+            EventKind::Modify(ModifyKind::Name(_)) | EventKind::Remove(_) => true,
+            _ => false,
+        };
+        event
+            .paths
+            .iter()
+            .cloned()
+            .map(|p| if done { Seen::Done(p) } else { Seen::Open(p) })
+            .collect()
+    }
+}
+
 /// Watches `dir` (creations, changes, deletions and renames of its files) and sends a
-/// unit on `tx` after each burst of changes has been quiet for `settle`. The watcher
-/// lives as long as the returned value.
+/// unit on `tx` after each burst of changes: once every file written in it is closed
+/// (or renamed into place) and nothing more happened for a few milliseconds, or,
+/// while a file may be half written (a writer that has not closed it), once the
+/// burst has been quiet for `settle`. The watcher lives as long as the returned value.
 pub fn watch(
     dir: &Path,
     settle: Duration,
     tx: tokio::sync::mpsc::Sender<()>,
 ) -> notify::Result<notify::RecommendedWatcher> {
     use notify::Watcher;
-    let (raw_tx, mut raw_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (raw_tx, mut raw_rx) = tokio::sync::mpsc::unbounded_channel::<Seen>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // Reading the files (as every reload does) is no change: counting it would
-        // make each reload announce the next, for ever.
-        if event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_))) {
-            let _ = raw_tx.send(());
+        match event {
+            Ok(e) => {
+                for seen in Seen::of(&e) {
+                    let _ = raw_tx.send(seen);
+                }
+            }
+            // An event lost (the kernel's queue overflowed, say): something changed,
+            // and what is not known, so the full settle applies.
+            Err(_) => {
+                let _ = raw_tx.send(Seen::Open(PathBuf::new()));
+            }
         }
     })?;
     watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
     tokio::spawn(async move {
-        while raw_rx.recv().await.is_some() {
+        while let Some(first) = raw_rx.recv().await {
+            // The files written in this burst and not closed since.
+            let mut open = std::collections::BTreeSet::new();
+            let note = |open: &mut std::collections::BTreeSet<PathBuf>, seen: Seen| match seen {
+                Seen::Open(p) => {
+                    open.insert(p);
+                }
+                Seen::Done(p) => {
+                    open.remove(&p);
+                }
+            };
+            note(&mut open, first);
             // Let the burst end (an editor's write, rename, chmod).
             loop {
-                match tokio::time::timeout(settle, raw_rx.recv()).await {
-                    Ok(Some(())) => continue,
+                let quiet = if open.is_empty() { GRACE } else { settle };
+                match tokio::time::timeout(quiet, raw_rx.recv()).await {
+                    Ok(Some(seen)) => note(&mut open, seen),
                     Ok(None) => return,
                     Err(_) => break,
                 }
@@ -242,6 +299,38 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(2), rx.recv())
             .await
             .expect("a deletion is announced")
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_save_is_announced_once_closed_and_a_file_still_being_written_is_not() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        // A settle far longer than the waits below: what is announced within them was
+        // announced because the files were closed, not because the burst went quiet.
+        let _w = watch(dir.path(), Duration::from_secs(30), tx).unwrap();
+        let soon = Duration::from_secs(3);
+        let tmp = dir.path().join(".nets.yaml.swp");
+        std::fs::write(&tmp, NET).unwrap();
+        std::fs::rename(&tmp, dir.path().join("nets.yaml")).unwrap();
+        tokio::time::timeout(soon, rx.recv())
+            .await
+            .expect("a save renamed into place is announced")
+            .unwrap();
+        // Written in place, half way: not announced while the writer holds it open.
+        let mut f = std::fs::File::create(dir.path().join("more.yaml")).unwrap();
+        f.write_all(&NET.as_bytes()[..40]).unwrap();
+        f.flush().unwrap();
+        assert!(
+            tokio::time::timeout(soon, rx.recv()).await.is_err(),
+            "a file still being written is not announced"
+        );
+        f.write_all(&NET.as_bytes()[40..]).unwrap();
+        drop(f);
+        tokio::time::timeout(soon, rx.recv())
+            .await
+            .expect("announced once closed")
             .unwrap();
     }
 }
