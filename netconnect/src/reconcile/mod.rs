@@ -20,6 +20,7 @@ use ovsdb_proto::{Operation, Uuid};
 pub use nb::NbIndexes;
 pub use plan::{Plan, SeenRows};
 pub use planner::PlanError;
+use planner::WRITTEN_BY_OVN;
 
 use crate::topology::desired::{Fragments, Owner, Scope};
 use crate::topology::Desired;
@@ -460,18 +461,15 @@ fn changed_only_by(
     }
     let mut gone = 0;
     // Only the columns not written are compared (the cluster router's sets are
-    // mutated on every node added); another row is changed only if its versions
-    // differ.
+    // mutated on every node added), and not those OVN writes (which no plan compares
+    // either); another row is changed only if its versions differ.
     for change in before.versions_changed(after) {
         match change {
             RowChange::Added(u, _) if !inserted.contains(u) => return false,
             RowChange::Changed { uuid, old, new } => {
                 let ours = written.get(uuid).map_or(&[][..], Vec::as_slice);
-                if old
-                    .changed_columns(new, |c| !ours.contains(&c))
-                    .next()
-                    .is_some()
-                {
+                let compared = |c: &str| !ours.contains(&c) && !WRITTEN_BY_OVN.contains(&c);
+                if old.changed_columns(new, compared).next().is_some() {
                     return false;
                 }
             }

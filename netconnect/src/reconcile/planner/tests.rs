@@ -458,6 +458,13 @@ fn a_change_by_another_party_while_the_keys_transaction_is_in_flight_is_seen() {
     };
     assert!(after(&|_, _| {}), "the transaction alone changed the rows");
     assert!(
+        after(&|nb, uuids| {
+            let port = uuid_of(uuids, &network("red"), "Logical_Switch_Port");
+            nb.set("Logical_Switch_Port", port, "up", Datum::scalar(true));
+        }),
+        "a column OVN's daemons write (ovn-northd setting a port up) is none of the key's"
+    );
+    assert!(
         !after(&|nb, uuids| {
             let switch = uuid_of(uuids, &network("red"), "Logical_Switch");
             nb.set(
