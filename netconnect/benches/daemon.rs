@@ -11,9 +11,10 @@
 //! Each step is measured three ways, on three empty ovsdb-servers:
 //!
 //! - `library` (a child process, so that its peak memory is its own): a cache and a
-//!   reconciler reconcile every key of the step's inputs, as many in flight as the
-//!   daemon's workers (`--workers`, default 8), keeping no plan; each transaction is
-//!   recorded with the uuids its inserts were given;
+//!   reconciler reconcile every key of the step's inputs (its world built after the
+//!   step before's, outside the clock, as netconnectd builds it), as many in flight as
+//!   the daemon's workers (`--workers`, default 8), keeping no plan; each transaction
+//!   is recorded with the uuids its inserts were given;
 //! - `floor` (a child process): the recorded transactions sent over a raw socket, one
 //!   at a time, reading only the replies; uuids the library's server gave are replaced
 //!   by those the floor's server gave the same inserts (outside the clock);
@@ -94,18 +95,19 @@ impl Inputs {
         s
     }
 
-    fn world(&self) -> World {
+    fn world(&self, previous: Option<&World>) -> World {
         let settings = Settings {
             zone: Some(ZONE.into()),
             ..Default::default()
         };
-        let w = World::build(
+        let w = World::build_after(
             &[
                 parse_file(Path::new("networks.yaml"), &self.networks_yaml()),
                 parse_file(Path::new("nodes.yaml"), &self.nodes_yaml()),
             ],
             &State::default(),
             settings,
+            previous,
         );
         assert!(w.problems.is_empty(), "{:?}", w.problems);
         w
@@ -179,7 +181,7 @@ async fn changed_keys(
                     .await
                     .unwrap_or_else(|e| panic!("{k}: {e}"));
                 if !plan.is_empty() {
-                    let line = bench_common::Sent::of(&plan).to_line();
+                    let line = bench_common::Sent::line_of(&plan);
                     let mut out = out.lock().unwrap();
                     writeln!(out, "{line}").unwrap();
                 }
@@ -203,7 +205,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
         let r = bench_common::reconciler(remote, Duration::from_secs(600)).await;
         let mut previous: Option<World> = None;
         for (i, (name, inputs)) in steps(networks, nodes).into_iter().enumerate() {
-            let w = inputs.world();
+            let w = inputs.world(previous.as_ref());
             let (w0, t0) = (r.rows_written(), r.transactions());
             if i > 0 {
                 bench_common::mark_step(name);
