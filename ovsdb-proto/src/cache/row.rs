@@ -487,9 +487,10 @@ impl CachedRow {
 
     /// The columns that `among` accepts whose values differ between this row and
     /// `other` (another version of it), in name order. A large value both versions
-    /// share, or a set both edited alike, is compared by address; the columns `among`
+    /// hold as one stored value (a modify of other columns leaves it shared) is told
+    /// equal by its address, without a look at its elements; the columns `among`
     /// refuses are not compared at all. Rows of different layouts (a schema changed
-    /// between them) differ in every column.
+    /// between them) differ in every column `among` accepts.
     pub fn changed_columns<'a>(
         &'a self,
         other: &'a CachedRow,
