@@ -41,7 +41,6 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -161,7 +160,7 @@ async fn changed_keys(
     r: &Reconciler,
     previous: Option<&World>,
     w: &World,
-    out: &std::sync::Mutex<impl Write>,
+    out: &std::sync::Mutex<bench_common::Recorder>,
 ) {
     use futures_util::stream::{self, StreamExt};
     use netconnect::world::Key;
@@ -180,11 +179,7 @@ async fn changed_keys(
                 let plan = netconnect::controller::reconcile_key(r, w, &k)
                     .await
                     .unwrap_or_else(|e| panic!("{k}: {e}"));
-                if !plan.is_empty() {
-                    let line = bench_common::Sent::line_of(&plan);
-                    let mut out = out.lock().unwrap();
-                    writeln!(out, "{line}").unwrap();
-                }
+                out.lock().unwrap().add(&plan);
             })
             .buffer_unordered(workers())
             .collect::<Vec<()>>()
@@ -197,9 +192,7 @@ async fn changed_keys(
 /// transactions to RECORD (a line `{"step": …}` before each step's).
 fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
     let rt = bench_common::runtime();
-    let out = std::sync::Mutex::new(std::io::BufWriter::new(
-        std::fs::File::create(record).unwrap(),
-    ));
+    let out = std::sync::Mutex::new(bench_common::Recorder::create(record));
     rt.block_on(async {
         let start = Instant::now();
         let r = bench_common::reconciler(remote, Duration::from_secs(600)).await;
@@ -212,12 +205,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
             }
             // The first step counts from the start: connecting is part of it.
             let t = if i == 0 { start } else { Instant::now() };
-            writeln!(
-                out.lock().unwrap(),
-                "{}",
-                serde_json::json!({ "step": name })
-            )
-            .unwrap();
+            out.lock().unwrap().step(name);
             changed_keys(&r, previous.as_ref(), &w, &out).await;
             let took = t.elapsed();
             if i > 0 {
@@ -233,7 +221,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
         }
         println!("peak {:.0}", bench_common::peak_mib());
     });
-    out.into_inner().unwrap().flush().unwrap();
+    out.into_inner().unwrap().flush();
 }
 
 /// `floor PATH RECORD`: the recorded transactions sent in order over a raw socket, one

@@ -113,14 +113,18 @@ impl ManifestDir {
 /// its save).
 const GRACE: Duration = Duration::from_millis(10);
 
-/// What one file event says of the file at `path`.
+/// What a file event says of the directory.
 #[derive(Debug)]
 enum Seen {
-    /// Written and not closed since (or changed otherwise): it may be half written.
+    /// This file was written and not closed since (or changed otherwise): it may be
+    /// half written.
     Open(PathBuf),
-    /// As its writer left it: closed after writing, renamed into place or away, or
-    /// removed.
+    /// This file is as its writer left it: closed after writing, renamed into place or
+    /// away, or removed.
     Done(PathBuf),
+    /// An event was lost (the kernel's queue overflowed, say): something changed, and
+    /// what is not known.
+    Lost,
 }
 
 impl Seen {
@@ -156,39 +160,27 @@ pub fn watch(
 ) -> notify::Result<notify::RecommendedWatcher> {
     use notify::Watcher;
     let (raw_tx, mut raw_rx) = tokio::sync::mpsc::unbounded_channel::<Seen>();
-    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        match event {
+    let mut watcher =
+        notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
             Ok(e) => {
                 for seen in Seen::of(&e) {
                     let _ = raw_tx.send(seen);
                 }
             }
-            // An event lost (the kernel's queue overflowed, say): something changed,
-            // and what is not known, so the full settle applies.
             Err(_) => {
-                let _ = raw_tx.send(Seen::Open(PathBuf::new()));
+                let _ = raw_tx.send(Seen::Lost);
             }
-        }
-    })?;
+        })?;
     watcher.watch(dir, notify::RecursiveMode::NonRecursive)?;
     tokio::spawn(async move {
         while let Some(first) = raw_rx.recv().await {
-            // The files written in this burst and not closed since.
-            let mut open = std::collections::BTreeSet::new();
-            let note = |open: &mut std::collections::BTreeSet<PathBuf>, seen: Seen| match seen {
-                Seen::Open(p) => {
-                    open.insert(p);
-                }
-                Seen::Done(p) => {
-                    open.remove(&p);
-                }
-            };
-            note(&mut open, first);
+            let mut burst = Burst::default();
+            burst.note(first);
             // Let the burst end (an editor's write, rename, chmod).
             loop {
-                let quiet = if open.is_empty() { GRACE } else { settle };
+                let quiet = if burst.settled() { GRACE } else { settle };
                 match tokio::time::timeout(quiet, raw_rx.recv()).await {
-                    Ok(Some(seen)) => note(&mut open, seen),
+                    Ok(Some(seen)) => burst.note(seen),
                     Ok(None) => return,
                     Err(_) => break,
                 }
@@ -199,6 +191,34 @@ pub fn watch(
         }
     });
     Ok(watcher)
+}
+
+/// What a burst of file events left unsure.
+#[derive(Debug, Default)]
+struct Burst {
+    /// The files written in it and not closed since.
+    open: std::collections::BTreeSet<PathBuf>,
+    /// An event of it was lost.
+    lost: bool,
+}
+
+impl Burst {
+    fn note(&mut self, seen: Seen) {
+        match seen {
+            Seen::Open(p) => {
+                self.open.insert(p);
+            }
+            Seen::Done(p) => {
+                self.open.remove(&p);
+            }
+            Seen::Lost => self.lost = true,
+        }
+    }
+
+    /// True when every file written is as its writer left it, as far as is known.
+    fn settled(&self) -> bool {
+        self.open.is_empty() && !self.lost
+    }
 }
 
 #[cfg(test)]

@@ -97,20 +97,20 @@ fn owner_of(row: &CachedRow) -> Vec<Arc<Owner>> {
 }
 
 fn parted_owner_of(row: &CachedRow) -> Vec<Arc<Owner>> {
-    part_of(row)
+    owner_and_partition(row)
+        .map(|(o, _)| Arc::new(o))
         .into_iter()
-        .map(|k| Arc::new(k.0.clone()))
         .collect()
 }
 
 fn part_of(row: &CachedRow) -> Vec<Arc<(Owner, String)>> {
-    let Some(ids) = row.get("external_ids") else {
-        return Vec::new();
-    };
-    match (Owner::of(ids), partition_of(ids)) {
-        (Some(o), Some(p)) => vec![Arc::new((o, p))],
-        _ => Vec::new(),
-    }
+    owner_and_partition(row).map(Arc::new).into_iter().collect()
+}
+
+/// The owner and partition of a row that has both.
+fn owner_and_partition(row: &CachedRow) -> Option<(Owner, String)> {
+    let ids = row.get("external_ids")?;
+    Some((Owner::of(ids)?, partition_of(ids)?))
 }
 
 fn name_of(row: &CachedRow) -> Vec<Arc<str>> {

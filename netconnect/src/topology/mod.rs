@@ -383,7 +383,8 @@ fn same_host_subnets(
 ) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => a.ptr_eq(b) || a == b,
-        (a, b) => a.is_none() && b.is_none(),
+        (None, None) => true,
+        _ => false,
     }
 }
 

@@ -1054,7 +1054,7 @@ mod tests {
     }
 
     #[test]
-    fn the_columns_changed_between_two_versions_are_told_without_comparing_the_others() {
+    fn the_columns_changed_between_two_versions_are_told_and_refused_ones_left_out() {
         let l = layouts();
         let a: Uuid = A.parse().unwrap();
         let tags: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();

@@ -102,6 +102,17 @@ impl Recorder {
         ))
     }
 
+    /// Marks the start of step `name`: the transactions recorded after it are the
+    /// step's (a floor reports each step's on its own).
+    pub fn step(&mut self, name: &str) {
+        writeln!(self.0, "{}", serde_json::json!({ "step": name })).unwrap();
+    }
+
+    /// Writes out what is buffered.
+    pub fn flush(&mut self) {
+        self.0.flush().unwrap();
+    }
+
     /// Records what `plan` sent; nothing for an empty plan (nothing was sent).
     pub fn add(&mut self, plan: &netconnect::reconcile::Plan) {
         if !plan.is_empty() {

@@ -456,36 +456,32 @@ fn a_change_by_another_party_while_the_keys_transaction_is_in_flight_is_seen() {
         let results = [OperationResult::Count(1)];
         changed_only_by(&before, &key(&nb), &plan.operations, &results, 0)
     };
+    // Another party setting `column` of the key's row of `table` to `value`.
+    let set = |table: &'static str, column: &'static str, value: Datum| {
+        move |nb: &mut Nb, uuids: &HashMap<String, Uuid>| {
+            let row = uuid_of(uuids, &network("red"), table);
+            nb.set(table, row, column, value.clone());
+        }
+    };
     assert!(after(&|_, _| {}), "the transaction alone changed the rows");
     assert!(
-        after(&|nb, uuids| {
-            let port = uuid_of(uuids, &network("red"), "Logical_Switch_Port");
-            nb.set("Logical_Switch_Port", port, "up", Datum::scalar(true));
-        }),
+        after(&set("Logical_Switch_Port", "up", Datum::scalar(true))),
         "a column OVN's daemons write (ovn-northd setting a port up) is none of the key's"
     );
     assert!(
-        !after(&|nb, uuids| {
-            let switch = uuid_of(uuids, &network("red"), "Logical_Switch");
-            nb.set(
-                "Logical_Switch",
-                switch,
-                "other_config",
-                Datum::map([("mcast_snoop", "true")]),
-            );
-        }),
+        !after(&set(
+            "Logical_Switch",
+            "other_config",
+            Datum::map([("mcast_snoop", "true")])
+        )),
         "another party changed a row the transaction did not touch"
     );
     assert!(
-        !after(&|nb, uuids| {
-            let route = uuid_of(uuids, &network("red"), "Logical_Router_Static_Route");
-            nb.set(
-                "Logical_Router_Static_Route",
-                route,
-                "options",
-                Datum::map([("ecmp_symmetric_reply", "true")]),
-            );
-        }),
+        !after(&set(
+            "Logical_Router_Static_Route",
+            "options",
+            Datum::map([("ecmp_symmetric_reply", "true")])
+        )),
         "another party changed a column of the updated row the update did not write"
     );
     assert!(
