@@ -17,11 +17,18 @@
 //!   is recorded with the uuids its inserts were given;
 //! - `floor` (a child process): the recorded transactions sent over a raw socket, one
 //!   at a time, reading only the replies; uuids the library's server gave are replaced
-//!   by those the floor's server gave the same inserts (outside the clock);
+//!   by those the floor's server gave the same inserts (outside the clock); then again
+//!   with a client monitoring the tables as the cache does, reading the updates into
+//!   the void: the floor of a client that learns what committed from a monitor, as
+//!   the library does (the server serializes each row a second time);
 //! - `daemon`: netconnectd started over a manifest directory holding the first step's
 //!   objects (`--zone`, `--status-dir`, `--listen`); each later step's file is
 //!   replaced as editors save it, and the step lasts until
 //!   `netconnect_rows_written_total` has grown by what the library wrote for it.
+//!
+//! Each line also gives the CPU time each server spent in the step (read from `/proc`
+//! 300 ms after the step, so that a monitor's last updates are counted): what the
+//! server had to do, whatever the client's clock saw.
 //!
 //! Memory: the daemon's peak against a cache alone holding the same rows (a child that
 //! only syncs a reconciler's cache from the library's server at the end).
@@ -187,10 +194,11 @@ async fn changed_keys(
     }
 }
 
-/// `library REMOTE N M RECORD`: each step's inputs reconciled in turn; prints a line
-/// `step SECS ROWS TRANSACTIONS` per step and `peak MIB`, and writes each step's
-/// transactions to RECORD (a line `{"step": …}` before each step's).
-fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
+/// `library REMOTE N M RECORD SERVER`: each step's inputs reconciled in turn; prints a
+/// line `step SECS ROWS TRANSACTIONS SERVER_CPU` per step (the CPU time of the process
+/// SERVER, the server at REMOTE, during the step) and `peak MIB`, and writes each
+/// step's transactions to RECORD (a line `{"step": …}` before each step's).
+fn library(remote: &str, networks: usize, nodes: usize, record: &str, server: u32) {
     let rt = bench_common::runtime();
     let out = std::sync::Mutex::new(bench_common::Recorder::create(record));
     rt.block_on(async {
@@ -203,6 +211,7 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
             if i > 0 {
                 bench_common::mark_step(name);
             }
+            let cpu = bench_common::cpu_of_tree(server);
             // The first step counts from the start: connecting is part of it.
             let t = if i == 0 { start } else { Instant::now() };
             out.lock().unwrap().step(name);
@@ -212,10 +221,11 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
                 bench_common::mark_step(&format!("{name}: done"));
             }
             println!(
-                "step {:.6} {} {}",
+                "step {:.6} {} {} {:.2}",
                 took.as_secs_f64(),
                 r.rows_written() - w0,
-                r.transactions() - t0
+                r.transactions() - t0,
+                server_cpu_since(server, cpu).as_secs_f64()
             );
             previous = Some(w);
         }
@@ -224,17 +234,26 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str) {
     out.into_inner().unwrap().flush();
 }
 
-/// `floor PATH RECORD`: the recorded transactions sent in order over a raw socket, one
-/// at a time; prints `step SECS TRANSACTIONS` per step. Only sending a request and
-/// reading its reply is timed; translating uuids is not.
-fn floor(path: &str, record: &str) {
+/// `floor PATH RECORD SERVER [monitored]`: the recorded transactions sent in order
+/// over a raw socket, one at a time; prints `step SECS TRANSACTIONS SERVER_CPU` per
+/// step (as `library`). Only sending a request and reading its reply is timed;
+/// translating uuids is not. `monitored`: with a client monitoring the tables as the
+/// cache does, reading the updates into the void (the server's own work for a
+/// monitor-driven client, the cache's not).
+fn floor(path: &str, record: &str, server: u32, monitored: bool) {
     use std::io::BufRead;
+    if monitored {
+        bench_common::raw_monitor(path);
+    }
     let mut replay = bench_common::Replay::connect(path);
     let mut step: Option<(Duration, usize)> = None;
-    let report = |step: Option<(Duration, usize)>| {
+    let mut cpu = bench_common::cpu_of_tree(server);
+    let mut report = |step: Option<(Duration, usize)>| {
         if let Some((d, n)) = step {
-            println!("step {:.6} {n}", d.as_secs_f64());
+            let used = server_cpu_since(server, cpu);
+            println!("step {:.6} {n} {:.2}", d.as_secs_f64(), used.as_secs_f64());
         }
+        cpu = bench_common::cpu_of_tree(server);
     };
     let file = std::io::BufReader::new(std::fs::File::open(record).unwrap());
     for line in file.lines() {
@@ -277,6 +296,14 @@ fn daemon_log(cmd: &mut Command) -> &mut Command {
         ),
         None => cmd.stderr(Stdio::null()),
     }
+}
+
+/// The CPU time process `server` (and what runs under it) used since it was `before`,
+/// once it has had 300 ms to finish what a step left it (a monitor's updates composed
+/// after the last reply).
+fn server_cpu_since(server: u32, before: Duration) -> Duration {
+    std::thread::sleep(Duration::from_millis(300));
+    bench_common::cpu_of_tree(server).saturating_sub(before)
 }
 
 fn metric(addr: &str, name: &str) -> Option<f64> {
@@ -324,8 +351,19 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--child") {
         let a = &args[i + 1..];
         return match a[0].as_str() {
-            "library" => library(&a[1], a[2].parse().unwrap(), a[3].parse().unwrap(), &a[4]),
-            "floor" => floor(&a[1], &a[2]),
+            "library" => library(
+                &a[1],
+                a[2].parse().unwrap(),
+                a[3].parse().unwrap(),
+                &a[4],
+                a[5].parse().unwrap(),
+            ),
+            "floor" => floor(
+                &a[1],
+                &a[2],
+                a[3].parse().unwrap(),
+                a.get(4).is_some_and(|m| m == "monitored"),
+            ),
             "cache" => cache_alone(&a[1]),
             other => panic!("unknown child {other}"),
         };
@@ -342,20 +380,24 @@ fn main() {
 
     // The library, then a cache alone of what it left.
     let a = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+    let pid_of = |s: &OvsdbServer| s.pid().expect("the server's process").to_string();
     let out = child(&[
         "library",
         &a.unix_remote(),
         &networks.to_string(),
         &nodes.to_string(),
         record,
+        &pid_of(&a),
     ]);
-    let lib: Vec<(f64, f64, f64)> = out[..steps.len()]
+    // Seconds, rows, transactions, the server's CPU seconds.
+    let lib: Vec<(f64, f64, f64, f64)> = out[..steps.len()]
         .iter()
         .map(|l| {
             (
                 l[1].parse().unwrap(),
                 l[2].parse().unwrap(),
                 l[3].parse().unwrap(),
+                l[4].parse().unwrap(),
             )
         })
         .collect();
@@ -368,14 +410,18 @@ fn main() {
     );
     drop(a);
 
-    // The floor.
-    let f = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
-    let path = f.unix_remote().trim_start_matches("unix:").to_owned();
-    let floor: Vec<f64> = child(&["floor", &path, record])
-        .iter()
-        .map(|l| l[1].parse().unwrap())
-        .collect();
-    drop(f);
+    // The floor, without and with a monitor.
+    // Seconds, the server's CPU seconds.
+    let floor_run = |monitored: &str| -> Vec<(f64, f64)> {
+        let f = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
+        let path = f.unix_remote().trim_start_matches("unix:").to_owned();
+        child(&["floor", &path, record, &pid_of(&f), monitored])
+            .iter()
+            .map(|l| (l[1].parse().unwrap(), l[3].parse().unwrap()))
+            .collect()
+    };
+    let floor = floor_run("");
+    let monitored = floor_run("monitored");
 
     // The daemon.
     let b = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
@@ -385,6 +431,8 @@ fn main() {
     std::fs::write(m.join("networks.yaml"), steps[0].1.networks_yaml()).unwrap();
     std::fs::write(m.join("nodes.yaml"), steps[0].1.nodes_yaml()).unwrap();
     let addr = format!("127.0.0.1:{}", ovn_sandbox::free_port().unwrap());
+    let server: u32 = pid_of(&b).parse().unwrap();
+    let mut cpu = bench_common::cpu_of_tree(server);
     let start = Instant::now();
     let mut netconnectd = Command::new(env!("CARGO_BIN_EXE_netconnectd"));
     let mut child = daemon_log(&mut netconnectd)
@@ -407,6 +455,7 @@ fn main() {
     };
     let peak_ready = bench_common::mib(&pid, "VmHWM");
     let mut daemon = vec![ready];
+    let mut daemon_cpu = vec![server_cpu_since(server, cpu)];
     let mut total = metric(&addr, "netconnect_rows_written_total").unwrap();
     let mut previous = steps[0].1;
     for (i, (_, inputs)) in steps.iter().enumerate().skip(1) {
@@ -417,9 +466,11 @@ fn main() {
             ("networks.yaml", inputs.networks_yaml())
         };
         std::fs::write(m.join(".tmp"), text).unwrap();
+        cpu = bench_common::cpu_of_tree(server);
         let t = Instant::now();
         std::fs::rename(m.join(".tmp"), m.join(file)).unwrap();
         daemon.push(written_by_daemon(&addr, total + lib[i].1, t));
+        daemon_cpu.push(server_cpu_since(server, cpu));
         total = metric(&addr, "netconnect_rows_written_total").unwrap();
         previous = *inputs;
     }
@@ -429,7 +480,7 @@ fn main() {
     let _ = child.wait();
 
     for (i, (name, _)) in steps.iter().enumerate() {
-        let (lib_s, rows, transactions) = lib[i];
+        let (lib_s, rows, transactions, lib_cpu) = lib[i];
         let d = daemon[i].as_secs_f64();
         let share = if i == 0 {
             String::new()
@@ -439,11 +490,14 @@ fn main() {
                 100.0 * d / daemon[0].as_secs_f64()
             )
         };
+        let ((f, f_cpu), (m, m_cpu)) = (floor[i], monitored[i]);
         println!(
-            "{name} ({rows} rows, {transactions} transactions): floor {:.3} s, library {lib_s:.3} s ({:.2}x), daemon {d:.3} s ({:.2}x the floor{share})",
-            floor[i],
-            lib_s / floor[i],
-            d / floor[i],
+            "{name} ({rows} rows, {transactions} transactions): floor {f:.3} s (with a monitor {m:.3} s), library {lib_s:.3} s ({:.2}x; {:.2}x with a monitor), daemon {d:.3} s ({:.2}x; {:.2}x with a monitor{share}); the server's CPU: {f_cpu:.2} s for the floor, {m_cpu:.2} s with a monitor, {lib_cpu:.2} s for the library, {:.2} s for the daemon",
+            lib_s / f,
+            lib_s / m,
+            d / f,
+            d / m,
+            daemon_cpu[i].as_secs_f64(),
         );
     }
     println!(

@@ -21,6 +21,38 @@ pub fn mark_step(name: &str) {
     }
 }
 
+/// The CPU time (user and system) process `pid` and every process under it have used
+/// so far, read from `/proc` (a server in a container runs under the engine's init);
+/// what a process that ended used is not counted. In the kernel's ticks of 10 ms.
+pub fn cpu_of_tree(pid: u32) -> Duration {
+    let ticks = |pid: u32| -> u64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // The fields after the command's name, which may hold spaces: state is the
+        // first of them, utime and stime the 12th and 13th.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        n(11) + n(12)
+    };
+    let mut total = 0;
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        total += ticks(p);
+        let tasks = std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten();
+        for t in tasks.flatten() {
+            let children = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            todo.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    Duration::from_millis(total * 10)
+}
+
 /// The process's peak resident memory (VmHWM), in MiB.
 pub fn peak_mib() -> f64 {
     mib("self", "VmHWM")
@@ -50,25 +82,25 @@ pub struct Sent {
 }
 
 impl Sent {
-    /// What `plan` sent (after the reconciler applied it), as one JSON line: its
-    /// operations and, for each insert, its position and the uuid it was given.
-    /// Written straight from the plan (no JSON values in between): a bench records
-    /// inside its clock, so this is kept cheap.
-    pub fn line_of(plan: &netconnect::reconcile::Plan) -> String {
+    /// Writes what `plan` sent (after the reconciler applied it) to `out` as one JSON
+    /// line: its operations and, for each insert, its position and the uuid it was
+    /// given. Serialized straight into `out` (no JSON values, no string in between): a
+    /// bench records inside its clock, so this is kept cheap.
+    pub fn write_line(plan: &netconnect::reconcile::Plan, out: &mut impl Write) {
         let inserted: Vec<(usize, Uuid)> = plan
             .inserts
             .iter()
             .copied()
             .zip(plan.inserted_uuids.iter().copied())
             .collect();
-        format!(
-            "{{\"operations\":{},\"inserted\":{}}}",
-            serde_json::to_string(&plan.operations).unwrap(),
-            serde_json::to_string(&inserted).unwrap()
-        )
+        out.write_all(b"{\"operations\":").unwrap();
+        serde_json::to_writer(&mut *out, &plan.operations).unwrap();
+        out.write_all(b",\"inserted\":").unwrap();
+        serde_json::to_writer(&mut *out, &inserted).unwrap();
+        out.write_all(b"}\n").unwrap();
     }
 
-    /// A transaction read back from [`Sent::line_of`].
+    /// A transaction read back from a line of [`Sent::write_line`].
     pub fn from_line(line: &str) -> Sent {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         let inserted = v["inserted"]
@@ -91,13 +123,15 @@ impl Sent {
 }
 
 /// A reconciler's transactions written as they are sent, a JSON line each
-/// ([`Sent::line_of`]), for a floor to replay with [`Replay`].
+/// ([`Sent::write_line`]), for a floor to replay with [`Replay`].
 pub struct Recorder(std::io::BufWriter<std::fs::File>);
 
 impl Recorder {
     /// A record in a new file at `path`.
     pub fn create(path: &str) -> Recorder {
-        Recorder(std::io::BufWriter::new(
+        // A transaction's line is up to a few MB: written in large pieces.
+        Recorder(std::io::BufWriter::with_capacity(
+            1 << 20,
             std::fs::File::create(path).unwrap(),
         ))
     }
@@ -116,7 +150,7 @@ impl Recorder {
     /// Records what `plan` sent; nothing for an empty plan (nothing was sent).
     pub fn add(&mut self, plan: &netconnect::reconcile::Plan) {
         if !plan.is_empty() {
-            writeln!(self.0, "{}", Sent::line_of(plan)).unwrap();
+            Sent::write_line(plan, &mut self.0);
         }
     }
 }
