@@ -72,7 +72,7 @@ async fn layer3_and_layer2_networks_are_accepted_by_northd_and_idempotent() {
         allocations: &alloc,
         zone: None,
         config: &config,
-        digests: None,
+        prepared: None,
     };
 
     let mut cc = CacheConfig::new(

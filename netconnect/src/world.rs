@@ -58,9 +58,10 @@ pub struct World {
     pub problems: Vec<Problem>,
     /// The settings used.
     pub settings: Settings,
-    /// What the builders hash of each node ([`Inputs::digests`]), worked out when the
-    /// world is built: its fields are to be read, and a world changed is built anew.
-    node_digests: Vec<crate::topology::NodeDigest>,
+    /// What the builders read of each node beside its object ([`Inputs::prepared`]),
+    /// worked out when the world is built: its fields are to be read, and a world
+    /// changed is built anew.
+    prepared_nodes: Vec<Option<crate::topology::PreparedNode>>,
 }
 
 impl World {
@@ -108,9 +109,9 @@ impl World {
             allocations,
             problems: all,
             settings,
-            node_digests: Vec::new(),
+            prepared_nodes: Vec::new(),
         };
-        world.node_digests = world.inputs().node_digests();
+        world.prepared_nodes = world.inputs().prepare_nodes();
         world
     }
 
@@ -121,7 +122,7 @@ impl World {
             allocations: &self.allocations,
             zone: self.settings.zone.as_deref(),
             config: &self.settings.topology,
-            digests: Some(&self.node_digests),
+            prepared: Some(&self.prepared_nodes),
         }
     }
 

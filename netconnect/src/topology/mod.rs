@@ -36,7 +36,7 @@ use ipnet::IpNet;
 
 use crate::alloc::Allocations;
 use crate::api::annotations::L3GatewayConfig;
-use crate::api::{Inventory, Network, Role, Topology};
+use crate::api::{Inventory, Network, NodeInfo, Role, Topology};
 
 pub use desired::{Desired, DesiredRow, Owner};
 
@@ -138,7 +138,7 @@ impl std::hash::Hash for NodeView<'_> {
 }
 
 /// The hashes a network's builder takes of each node for the node's fragment, the
-/// same for every network: a world works them out once ([`Inputs::digests`]) rather
+/// same for every network: a world works them out once ([`Inputs::prepared`]) rather
 /// than each of its networks for each of its nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NodeDigest {
@@ -157,6 +157,19 @@ impl NodeDigest {
             label: desired::label_hash(format_args!("node:{name}")),
         }
     }
+}
+
+/// What every network's builder reads of a node beside its object, the same for
+/// every network: its id, whether it is in the zone, its transit addresses and its
+/// [`NodeDigest`]. A world works them out once ([`Inputs::prepared`]): each of its
+/// networks' keys looked the node up in the allocations by name, and a node added
+/// reconciles every network.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreparedNode {
+    id: u32,
+    local: bool,
+    transit: Vec<IpNet>,
+    digest: NodeDigest,
 }
 
 impl<'a> NodeView<'a> {
@@ -182,9 +195,10 @@ pub struct Inputs<'a> {
     pub zone: Option<&'a str>,
     /// Cluster-wide settings.
     pub config: &'a TopologyConfig,
-    /// The [`NodeDigest`] of each of [`Inputs::nodes`], in its order, when worked out
-    /// already (by the world these inputs are of); `None` works them out as they go.
-    pub digests: Option<&'a [NodeDigest]>,
+    /// For each node of the inventory, in its order, what [`Inputs::prepare_nodes`]
+    /// works out (`None` for a node without an id), when worked out already (by the
+    /// world these inputs are of); `None` works it out for each key.
+    pub prepared: Option<&'a [Option<PreparedNode>]>,
 }
 
 /// Why a network's rows could not be built.
@@ -204,57 +218,69 @@ pub enum BuildError {
 impl<'a> Inputs<'a> {
     /// The nodes that have an id, in name order.
     pub fn nodes(&self) -> Vec<NodeView<'a>> {
-        let inv = self.inventory;
-        let alloc = self.allocations;
-        // The allocations' maps are walked beside the nodes' (all in name order): every
-        // key builds these views, a look-up per node and map was a tenth of its time.
-        let mut ids = alloc.node_ids.iter().peekable();
-        let mut transit = alloc.node_transit.iter().peekable();
-        let mut digests = self.digests.map(|d| d.iter());
-        inv.nodes
+        let Some(prepared) = self.prepared else {
+            return self
+                .walk()
+                .filter_map(|(name, node, p)| {
+                    let (id, local, transit) = p?;
+                    let digest = NodeDigest::of(name, id, local, transit, node.facts);
+                    Some(view(name, node, id, local, transit, digest))
+                })
+                .collect();
+        };
+        // Debug builds (every test's) check that what was worked out before is what
+        // would be now.
+        debug_assert!(
+            prepared == self.prepare_nodes().as_slice(),
+            "the nodes prepared are not those of these inputs"
+        );
+        self.inventory
+            .nodes
             .iter()
-            .filter_map(|(name, node)| {
-                let id = *in_step(&mut ids, name)?;
-                let local = inv.is_local(node, self.zone);
-                let transit = in_step(&mut transit, name).map_or(&[][..], Vec::as_slice);
-                let fresh = || NodeDigest::of(name, id, local, transit, node.facts);
-                let digest = match digests.as_mut() {
-                    Some(given) => {
-                        let given = given.next().copied();
-                        // Debug builds (every test's) check that what was worked out
-                        // before is what would be now.
-                        debug_assert_eq!(given, Some(fresh()), "the digest of node {name}");
-                        given.unwrap_or_else(fresh)
-                    }
-                    None => fresh(),
-                };
-                Some(NodeView {
-                    name: name.as_str(),
+            .zip(prepared)
+            .filter_map(|((name, node), p)| {
+                let p = p.as_ref()?;
+                Some(view(name, node, p.id, p.local, &p.transit, p.digest))
+            })
+            .collect()
+    }
+
+    /// For each node of the inventory, in its order, its id, whether it is in the
+    /// zone, its transit addresses and its digest ([`PreparedNode`]); `None` for a node
+    /// without an id. What [`Inputs::prepared`] holds.
+    pub fn prepare_nodes(&self) -> Vec<Option<PreparedNode>> {
+        self.walk()
+            .map(|(name, node, p)| {
+                let (id, local, transit) = p?;
+                Some(PreparedNode {
                     id,
                     local,
-                    chassis: node.chassis_id.as_deref(),
-                    transit,
-                    gateway: node.gateway.as_ref(),
-                    host_addresses: &node.host_addresses,
-                    gateway_mtu: node.gateway_mtu,
-                    facts: node.facts,
-                    digest,
+                    transit: transit.to_vec(),
+                    digest: NodeDigest::of(name, id, local, transit, node.facts),
                 })
             })
             .collect()
     }
 
-    /// The [`NodeDigest`] of each of [`Inputs::nodes`], in its order: what
-    /// [`Inputs::digests`] holds for inputs of the same objects and allocations.
-    pub fn node_digests(&self) -> Vec<NodeDigest> {
-        Inputs {
-            digests: None,
-            ..*self
-        }
-        .nodes()
-        .iter()
-        .map(|n| n.digest)
-        .collect()
+    /// The inventory's nodes, each with its id, whether it is in the zone and its
+    /// transit addresses (`None` for a node without an id). The allocations' maps are
+    /// walked beside the nodes' (all in name order), not looked up.
+    #[allow(clippy::type_complexity)]
+    fn walk(
+        &self,
+    ) -> impl Iterator<Item = (&'a String, &'a NodeInfo, Option<(u32, bool, &'a [IpNet])>)> + '_
+    {
+        let inv = self.inventory;
+        let mut ids = self.allocations.node_ids.iter().peekable();
+        let mut transit = self.allocations.node_transit.iter().peekable();
+        inv.nodes.iter().map(move |(name, node)| {
+            let found = in_step(&mut ids, name).map(|&id| {
+                let local = inv.is_local(node, self.zone);
+                let t = in_step(&mut transit, name).map_or(&[][..], Vec::as_slice);
+                (id, local, t)
+            });
+            (name, node, found)
+        })
     }
 
     /// The default network's services primary networks may reach
@@ -294,6 +320,29 @@ pub(crate) fn in_step<'a, V: 'a>(
 ) -> Option<&'a V> {
     while map.next_if(|(k, _)| k.as_str() < name).is_some() {}
     map.next_if(|(k, _)| k.as_str() == name).map(|(_, v)| v)
+}
+
+/// The view of node `name` (`node`) with what the builders read of it beside.
+fn view<'a>(
+    name: &'a str,
+    node: &'a NodeInfo,
+    id: u32,
+    local: bool,
+    transit: &'a [IpNet],
+    digest: NodeDigest,
+) -> NodeView<'a> {
+    NodeView {
+        name,
+        id,
+        local,
+        chassis: node.chassis_id.as_deref(),
+        transit,
+        gateway: node.gateway.as_ref(),
+        host_addresses: &node.host_addresses,
+        gateway_mtu: node.gateway_mtu,
+        facts: node.facts,
+        digest,
+    }
 }
 
 /// The reconcile key of a network's rows.

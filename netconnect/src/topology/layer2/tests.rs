@@ -57,7 +57,7 @@ fn build_with(yaml: &str, config: TopologyConfig) -> crate::topology::Desired {
         allocations: &alloc,
         zone: Some("test-node"),
         config: &config,
-        digests: None,
+        prepared: None,
     };
     network(&inputs, NET).unwrap()
 }
@@ -379,7 +379,7 @@ fn several_local_nodes_get_a_management_port_each_and_a_note_that_they_share_its
         allocations: &alloc,
         zone: None,
         config: &config,
-        digests: None,
+        prepared: None,
     };
     let d = network(&inputs, NET).unwrap();
     for n in ["test-node", "stale-node"] {
@@ -416,7 +416,7 @@ fn the_default_networks_allowed_services_are_routed_through_the_management_port(
             allocations: &alloc,
             zone: Some("test-node"),
             config,
-            digests: None,
+            prepared: None,
         };
         network(&inputs, NET).unwrap()
     };

@@ -61,7 +61,7 @@ fn build(yaml: &str, zone: Option<&str>) -> crate::topology::Desired {
         allocations: &alloc,
         zone,
         config: &config,
-        digests: None,
+        prepared: None,
     };
     network(&inputs, NET).unwrap()
 }
@@ -436,7 +436,7 @@ fn local_gateway_mode_commits_all_and_sends_the_nodes_pods_out_through_the_manag
         allocations: &alloc,
         zone: None,
         config: &config,
-        digests: None,
+        prepared: None,
     };
     let d = network(&inputs, NET).unwrap();
     let cr_name = format!("{P}ovn_cluster_router");
@@ -484,7 +484,7 @@ fn a_node_without_a_gateway_config_gets_its_management_port_and_no_gateway_route
         allocations: &alloc,
         zone: None,
         config: &config,
-        digests: None,
+        prepared: None,
     };
     let d = network(&inputs, NET).unwrap();
     let cr_name = format!("{P}ovn_cluster_router");
