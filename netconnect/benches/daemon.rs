@@ -12,7 +12,8 @@
 //!
 //! - `library` (a child process, so that its peak memory is its own): a cache and a
 //!   reconciler reconcile every key of the step's inputs (its world built after the
-//!   step before's, outside the clock, as netconnectd builds it), as many in flight as
+//!   step before's and read beside the state the step before left, outside the clock,
+//!   as netconnectd builds it), as many in flight as
 //!   the daemon's workers (`--workers`, default 8), keeping no plan; each transaction
 //!   is recorded with the uuids its inserts were given;
 //! - `floor` (a child process): the recorded transactions sent over a raw socket, one
@@ -101,7 +102,9 @@ impl Inputs {
         s
     }
 
-    fn world(&self, previous: Option<&World>) -> World {
+    /// The world of these objects read beside `state` (what netconnectd saved after
+    /// the world before), built after `previous`.
+    fn world(&self, state: &State, previous: Option<&World>) -> World {
         let settings = Settings {
             zone: Some(ZONE.into()),
             ..Default::default()
@@ -111,7 +114,7 @@ impl Inputs {
                 parse_file(Path::new("networks.yaml"), &self.networks_yaml()),
                 parse_file(Path::new("nodes.yaml"), &self.nodes_yaml()),
             ],
-            &State::default(),
+            state,
             settings,
             previous,
         );
@@ -205,8 +208,12 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str, server: u3
         let start = Instant::now();
         let r = bench_common::reconciler(remote, Duration::from_secs(600)).await;
         let mut previous: Option<World> = None;
+        // What netconnectd would have saved after the world before: each world is
+        // read beside it, as netconnectd reads its status directory (a node added is
+        // then read back with what it was given).
+        let mut state = State::default();
         for (i, (name, inputs)) in steps(networks, nodes).into_iter().enumerate() {
-            let w = inputs.world(previous.as_ref());
+            let w = inputs.world(&state, previous.as_ref());
             let (w0, t0) = (r.rows_written(), r.transactions());
             if i > 0 {
                 bench_common::mark_step(name);
@@ -227,7 +234,13 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str, server: u3
                 r.transactions() - t0,
                 server_cpu_since(server, cpu).as_secs_f64()
             );
-            previous = Some(w);
+            state = w.state(&state);
+            // netconnectd serves the start's world read again beside the state it
+            // saved, as every later reload reads it.
+            previous = Some(match i {
+                0 => inputs.world(&state, Some(&w)),
+                _ => w,
+            });
         }
         println!("peak {:.0}", bench_common::peak_mib());
     });
