@@ -121,7 +121,15 @@ pub(crate) fn connect<'a>(
     let Some(key) = ca.tunnel_key else {
         return Ok(None);
     };
-    let nodes = inputs.nodes();
+    // The zone's nodes, found once: every network's local switches are theirs (a
+    // connect's key is built for each of its 500 networks, each finding them for
+    // each of the 500).
+    let local: Vec<&str> = inputs
+        .nodes()
+        .iter()
+        .filter(|n| n.local)
+        .map(|n| n.name)
+        .collect();
     let mut nets: Vec<Connected> = Vec::new();
     for (owner_key, name) in &ca.networks {
         let (Some(n), Some(&id), Some(subnets)) = (
@@ -137,11 +145,7 @@ pub(crate) fn connect<'a>(
             Topology::Layer2 => (names.transit_router(), vec![names.layer2_switch()]),
             _ => (
                 names.cluster_router(),
-                nodes
-                    .iter()
-                    .filter(|n| n.local)
-                    .map(|n| names.node_switch(n.name))
-                    .collect(),
+                local.iter().map(|n| names.node_switch(n)).collect(),
             ),
         };
         nets.push(Connected {
