@@ -218,7 +218,16 @@ pub enum BuildError {
 impl<'a> Inputs<'a> {
     /// The nodes that have an id, in name order.
     pub fn nodes(&self) -> Vec<NodeView<'a>> {
-        let Some(prepared) = self.prepared else {
+        // Debug builds (every test's) check that what was worked out before is what
+        // would be now; release builds walk the nodes when it is plainly not (prepared
+        // for a node more or less).
+        debug_assert!(
+            self.prepared
+                .is_none_or(|p| p == self.prepare_nodes().as_slice()),
+            "the nodes prepared are not those of these inputs"
+        );
+        let given = self.prepared;
+        let Some(prepared) = given.filter(|p| p.len() == self.inventory.nodes.len()) else {
             return self
                 .walk()
                 .filter_map(|(name, node, p)| {
@@ -228,12 +237,6 @@ impl<'a> Inputs<'a> {
                 })
                 .collect();
         };
-        // Debug builds (every test's) check that what was worked out before is what
-        // would be now.
-        debug_assert!(
-            prepared == self.prepare_nodes().as_slice(),
-            "the nodes prepared are not those of these inputs"
-        );
         self.inventory
             .nodes
             .iter()
@@ -265,11 +268,7 @@ impl<'a> Inputs<'a> {
     /// The inventory's nodes, each with its id, whether it is in the zone and its
     /// transit addresses (`None` for a node without an id). The allocations' maps are
     /// walked beside the nodes' (all in name order), not looked up.
-    #[allow(clippy::type_complexity)]
-    fn walk(
-        &self,
-    ) -> impl Iterator<Item = (&'a String, &'a NodeInfo, Option<(u32, bool, &'a [IpNet])>)> + '_
-    {
+    fn walk(&self) -> impl Iterator<Item = Walked<'a>> + '_ {
         let inv = self.inventory;
         let mut ids = self.allocations.node_ids.iter().peekable();
         let mut transit = self.allocations.node_transit.iter().peekable();
@@ -321,6 +320,10 @@ pub(crate) fn in_step<'a, V: 'a>(
     while map.next_if(|(k, _)| k.as_str() < name).is_some() {}
     map.next_if(|(k, _)| k.as_str() == name).map(|(_, v)| v)
 }
+
+/// A node of the inventory (its name and what was read of it) with its id, whether it
+/// is in the zone and its transit addresses, when it has an id ([`Inputs::nodes`]).
+type Walked<'a> = (&'a String, &'a NodeInfo, Option<(u32, bool, &'a [IpNet])>);
 
 /// The view of node `name` (`node`) with what the builders read of it beside.
 fn view<'a>(
