@@ -33,7 +33,7 @@ use nb_model::{Copp, LogicalRouter};
 
 use super::desired::{Desired, Fragments, IdForm, Scope};
 use super::names::Names;
-use super::{cluster, BuildError, Inputs};
+use super::{cluster, BuildError, Inputs, NodeView};
 use crate::api::{Network, Topology};
 pub use crate::ownership::connect_owner as owner;
 use router::{targets, Partition};
@@ -106,8 +106,10 @@ pub(crate) struct Connect<'a> {
     pub nets: Vec<Connected<'a>>,
 }
 
+/// The connect of CNC `cnc` in `inputs`, whose nodes ([`Inputs::nodes`]) are `nodes`.
 pub(crate) fn connect<'a>(
     inputs: &Inputs<'a>,
+    nodes: &[NodeView],
     cnc: &str,
 ) -> Result<Option<Connect<'a>>, BuildError> {
     let info = inputs
@@ -121,15 +123,10 @@ pub(crate) fn connect<'a>(
     let Some(key) = ca.tunnel_key else {
         return Ok(None);
     };
-    // The zone's nodes, found once: every network's local switches are theirs (a
-    // connect's key is built for each of its 500 networks, each finding them for
-    // each of the 500).
-    let local: Vec<&str> = inputs
-        .nodes()
-        .iter()
-        .filter(|n| n.local)
-        .map(|n| n.name)
-        .collect();
+    // The zone's nodes (of `nodes`, the inputs' own), found once: every network's
+    // local switches are theirs (a connect's key is built for each of its 500
+    // networks, each finding them for each of the 500).
+    let local: Vec<&str> = nodes.iter().filter(|n| n.local).map(|n| n.name).collect();
     let mut nets: Vec<Connected> = Vec::new();
     for (owner_key, name) in &ca.networks {
         let (Some(n), Some(&id), Some(subnets)) = (
@@ -168,7 +165,7 @@ pub(crate) fn connect<'a>(
 /// connected (their partitions) are this key's too, and go.
 pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
     let mut d = Desired::with_id_form(owner(cnc), IdForm::ObjectIds);
-    let Some(c) = connect(inputs, cnc)? else {
+    let Some(c) = connect(inputs, &inputs.nodes(), cnc)? else {
         return Ok(d);
     };
     d.scope = Scope::Rest {
@@ -207,14 +204,14 @@ pub fn build_network(
     known: &dyn Fragments,
 ) -> Result<Desired, BuildError> {
     let mut d = Desired::with_id_form(owner(cnc), IdForm::ObjectIds);
-    let Some(mut conn) = connect(inputs, cnc)? else {
+    let nodes = inputs.nodes();
+    let Some(mut conn) = connect(inputs, &nodes, cnc)? else {
         return Ok(d);
     };
     let Some(at) = conn.nets.iter().position(|n| n.name == net) else {
         return Err(BuildError::Unknown(net.to_owned()));
     };
     d.scope = Scope::Part(conn.nets[at].id.to_string());
-    let nodes = inputs.nodes();
     let mut part = Partition {
         inputs,
         cnc,
