@@ -7,7 +7,8 @@
 //!
 //! - `connect_router_<c>`, `requested-tnl-key=K`, the default COPP;
 //! - Layer3, per node with an id: `crtor-<c>_<n>_<node>` on the connect router with the
-//!   first address of the node's pair in `S` and the port key of [`port_tunnel_key`];
+//!   first address of the node's pair in `S` and the port key of
+//!   [`port_tunnel_key`](crate::alloc::connect::port_tunnel_key);
 //!   for a local node its peer `rtocr-<n>_<node>_<c>` (the second address) on the
 //!   network's cluster router; for a remote node the connect router's port alone,
 //!   bound to the node's chassis (`requested-chassis`);
@@ -22,7 +23,7 @@
 //! type `ClusterNetworkConnect`, `k8s.ovn.org/id` in its `DbObjectIDs` form), so an NB
 //! either wrote can be taken over by the other. Services ([`services`]) and the
 //! service-only ACLs ([`isolation`]) are added by [`build`] too; one connected
-//! network's rows ([`build_network`]) by [`router`].
+//! network's rows ([`build_network`]) by its `router` module.
 
 pub mod isolation;
 pub(crate) mod router;
