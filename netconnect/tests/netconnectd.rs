@@ -478,3 +478,93 @@ fn an_endpoint_moved_in_the_manifests_is_written_by_its_service_alone() {
     );
     assert_eq!(d.process.terminate(10).code(), Some(0));
 }
+
+/// `count` nodes `n01`, `n02`, … as one List document.
+fn nodes(count: usize) -> String {
+    let mut s = String::from("apiVersion: v1\nkind: List\nitems:\n");
+    for i in 1..=count {
+        s.push_str(&format!(
+            "- {{apiVersion: v1, kind: Node, metadata: {{name: n{i:02}, annotations: \
+             {{k8s.ovn.org/node-chassis-id: c{i}}}}}}}\n"
+        ));
+    }
+    s
+}
+
+#[test]
+fn a_network_added_to_many_nodes_reaches_their_files_once_quiet_and_before_a_stop() {
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    const NODES: usize = 20;
+    std::fs::write(m.path().join("nodes.yaml"), nodes(NODES)).unwrap();
+    std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
+    let mut d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    let addr = d.addr.clone();
+    wait_until("/readyz", 20, || {
+        get(&addr, "/readyz").is_some_and(|(c, _)| c == 200)
+    });
+    let journal = s.path().join(".journal");
+    let every_node_lists = |net: &str| {
+        (1..=NODES).all(|i| {
+            std::fs::read_to_string(s.path().join(format!("Node/n{i:02}.yaml")))
+                .is_ok_and(|t| t.contains(net))
+        })
+    };
+    assert!(every_node_lists("cluster_udn_blue"));
+    let network = |name: &str, cidr: &str| {
+        GOOD.replace("name: blue", &format!("name: {name}"))
+            .replace("10.10.0.0/16", cidr)
+    };
+    let switches = || {
+        sb.nbctl(&["--bare", "--columns=name", "list", "Logical_Switch"])
+            .unwrap()
+    };
+
+    // A network added: every node's host subnets change, and only they; the edits
+    // wait in the journal (its rows are written meanwhile) until the manifests have
+    // been quiet a moment, then the nodes' files carry them.
+    std::fs::write(m.path().join("red.yaml"), network("red", "10.20.0.0/16")).unwrap();
+    let seen = std::time::Instant::now();
+    while !journal.exists() {
+        assert!(
+            seen.elapsed() < std::time::Duration::from_secs(5),
+            "no journal was written for a network added to {NODES} nodes"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    wait_until("red's switches", 5, || {
+        switches().contains("cluster_udn_red_n01")
+    });
+    wait_until("the journal folded into the nodes' files", 10, || {
+        !journal.exists() && every_node_lists("cluster_udn_red")
+    });
+
+    // Another, and a stop as soon as its rows are there: the stop folds the journal.
+    std::fs::write(
+        m.path().join("green.yaml"),
+        network("green", "10.30.0.0/16"),
+    )
+    .unwrap();
+    wait_until("green's switches", 5, || {
+        switches().contains("cluster_udn_green_n01")
+    });
+    assert_eq!(d.process.terminate(10).code(), Some(0));
+    assert!(
+        !journal.exists(),
+        "the journal is folded before netconnectd exits"
+    );
+    assert!(every_node_lists("cluster_udn_green") && every_node_lists("cluster_udn_red"));
+
+    // A run after reads the directory as it was left: nothing to change.
+    let out = run(&nb, m.path(), s.path(), &["--plan"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout
+            .lines()
+            .all(|l| l.starts_with(' ') || l.ends_with(": unchanged")),
+        "{stdout}"
+    );
+}

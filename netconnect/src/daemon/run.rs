@@ -235,10 +235,24 @@ async fn serve(
     // Whether the status directory holds `state` (then a new state writes only what
     // changed).
     let mut saved = true;
+    // When the journal's edits are to be written into the Nodes' files: once the
+    // manifests have been quiet a moment since a save left some there.
+    let mut fold_at: Option<tokio::time::Instant> = None;
     loop {
+        let fold_due = async {
+            match fold_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
+            () = fold_due => {
+                fold_at = None;
+                saved = fold(&args, &state);
+                continue;
+            }
             Some(()) = changed.recv() => {}
         }
         let previous = tx.borrow().clone();
@@ -254,12 +268,14 @@ async fn serve(
                 if let Some(dir) = &args.status_dir {
                     let written = match saved {
                         true => next.save_since(&state, dir),
-                        false => next.save(dir),
+                        false => next.save(dir).map(|()| false),
                     };
                     if let Err(e) = &written {
                         tracing::error!(error = %e, "cannot write the status dir");
                     }
                     saved = written.is_ok();
+                    fold_at = matches!(written, Ok(true))
+                        .then(|| tokio::time::Instant::now() + FOLD_AFTER);
                 }
                 state = next;
                 tracing::debug!(
@@ -273,11 +289,37 @@ async fn serve(
             Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
         }
     }
+    if fold_at.is_some() {
+        fold(&args, &state);
+    }
     // Stop taking keys; let the reconciles in flight finish their transactions.
     tracing::info!("stopping: finishing the reconciles in flight");
     shutdown.cancel();
     let _ = run.await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// How long the manifests stay unchanged after a save that left edits in the status
+/// directory's journal before the Nodes' files are written with them.
+const FOLD_AFTER: Duration = Duration::from_secs(1);
+
+/// Writes the edits the status directory's journal holds into the Nodes' files
+/// ([`State::fold`]); false when it could not (the next save is then a full one).
+fn fold(args: &Args, state: &State) -> bool {
+    let Some(dir) = &args.status_dir else {
+        return true;
+    };
+    let started = std::time::Instant::now();
+    match state.fold(dir) {
+        Ok(()) => {
+            tracing::debug!(took = ?started.elapsed(), "status journal folded");
+            true
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot fold the status dir's journal");
+            false
+        }
+    }
 }
 
 /// After each reconcile: the metrics, and a connect's `Ready-In-Zone-<zone>` condition

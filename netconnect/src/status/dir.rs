@@ -7,7 +7,11 @@
 //! DIR/UserDefinedNetwork/<namespace>/<name>.yaml
 //! DIR/ClusterUserDefinedNetwork/<name>.yaml
 //! DIR/ClusterNetworkConnect/<name>.yaml
+//! DIR/.journal
 //! ```
+//!
+//! The journal holds edits of Nodes' annotations not yet written into their files
+//! ([`super::journal`]): a network added changes every Node's `node-subnets`.
 //!
 //! A ClusterNetworkConnect's file also holds its status ([`crate::status`]): the
 //! `Accepted` condition written with the allocations, and each zone's
@@ -30,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::journal;
 use super::network::is_refused;
 use crate::api::annotations::{self, *};
 use crate::api::load::{parse_file, Object, Problem};
@@ -102,6 +107,7 @@ impl State {
                 state.objects.insert(key(&o), o);
             }
         }
+        journal::replay(dir, &mut state.objects, &mut problems)?;
         Ok((state, problems))
     }
 
@@ -163,23 +169,59 @@ impl State {
                 std::fs::remove_file(&path)?;
             }
         }
-        Ok(())
+        // Every file says what the journal did.
+        journal::remove(dir)
     }
 
     /// [`State::save`] after `previous` was saved to `dir` without error: only the
     /// objects new or changed since are written, and the files of objects gone
     /// removed (a node added to a cluster of hundreds writes its own file, not every
-    /// node's).
-    pub fn save_since(&self, previous: &State, dir: &Path) -> io::Result<()> {
+    /// node's). When only annotation values of many Nodes changed (a network came or
+    /// went), their edits go to the directory's journal ([`journal`]) instead of their
+    /// files; true then, until [`State::fold`] writes them.
+    pub fn save_since(&self, previous: &State, dir: &Path) -> io::Result<bool> {
         std::fs::create_dir_all(dir)?;
         let _lock = lock(dir)?;
-        let changed: Vec<&Object> = self
-            .objects
-            .iter()
-            .filter(|(k, o)| previous.objects.get(*k) != Some(*o))
-            .map(|(_, o)| o)
-            .collect();
-        write_objects(dir, &changed)?;
+        let mut whole: Vec<&Object> = Vec::new();
+        let mut edited: Vec<&Object> = Vec::new();
+        let mut edits = Vec::new();
+        for (k, o) in &self.objects {
+            let before = previous.objects.get(k);
+            if before == Some(o) {
+                continue;
+            }
+            let node_edits = match (before, o) {
+                (Some(Object::Node(b)), Object::Node(n)) => journal::node_edits(b, n),
+                _ => None,
+            };
+            match node_edits {
+                Some(e) => {
+                    edits.extend(e);
+                    edited.push(o);
+                }
+                None => whole.push(o),
+            }
+        }
+        let journaled = journal::exists(dir);
+        let is_node = |o: &&Object| matches!(o, Object::Node(_));
+        if edited.len() < journal::FROM_NODES || (journaled && whole.iter().any(is_node)) {
+            whole.append(&mut edited);
+            edits.clear();
+        }
+        // A Node written whole with edits of it in the journal would have them replayed
+        // onto its newer text: the journal is folded first.
+        let pending = if journaled && whole.iter().any(is_node) {
+            self.fold_locked(dir)?;
+            false
+        } else if edits.is_empty() {
+            journaled
+        } else if journal::append(dir, &edits)? > journal::FOLD_AT {
+            self.fold_locked(dir)?;
+            false
+        } else {
+            true
+        };
+        write_objects(dir, &whole)?;
         for (k, o) in &previous.objects {
             if !self.objects.contains_key(k) {
                 match std::fs::remove_file(path_of(dir, o)) {
@@ -188,7 +230,27 @@ impl State {
                 }
             }
         }
-        Ok(())
+        Ok(pending)
+    }
+
+    /// After [`State::save_since`] left edits in the journal of `dir` (this state being
+    /// the one saved): writes the files of the Nodes they edit and removes the journal.
+    pub fn fold(&self, dir: &Path) -> io::Result<()> {
+        let _lock = lock(dir)?;
+        self.fold_locked(dir)
+    }
+
+    /// [`State::fold`], `DIR/.lock` held.
+    fn fold_locked(&self, dir: &Path) -> io::Result<()> {
+        if !journal::exists(dir) {
+            return Ok(());
+        }
+        let nodes: Vec<&Object> = journal::nodes(dir)?
+            .into_iter()
+            .filter_map(|n| self.objects.get(&("Node".to_owned(), n)))
+            .collect();
+        write_objects(dir, &nodes)?;
+        journal::remove(dir)
     }
 }
 
@@ -433,6 +495,110 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The files a full save of `state` writes, by path in the directory.
+    fn full_save(state: &State) -> BTreeMap<PathBuf, String> {
+        let full = tempfile::tempdir().unwrap();
+        state.save(full.path()).unwrap();
+        files_of(full.path())
+    }
+
+    /// The YAML files of `dir` and what they hold, by path in the directory.
+    fn files_of(dir: &Path) -> BTreeMap<PathBuf, String> {
+        let mut files = Vec::new();
+        yaml_files(dir, &mut files).unwrap();
+        files
+            .into_iter()
+            .map(|f| {
+                let text = std::fs::read_to_string(&f).unwrap();
+                (f.strip_prefix(dir).unwrap().to_path_buf(), text)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_network_added_to_many_nodes_is_journaled_read_back_and_folded() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let nodes: String = (0..journal::FROM_NODES)
+            .map(|i| node(&format!("n{i:02}"), &[]))
+            .collect();
+        let udn = |name: &str, cidr: &str| {
+            l3(&format!("[{{cidr: {cidr}}}]")).replace("name: net,", &format!("name: {name},"))
+        };
+        let one = nodes.clone() + &udn("a", "10.1.0.0/16");
+        let first = state_of(&one, &State::default());
+        first.save(d).unwrap();
+        let before = files_of(d);
+
+        // A network added: every node's host subnets change, and only they.
+        let two = one.clone() + &udn("b", "10.2.0.0/16");
+        let second = state_of(&two, &first);
+        assert!(
+            second.save_since(&first, d).unwrap(),
+            "the edits wait in the journal"
+        );
+        let journal_len = std::fs::metadata(d.join(journal::FILE)).unwrap().len();
+        // A line per node naming it and giving its new entry (the network's), however
+        // many networks its host subnets list.
+        assert!(
+            journal_len < 200 * journal::FROM_NODES as u64,
+            "the journal ({journal_len} bytes) holds what changed"
+        );
+        let now = files_of(d);
+        for (path, text) in &before {
+            if path.starts_with("Node") {
+                assert_eq!(&now[path], text, "{} is left as it was", path.display());
+            }
+        }
+        let (read, problems) = State::load(d).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(read, second);
+
+        // A third network, journaled after the second; then the fold writes the files a
+        // full save would, and removes the journal.
+        let third = state_of(&(two + &udn("c", "10.3.0.0/16")), &second);
+        assert!(third.save_since(&second, d).unwrap());
+        assert_eq!(State::load(d).unwrap(), (third.clone(), Vec::new()));
+        third.fold(d).unwrap();
+        assert!(!d.join(journal::FILE).exists());
+        assert_eq!(files_of(d), full_save(&third));
+        assert_eq!(State::load(d).unwrap(), (third, Vec::new()));
+    }
+
+    #[test]
+    fn a_node_written_whole_while_edits_wait_folds_them_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let labelled = |i: usize, label: &str| {
+            node(&format!("n{i:02}"), &[]).replace(
+                "metadata:\n",
+                &format!("metadata:\n  labels: {{l: {label}}}\n"),
+            )
+        };
+        let nodes = |label: &str| -> String {
+            (0..journal::FROM_NODES)
+                .map(|i| labelled(i, label))
+                .collect()
+        };
+        let a = l3("[{cidr: 10.1.0.0/16}]");
+        let b = a
+            .replace("name: net,", "name: other,")
+            .replace("10.1.", "10.2.");
+        let first = state_of(&(nodes("x") + &a), &State::default());
+        first.save(d).unwrap();
+        let second = state_of(&(nodes("x") + &a + &b), &first);
+        assert!(second.save_since(&first, d).unwrap());
+        // The network goes again (the nodes' host subnets are back as they were) and a
+        // node changes a label: replaying the edit onto that node's new file would give
+        // it the network's subnets again.
+        let third_yaml = nodes("x").replacen("l: x", "l: y", 1) + &a;
+        let third = state_of(&third_yaml, &second);
+        assert!(!third.save_since(&second, d).unwrap(), "nothing waits");
+        assert!(!d.join(journal::FILE).exists());
+        assert_eq!(files_of(d), full_save(&third));
+        assert_eq!(State::load(d).unwrap(), (third, Vec::new()));
     }
 
     #[test]

@@ -1,0 +1,380 @@
+//! Edits of Node annotations not yet written into the Nodes' files: `DIR/.journal`.
+//!
+//! A network added or removed changes every Node's `k8s.ovn.org/node-subnets`, which
+//! lists every network's host subnets: at 500 networks × 500 nodes, rewriting the 500
+//! files (10 MB) took ~110 ms before the network's rows could be written. When a save
+//! changes only annotation values of many Nodes, it appends to the journal instead,
+//! for each value, the bytes that changed between the ends both texts share (a
+//! network's entry: some 40 bytes), with a digest of the text before and after.
+//! Reading the directory applies the edits in order; netconnectd writes the Nodes'
+//! files whole and removes the journal once it has been quiet a moment ([`State::fold`](super::dir::State::fold)), so
+//! that the files soon show what the API server would again.
+//!
+//! The journal is one JSON object per line, appended and flushed to disk before the
+//! save returns. A last line cut short (a stop during the append: that save never
+//! returned, nothing used what it held) is ignored. An edit whose text before is not
+//! what the file holds is not applied and is reported; it is skipped without a word when
+//! the file already holds its result.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::api::load::{Object, Problem};
+use crate::api::objects::Node;
+use crate::api::Origin;
+
+/// The journal's file name in a state directory.
+pub const FILE: &str = ".journal";
+
+/// Fewer Nodes edited in one save than this are written whole (a journal is worth
+/// keeping only when it saves many files' writes).
+pub(super) const FROM_NODES: usize = 16;
+
+/// A journal longer than this is folded by the save that made it so.
+pub(super) const FOLD_AT: u64 = 4 << 20;
+
+/// One annotation value's edit: `middle` replaces the bytes of the text before that
+/// lie between its first `front` and its last `back` bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(super) struct Edit {
+    /// The Node's name.
+    node: String,
+    /// The annotation.
+    annotation: String,
+    /// [`digest`] of the value before.
+    before: String,
+    /// [`digest`] of the value after.
+    after: String,
+    front: usize,
+    back: usize,
+    middle: String,
+}
+
+/// The first 16 hex digits of the SHA-256 of `text`.
+fn digest(text: &str) -> String {
+    let d = sha2::Sha256::digest(text.as_bytes());
+    d[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The edits turning Node `before` into `after`, when they differ only in the values of
+/// annotations both have (`None` otherwise: the Node is to be written whole).
+pub(super) fn node_edits(before: &Node, after: &Node) -> Option<Vec<Edit>> {
+    let (b, a) = (&before.metadata, &after.metadata);
+    let same_rest = before.api_version == after.api_version
+        && before.kind == after.kind
+        && before.other == after.other
+        && b.name == a.name
+        && b.namespace == a.namespace
+        && b.labels == a.labels
+        && b.other == a.other
+        && b.annotations.len() == a.annotations.len();
+    if !same_rest {
+        return None;
+    }
+    let mut edits = Vec::new();
+    for ((kb, vb), (ka, va)) in b.annotations.iter().zip(&a.annotations) {
+        if kb != ka {
+            return None;
+        }
+        if vb != va {
+            edits.push(edit(&a.name, ka, vb, va));
+        }
+    }
+    Some(edits)
+}
+
+/// The edit of Node `node`'s annotation `annotation` from `before` to `after`.
+fn edit(node: &str, annotation: &str, before: &str, after: &str) -> Edit {
+    let (b, a) = (before.as_bytes(), after.as_bytes());
+    let mut front = b.iter().zip(a).take_while(|(x, y)| x == y).count();
+    // Both texts are UTF-8 and share the bytes up to `front`: a character cut there is
+    // cut in both.
+    while !before.is_char_boundary(front) {
+        front -= 1;
+    }
+    let most = b.len().min(a.len()) - front;
+    let mut back = b
+        .iter()
+        .rev()
+        .zip(a.iter().rev())
+        .take(most)
+        .take_while(|(x, y)| x == y)
+        .count();
+    while !before.is_char_boundary(b.len() - back) {
+        back -= 1;
+    }
+    Edit {
+        node: node.to_owned(),
+        annotation: annotation.to_owned(),
+        before: digest(before),
+        after: digest(after),
+        front,
+        back,
+        middle: after[front..a.len() - back].to_owned(),
+    }
+}
+
+fn path(dir: &Path) -> PathBuf {
+    dir.join(FILE)
+}
+
+/// Appends `edits` to the journal of `dir` and waits until they are on disk; returns the
+/// journal's length.
+pub(super) fn append(dir: &Path, edits: &[Edit]) -> io::Result<u64> {
+    let mut text = Vec::new();
+    for e in edits {
+        serde_json::to_writer(&mut text, e).map_err(io::Error::other)?;
+        text.push(b'\n');
+    }
+    let path = path(dir);
+    let created = !path.exists();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    f.write_all(&text)?;
+    f.sync_data()?;
+    if created {
+        // The file's name is on disk too.
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(f.metadata()?.len())
+}
+
+/// Whether `dir` has a journal.
+pub(super) fn exists(dir: &Path) -> bool {
+    path(dir).exists()
+}
+
+/// Removes the journal of `dir` (there may be none).
+pub(super) fn remove(dir: &Path) -> io::Result<()> {
+    match std::fs::remove_file(path(dir)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The journal's edits in order, with the lines that cannot be read reported; a last
+/// line cut short is dropped without a word.
+fn read(dir: &Path, problems: &mut Vec<Problem>) -> io::Result<Vec<(usize, Edit)>> {
+    let f = match std::fs::File::open(path(dir)) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        f => f?,
+    };
+    let mut edits = Vec::new();
+    let mut lines = io::BufReader::new(f).lines().enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        let line = line?;
+        let last = lines.peek().is_none();
+        match serde_json::from_str::<Edit>(&line) {
+            Ok(e) => edits.push((i + 1, e)),
+            Err(e) if !(last && e.is_eof()) => {
+                problems.push(problem(i + 1, None, format!("not an edit ({e})")))
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(edits)
+}
+
+/// The names of the Nodes the journal of `dir` edits.
+pub(super) fn nodes(dir: &Path) -> io::Result<BTreeSet<String>> {
+    let edits = read(dir, &mut Vec::new())?;
+    Ok(edits.into_iter().map(|(_, e)| e.node).collect())
+}
+
+fn problem(line: usize, node: Option<&str>, message: String) -> Problem {
+    Problem {
+        origin: Origin {
+            file: PathBuf::from(FILE),
+            doc: 0,
+            item: None,
+        },
+        object: node.map(|n| format!("Node {n}")),
+        field: Some(format!("line {line}")),
+        message,
+    }
+}
+
+/// Applies the journal of `dir` to the Nodes of `objects` (keyed as a state's), reporting
+/// the edits that do not apply. An edit of a Node that is gone is dropped (its file was
+/// removed after the edit was written).
+pub(super) fn replay(
+    dir: &Path,
+    objects: &mut BTreeMap<(String, String), Object>,
+    problems: &mut Vec<Problem>,
+) -> io::Result<()> {
+    // Each value's digest as the edits leave it, so that a value edited many times is
+    // hashed once.
+    let mut digests: BTreeMap<(String, String), String> = BTreeMap::new();
+    for (line, e) in read(dir, problems)? {
+        let Some(Object::Node(node)) = objects.get_mut(&("Node".to_owned(), e.node.clone())) else {
+            continue;
+        };
+        let Some(value) = node.metadata.annotations.get_mut(&e.annotation) else {
+            problems.push(problem(
+                line,
+                Some(&e.node),
+                format!(
+                    "the file has no annotation {}: its edit is not applied",
+                    e.annotation
+                ),
+            ));
+            continue;
+        };
+        let at = (e.node.clone(), e.annotation.clone());
+        let now = digests.entry(at).or_insert_with(|| digest(value));
+        if *now == e.after {
+            continue;
+        }
+        let edited = (*now == e.before)
+            .then(|| {
+                let end = value.len().checked_sub(e.back)?;
+                let kept = (value.get(..e.front)?, value.get(end..)?);
+                (e.front <= end).then_some(kept)
+            })
+            .flatten()
+            .map(|(front, back)| format!("{front}{}{back}", e.middle));
+        match edited {
+            Some(v) => {
+                *value = v;
+                *now = e.after;
+            }
+            None => problems.push(problem(
+                line,
+                Some(&e.node),
+                format!(
+                    "annotation {} is not the value the edit was made to: the file's \
+                     value is kept",
+                    e.annotation
+                ),
+            )),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(annotations: &[(&str, &str)]) -> Node {
+        let mut n = Node::default();
+        n.metadata.name = "a".into();
+        for (k, v) in annotations {
+            n.metadata.annotations.insert((*k).into(), (*v).into());
+        }
+        n
+    }
+
+    fn key() -> (String, String) {
+        ("Node".to_owned(), "a".to_owned())
+    }
+
+    /// Replays `edits` appended in turn onto a Node holding `start`.
+    fn replayed(start: &Node, edits: &[Vec<Edit>]) -> (Node, Vec<Problem>) {
+        let dir = tempfile::tempdir().unwrap();
+        for e in edits {
+            append(dir.path(), e).unwrap();
+        }
+        let mut objects = BTreeMap::from([(key(), Object::Node(start.clone()))]);
+        let mut problems = Vec::new();
+        replay(dir.path(), &mut objects, &mut problems).unwrap();
+        match objects.remove(&key()) {
+            Some(Object::Node(n)) => (n, problems),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn edits_replayed_in_turn_give_each_value_written() {
+        let values = [
+            r#"{"a":["10.0.0.0/24"],"c":["10.2.0.0/24"]}"#,
+            r#"{"a":["10.0.0.0/24"],"b":["10.1.0.0/24"],"c":["10.2.0.0/24"]}"#,
+            r#"{"a":["10.0.0.0/24"],"b":["10.1.0.0/24"]}"#,
+            r#"{"b":["10.1.0.0/24"]}"#,
+            r#"{"b":["10.1.0.0/24"],"é":["10.9.0.0/24"]}"#,
+            r#"{"b":["10.1.0.0/24"],"è":["10.9.0.0/24"]}"#,
+            r#"{}"#,
+            r#"{"b":["10.1.0.0/24"]}"#,
+        ];
+        let nodes: Vec<Node> = values
+            .iter()
+            .map(|v| node(&[("k8s.ovn.org/node-subnets", v), ("other", "x")]))
+            .collect();
+        let edits: Vec<Vec<Edit>> = nodes
+            .windows(2)
+            .map(|w| node_edits(&w[0], &w[1]).unwrap())
+            .collect();
+        assert!(edits.iter().all(|e| e.len() == 1));
+        // A network's entry is what is written, not the whole value.
+        // (the shared ends take the entry's first quote: its bytes are all the same).
+        assert_eq!(edits[0][0].middle, r#"b":["10.1.0.0/24"],""#);
+        for upto in 0..edits.len() {
+            let (got, problems) = replayed(&nodes[0], &edits[..=upto]);
+            assert_eq!(got, nodes[upto + 1], "after {} edits", upto + 1);
+            assert!(problems.is_empty(), "{problems:?}");
+        }
+    }
+
+    #[test]
+    fn a_node_changed_past_its_annotation_values_is_not_edited() {
+        let a = node(&[("x", "1")]);
+        let mut labelled = a.clone();
+        labelled.metadata.labels.insert("l".into(), "v".into());
+        assert_eq!(node_edits(&a, &labelled), None);
+        assert_eq!(node_edits(&a, &node(&[("x", "1"), ("y", "2")])), None);
+        assert_eq!(node_edits(&a, &node(&[("y", "1")])), None);
+        assert_eq!(node_edits(&a, &a), Some(Vec::new()));
+    }
+
+    #[test]
+    fn an_edit_already_in_the_file_is_skipped_and_one_made_to_another_value_is_reported() {
+        let before = node(&[("s", r#"{"a":["10.0.0.0/24"]}"#)]);
+        let after = node(&[("s", r#"{"a":["10.0.0.0/24"],"b":["10.1.0.0/24"]}"#)]);
+        let edits = vec![node_edits(&before, &after).unwrap()];
+        // The Node's file was written whole after the edit (a fold stopped before the
+        // journal was removed).
+        let (got, problems) = replayed(&after, &edits);
+        assert_eq!((got, problems), (after.clone(), Vec::new()));
+        // The file holds a third value: kept, and the edit reported.
+        let other = node(&[("s", r#"{"z":["10.7.0.0/24"]}"#)]);
+        let (got, problems) = replayed(&other, &edits);
+        assert_eq!(got, other);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let p = problems[0].to_string();
+        assert!(p.contains(".journal") && p.contains("Node a"), "{p}");
+        assert!(p.contains("not the value the edit was made to"), "{p}");
+    }
+
+    #[test]
+    fn a_last_line_cut_short_is_dropped_and_a_bad_line_before_it_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let before = node(&[("s", "{}")]);
+        let after = node(&[("s", r#"{"b":["10.1.0.0/24"]}"#)]);
+        append(dir.path(), &node_edits(&before, &after).unwrap()).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.path().join(FILE))
+            .unwrap();
+        f.write_all(b"{\"node\":\"a\",\"annot").unwrap();
+        let mut objects = BTreeMap::from([(key(), Object::Node(before.clone()))]);
+        let mut problems = Vec::new();
+        replay(dir.path(), &mut objects, &mut problems).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(objects[&key()], Object::Node(after.clone()));
+
+        // The same cut line followed by another is a bad line, said where.
+        f.write_all(b"\n{}\n").unwrap();
+        let mut objects = BTreeMap::from([(key(), Object::Node(before))]);
+        replay(dir.path(), &mut objects, &mut problems).unwrap();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].to_string().contains(".journal"), "{problems:?}");
+        assert!(problems[0].to_string().contains("line 2"), "{problems:?}");
+        assert_eq!(objects[&key()], Object::Node(after));
+    }
+}
