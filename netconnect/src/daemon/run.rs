@@ -16,6 +16,7 @@ use super::args::Args;
 use super::http;
 use super::manifests::{self, ManifestDir};
 use super::metrics::Metrics;
+use crate::api::load::{FileObjects, Object};
 use crate::controller::{self, Backoff, Controller, ReadyTracker};
 use crate::reconcile::Reconciler;
 use crate::status;
@@ -94,12 +95,18 @@ fn reload(
     state: &State,
     previous: Option<&World>,
 ) -> Result<World, String> {
+    let files = read_manifests(args, manifests)?;
+    Ok(World::build_after(&files, state, args.settings(), previous))
+}
+
+/// Reads the manifests.
+fn read_manifests(args: &Args, manifests: &mut ManifestDir) -> Result<Vec<FileObjects>, String> {
     let started = std::time::Instant::now();
     let files = manifests
         .read()
         .map_err(|e| format!("cannot read {}: {e}", args.manifests.display()))?;
     tracing::debug!(took = ?started.elapsed(), "manifests read");
-    Ok(World::build_after(&files, state, args.settings(), previous))
+    Ok(files)
 }
 
 /// `--plan`: prints what each key would write; fails when a key cannot be planned or
@@ -235,12 +242,17 @@ async fn serve(
     // Whether the status directory holds `state` (then a new state writes only what
     // changed).
     let mut saved = true;
-    // When the journal's edits are to be written into the Nodes' files: once the
-    // manifests have been quiet a moment since a save left some there.
-    let mut fold_at: Option<tokio::time::Instant> = None;
+    // What waits until the manifests have been quiet a moment after a reload.
+    let mut quiet = Quiet::default();
+    // The files the world served was built from, and that world read again beside the
+    // state saved after it (when the Nodes' annotations changed: the next reload then
+    // finds each node as it reads it, instead of reading every node's host subnets
+    // again on the next change).
+    let mut files = Vec::new();
+    let mut read_beside: Option<World> = None;
     loop {
-        let fold_due = async {
-            match fold_at {
+        let quiet_due = async {
+            match quiet.at {
                 Some(at) => tokio::time::sleep_until(at).await,
                 None => std::future::pending().await,
             }
@@ -248,17 +260,45 @@ async fn serve(
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
-            () = fold_due => {
-                fold_at = None;
-                saved = fold(&args, &state);
+            () = quiet_due => {
+                // Each part yields to a change come meanwhile: the reload it brings
+                // comes first (and arms the quiet again for what is left).
+                quiet.at = None;
+                if std::mem::take(&mut quiet.read_again) && changed.is_empty() {
+                    let started = std::time::Instant::now();
+                    let served = tx.borrow().clone();
+                    read_beside = Some(World::build_after(
+                        &files,
+                        &state,
+                        args.settings(),
+                        Some(&served),
+                    ));
+                    tracing::debug!(took = ?started.elapsed(), "world read beside the state saved");
+                }
+                if quiet.fold && changed.is_empty() {
+                    quiet.fold = false;
+                    saved = fold(&args, &state);
+                }
                 continue;
             }
             Some(()) = changed.recv() => {}
         }
-        let previous = tx.borrow().clone();
+        let served = tx.borrow().clone();
+        let previous = read_beside.take();
         let started = std::time::Instant::now();
-        match reload(&args, &mut manifests, &state, Some(&previous)) {
-            Ok(world) => {
+        let read = read_manifests(&args, &mut manifests).map(|f| {
+            let world = World::build_after(
+                &f,
+                &state,
+                args.settings(),
+                Some(previous.as_ref().unwrap_or(&served)),
+            );
+            (f, world)
+        });
+        drop(previous);
+        match read {
+            Ok((read_files, world)) => {
+                files = read_files;
                 for p in &world.problems {
                     tracing::warn!(problem = %p, "input");
                 }
@@ -274,8 +314,11 @@ async fn serve(
                         tracing::error!(error = %e, "cannot write the status dir");
                     }
                     saved = written.is_ok();
-                    fold_at = matches!(written, Ok(true))
-                        .then(|| tokio::time::Instant::now() + FOLD_AFTER);
+                    quiet.fold |= matches!(written, Ok(true));
+                }
+                quiet.read_again = nodes_changed(&state, &next);
+                if quiet.fold || quiet.read_again {
+                    quiet.at = Some(tokio::time::Instant::now() + QUIET);
                 }
                 state = next;
                 tracing::debug!(
@@ -289,7 +332,7 @@ async fn serve(
             Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
         }
     }
-    if fold_at.is_some() {
+    if quiet.fold {
         fold(&args, &state);
     }
     // Stop taking keys; let the reconciles in flight finish their transactions.
@@ -299,9 +342,31 @@ async fn serve(
     Ok(ExitCode::SUCCESS)
 }
 
-/// How long the manifests stay unchanged after a save that left edits in the status
-/// directory's journal before the Nodes' files are written with them.
-const FOLD_AFTER: Duration = Duration::from_secs(1);
+/// How long the manifests stay unchanged after a reload before what waits for quiet
+/// ([`Quiet`]) is done.
+const QUIET: Duration = Duration::from_secs(1);
+
+/// What netconnectd does once the manifests have been quiet for [`QUIET`] after a
+/// reload, off the path from a change to its rows.
+#[derive(Default)]
+struct Quiet {
+    /// When.
+    at: Option<tokio::time::Instant>,
+    /// The status directory's journal holds edits to write into the Nodes' files.
+    fold: bool,
+    /// The Nodes' annotations in the state changed: the world is read again beside
+    /// it.
+    read_again: bool,
+}
+
+/// True when a Node of `after` is not as in `before`, or one is gone.
+fn nodes_changed(before: &State, after: &State) -> bool {
+    fn nodes(s: &State) -> impl Iterator<Item = (&(String, String), &Object)> {
+        s.objects.iter().filter(|((kind, _), _)| kind == "Node")
+    }
+    nodes(before).count() != nodes(after).count()
+        || nodes(after).any(|(k, o)| before.objects.get(k) != Some(o))
+}
 
 /// Writes the edits the status directory's journal holds into the Nodes' files
 /// ([`State::fold`]); false when it could not (the next save is then a full one).
