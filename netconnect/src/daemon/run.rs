@@ -197,7 +197,7 @@ fn exit_code(failed: bool) -> ExitCode {
 async fn serve(
     args: Args,
     world: World,
-    mut state: State,
+    state: State,
     mut manifests: ManifestDir,
     events: CacheEvents,
     reconciler: Arc<Reconciler>,
@@ -248,8 +248,9 @@ async fn serve(
     // state saved after it (when the Nodes' annotations changed: the next reload then
     // finds each node as it reads it, instead of reading every node's host subnets
     // again on the next change).
-    let mut files = Vec::new();
-    let mut read_beside: Option<World> = None;
+    let mut files = Arc::new(Vec::new());
+    let mut read_beside: Option<tokio::task::JoinHandle<World>> = None;
+    let mut state = Arc::new(state);
     loop {
         let quiet_due = async {
             match quiet.at {
@@ -265,26 +266,29 @@ async fn serve(
                 // comes first (and arms the quiet again for what is left).
                 quiet.at = None;
                 if std::mem::take(&mut quiet.read_again) && changed.is_empty() {
-                    let started = std::time::Instant::now();
-                    let served = tx.borrow().clone();
-                    read_beside = Some(World::build_after(
-                        &files,
-                        &state,
-                        args.settings(),
-                        Some(&served),
-                    ));
-                    tracing::debug!(took = ?started.elapsed(), "world read beside the state saved");
+                    // On a thread of its own: a change come meanwhile does not wait for
+                    // it (its reload takes the world served instead).
+                    let (files, state) = (files.clone(), state.clone());
+                    let (served, settings) = (tx.borrow().clone(), args.settings());
+                    read_beside = Some(tokio::task::spawn_blocking(move || {
+                        let started = std::time::Instant::now();
+                        let world = World::build_after(&files, &state, settings, Some(&served));
+                        tracing::debug!(took = ?started.elapsed(), "world read beside the state saved");
+                        world
+                    }));
                 }
                 if quiet.fold && changed.is_empty() {
-                    quiet.fold = false;
-                    saved = fold(&args, &state);
+                    (saved, quiet.fold) = fold(&args, &state, &|| changed.is_empty());
                 }
                 continue;
             }
             Some(()) = changed.recv() => {}
         }
         let served = tx.borrow().clone();
-        let previous = read_beside.take();
+        let previous = match read_beside.take() {
+            Some(task) if task.is_finished() => task.await.ok(),
+            _ => None,
+        };
         let started = std::time::Instant::now();
         let read = read_manifests(&args, &mut manifests).map(|f| {
             let world = World::build_after(
@@ -298,7 +302,7 @@ async fn serve(
         drop(previous);
         match read {
             Ok((read_files, world)) => {
-                files = read_files;
+                files = Arc::new(read_files);
                 for p in &world.problems {
                     tracing::warn!(problem = %p, "input");
                 }
@@ -320,7 +324,7 @@ async fn serve(
                 if quiet.fold || quiet.read_again {
                     quiet.at = Some(tokio::time::Instant::now() + QUIET);
                 }
-                state = next;
+                state = Arc::new(next);
                 tracing::debug!(
                     ?built,
                     state = ?stated - built,
@@ -333,7 +337,7 @@ async fn serve(
         }
     }
     if quiet.fold {
-        fold(&args, &state);
+        fold(&args, &state, &|| true);
     }
     // Stop taking keys; let the reconciles in flight finish their transactions.
     tracing::info!("stopping: finishing the reconciles in flight");
@@ -369,20 +373,22 @@ fn nodes_changed(before: &State, after: &State) -> bool {
 }
 
 /// Writes the edits the status directory's journal holds into the Nodes' files
-/// ([`State::fold`]); false when it could not (the next save is then a full one).
-fn fold(args: &Args, state: &State) -> bool {
+/// ([`State::fold_while`]) while `go_on()` holds: whether the directory holds `state`
+/// (false when it could not be written: the next save is then a full one), and
+/// whether the fold is left to do.
+fn fold(args: &Args, state: &State, go_on: &dyn Fn() -> bool) -> (bool, bool) {
     let Some(dir) = &args.status_dir else {
-        return true;
+        return (true, false);
     };
     let started = std::time::Instant::now();
-    match state.fold(dir) {
-        Ok(()) => {
-            tracing::debug!(took = ?started.elapsed(), "status journal folded");
-            true
+    match state.fold_while(dir, go_on) {
+        Ok(done) => {
+            tracing::debug!(took = ?started.elapsed(), done, "status journal folded");
+            (true, !done)
         }
         Err(e) => {
             tracing::error!(error = %e, "cannot fold the status dir's journal");
-            false
+            (false, false)
         }
     }
 }

@@ -211,12 +211,12 @@ impl State {
         // A Node written whole with edits of it in the journal would have them replayed
         // onto its newer text: the journal is folded first.
         let pending = if journaled && whole.iter().any(is_node) {
-            self.fold_locked(dir)?;
+            self.fold_locked(dir, &|| true)?;
             false
         } else if edits.is_empty() {
             journaled
         } else if journal::append(dir, &edits)? > journal::FOLD_AT {
-            self.fold_locked(dir)?;
+            self.fold_locked(dir, &|| true)?;
             false
         } else {
             true
@@ -236,21 +236,36 @@ impl State {
     /// After [`State::save_since`] left edits in the journal of `dir` (this state being
     /// the one saved): writes the files of the Nodes they edit and removes the journal.
     pub fn fold(&self, dir: &Path) -> io::Result<()> {
-        let _lock = lock(dir)?;
-        self.fold_locked(dir)
+        self.fold_while(dir, &|| true).map(|_| ())
     }
 
-    /// [`State::fold`], `DIR/.lock` held.
-    fn fold_locked(&self, dir: &Path) -> io::Result<()> {
+    /// [`State::fold`] a few files at a time while `go_on()` holds; false when it
+    /// stopped before the end (the journal is kept then: the files written hold what
+    /// its edits lead to, which reading it again allows for).
+    pub fn fold_while(&self, dir: &Path, go_on: &dyn Fn() -> bool) -> io::Result<bool> {
+        let _lock = lock(dir)?;
+        self.fold_locked(dir, go_on)
+    }
+
+    /// [`State::fold_while`], `DIR/.lock` held.
+    fn fold_locked(&self, dir: &Path, go_on: &dyn Fn() -> bool) -> io::Result<bool> {
+        // About 30 ms of writing at 500 networks.
+        const AT_ONCE: usize = 64;
         if !journal::exists(dir) {
-            return Ok(());
+            return Ok(true);
         }
         let nodes: Vec<&Object> = journal::nodes(dir)?
             .into_iter()
             .filter_map(|n| self.objects.get(&("Node".to_owned(), n)))
             .collect();
-        write_objects(dir, &nodes)?;
-        journal::remove(dir)
+        for these in nodes.chunks(AT_ONCE) {
+            if !go_on() {
+                return Ok(false);
+            }
+            write_objects(dir, these)?;
+        }
+        journal::remove(dir)?;
+        Ok(true)
     }
 }
 
@@ -565,6 +580,37 @@ mod tests {
         assert!(!d.join(journal::FILE).exists());
         assert_eq!(files_of(d), full_save(&third));
         assert_eq!(State::load(d).unwrap(), (third, Vec::new()));
+    }
+
+    #[test]
+    fn a_fold_stopped_half_way_leaves_a_directory_read_as_saved() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let nodes: String = (0..100).map(|i| node(&format!("n{i:03}"), &[])).collect();
+        let udn = |name: &str, cidr: &str| {
+            l3(&format!("[{{cidr: {cidr}}}]")).replace("name: net,", &format!("name: {name},"))
+        };
+        let one = nodes + &udn("a", "10.1.0.0/16");
+        let first = state_of(&one, &State::default());
+        first.save(d).unwrap();
+        let two = one + &udn("b", "10.2.0.0/16");
+        let second = state_of(&two, &first);
+        assert!(second.save_since(&first, d).unwrap());
+        // One batch of files written, then a change comes.
+        let batches = std::cell::Cell::new(0);
+        let go_on = || {
+            batches.set(batches.get() + 1);
+            batches.get() == 1
+        };
+        assert!(!second.fold_while(d, &go_on).unwrap());
+        assert!(d.join(journal::FILE).exists());
+        assert_eq!(State::load(d).unwrap(), (second.clone(), Vec::new()));
+        // The next network's edits go on top of files folded and files not.
+        let third = state_of(&(two + &udn("c", "10.3.0.0/16")), &second);
+        assert!(third.save_since(&second, d).unwrap());
+        assert_eq!(State::load(d).unwrap(), (third.clone(), Vec::new()));
+        assert!(third.fold_while(d, &|| true).unwrap());
+        assert_eq!(files_of(d), full_save(&third));
     }
 
     #[test]

@@ -202,60 +202,74 @@ fn problem(line: usize, node: Option<&str>, message: String) -> Problem {
 
 /// Applies the journal of `dir` to the Nodes of `objects` (keyed as a state's), reporting
 /// the edits that do not apply. An edit of a Node that is gone is dropped (its file was
-/// removed after the edit was written).
+/// removed after the edit was written). A value's edits are a chain, each made to what
+/// the one before left: the file may hold any link of it (a fold stopped half way
+/// wrote some Nodes' files), and the edits after that link are applied.
 pub(super) fn replay(
     dir: &Path,
     objects: &mut BTreeMap<(String, String), Object>,
     problems: &mut Vec<Problem>,
 ) -> io::Result<()> {
-    // Each value's digest as the edits leave it, so that a value edited many times is
-    // hashed once.
-    let mut digests: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut chains: BTreeMap<(String, String), Vec<(usize, Edit)>> = BTreeMap::new();
     for (line, e) in read(dir, problems)? {
-        let Some(Object::Node(node)) = objects.get_mut(&("Node".to_owned(), e.node.clone())) else {
+        let at = (e.node.clone(), e.annotation.clone());
+        chains.entry(at).or_default().push((line, e));
+    }
+    for ((node, annotation), chain) in chains {
+        let Some(Object::Node(object)) = objects.get_mut(&("Node".to_owned(), node.clone())) else {
             continue;
         };
-        let Some(value) = node.metadata.annotations.get_mut(&e.annotation) else {
+        let (first_line, _) = chain[0];
+        let Some(value) = object.metadata.annotations.get_mut(&annotation) else {
             problems.push(problem(
-                line,
-                Some(&e.node),
-                format!(
-                    "the file has no annotation {}: its edit is not applied",
-                    e.annotation
-                ),
+                first_line,
+                Some(&node),
+                format!("the file has no annotation {annotation}: its edits are not applied"),
             ));
             continue;
         };
-        let at = (e.node.clone(), e.annotation.clone());
-        let now = digests.entry(at).or_insert_with(|| digest(value));
-        if *now == e.after {
-            continue;
-        }
-        let edited = (*now == e.before)
-            .then(|| {
-                let end = value.len().checked_sub(e.back)?;
-                let kept = (value.get(..e.front)?, value.get(end..)?);
-                (e.front <= end).then_some(kept)
-            })
-            .flatten()
-            .map(|(front, back)| format!("{front}{}{back}", e.middle));
-        match edited {
-            Some(v) => {
-                *value = v;
-                *now = e.after;
+        // The digest of the value as the edits leave it: each is checked against the
+        // edit made to it, and the value is hashed once.
+        let mut now = digest(value);
+        let from = chain
+            .iter()
+            .rposition(|(_, e)| e.after == now)
+            .map_or(0, |i| i + 1);
+        for (line, e) in &chain[from..] {
+            if e.after == now {
+                // The same edit again (two daemons sharing the directory).
+                continue;
             }
-            None => problems.push(problem(
-                line,
-                Some(&e.node),
-                format!(
-                    "annotation {} is not the value the edit was made to: the file's \
-                     value is kept",
-                    e.annotation
-                ),
-            )),
+            match (e.before == now).then(|| apply(value, e)).flatten() {
+                Some(v) => {
+                    *value = v;
+                    now.clone_from(&e.after);
+                }
+                None => {
+                    problems.push(problem(
+                        *line,
+                        Some(&node),
+                        format!(
+                            "annotation {annotation} is not the value the edit was made \
+                             to: the file's value is kept"
+                        ),
+                    ));
+                    break;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// `value` edited by `e` (made to it), unless `e`'s ends do not fit in it.
+fn apply(value: &str, e: &Edit) -> Option<String> {
+    let end = value.len().checked_sub(e.back)?;
+    let (front, back) = (value.get(..e.front)?, value.get(end..)?);
+    if e.front > end {
+        return None;
+    }
+    Some(format!("{front}{}{back}", e.middle))
 }
 
 #[cfg(test)]
@@ -319,6 +333,18 @@ mod tests {
             assert_eq!(got, nodes[upto + 1], "after {} edits", upto + 1);
             assert!(problems.is_empty(), "{problems:?}");
         }
+        // A file already holding a later link of the chain (a fold stopped half way, or
+        // before the journal was removed) gets the edits after it, and no word.
+        for (k, start) in nodes.iter().enumerate() {
+            let (got, problems) = replayed(start, &edits);
+            assert_eq!(&got, nodes.last().unwrap(), "from value {k}");
+            assert!(problems.is_empty(), "from value {k}: {problems:?}");
+        }
+        // Each edit written twice (two daemons sharing the directory) is applied once.
+        let twice: Vec<Vec<Edit>> = edits.iter().flat_map(|e| [e.clone(), e.clone()]).collect();
+        let (got, problems) = replayed(&nodes[0], &twice);
+        assert_eq!(&got, nodes.last().unwrap());
+        assert!(problems.is_empty(), "{problems:?}");
     }
 
     #[test]
