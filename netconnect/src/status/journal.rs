@@ -6,15 +6,18 @@
 //! changes only annotation values of many Nodes, it appends to the journal instead,
 //! for each value, the bytes that changed between the ends both texts share (a
 //! network's entry: some 40 bytes), with a digest of the text before and after.
-//! Reading the directory applies the edits in order; netconnectd writes the Nodes'
-//! files whole and removes the journal once it has been quiet a moment ([`State::fold`](super::dir::State::fold)), so
-//! that the files soon show what the API server would again.
+//! Reading the directory applies the edits; netconnectd writes the Nodes' files whole
+//! and removes the journal once the manifests have been quiet a moment
+//! ([`State::fold`](super::dir::State::fold)), so that the files soon show what the API
+//! server would again.
 //!
 //! The journal is one JSON object per line, appended and flushed to disk before the
 //! save returns. A last line cut short (a stop during the append: that save never
-//! returned, nothing used what it held) is ignored. An edit whose text before is not
-//! what the file holds is not applied and is reported; it is skipped without a word when
-//! the file already holds its result.
+//! returned, nothing used what it held) is ignored. A value's edits form a chain, each
+//! made to what the one before left; they are applied from the link the file holds (a
+//! fold stopped half way, or a stop before the journal was removed, leaves files holding
+//! a later link). An edit made to a value the file does not hold is not applied and is
+//! reported.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufRead, Write};
