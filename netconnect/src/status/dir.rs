@@ -38,6 +38,7 @@ use super::journal;
 use super::network::is_refused;
 use crate::api::annotations::{self, *};
 use crate::api::load::{parse_file, Object, Problem};
+use crate::api::objects::Node;
 use crate::api::validate::{cudn_network, udn_network, Reserved};
 use crate::api::{Context, Network};
 
@@ -183,30 +184,30 @@ impl State {
         std::fs::create_dir_all(dir)?;
         let _lock = lock(dir)?;
         let mut whole: Vec<&Object> = Vec::new();
-        let mut edited: Vec<&Object> = Vec::new();
-        let mut edits = Vec::new();
+        // Nodes changed only in annotation values, with what they were: their edits
+        // are worked out only when the journal takes them.
+        let mut edited: Vec<(&Node, &Node, &Object)> = Vec::new();
         for (k, o) in &self.objects {
             let before = previous.objects.get(k);
             if before == Some(o) {
                 continue;
             }
-            let node_edits = match (before, o) {
-                (Some(Object::Node(b)), Object::Node(n)) => journal::node_edits(b, n),
-                _ => None,
-            };
-            match node_edits {
-                Some(e) => {
-                    edits.extend(e);
-                    edited.push(o);
+            match (before, o) {
+                (Some(Object::Node(b)), Object::Node(n)) if journal::only_values_differ(b, n) => {
+                    edited.push((b, n, o))
                 }
-                None => whole.push(o),
+                _ => whole.push(o),
             }
         }
         let journaled = journal::exists(dir);
         let is_node = |o: &&Object| matches!(o, Object::Node(_));
+        let mut edits = Vec::new();
         if edited.len() < journal::FROM_NODES || (journaled && whole.iter().any(is_node)) {
-            whole.append(&mut edited);
-            edits.clear();
+            whole.extend(edited.iter().map(|(_, _, o)| *o));
+        } else {
+            for (b, n, _) in &edited {
+                edits.extend(journal::node_edits(b, n).unwrap_or_default());
+            }
         }
         // A Node written whole with edits of it in the journal would have them replayed
         // onto its newer text: the journal is folded first.

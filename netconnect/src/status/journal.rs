@@ -66,28 +66,35 @@ fn digest(text: &str) -> String {
 /// The edits turning Node `before` into `after`, when they differ only in the values of
 /// annotations both have (`None` otherwise: the Node is to be written whole).
 pub(super) fn node_edits(before: &Node, after: &Node) -> Option<Vec<Edit>> {
+    if !only_values_differ(before, after) {
+        return None;
+    }
+    let pairs = before
+        .metadata
+        .annotations
+        .iter()
+        .zip(&after.metadata.annotations);
+    let changed = pairs.filter(|((_, vb), (_, va))| vb != va);
+    Some(
+        changed
+            .map(|((_, vb), (ka, va))| edit(&after.metadata.name, ka, vb, va))
+            .collect(),
+    )
+}
+
+/// True when Nodes `before` and `after` differ at most in the values of annotations
+/// both have: what [`node_edits`] can say, told without working out the edits.
+pub(super) fn only_values_differ(before: &Node, after: &Node) -> bool {
     let (b, a) = (&before.metadata, &after.metadata);
-    let same_rest = before.api_version == after.api_version
+    before.api_version == after.api_version
         && before.kind == after.kind
         && before.other == after.other
         && b.name == a.name
         && b.namespace == a.namespace
         && b.labels == a.labels
         && b.other == a.other
-        && b.annotations.len() == a.annotations.len();
-    if !same_rest {
-        return None;
-    }
-    let mut edits = Vec::new();
-    for ((kb, vb), (ka, va)) in b.annotations.iter().zip(&a.annotations) {
-        if kb != ka {
-            return None;
-        }
-        if vb != va {
-            edits.push(edit(&a.name, ka, vb, va));
-        }
-    }
-    Some(edits)
+        && b.annotations.len() == a.annotations.len()
+        && b.annotations.keys().eq(a.annotations.keys())
 }
 
 /// The edit of Node `node`'s annotation `annotation` from `before` to `after`.
