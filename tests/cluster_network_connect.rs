@@ -1615,6 +1615,8 @@ async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
     let mut nodes: Vec<(bool, u8)> = vec![(true, 0), (true, 0), (false, 0), (false, 0)];
     // Rows built and compared, from fragments and whole: Layer3's, Layer2's.
     let (mut built, mut whole_built) = ([0; 2], [0; 2]);
+    // Plans with the network-wide rows kept (the base fragment skipped), by topology.
+    let mut kept_bases = [0; 2];
     let mut state = State::default();
     // The world before, and the network keys a new world left out of its changed
     // keys (each must build the same rows in both).
@@ -1737,7 +1739,11 @@ async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
                 .fragment_scope(&key)
                 .expect("a primary network's fragments");
             // (Before the first apply both fail alike: the cluster's rows are not in.)
-            let parts = r.plan(&w.desired_with(&key, &r.known(&owner, &scope)).unwrap());
+            let from_parts = w.desired_with(&key, &r.known(&owner, &scope)).unwrap();
+            if from_parts.rows().any(|r| r.kept) {
+                kept_bases[usize::from(layer2[i])] += 1;
+            }
+            let parts = r.plan(&from_parts);
             let whole = r.plan(&w.desired(&key).unwrap());
             let shown = |p: &Result<netconnect::reconcile::Plan, _>| match p {
                 Ok(p) => Ok(substance(p)),
@@ -1782,4 +1788,11 @@ async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
         }
     }
     assert!(whole_built[1] > 0 || !layer2.contains(&true));
+    // Some plans kept a network's routers and switches as they were and only put the
+    // nodes built again into their sets.
+    for (t, name) in [(0, "Layer3"), (1, "Layer2")] {
+        if whole_built[t] > 0 {
+            assert!(kept_bases[t] > 0, "{name}: no plan kept the network's rows");
+        }
+    }
 }

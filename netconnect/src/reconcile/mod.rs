@@ -85,7 +85,13 @@ struct FragmentMemo {
     /// untouched, so are its rows).
     inside: bool,
     rows: Arc<[MemoRow]>,
+    /// A base fragment's rows by table and identity: when it is skipped, the rows
+    /// built now refer to them by these.
+    identities: Option<Arc<KeptIdentities>>,
 }
+
+/// The rows of a skipped base fragment by table and identity.
+pub type KeptIdentities = HashMap<&'static str, HashMap<String, Uuid>>;
 
 impl FragmentMemo {
     fn new(fingerprint: u64, rows: Vec<MemoRow>) -> FragmentMemo {
@@ -93,6 +99,15 @@ impl FragmentMemo {
             fingerprint,
             inside: rows.iter().all(|r| r.inside),
             rows: rows.into(),
+            identities: None,
+        }
+    }
+
+    /// The same fragment, its rows now `rows` (the same rows, in other versions).
+    fn with_rows(&self, rows: Vec<MemoRow>) -> FragmentMemo {
+        FragmentMemo {
+            identities: self.identities.clone(),
+            ..FragmentMemo::new(self.fingerprint, rows)
         }
     }
 
@@ -362,9 +377,16 @@ pub struct KeptRows {
     /// rows not kept (those in no fragment, and those of the fragments built again),
     /// the only ones a plan needs to look at.
     others: Option<UuidSet>,
+    /// The rows of the skipped base fragment, by table and identity.
+    base: Option<Arc<KeptIdentities>>,
 }
 
 impl KeptRows {
+    /// The row of the skipped base fragment of `table` known as `identity`.
+    pub fn base_row(&self, table: &str, identity: &str) -> Option<Uuid> {
+        self.base.as_ref()?.get(table)?.get(identity).copied()
+    }
+
     /// The key's rows that are not kept, when they are known without a look at the
     /// others ([`KeptRows`]).
     pub fn others(&self) -> Option<&UuidSet> {
@@ -478,6 +500,41 @@ fn changed_only_by(
         }
     }
     gone <= deleted
+}
+
+/// Fragment `memo` with its rows as `now` shows them, if `planned` (a key's rows and
+/// the snapshot a plan was made in) showed them as remembered: its rows as the plan
+/// that led to `now` left them. None when one was not as remembered (the fragment is
+/// then built again next time) or is gone.
+fn as_planned_now(
+    memo: &FragmentMemo,
+    planned: (&KeyRows, &Snapshot),
+    now: (&KeyRows, &Snapshot),
+) -> Option<FragmentMemo> {
+    let mut rows = Vec::with_capacity(memo.rows.len());
+    for r in memo.rows.iter() {
+        let as_remembered = with_current(planned.0, planned.1, r.table, &r.uuid, |row, _| {
+            row.is_some_and(|row| plan::is_version(row, &r.row))
+        });
+        if !as_remembered {
+            return None;
+        }
+        rows.push(with_current(
+            now.0,
+            now.1,
+            r.table,
+            &r.uuid,
+            |row, inside| {
+                Some(MemoRow {
+                    table: r.table,
+                    uuid: r.uuid,
+                    row: Arc::downgrade(row?),
+                    inside,
+                })
+            },
+        )?);
+    }
+    Some(memo.with_rows(rows))
 }
 
 /// The key's rows in no fragment, `now`: those of `was` (a read of the same key,
@@ -635,8 +692,11 @@ impl Reconciler {
     /// those applied before whose rows are all as the reconciler left them (a fragment
     /// with a row changed since, by anyone, is built again; another key attaching its
     /// rows to a node's switch makes that node's fragment unknown, not the others).
-    /// The key's rows outside fragments, such as a network's router, are built and
-    /// compared every time.
+    /// The key's rows outside fragments are built and compared every time; a network's
+    /// router and switches are its base fragment
+    /// ([`Desired::base_fragment`](crate::topology::desired::Desired::base_fragment)),
+    /// known like the others: a write of the key's own that only put elements into
+    /// their sets or took some out leaves them known.
     pub fn known(&self, owner: &Owner, scope: &Scope) -> KnownFragments {
         let Some(m) = self
             .memo
@@ -702,11 +762,14 @@ impl Reconciler {
         // those the key no longer builds.
         let mut except = Vec::new();
         let mut present = 0;
+        let mut base = None;
         for f in desired.fragments() {
             if let Some(mf) = m.fragments.get(&f.key) {
                 present += 1;
                 if !f.skipped {
                     except.extend(mf.uuids());
+                } else if f.base {
+                    base = mf.identities.clone();
                 }
             }
         }
@@ -729,6 +792,7 @@ impl Reconciler {
             all: m.fragment_rows.clone(),
             except,
             others,
+            base,
         }
     }
 
@@ -772,7 +836,7 @@ impl Reconciler {
             };
             if own {
                 plan.seen = Some(SeenRows::of(&rows));
-                self.remember(desired, &plan, &[], &rows, &now);
+                self.remember(desired, &plan, &[], &rows, &now, None);
             } else {
                 self.forget(desired);
             }
@@ -811,7 +875,14 @@ impl Reconciler {
                     && changed_only_by(&before, &now, &ops, &results, plan.deleted.len())
                 {
                     plan.seen = Some(SeenRows::of(&now));
-                    self.remember(desired, &plan, &results, &now, &snap);
+                    self.remember(
+                        desired,
+                        &plan,
+                        &results,
+                        &now,
+                        &snap,
+                        Some((&before, &planned)),
+                    );
                 } else {
                     self.forget(desired);
                 }
@@ -874,7 +945,10 @@ impl Reconciler {
 
     /// After `desired` was applied by `plan` (whose operations gave `results`), with
     /// nothing but its own changes in the cache's `snap`, where the key's rows are
-    /// `rows`: its fragments and their rows as `snap` shows them.
+    /// `rows`: its fragments and their rows as `snap` shows them. `planned` is the
+    /// key's rows and the snapshot the plan was made in, when it wrote anything: the
+    /// rows of a skipped base fragment that were there as remembered are remembered
+    /// as they are now, with what the plan put into their sets.
     fn remember(
         &self,
         desired: &Desired,
@@ -882,6 +956,7 @@ impl Reconciler {
         results: &[ovsdb_proto::OperationResult],
         rows: &KeyRows,
         snap: &Snapshot,
+        planned: Option<(&KeyRows, &Snapshot)>,
     ) {
         let key = memo_key(&desired.owner, &desired.scope);
         let mut memo = self.memo.lock().unwrap_or_else(|e| e.into_inner());
@@ -907,6 +982,12 @@ impl Reconciler {
             .iter()
             .map(|f| (!f.skipped).then(|| (f.fingerprint, Vec::new())))
             .collect();
+        // A base fragment built now: its rows by table and identity.
+        let mut identities: Option<(usize, KeptIdentities)> = desired
+            .fragments()
+            .iter()
+            .position(|f| f.base && !f.skipped)
+            .map(|at| (at, KeptIdentities::new()));
         for r in desired.rows() {
             let Some(at) = r.fragment.map(|at| at as usize) else {
                 continue;
@@ -925,7 +1006,14 @@ impl Reconciler {
                 })
             });
             match found {
-                Some(row) => entry.1.push(row),
+                Some(row) => {
+                    if let Some((_, ids)) = identities.as_mut().filter(|(b, _)| *b == at) {
+                        ids.entry(r.table)
+                            .or_default()
+                            .insert(r.identity.clone(), row.uuid);
+                    }
+                    entry.1.push(row)
+                }
                 None => built[at] = None,
             }
         }
@@ -944,18 +1032,31 @@ impl Reconciler {
         // The rows of the fragments replaced or forgotten, and of those put in.
         let (mut removed, mut added) = (Vec::new(), Vec::new());
         let mut present = 0;
-        for (f, now) in desired.fragments().iter().zip(built) {
+        for (at, (f, now)) in desired.fragments().iter().zip(built).enumerate() {
             let key = f.key;
             match now {
                 Some((fingerprint, rows)) => {
-                    let memo = FragmentMemo::new(fingerprint, rows);
+                    let mut memo = FragmentMemo::new(fingerprint, rows);
+                    if let Some((_, ids)) = identities.take_if(|(b, _)| *b == at) {
+                        memo.identities = Some(Arc::new(ids));
+                    }
                     added.extend(memo.uuids());
                     if let Some(was) = fragments.insert(key, memo) {
                         removed.extend(was.uuids());
                     }
                     present += 1;
                 }
-                None if f.skipped => present += usize::from(fragments.contains_key(&key)),
+                None if f.skipped => {
+                    let Some(memo) = fragments.get_mut(&key) else {
+                        continue;
+                    };
+                    present += 1;
+                    if let Some(planned) = planned.filter(|_| f.base) {
+                        if let Some(now) = as_planned_now(memo, planned, (rows, snap)) {
+                            *memo = now;
+                        }
+                    }
+                }
                 None => {
                     if let Some(was) = fragments.remove(&key) {
                         removed.extend(was.uuids());
@@ -1094,6 +1195,7 @@ mod tests {
                 all: Arc::new(edited),
                 except: except.iter().map(|n| u(*n)).collect(),
                 others: None,
+                base: None,
             };
             let mut asked: Vec<u64> = (0..70).collect();
             asked.sort_by_key(|n| u(*n).as_u128());

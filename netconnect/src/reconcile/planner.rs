@@ -13,11 +13,14 @@
 //! - A *shared* row (the default COPP) that another party already created is used,
 //!   and what only it would have referenced is not created either.
 //! - Columns OVN's daemons write (`up`, `status`, …) are never compared or written.
+//! - The rows of a skipped base fragment ([`DesiredRow::kept`]) are neither compared
+//!   nor written: only the rows built now are put into their sets, and the key's rows
+//!   no longer wanted taken out of them, as the rows built whole would hold them.
 //! - A row no longer wanted is deleted: a root row explicitly, any other by removing the
 //!   references to it (the server then collects it).
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use ovsdb_proto::cache::{CachedRow, SetElements, Snapshot};
@@ -71,6 +74,10 @@ struct Existing {
     uuid: Uuid,
     row: Arc<CachedRow>,
 }
+
+/// What a plan takes out of and puts into the sets of the rows of a skipped base
+/// fragment ([`DesiredRow::kept`]), by the row's position then column.
+type KeptChanges = BTreeMap<usize, BTreeMap<String, (Vec<Atom>, Vec<Atom>)>>;
 
 /// What the planner needs to know of one table, worked out once per schema.
 struct TableInfo {
@@ -226,9 +233,11 @@ impl Planner {
         };
         p.insert_new_rows(&mut plan)?;
         p.update_columns(&mut plan)?;
+        let mut kept = p.grow_kept()?;
         let attached = p.attach(&mut plan)?;
         p.detach(&mut plan, &attached);
-        p.delete_stale(&mut plan);
+        p.delete_stale(&mut plan, &mut kept);
+        p.change_kept(&mut plan, kept);
         Ok(plan)
     }
 }
@@ -399,6 +408,9 @@ impl<'a> Planning<'a> {
     fn reuse_shared_rows(&mut self) -> bool {
         let mut substituted = false;
         for r in self.desired.rows() {
+            if r.kept {
+                continue;
+            }
             let foreign = r.shared.then(|| r.name()).flatten().and_then(|name| {
                 self.nb
                     .named(self.snap, r.table, name)
@@ -421,10 +433,12 @@ impl<'a> Planning<'a> {
     /// would be collected by the server at once), until nothing more goes.
     fn drop_unreferenced(&mut self) {
         loop {
+            let grown = self.desired.growth().iter().flat_map(|g| &g.elements);
             let referenced: HashSet<&str> = self
                 .wanted
                 .iter()
                 .flat_map(|r| r.row.values().flat_map(placeholders))
+                .chain(grown.map(String::as_str))
                 .collect();
             let before = self.wanted.len();
             let info = self.info;
@@ -457,6 +471,17 @@ impl<'a> Planning<'a> {
             };
             self.resolved
                 .insert(Cow::Borrowed(r.placeholder.as_str()), atom);
+        }
+        // The rows of a skipped base fragment are where they were left.
+        for r in self.desired.rows().filter(|r| r.kept) {
+            let Some(uuid) = self.keep.base_row(r.table, &r.identity) else {
+                return Err(PlanError::MissingDependency {
+                    table: r.table.to_owned(),
+                    name: r.identity.clone(),
+                });
+            };
+            self.resolved
+                .insert(Cow::Borrowed(r.placeholder.as_str()), Atom::Uuid(uuid));
         }
         for (table, name) in self.desired.foreign() {
             let p = foreign_placeholder(table, name);
@@ -755,6 +780,99 @@ impl<'a> Planning<'a> {
         Ok((drop, add))
     }
 
+    /// The row of the skipped base fragment at position `at` of the key's rows, as the
+    /// NB holds it.
+    fn kept_row(&self, at: usize) -> Option<(&'a DesiredRow, Uuid, Arc<CachedRow>)> {
+        let r = self.desired.rows().nth(at).filter(|r| r.kept)?;
+        let uuid = self.resolved.get(r.placeholder.as_str())?.as_uuid()?;
+        let row = self.snap.get(r.table, &uuid)?;
+        Some((r, uuid, row))
+    }
+
+    /// Phase 6b: what the rows built now put into the sets of the rows of a skipped
+    /// base fragment ([`Desired::growth`]) that they lack.
+    fn grow_kept(&self) -> Result<KeptChanges, PlanError> {
+        let mut changes = KeptChanges::new();
+        for g in self.desired.growth() {
+            let Some((r, _, row)) = self.kept_row(g.row) else {
+                let r = self.desired.rows().nth(g.row);
+                return Err(PlanError::MissingDependency {
+                    table: r.map_or("?", |r| r.table).to_owned(),
+                    name: r.map(|r| r.identity.clone()).unwrap_or_default(),
+                });
+            };
+            debug_assert!(r.kept);
+            let have = row.set(&g.column);
+            let mut add = Vec::new();
+            for p in &g.elements {
+                let a = self.resolve_atom(&Atom::NamedUuid(p.as_str().into()))?;
+                if !have.is_some_and(|h| h.contains(&a)) {
+                    add.push(a);
+                }
+            }
+            if !add.is_empty() {
+                let entry = changes.entry(g.row).or_default();
+                entry.entry(g.column.clone()).or_default().1.extend(add);
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Phase 10: the mutations of the skipped base fragment's rows, each told as an
+    /// update of its columns (as the row built whole would have been).
+    fn change_kept(&self, plan: &mut Plan, changes: KeptChanges) {
+        for (at, columns) in changes {
+            let Some((r, uuid, _)) = self.kept_row(at) else {
+                continue;
+            };
+            let mut muts = Vec::new();
+            for (column, (drop, add)) in &columns {
+                if !drop.is_empty() {
+                    let drop = Datum::set(drop.clone());
+                    muts.push(Mutation::new(column.clone(), Mutator::Delete, drop));
+                }
+                if !add.is_empty() {
+                    let add = Datum::set(add.clone());
+                    muts.push(Mutation::new(column.clone(), Mutator::Insert, add));
+                }
+            }
+            plan.operations.push(Operation::Mutate {
+                table: r.table.into(),
+                conditions: vec![Condition::uuid(uuid)],
+                mutations: muts,
+            });
+            plan.updated.push((
+                RowName {
+                    table: r.table.into(),
+                    identity: r.identity.clone(),
+                },
+                columns.into_keys().collect(),
+            ));
+        }
+    }
+
+    /// The rows of the skipped base fragment holding `child` (of `table`) in a set of
+    /// references, with the column.
+    fn kept_holders(&self, table: &str, child: Uuid) -> Vec<(usize, String)> {
+        let mut out = Vec::new();
+        let child = Atom::Uuid(child);
+        for (at, r) in self.desired.rows().enumerate().filter(|(_, r)| r.kept) {
+            let Some((_, _, row)) = self.kept_row(at) else {
+                continue;
+            };
+            for c in &self.info[r.table].ref_sets {
+                let refers = self.info[r.table]
+                    .schema
+                    .column(c)
+                    .is_some_and(|cs| cs.column_type.key.ref_table.as_deref() == Some(table));
+                if refers && row.set(c).is_some_and(|s| s.contains(&child)) {
+                    out.push((at, c.clone()));
+                }
+            }
+        }
+        out
+    }
+
     /// Phase 7: the key's rows put into the sets of rows it does not own where it wants
     /// them. Returns every (parent, column, child) wanted, attached now or before.
     fn attach(&self, plan: &mut Plan) -> Result<HashSet<(Uuid, &'static str, Atom)>, PlanError> {
@@ -847,7 +965,7 @@ impl<'a> Planning<'a> {
     /// (let go of first by the rows of other parties holding it), any other by taking
     /// the references to it out (the server then collects it); a stale child referred
     /// to by one of the key's rows goes with that reference.
-    fn delete_stale(&self, plan: &mut Plan) {
+    fn delete_stale(&self, plan: &mut Plan, kept_changes: &mut KeptChanges) {
         let kept: HashSet<(&str, &str)> = self
             .wanted
             .iter()
@@ -868,15 +986,30 @@ impl<'a> Planning<'a> {
         } else {
             HashSet::new()
         };
+        let any_kept = self.desired.rows().any(|r| r.kept);
         for (table, identity, e) in stale {
             let root = self.info.get(table).is_none_or(|t| t.schema.is_root);
+            // Held by a row of the skipped base fragment: taken out of it, as that
+            // row built whole would no longer hold it.
+            let by_kept = match any_kept {
+                true => self.kept_holders(table, e.uuid),
+                false => Vec::new(),
+            };
+            for (at, column) in &by_kept {
+                let entry = kept_changes.entry(*at).or_default();
+                entry
+                    .entry(column.clone())
+                    .or_default()
+                    .0
+                    .push(Atom::Uuid(e.uuid));
+            }
             if root {
                 self.let_go_of(plan, table, e.uuid, |_, _| false);
                 plan.operations.push(Operation::Delete {
                     table: table.to_owned(),
                     conditions: vec![Condition::uuid(e.uuid)],
                 });
-            } else if !held.contains(&e.uuid) {
+            } else if !held.contains(&e.uuid) && by_kept.is_empty() {
                 // Held by a row the key does not own: take the reference out of it.
                 for (parent, column) in referrers(self.schema, table) {
                     let_go(

@@ -100,6 +100,22 @@ pub struct Fragment {
     pub fingerprint: u64,
     /// True when it was not built (its rows are in the NB as last applied).
     pub skipped: bool,
+    /// True for a key's base fragment ([`Desired::base_fragment`]): the rows the
+    /// others' rows are put into.
+    pub base: bool,
+}
+
+/// Elements a key's rows built now put into a set column of a row of its skipped base
+/// fragment ([`Desired::base_fragment`]): the reconciler inserts those the row lacks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Growth {
+    /// The position of the base fragment's row (a [`DesiredRow::kept`] one) among the
+    /// key's rows.
+    pub row: usize,
+    /// The set column.
+    pub column: String,
+    /// The placeholders of the rows put in.
+    pub elements: Vec<String>,
 }
 
 /// One set of references of a row the key does not own that the key puts its rows into.
@@ -155,6 +171,11 @@ pub struct DesiredRow {
     pub unidentified: bool,
     /// The fragment the row belongs to (its position in [`Desired::fragments`]).
     pub fragment: Option<u32>,
+    /// True for a row of a skipped base fragment ([`Desired::base_fragment`]): only
+    /// its table, identity and placeholder are known (`row` is empty), so that the
+    /// rows built now can refer to it; it is in the NB as last applied, and is neither
+    /// compared nor written but for the [`Growth`] its sets get.
+    pub kept: bool,
 }
 
 impl DesiredRow {
@@ -195,6 +216,13 @@ pub struct Desired {
     fragments: Vec<Fragment>,
     /// The fragment rows are added to now.
     open: Option<u32>,
+    /// The base fragment, while it is open (the others nest in it).
+    base: Option<u32>,
+    /// What the rows built now put into the sets of a skipped base fragment's rows.
+    growth: Vec<Growth>,
+    /// True once a row was built in a fragment nested in the base: only rows added to a
+    /// skipped base after that can refer to one.
+    built_in_base: bool,
 }
 
 /// How a row is added.
@@ -227,6 +255,9 @@ impl Desired {
             scope: Scope::All,
             fragments: Vec::new(),
             open: None,
+            base: None,
+            growth: Vec::new(),
+            built_in_base: false,
         }
     }
 
@@ -322,7 +353,8 @@ impl Desired {
     /// when `known` says it is in the NB as built before (it is recorded as skipped;
     /// its rows are kept, and references to them from the key's other rows too). The
     /// rows a fragment attaches to other parties' rows must not be root rows (so that
-    /// losing such a reference deletes them, which the reconciler notices).
+    /// losing such a reference deletes them, which the reconciler notices). Fragments
+    /// nest only in the base fragment.
     pub fn fragment(
         &mut self,
         known: &dyn Fragments,
@@ -334,12 +366,13 @@ impl Desired {
 
     /// [`Desired::fragment`] for the label whose [`label_hash`] is `key`.
     pub fn fragment_hashed(&mut self, known: &dyn Fragments, key: u64, fingerprint: u64) -> bool {
-        debug_assert!(self.open.is_none(), "fragments do not nest");
+        debug_assert!(self.open == self.base, "fragments nest only in the base");
         let skipped = known.unchanged(key, fingerprint);
         self.fragments.push(Fragment {
             key,
             fingerprint,
             skipped,
+            base: false,
         });
         if !skipped {
             self.open = Some(self.fragments.len() as u32 - 1);
@@ -347,9 +380,80 @@ impl Desired {
         !skipped
     }
 
-    /// Ends the fragment begun by [`Desired::fragment`].
+    /// Starts the key's *base* fragment, whose inputs hash to `fingerprint`: the rows
+    /// every other fragment's rows are put into (a network's router and switches, the
+    /// sets of which hold a route or port of every node). The other fragments nest in
+    /// it; it ends with [`Desired::end_fragment`] called outside them. True when it is
+    /// built. When `known` says it is in the NB as built before, its rows are added
+    /// all the same but kept ([`DesiredRow::kept`]: what the builder gives of them is
+    /// not converted, compared or written), and the references its sets get to the
+    /// rows of the fragments built now are recorded as [`Growth`]: a node added then
+    /// costs its own rows and the elements it adds, however large the router. Its rows
+    /// must not hold selections ([`Desired::select`]): what those match may change
+    /// while the fragment's inputs do not.
+    pub fn base_fragment(&mut self, known: &dyn Fragments, fingerprint: u64) -> bool {
+        debug_assert!(self.open.is_none() && self.base.is_none());
+        let key = label_hash(format_args!("base"));
+        let skipped = known.unchanged(key, fingerprint);
+        self.fragments.push(Fragment {
+            key,
+            fingerprint,
+            skipped,
+            base: true,
+        });
+        let at = self.fragments.len() as u32 - 1;
+        self.open = Some(at);
+        self.base = Some(at);
+        !skipped
+    }
+
+    /// Ends the fragment begun by [`Desired::fragment`] (rows then go to the base
+    /// fragment, if one is open), or the base fragment.
     pub fn end_fragment(&mut self) {
-        self.open = None;
+        if self.open == self.base {
+            self.base = None;
+        }
+        self.open = self.base;
+    }
+
+    /// What the rows built now put into the sets of the skipped base fragment's rows.
+    pub fn growth(&self) -> &[Growth] {
+        &self.growth
+    }
+
+    /// True when rows are added to a skipped base fragment now.
+    fn keeping(&self) -> bool {
+        self.open
+            .is_some_and(|at| self.fragments[at as usize].skipped)
+    }
+
+    /// Records what `values` (a kept row's columns, at position `at`) put into its
+    /// sets of references from rows built now.
+    fn record_growth(&mut self, at: usize, values: &Row) {
+        for (column, value) in values {
+            let Datum::Set(elements) = value else {
+                continue;
+            };
+            let built: Vec<String> = elements
+                .iter()
+                .filter_map(|a| match a {
+                    Atom::NamedUuid(p) => Some(p),
+                    _ => None,
+                })
+                .filter(|p| {
+                    debug_assert!(!p.starts_with('$'), "a kept row holds a selection");
+                    self.by_placeholder(p).is_some_and(|r| !r.kept)
+                })
+                .map(|p| p.to_string())
+                .collect();
+            if !built.is_empty() {
+                self.growth.push(Growth {
+                    row: at,
+                    column: column.clone(),
+                    elements: built,
+                });
+            }
+        }
     }
 
     /// The key's fragments.
@@ -372,6 +476,31 @@ impl Desired {
         let key_text = format!("#{}", self.rows.len());
         let reference = Ref::named(key_text.clone());
         self.index.insert(key, self.rows.len());
+        let stamped = T::columns().iter().any(|c| c.name == "external_ids");
+        if self.keeping() {
+            let at = self.rows.len();
+            if self.built_in_base {
+                self.record_growth(at, &row.to_row());
+            }
+            if !stamped {
+                self.claims.insert((T::NAME, identity.clone()));
+            }
+            self.rows.push(DesiredRow {
+                table: T::NAME,
+                identity,
+                row: Row::new(),
+                shared,
+                stamped,
+                defaults: BTreeSet::new(),
+                placeholder: key_text,
+                exclusive: kind.exclusive,
+                unidentified: kind.unidentified,
+                fragment: self.open,
+                kept: true,
+            });
+            return reference;
+        }
+        self.built_in_base |= self.base.is_some() && self.open != self.base;
         let mut values = row.to_row();
         let default_row = self
             .default_rows
@@ -382,7 +511,6 @@ impl Desired {
             .filter(|(c, v)| default_row.get(*c) == Some(*v))
             .map(|(c, _)| c.clone())
             .collect();
-        let stamped = T::columns().iter().any(|c| c.name == "external_ids");
         if !stamped {
             self.claims.insert((T::NAME, identity.clone()));
             self.rows.push(DesiredRow {
@@ -396,6 +524,7 @@ impl Desired {
                 exclusive: kind.exclusive,
                 unidentified: false,
                 fragment: self.open,
+                kept: false,
             });
             return reference;
         }
@@ -427,6 +556,7 @@ impl Desired {
             exclusive: kind.exclusive,
             unidentified: kind.unidentified,
             fragment: self.open,
+            kept: false,
         });
         reference
     }
@@ -611,6 +741,93 @@ mod tests {
             .unwrap()
             .row["external_ids"];
         assert_eq!(Owner::of(ids), Some(owner()));
+    }
+
+    /// Knows every fragment: all are skipped.
+    struct AllKnown;
+
+    impl Fragments for AllKnown {
+        fn unchanged(&self, _: u64, _: u64) -> bool {
+            true
+        }
+    }
+
+    /// Knows only the base fragment.
+    struct BaseKnown;
+
+    impl Fragments for BaseKnown {
+        fn unchanged(&self, key: u64, _: u64) -> bool {
+            key == label_hash(format_args!("base"))
+        }
+    }
+
+    /// A router in the base fragment with a port of its own and one port per node,
+    /// each node a fragment.
+    fn router_with_nodes(known: &dyn Fragments, nodes: &[&str]) -> Desired {
+        let mut d = Desired::new(owner());
+        let built = d.base_fragment(known, 7);
+        assert_eq!(built, !known.unchanged(label_hash(format_args!("base")), 7));
+        let mut r = LogicalRouter::named("blue_ovn_cluster_router");
+        let own = LogicalRouterPort::with_networks("rtoj", "0a:58:64:40:00:01", ["100.64.0.1/16"])
+            .unwrap();
+        r.ports.insert(d.add("rtoj", own));
+        for n in nodes {
+            if d.fragment(known, format_args!("node:{n}"), 1) {
+                let p = LogicalRouterPort::with_networks(
+                    format!("rtos-{n}"),
+                    "0a:58:0a:00:00:01",
+                    ["10.0.0.1/24"],
+                )
+                .unwrap();
+                r.ports.insert(d.add(format!("rtos-{n}"), p));
+                d.end_fragment();
+            }
+        }
+        d.add("blue_ovn_cluster_router", r);
+        d.end_fragment();
+        d
+    }
+
+    #[test]
+    fn a_skipped_base_keeps_its_rows_and_records_what_the_fragments_built_put_in_them() {
+        // Built whole: no row kept, nothing to grow.
+        let whole = router_with_nodes(&NoFragments, &["a", "b"]);
+        assert!(whole.rows().all(|r| !r.kept));
+        assert!(whole.growth().is_empty());
+        assert_eq!(whole.fragments().len(), 3);
+        assert!(whole.fragments()[0].base);
+        // The base known, the nodes built: the router and its own port are kept (no
+        // columns), and the router's ports grow by the nodes' ports alone.
+        let d = router_with_nodes(&BaseKnown, &["a", "b"]);
+        let kept: Vec<&str> = d
+            .rows()
+            .filter(|r| r.kept)
+            .map(|r| r.identity.as_str())
+            .collect();
+        assert_eq!(kept, ["rtoj", "blue_ovn_cluster_router"]);
+        assert!(d.rows().filter(|r| r.kept).all(|r| r.row.is_empty()));
+        let router_at = d
+            .rows()
+            .position(|r| r.identity == "blue_ovn_cluster_router")
+            .unwrap();
+        let grown: Vec<(&str, Vec<&str>)> = d
+            .growth()
+            .iter()
+            .map(|g| {
+                assert_eq!(g.row, router_at);
+                let ids = g
+                    .elements
+                    .iter()
+                    .map(|p| d.by_placeholder(p).unwrap().identity.as_str())
+                    .collect();
+                (g.column.as_str(), ids)
+            })
+            .collect();
+        assert_eq!(grown, [("ports", vec!["rtos-a", "rtos-b"])]);
+        // Every fragment known: nothing built, nothing grows.
+        let d = router_with_nodes(&AllKnown, &["a", "b"]);
+        assert!(d.growth().is_empty());
+        assert!(d.rows().all(|r| r.kept));
     }
 
     #[test]

@@ -51,8 +51,9 @@ pub fn node_pairs(transit: &[IpNet], node_id: u32) -> (Vec<IpNet>, Vec<IpNet>) {
 /// what hangs off it) are a fragment (`node:<name>`), left out when `known` says they
 /// are in the NB as built from the same inputs: the network, its id, tunnel keys and
 /// transit subnets, the settings and the zone, the node and its address pair. The
-/// network-wide rows are built every time; the references they hold to a left-out
-/// node's rows stay.
+/// network-wide rows are the base fragment, kept as they are when those network
+/// inputs, the zone's nodes and the default services they route are the same: then
+/// only what the nodes built now put into their sets is written.
 pub fn build(
     inputs: &Inputs,
     net: &Network,
@@ -71,10 +72,17 @@ pub fn build(
         inputs.config, inputs.zone
     ));
     let nodes = inputs.nodes();
+    let local: Vec<&NodeView> = nodes.iter().filter(|n| n.local).collect();
+    let services = match local.is_empty() {
+        true => Vec::new(),
+        false => inputs.allowed_default_services(),
+    };
+    // The network-wide rows: the router, the switch, and what the zone's nodes give
+    // them (the switch port's chassis, the management ports and what goes to them).
+    d.base_fragment(known, fingerprint((network, &local, &services)));
     let b = NetworkBuilder::new(inputs, net, id, "layer2", d);
     let mut l2 = Layer2::new(b, keys);
     l2.switch_port(&nodes);
-    let local: Vec<&NodeView> = nodes.iter().filter(|n| n.local).collect();
     for node in &local {
         l2.management_port(node);
     }
@@ -91,7 +99,6 @@ pub fn build(
         ));
     }
     if !local.is_empty() {
-        let services = inputs.allowed_default_services();
         l2.management_side(
             local.iter().any(|n| n.gateway_router().is_some()),
             &services,
@@ -419,6 +426,7 @@ impl<'a> Layer2<'a> {
         let Layer2 { b, tr, ls, .. } = self;
         b.d.add(b.names.layer2_switch(), ls);
         b.d.add(b.names.transit_router(), tr);
+        b.d.end_fragment();
     }
 }
 

@@ -94,13 +94,16 @@ pub fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
 /// Builds the rows of Layer3 network `net` (id `id`) into `d`. Each node's rows are a
 /// fragment (`node:<name>`), left out when `known` says they are in the NB as built
 /// from the same inputs: the network, its id, the settings and the zone, the node, its
-/// host subnets and the default services it routes. The network-wide rows are built
-/// every time; the references they hold to a left-out node's rows stay.
+/// host subnets and the default services it routes. The network-wide rows (the
+/// routers, switches and policies every node's rows go into) are the base fragment,
+/// kept as they are when the network, its id, the settings and the zone are the same:
+/// then only what the nodes built now put into their sets is written.
 pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &dyn Fragments) {
     let network = fingerprint(format!(
         "{net:?}|{id}|{:?}|{:?}",
         inputs.config, inputs.zone
     ));
+    d.base_fragment(known, network);
     let mut l3 = Layer3::new(NetworkBuilder::new(inputs, net, id, "layer3", d));
     let mut default_services = inputs.allowed_default_services();
     if inputs.config.egress_ip {
@@ -410,6 +413,7 @@ impl<'a> Layer3<'a> {
         b.d.add(b.names.join_switch(), join);
         b.d.add(b.names.transit_switch(), ts);
         b.d.add(b.names.cluster_router(), cr);
+        b.d.end_fragment();
     }
 }
 
