@@ -117,7 +117,7 @@ pub fn default_masquerade() -> Vec<ipnet::IpNet> {
 }
 
 /// A validated network definition.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Network {
     /// The object that defines it.
     pub owner: NetworkOwner,

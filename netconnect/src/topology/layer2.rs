@@ -67,10 +67,7 @@ pub fn build(
     let (Some(keys), Some(transit)) = (keys, transit) else {
         return Err(BuildError::NoTransit(name));
     };
-    let network = fingerprint(format!(
-        "{net:?}|{id}|{keys:?}|{transit:?}|{:?}|{:?}",
-        inputs.config, inputs.zone
-    ));
+    let network = fingerprint(("layer2", net, id, keys, transit, inputs.config, inputs.zone));
     let nodes = inputs.nodes();
     let local: Vec<&NodeView> = nodes.iter().filter(|n| n.local).collect();
     let services = match local.is_empty() {

@@ -99,10 +99,7 @@ pub fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
 /// kept as they are when the network, its id, the settings and the zone are the same:
 /// then only what the nodes built now put into their sets is written.
 pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &dyn Fragments) {
-    let network = fingerprint(format!(
-        "{net:?}|{id}|{:?}|{:?}",
-        inputs.config, inputs.zone
-    ));
+    let network = fingerprint(("layer3", net, id, inputs.config, inputs.zone));
     d.base_fragment(known, network);
     let mut l3 = Layer3::new(NetworkBuilder::new(inputs, net, id, "layer3", d));
     let mut default_services = inputs.allowed_default_services();
@@ -116,7 +113,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
         .host_subnets
         .get(&name)
         .map(|m| m.iter().peekable());
-    for node in inputs.nodes() {
+    for node in inputs.node_views() {
         if node.transit.is_empty() {
             continue;
         }

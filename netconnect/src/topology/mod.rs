@@ -41,7 +41,7 @@ use crate::api::{Inventory, Network, NodeInfo, Role, Topology};
 pub use desired::{Desired, DesiredRow, Owner};
 
 /// How pods' traffic leaves the cluster (OVN-Kubernetes' `--gateway-mode`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum GatewayMode {
     /// Through the gateway router (the default).
     #[default]
@@ -51,7 +51,7 @@ pub enum GatewayMode {
 }
 
 /// Cluster-wide settings the rows depend on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TopologyConfig {
     /// Gateway mode.
     pub gateway_mode: GatewayMode,
@@ -218,6 +218,12 @@ pub enum BuildError {
 impl<'a> Inputs<'a> {
     /// The nodes that have an id, in name order.
     pub fn nodes(&self) -> Vec<NodeView<'a>> {
+        self.node_views().collect()
+    }
+
+    /// [`Inputs::nodes`], one at a time (a network's builder walks them once, for
+    /// each of its networks: 500 nodes are not gathered 500 times for a node added).
+    pub fn node_views(&self) -> Box<dyn Iterator<Item = NodeView<'a>> + 'a> {
         // Debug builds (every test's) check that what was worked out before is what
         // would be now; release builds walk the nodes when it is plainly not (prepared
         // for a node more or less).
@@ -228,7 +234,7 @@ impl<'a> Inputs<'a> {
         );
         let given = self.prepared;
         let Some(prepared) = given.filter(|p| p.len() == self.inventory.nodes.len()) else {
-            return self
+            let walked: Vec<NodeView<'a>> = self
                 .walk()
                 .filter_map(|(name, node, p)| {
                     let (id, local, transit) = p?;
@@ -236,16 +242,18 @@ impl<'a> Inputs<'a> {
                     Some(view(name, node, id, local, transit, digest))
                 })
                 .collect();
+            return Box::new(walked.into_iter());
         };
-        self.inventory
-            .nodes
-            .iter()
-            .zip(prepared)
-            .filter_map(|((name, node), p)| {
-                let p = p.as_ref()?;
-                Some(view(name, node, p.id, p.local, &p.transit, p.digest))
-            })
-            .collect()
+        Box::new(
+            self.inventory
+                .nodes
+                .iter()
+                .zip(prepared)
+                .filter_map(|((name, node), p)| {
+                    let p = p.as_ref()?;
+                    Some(view(name, node, p.id, p.local, &p.transit, p.digest))
+                }),
+        )
     }
 
     /// For each node of the inventory, in its order, its id, whether it is in the
