@@ -1377,6 +1377,48 @@ async fn the_fragments_of_a_key_the_world_dropped_are_forgotten() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_whose_kept_base_rows_cannot_be_found_is_forgotten_and_built_whole_next() {
+    use netconnect::topology::desired::{Desired, Fragments};
+    /// Says every fragment is in the NB as built (whatever the reconciler knows).
+    struct AllKnown;
+    impl Fragments for AllKnown {
+        fn unchanged(&self, _: u64, _: u64) -> bool {
+            true
+        }
+    }
+    let sb = sandbox();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let mut yaml = cudn_l3("blue", "blue", "[{cidr: 10.10.0.0/16, hostSubnet: 24}]", "");
+    yaml += &udn::node("n1", "ch1", &[]);
+    let w = udn::world(&yaml, &State::default(), None);
+    udn::apply(&r, &w).await;
+    assert_eq!(r.remembered(), 1, "the network's fragments");
+    let key = netconnect::world::Key::Network("cluster_udn_blue".into());
+    let (owner, scope) = w.fragment_scope(&key).unwrap();
+    // The network's base fragment taken as known, holding a router it never built:
+    // its row cannot be found, nothing is written, and the key's memo goes.
+    let mut d = Desired::new(owner.clone());
+    d.scope = scope.clone();
+    d.base_fragment(&AllKnown, 1);
+    d.add(
+        "cluster_udn_blue_elsewhere",
+        nb_model::LogicalRouter::named("elsewhere"),
+    );
+    d.end_fragment();
+    assert!(d.rows().all(|row| row.kept));
+    let written = r.transactions();
+    let e = r.apply(&d).await.unwrap_err();
+    assert!(e.to_string().contains("cluster_udn_blue_elsewhere"), "{e}");
+    assert_eq!(r.transactions(), written);
+    assert_eq!(r.remembered(), 0, "the key's fragments are forgotten");
+    // Its next reconcile builds every fragment, the base among them.
+    let whole = w.desired_with(&key, &r.known(&owner, &scope)).unwrap();
+    assert!(whole.fragments().iter().all(|f| !f.skipped));
+    assert!(r.apply(&whole).await.unwrap().is_empty());
+    assert_eq!(r.remembered(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn okep_layer2_example_three_layer2_networks_ping_through_their_transit_routers() {
     let sb = sandbox();
     let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();

@@ -823,7 +823,18 @@ impl Reconciler {
         self.settle(desired).await?;
         let planned = self.cache.snapshot();
         let before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
-        let mut plan = self.plan_in(desired, &planned, &before)?;
+        let mut plan = match self.plan_in(desired, &planned, &before) {
+            Ok(plan) => plan,
+            Err(e) => {
+                // A plan that kept a base fragment's rows it could not find (gone, or
+                // not remembered as built) is not tried so again: the key's next
+                // reconcile builds every fragment.
+                if desired.rows().any(|r| r.kept) {
+                    self.forget(desired);
+                }
+                return Err(e);
+            }
+        };
         if plan.is_empty() {
             // The rows are read again only if the cache moved while planning.
             let now = self.cache.snapshot();
