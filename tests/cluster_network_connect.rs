@@ -1415,6 +1415,16 @@ async fn a_key_whose_kept_base_rows_cannot_be_found_is_forgotten_and_built_whole
     let whole = w.desired_with(&key, &r.known(&owner, &scope)).unwrap();
     assert!(whole.fragments().iter().all(|f| !f.skipped));
     assert!(r.apply(&whole).await.unwrap().is_empty());
+    // Remembered again once a reconcile finds the key's rows as it planned them
+    // (ovn-northd writing the ports' `up` meanwhile makes it wait for the next).
+    for _ in 0..50 {
+        if r.remembered() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let again = w.desired_with(&key, &r.known(&owner, &scope)).unwrap();
+        assert!(r.apply(&again).await.unwrap().is_empty());
+    }
     assert_eq!(r.remembered(), 1);
 }
 

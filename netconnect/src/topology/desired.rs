@@ -390,7 +390,8 @@ impl Desired {
     /// rows of the fragments built now are recorded as [`Growth`]: a node added then
     /// costs its own rows and the elements it adds, however large the router. Its rows
     /// must not hold selections ([`Desired::select`]): what those match may change
-    /// while the fragment's inputs do not.
+    /// while the fragment's inputs do not; nor be exclusive ([`Desired::add_exclusive`]):
+    /// a kept row's sets lose only the key's rows no longer wanted.
     pub fn base_fragment(&mut self, known: &dyn Fragments, fingerprint: u64) -> bool {
         debug_assert!(self.open.is_none() && self.base.is_none());
         let key = label_hash(format_args!("base"));
