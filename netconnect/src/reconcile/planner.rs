@@ -805,9 +805,16 @@ impl<'a> Planning<'a> {
             let have = row.set(&g.column);
             let mut add = Vec::new();
             for p in &g.elements {
-                let a = self.resolve_atom(&Atom::NamedUuid(p.as_str().into()))?;
-                if !have.is_some_and(|h| h.contains(&a)) {
-                    add.push(a);
+                // The rows built now resolve to a uuid or a named uuid of this plan.
+                let a =
+                    self.resolved
+                        .get(p.as_str())
+                        .ok_or_else(|| PlanError::MissingDependency {
+                            table: r.table.to_owned(),
+                            name: p.clone(),
+                        })?;
+                if !have.is_some_and(|h| h.contains(a)) {
+                    add.push(a.clone());
                 }
             }
             if !add.is_empty() {
@@ -825,15 +832,15 @@ impl<'a> Planning<'a> {
             let Some((r, uuid, _)) = self.kept_row(at) else {
                 continue;
             };
+            let names: Vec<String> = columns.keys().cloned().collect();
             let mut muts = Vec::new();
-            for (column, (drop, add)) in &columns {
+            for (column, (drop, add)) in columns {
                 if !drop.is_empty() {
-                    let drop = Datum::set(drop.clone());
+                    let drop = Datum::set(drop);
                     muts.push(Mutation::new(column.clone(), Mutator::Delete, drop));
                 }
                 if !add.is_empty() {
-                    let add = Datum::set(add.clone());
-                    muts.push(Mutation::new(column.clone(), Mutator::Insert, add));
+                    muts.push(Mutation::new(column, Mutator::Insert, Datum::set(add)));
                 }
             }
             plan.operations.push(Operation::Mutate {
@@ -846,20 +853,31 @@ impl<'a> Planning<'a> {
                     table: r.table.into(),
                     identity: r.identity.clone(),
                 },
-                columns.into_keys().collect(),
+                names,
             ));
         }
     }
 
-    /// The rows of the skipped base fragment holding `child` (of `table`) in a set of
-    /// references, with the column.
-    fn kept_holders(&self, table: &str, child: Uuid) -> Vec<(usize, String)> {
+    /// The rows of the skipped base fragment as the NB holds them, with their
+    /// positions.
+    fn kept_rows(&self) -> Vec<(usize, &'a DesiredRow, Arc<CachedRow>)> {
+        let kept = self.desired.rows().enumerate().filter(|(_, r)| r.kept);
+        kept.filter_map(|(at, _)| self.kept_row(at).map(|(r, _, row)| (at, r, row)))
+            .collect()
+    }
+
+    /// Of the rows of the skipped base fragment `kept` ([`Self::kept_rows`]), those
+    /// holding `child` (of `table`) in a set of references, with the column.
+    fn kept_holders(
+        &self,
+        kept: &[(usize, &DesiredRow, Arc<CachedRow>)],
+        table: &str,
+        child: Uuid,
+    ) -> Vec<(usize, String)> {
         let mut out = Vec::new();
         let child = Atom::Uuid(child);
-        for (at, r) in self.desired.rows().enumerate().filter(|(_, r)| r.kept) {
-            let Some((_, _, row)) = self.kept_row(at) else {
-                continue;
-            };
+        for (at, r, row) in kept {
+            let at = *at;
             for c in &self.info[r.table].ref_sets {
                 let refers = self.info[r.table]
                     .schema
@@ -986,15 +1004,15 @@ impl<'a> Planning<'a> {
         } else {
             HashSet::new()
         };
-        let any_kept = self.desired.rows().any(|r| r.kept);
+        let kept_rows = match stale.is_empty() {
+            true => Vec::new(),
+            false => self.kept_rows(),
+        };
         for (table, identity, e) in stale {
             let root = self.info.get(table).is_none_or(|t| t.schema.is_root);
             // Held by a row of the skipped base fragment: taken out of it, as that
             // row built whole would no longer hold it.
-            let by_kept = match any_kept {
-                true => self.kept_holders(table, e.uuid),
-                false => Vec::new(),
-            };
+            let by_kept = self.kept_holders(&kept_rows, table, e.uuid);
             for (at, column) in &by_kept {
                 let entry = kept_changes.entry(*at).or_default();
                 entry

@@ -367,17 +367,30 @@ impl Desired {
     /// [`Desired::fragment`] for the label whose [`label_hash`] is `key`.
     pub fn fragment_hashed(&mut self, known: &dyn Fragments, key: u64, fingerprint: u64) -> bool {
         debug_assert!(self.open == self.base, "fragments nest only in the base");
+        let (at, skipped) = self.push_fragment(known, key, fingerprint, false);
+        if !skipped {
+            self.open = Some(at);
+        }
+        !skipped
+    }
+
+    /// Records a fragment (skipped when `known` says so); returns its position and
+    /// whether it is skipped.
+    fn push_fragment(
+        &mut self,
+        known: &dyn Fragments,
+        key: u64,
+        fingerprint: u64,
+        base: bool,
+    ) -> (u32, bool) {
         let skipped = known.unchanged(key, fingerprint);
         self.fragments.push(Fragment {
             key,
             fingerprint,
             skipped,
-            base: false,
+            base,
         });
-        if !skipped {
-            self.open = Some(self.fragments.len() as u32 - 1);
-        }
-        !skipped
+        (self.fragments.len() as u32 - 1, skipped)
     }
 
     /// Starts the key's *base* fragment, whose inputs hash to `fingerprint`: the rows
@@ -394,15 +407,7 @@ impl Desired {
     /// a kept row's sets lose only the key's rows no longer wanted.
     pub fn base_fragment(&mut self, known: &dyn Fragments, fingerprint: u64) -> bool {
         debug_assert!(self.open.is_none() && self.base.is_none());
-        let key = label_hash(format_args!("base"));
-        let skipped = known.unchanged(key, fingerprint);
-        self.fragments.push(Fragment {
-            key,
-            fingerprint,
-            skipped,
-            base: true,
-        });
-        let at = self.fragments.len() as u32 - 1;
+        let (at, skipped) = self.push_fragment(known, base_label(), fingerprint, true);
         self.open = Some(at);
         self.base = Some(at);
         !skipped
@@ -659,6 +664,13 @@ impl Desired {
     }
 }
 
+/// The label hash of a key's base fragment ([`Desired::base_fragment`]).
+pub fn base_label() -> u64 {
+    static BASE: std::sync::LazyLock<u64> =
+        std::sync::LazyLock::new(|| label_hash(format_args!("base")));
+    *BASE
+}
+
 /// The hash of a fragment's label, as [`Fragment::key`] holds it: the hash its text
 /// has as a `str`, taken as the text is formatted, with no string made.
 pub fn label_hash(label: std::fmt::Arguments<'_>) -> u64 {
@@ -758,7 +770,7 @@ mod tests {
 
     impl Fragments for BaseKnown {
         fn unchanged(&self, key: u64, _: u64) -> bool {
-            key == label_hash(format_args!("base"))
+            key == base_label()
         }
     }
 
@@ -767,7 +779,7 @@ mod tests {
     fn router_with_nodes(known: &dyn Fragments, nodes: &[&str]) -> Desired {
         let mut d = Desired::new(owner());
         let built = d.base_fragment(known, 7);
-        assert_eq!(built, !known.unchanged(label_hash(format_args!("base")), 7));
+        assert_eq!(built, !known.unchanged(base_label(), 7));
         let mut r = LogicalRouter::named("blue_ovn_cluster_router");
         let own = LogicalRouterPort::with_networks("rtoj", "0a:58:64:40:00:01", ["100.64.0.1/16"])
             .unwrap();
