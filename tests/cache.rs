@@ -876,7 +876,12 @@ async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
     assert!(names("z").is_empty());
     // The keys the index holds, with their row counts, without reading the table.
     let keys = || -> Vec<(String, usize)> {
-        let mut k = cache.snapshot().index_keys(&by_key).unwrap();
+        let snap = cache.snapshot();
+        let mut k: Vec<(String, usize)> = snap
+            .index_keys(&by_key)
+            .unwrap()
+            .map(|(k, n)| (k.clone(), n))
+            .collect();
         k.sort();
         k
     };

@@ -282,17 +282,17 @@ impl World {
     /// found by their stamps, and ClusterNetworkConnects whose load balancer group
     /// (a table without owner stamps) is left.
     pub fn gone_in(&self, snap: &Snapshot, nb: &NbIndexes) -> BTreeSet<Key> {
-        let mut owners: Vec<Owner> = nb.owners(snap).into_keys().collect();
+        let mut gone = self.gone(nb.owners(snap).into_keys());
         for (_, row) in snap.table("Load_Balancer_Group").iter() {
             let name = row
                 .get("name")
                 .and_then(|d| d.as_scalar())
                 .and_then(|a| a.as_str());
             if let Some(cnc) = name.and_then(|n| n.strip_prefix("cnc_svc_")) {
-                owners.push(connect::owner(cnc));
+                gone.extend(self.gone([&connect::owner(cnc)]));
             }
         }
-        self.gone(owners.iter())
+        gone
     }
 
     /// The zone's name in `Ready-In-Zone-<zone>` conditions.

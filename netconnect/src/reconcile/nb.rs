@@ -8,7 +8,7 @@
 //! each network is one transaction (as OVN-Kubernetes writes them) and a change for one
 //! network looks at its rows only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ovsdb_proto::cache::{CacheConfig, CachedRow, IndexedRows, RowIndex, Snapshot};
@@ -243,8 +243,8 @@ impl NbIndexes {
                         .part
                         .get(table)
                         .and_then(|i| snap.index_keys(i).ok())
-                        .unwrap_or_default()
                         .into_iter()
+                        .flatten()
                         .filter(|(k, _)| k.0 == *owner && !held.contains(&k.1))
                         .map(|(k, _)| k.1.clone())
                         .collect();
@@ -269,12 +269,13 @@ impl NbIndexes {
     }
 
     /// Every owner that has rows in the snapshot, with a count of its rows (read from
-    /// the owner indexes' keys, not from the rows).
-    pub fn owners(&self, snap: &Snapshot) -> BTreeMap<Owner, usize> {
-        let mut out = BTreeMap::new();
+    /// the owner indexes' keys, not from the rows, and borrowed from the snapshot: an
+    /// owner is copied only if the caller keeps it).
+    pub fn owners<'a>(&self, snap: &'a Snapshot) -> HashMap<&'a Owner, usize> {
+        let mut out = HashMap::new();
         for index in self.owner.values().chain(self.parted.values()) {
-            for (o, rows) in snap.index_keys(index).unwrap_or_default() {
-                *out.entry(Owner::clone(&o)).or_insert(0) += rows;
+            for (o, rows) in snap.index_keys(index).into_iter().flatten() {
+                *out.entry(&**o).or_insert(0) += rows;
             }
         }
         out

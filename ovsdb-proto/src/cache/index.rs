@@ -146,16 +146,12 @@ impl<K> RowIndex<K> {
 }
 
 /// The keys of an index state, each with how many rows have it.
-pub(crate) fn keys<K>(state: &AnyIndex) -> Option<Vec<(K, usize)>>
+pub(crate) fn keys<K>(state: &AnyIndex) -> Option<impl Iterator<Item = (&K, usize)>>
 where
-    K: Hash + Eq + Clone + Send + Sync + 'static,
+    K: Hash + Eq + Send + Sync + 'static,
 {
     let map = state.downcast_ref::<KeyMap<K>>()?;
-    Some(
-        map.iter()
-            .map(|(k, rows)| (k.clone(), rows.len()))
-            .collect(),
-    )
+    Some(map.iter().map(|(k, rows)| (k, rows.len())))
 }
 
 /// The rows one key of a row index holds in a snapshot

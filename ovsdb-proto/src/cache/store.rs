@@ -236,21 +236,25 @@ impl Snapshot {
     }
 
     /// Every key some row has in `index`, with how many rows have it, in no order:
-    /// what the index holds, read without going through the table's rows. An index of
+    /// what the index holds, read without going through the table's rows and borrowed
+    /// from the snapshot (nothing is copied unless the caller keeps a key). An index of
     /// another cache is an error.
-    pub fn index_keys<K>(&self, index: &RowIndex<K>) -> Result<Vec<(K, usize)>, crate::Error>
+    pub fn index_keys<K>(
+        &self,
+        index: &RowIndex<K>,
+    ) -> Result<impl Iterator<Item = (&K, usize)> + '_, crate::Error>
     where
-        K: Hash + Eq + Clone + Send + Sync + 'static,
+        K: Hash + Eq + Send + Sync + 'static,
     {
         self.read_index(index, super::index::keys::<K>)
     }
 
     /// `read` of the state of `index`; an error when the index is not this cache's
     /// (another cache's slot, or a state of another key type).
-    fn read_index<K, T>(
-        &self,
+    fn read_index<'a, K, T>(
+        &'a self,
         index: &RowIndex<K>,
-        read: impl FnOnce(&AnyIndex) -> Option<T>,
+        read: impl FnOnce(&'a AnyIndex) -> Option<T>,
     ) -> Result<T, crate::Error> {
         self.row_indexes
             .get(index.slot)
