@@ -88,7 +88,7 @@ impl Metrics {
         let rows_written = Counter::default();
         registry.register(
             "rows_written",
-            "Rows inserted, updated or deleted",
+            "Rows inserted, updated or deleted by committed transactions",
             rows_written.clone(),
         );
         let cache_connections = Counter::default();

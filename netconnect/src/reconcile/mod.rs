@@ -858,13 +858,15 @@ impl Reconciler {
         let mut ops = std::mem::take(&mut plan.operations);
         ops.push(Operation::Comment(format!("netconnect: {}", desired.owner)));
         self.transactions.fetch_add(1, Ordering::Relaxed);
-        self.rows_written.fetch_add(
-            (plan.inserted.len() + plan.updated.len() + plan.deleted.len()) as u64,
-            Ordering::Relaxed,
-        );
         let connections = self.cache.stats().connections();
         let results = match self.cache.transact(&ops).await {
-            Ok(results) => results,
+            Ok(results) => {
+                self.rows_written.fetch_add(
+                    (plan.inserted.len() + plan.updated.len() + plan.deleted.len()) as u64,
+                    Ordering::Relaxed,
+                );
+                results
+            }
             Err(e) => {
                 self.forget(desired);
                 if e.is_outcome_unknown() {
@@ -1141,7 +1143,7 @@ impl Reconciler {
         self.transactions.load(Ordering::Relaxed)
     }
 
-    /// Rows inserted, updated or deleted so far.
+    /// Rows inserted, updated or deleted so far, by transactions the server committed.
     pub fn rows_written(&self) -> u64 {
         self.rows_written.load(Ordering::Relaxed)
     }
