@@ -578,7 +578,7 @@ spec:
         [
             OnNode {
                 net: "cluster_udn_blue",
-                subnets: world.allocations.host_subnets["cluster_udn_blue"][node].clone(),
+                subnets: world.allocations.host_subnets["cluster_udn_blue"][node].to_vec(),
                 switch: format!("cluster_udn_blue_{node}"),
             },
             OnNode {

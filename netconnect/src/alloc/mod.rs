@@ -60,7 +60,7 @@ impl Default for ClusterConfig {
 /// A Layer3 network's host subnets by node name (IPv4 first): a persistent map, so the
 /// map of a network a node joined or left shares every other node's entry with the map
 /// before.
-pub type HostSubnets = imbl::OrdMap<String, Vec<IpNet>>;
+pub type HostSubnets = imbl::OrdMap<Arc<str>, Arc<[IpNet]>>;
 
 /// Everything allocated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -162,9 +162,9 @@ fn annotated_as_given<'a>(
     mut nodes: impl Iterator<Item = (&'a String, &'a [IpNet])>,
 ) -> bool {
     given.iter().all(|(node, was)| {
-        nodes.next().is_some_and(|(name, now)| {
-            name == node && now == was.as_slice() && allocator.covers(now)
-        })
+        nodes
+            .next()
+            .is_some_and(|(name, now)| **name == **node && now == &**was && allocator.covers(now))
     }) && nodes.next().is_none()
 }
 
@@ -495,13 +495,13 @@ impl<'a> NodesMoved<'a> {
         }
         for (node_name, node) in &self.reread {
             let now = node.subnets.get(name).map_or(&[][..], Vec::as_slice);
-            if !allocator.covers(now) || before.get(*node_name)?.as_slice() != now {
+            if !allocator.covers(now) || &**before.get(node_name.as_str())? != now {
                 return None;
             }
         }
         let (mut subnets, mut allocator) = (before.clone(), allocator.clone());
         for node in &self.gone {
-            for s in subnets.remove(*node)? {
+            for s in subnets.remove(node.as_str())?.iter() {
                 allocator.release(&s);
             }
         }
@@ -512,7 +512,7 @@ impl<'a> NodesMoved<'a> {
                     given.push(allocator.allocate(ipv4).ok()?);
                 }
             }
-            subnets.insert((*node).clone(), given);
+            subnets.insert(node.as_str().into(), given.into());
         }
         Some((subnets, allocator))
     }

@@ -14,8 +14,6 @@
 //!
 //! The cursor follows the rule of [`super::ids`]: after the highest index in use.
 
-use std::collections::BTreeSet;
-
 use ipnet::IpNet;
 
 use crate::topology::addr::{from_u128, to_u128, with_len};
@@ -28,7 +26,10 @@ pub struct SubnetRange {
     subnet_bits: u32,
     /// IPv4 rotation (left shift, 0 = none).
     left_shift: u32,
-    used: BTreeSet<u32>,
+    /// The subnets handed out, by index: persistent, so that an allocator is copied
+    /// in constant time (each network's is kept with its host subnets and edited when
+    /// a node comes or goes).
+    used: imbl::OrdSet<u32>,
 }
 
 /// Why a host subnet could not be had or kept.
@@ -65,7 +66,7 @@ impl SubnetRange {
             host_bits,
             subnet_bits,
             left_shift,
-            used: BTreeSet::new(),
+            used: imbl::OrdSet::new(),
         }
     }
 
@@ -135,14 +136,14 @@ impl SubnetRange {
     fn mark(&mut self, subnet: &IpNet) -> Result<bool, SubnetError> {
         match self.index(subnet) {
             None => Ok(false),
-            Some(n) if self.used.insert(n) => Ok(true),
+            Some(n) if self.used.insert(n).is_none() => Ok(true),
             Some(_) => Err(SubnetError::Taken(*subnet)),
         }
     }
 
     fn allocate(&mut self) -> Option<IpNet> {
         let count = self.count();
-        let start = match self.used.last() {
+        let start = match self.used.get_max() {
             Some(&h) if h + 1 < count => h + 1,
             _ => 0,
         };
@@ -227,6 +228,7 @@ impl SubnetAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn net(s: &str) -> IpNet {
         s.parse().unwrap()

@@ -147,11 +147,11 @@ fn host_subnets_by_node<'a>(
         let wanted = inv.nodes.keys().zip(out.iter_mut()).zip(skipped);
         for ((name, mine), _) in wanted.filter(|(_, skipped)| !**skipped) {
             let s = match few {
-                true => by_node.get(name),
+                true => by_node.get(name.as_str()),
                 false => crate::topology::in_step(&mut given, name),
             };
             if let Some(s) = s {
-                mine.push((net.as_str(), s.as_slice()));
+                mine.push((net.as_str(), &**s));
             }
         }
     }

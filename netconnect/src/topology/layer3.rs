@@ -120,7 +120,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
         let subnets = hosts
             .as_mut()
             .and_then(|h| super::in_step(h, node.name))
-            .map_or(&[][..], Vec::as_slice);
+            .map_or(&[][..], |s| &**s);
         let local = node.local && !subnets.is_empty();
         // Through the first local node's host: OVN-Kubernetes has one node per zone.
         let services = match local {

@@ -314,19 +314,19 @@ impl<'a> Inputs<'a> {
             .host_subnets
             .get(net)
             .and_then(|m| m.get(node))
-            .map(Vec::as_slice)
+            .map(|s| &**s)
             .unwrap_or(&[])
     }
 }
 
 /// The value of `name` in `map`, a map walked in name order beside a walk through
 /// names in the same order: the entries before `name` are passed over.
-pub(crate) fn in_step<'a, V: 'a>(
-    map: &mut std::iter::Peekable<impl Iterator<Item = (&'a String, &'a V)>>,
+pub(crate) fn in_step<'a, K: std::borrow::Borrow<str> + 'a, V: 'a>(
+    map: &mut std::iter::Peekable<impl Iterator<Item = (&'a K, &'a V)>>,
     name: &str,
 ) -> Option<&'a V> {
-    while map.next_if(|(k, _)| k.as_str() < name).is_some() {}
-    map.next_if(|(k, _)| k.as_str() == name).map(|(_, v)| v)
+    while map.next_if(|(k, _)| (*k).borrow() < name).is_some() {}
+    map.next_if(|(k, _)| (*k).borrow() == name).map(|(_, v)| v)
 }
 
 /// A node of the inventory (its name and what was read of it) with its id, whether it
