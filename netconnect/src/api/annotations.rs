@@ -169,27 +169,39 @@ mod cidr_text {
     pub fn push_cidr(out: &mut String, net: &IpNet) {
         match net {
             IpNet::V4(v4) => {
+                // Composed on the stack and appended once (a push per character,
+                // each checking the capacity, was most of a network added's state).
+                let mut text = [0u8; 18];
+                let mut len = 0;
                 for (i, octet) in v4.addr().octets().into_iter().enumerate() {
                     if i > 0 {
-                        out.push('.');
+                        text[len] = b'.';
+                        len += 1;
                     }
-                    push_u8(out, octet);
+                    len += put_u8(&mut text[len..], octet);
                 }
-                out.push('/');
-                push_u8(out, v4.prefix_len());
+                text[len] = b'/';
+                len += 1;
+                len += put_u8(&mut text[len..], v4.prefix_len());
+                out.push_str(std::str::from_utf8(&text[..len]).expect("ASCII digits and dots"));
             }
             IpNet::V6(_) => write!(out, "{net}").expect("a String takes any text"),
         }
     }
 
-    fn push_u8(out: &mut String, n: u8) {
+    /// Writes `n` in decimal at the start of `to`; how many bytes it took.
+    fn put_u8(to: &mut [u8], n: u8) -> usize {
+        let mut len = 0;
         if n >= 100 {
-            out.push(char::from(b'0' + n / 100));
+            to[len] = b'0' + n / 100;
+            len += 1;
         }
         if n >= 10 {
-            out.push(char::from(b'0' + n / 10 % 10));
+            to[len] = b'0' + n / 10 % 10;
+            len += 1;
         }
-        out.push(char::from(b'0' + n % 10));
+        to[len] = b'0' + n % 10;
+        len + 1
     }
 
     /// The whole annotation: a map of network names to their CIDRs, each parsed where
