@@ -502,7 +502,7 @@ impl<'a> NodesMoved<'a> {
         let (mut subnets, mut allocator) = (before.clone(), allocator.clone());
         for node in &self.gone {
             for s in subnets.remove(node.as_str())?.iter() {
-                allocator.release(&s);
+                allocator.release(s);
             }
         }
         for (_, node, _) in &self.added {
