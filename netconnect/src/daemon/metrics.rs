@@ -5,7 +5,7 @@
 //! | `netconnect_reconciles_total` | counter | `kind` (cluster, network, connect, connect_network, gone), `result` (written, unchanged, error) |
 //! | `netconnect_reconcile_duration_seconds` | histogram | `kind` |
 //! | `netconnect_transactions_total` | counter | |
-//! | `netconnect_rows_written_total` | counter | |
+//! | `netconnect_rows_written_total` (rows of committed transactions) | counter | |
 //! | `netconnect_cache_connections_total` | counter | |
 //! | `netconnect_cache_resyncs_total` | counter | |
 //! | `netconnect_objects` | gauge | `kind` (valid objects read) |
