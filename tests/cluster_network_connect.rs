@@ -1233,14 +1233,16 @@ async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_re
         "networks=\"10.0.0.1/31\"",
     ])
     .unwrap();
-    r.cache()
-        .wait_for(std::time::Duration::from_secs(5), |s| {
+    let shown = r
+        .cache()
+        .wait_for(std::time::Duration::from_secs(30), |s| {
             s.table("Logical_Router_Port").iter().any(|(_, row)| {
                 row.get("networks")
                     .is_some_and(|d| d.to_string().contains("10.0.0.1/31"))
             })
         })
         .await;
+    assert!(shown, "the cache never showed the port changed by hand");
     let plan = netconnect::controller::reconcile_key(&r, &w3, &key)
         .await
         .unwrap();
@@ -1306,14 +1308,16 @@ async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_re
     ])
     .unwrap();
     let changed = binding.parse::<ovsdb_proto::Uuid>().unwrap();
-    r.cache()
-        .wait_for(std::time::Duration::from_secs(5), |s| {
+    let shown = r
+        .cache()
+        .wait_for(std::time::Duration::from_secs(30), |s| {
             s.get("Static_MAC_Binding", &changed).is_some_and(|row| {
                 row.get("mac")
                     .is_some_and(|d| d.to_string().contains("0a:58:00:00:00:99"))
             })
         })
         .await;
+    assert!(shown, "the cache never showed the binding changed by hand");
     let plan = netconnect::controller::reconcile_key(&r, &w3, &net)
         .await
         .unwrap();
