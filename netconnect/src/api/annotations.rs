@@ -169,8 +169,8 @@ mod cidr_text {
     pub fn push_cidr(out: &mut String, net: &IpNet) {
         match net {
             IpNet::V4(v4) => {
-                // Composed on the stack and appended once (a push per character,
-                // each checking the capacity, was most of a network added's state).
+                // Composed on the stack and appended once, not pushed character by
+                // character (a network added writes 250k of them).
                 let mut text = [0u8; 18];
                 let mut len = 0;
                 for (i, octet) in v4.addr().octets().into_iter().enumerate() {
