@@ -169,39 +169,27 @@ mod cidr_text {
     pub fn push_cidr(out: &mut String, net: &IpNet) {
         match net {
             IpNet::V4(v4) => {
-                // Composed on the stack and appended once, not pushed character by
-                // character (a network added writes 250k of them).
-                let mut text = [0u8; 18];
-                let mut len = 0;
                 for (i, octet) in v4.addr().octets().into_iter().enumerate() {
                     if i > 0 {
-                        text[len] = b'.';
-                        len += 1;
+                        out.push('.');
                     }
-                    len += put_u8(&mut text[len..], octet);
+                    push_u8(out, octet);
                 }
-                text[len] = b'/';
-                len += 1;
-                len += put_u8(&mut text[len..], v4.prefix_len());
-                out.push_str(std::str::from_utf8(&text[..len]).expect("ASCII digits and dots"));
+                out.push('/');
+                push_u8(out, v4.prefix_len());
             }
             IpNet::V6(_) => write!(out, "{net}").expect("a String takes any text"),
         }
     }
 
-    /// Writes `n` in decimal at the start of `to`; how many bytes it took.
-    fn put_u8(to: &mut [u8], n: u8) -> usize {
-        let mut len = 0;
+    fn push_u8(out: &mut String, n: u8) {
         if n >= 100 {
-            to[len] = b'0' + n / 100;
-            len += 1;
+            out.push(char::from(b'0' + n / 100));
         }
         if n >= 10 {
-            to[len] = b'0' + n / 10 % 10;
-            len += 1;
+            out.push(char::from(b'0' + n / 10 % 10));
         }
-        to[len] = b'0' + n % 10;
-        len + 1
+        out.push(char::from(b'0' + n % 10));
     }
 
     /// The whole annotation: a map of network names to their CIDRs, each parsed where
