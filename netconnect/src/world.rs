@@ -282,7 +282,7 @@ impl World {
     /// found by their stamps, and ClusterNetworkConnects whose load balancer group
     /// (a table without owner stamps) is left.
     pub fn gone_in(&self, snap: &Snapshot, nb: &NbIndexes) -> BTreeSet<Key> {
-        let mut gone = self.gone(nb.owners(snap).into_keys());
+        let mut gone = self.gone(nb.owners(snap));
         for (_, row) in snap.table("Load_Balancer_Group").iter() {
             let name = row
                 .get("name")

@@ -8,7 +8,7 @@
 //! each network is one transaction (as OVN-Kubernetes writes them) and a change for one
 //! network looks at its rows only.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use ovsdb_proto::cache::{CacheConfig, CachedRow, IndexedRows, RowIndex, Snapshot};
@@ -268,17 +268,15 @@ impl NbIndexes {
             .unwrap_or_default()
     }
 
-    /// Every owner that has rows in the snapshot, with a count of its rows (read from
-    /// the owner indexes' keys, not from the rows, and borrowed from the snapshot: an
-    /// owner is copied only if the caller keeps it).
-    pub fn owners<'a>(&self, snap: &'a Snapshot) -> HashMap<&'a Owner, usize> {
-        let mut out = HashMap::new();
-        for index in self.owner.values().chain(self.parted.values()) {
-            for (o, rows) in snap.index_keys(index).into_iter().flatten() {
-                *out.entry(&**o).or_insert(0) += rows;
-            }
-        }
-        out
+    /// Every owner that has rows in the snapshot, each once (read from the owner
+    /// indexes' keys, not from the rows, and borrowed from the snapshot: an owner is
+    /// copied only if the caller keeps it).
+    pub fn owners<'a>(&self, snap: &'a Snapshot) -> HashSet<&'a Owner> {
+        let indexes = self.owner.values().chain(self.parted.values());
+        indexes
+            .flat_map(|index| snap.index_keys(index).into_iter().flatten())
+            .map(|(o, _)| &**o)
+            .collect()
     }
 }
 
