@@ -756,3 +756,42 @@ async fn a_transaction_the_cache_has_not_shown_is_never_sent_twice() {
         "one transaction in all: no row written twice"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_world_being_saved_writes_nothing_until_its_save_is_done() {
+    use integration_tests::udn;
+    use netconnect::world::Key;
+    let sb = sandbox();
+    let yaml = udn::node("n1", "c1", &[]) + &l3("blue", "[{cidr: 10.10.0.0/16}]");
+    let world = udn::world(&yaml, &netconnect::status::dir::State::default(), None);
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    // netconnectd serves a world while it saves its allocations: its keys are built
+    // meanwhile and written once the save is done.
+    let (world, saving) = world.saving();
+    let reconciled = {
+        let (r, world) = (r.clone(), world.clone());
+        tokio::spawn(async move {
+            netconnect::controller::reconcile_key(&r, &world, &Key::Cluster).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!reconciled.is_finished(), "the key waits for the save");
+    assert_eq!(r.transactions(), 0, "nothing sent before the save is done");
+    drop(saving);
+    let plan = tokio::time::timeout(Duration::from_secs(10), reconciled)
+        .await
+        .expect("the key goes on once the save is done")
+        .unwrap()
+        .unwrap();
+    assert!(!plan.inserted.is_empty(), "{plan}");
+    assert_eq!(r.transactions(), 1);
+    // A world once saved (and a world never gated) waits for nothing.
+    let again = tokio::time::timeout(
+        Duration::from_secs(10),
+        netconnect::controller::reconcile_key(&r, &world, &Key::Cluster),
+    )
+    .await
+    .expect("a saved world's key does not wait")
+    .unwrap();
+    assert!(again.is_empty(), "{again}");
+}

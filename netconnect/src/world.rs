@@ -62,6 +62,19 @@ pub struct World {
     /// worked out when the world is built: its fields are to be read, and a world
     /// changed is built anew.
     prepared_nodes: Vec<Option<crate::topology::PreparedNode>>,
+    /// Open once what this world allocated is saved ([`World::saved`]); none: open.
+    saved: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+/// Held while a world's allocations are being saved ([`World::saving`]): dropping it,
+/// whether the save succeeded or not, lets the world's rows be written.
+#[derive(Debug)]
+pub struct Saving(tokio::sync::watch::Sender<bool>);
+
+impl Drop for Saving {
+    fn drop(&mut self) {
+        self.0.send_replace(true);
+    }
 }
 
 impl World {
@@ -110,9 +123,30 @@ impl World {
             problems: all,
             settings,
             prepared_nodes: Vec::new(),
+            saved: None,
         };
         world.prepared_nodes = world.inputs().prepare_nodes();
         world
+    }
+
+    /// This world, its rows held back until the [`Saving`] returned is dropped:
+    /// netconnectd serves a world while it saves the world's allocations in its status
+    /// directory, so that the rows are built meanwhile, and writes none before they
+    /// are saved (OVN-Kubernetes' order: the annotations in the API server, then the
+    /// rows that use them).
+    pub fn saving(mut self) -> (World, Saving) {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        self.saved = Some(rx);
+        (self, Saving(tx))
+    }
+
+    /// Waits until the rows of this world may be written: at once unless it was built
+    /// [`World::saving`] and its [`Saving`] is not dropped yet.
+    pub async fn saved(&self) {
+        if let Some(rx) = &self.saved {
+            // An error is a sender gone: it was dropped, which opens the gate too.
+            let _ = rx.clone().wait_for(|saved| *saved).await;
+        }
     }
 
     /// The builders' view.

@@ -73,17 +73,21 @@ pub type Reports = Arc<Mutex<BTreeMap<Key, KeyReport>>>;
 
 /// Reconciles one key against `world` now. Of a key whose rows come in fragments,
 /// only the fragments whose inputs changed since the reconciler last applied it (or
-/// whose rows changed in the NB) are built and compared.
+/// whose rows changed in the NB) are built and compared. Nothing is written before
+/// the world's allocations are saved ([`World::saved`]).
 pub async fn reconcile_key(
     reconciler: &Reconciler,
     world: &World,
     key: &Key,
 ) -> Result<crate::reconcile::Plan, ReconcileError> {
     let desired = match world.fragment_scope(key) {
-        Some((owner, scope)) => world.desired_with(key, &reconciler.known(&owner, &scope))?,
-        None => world.desired(key)?,
+        Some((owner, scope)) => world.desired_with(key, &reconciler.known(&owner, &scope)),
+        None => world.desired(key),
     };
-    reconciler.apply(&desired).await
+    // Built while the world's allocations are being saved; written, or reported as
+    // failed, once they are.
+    world.saved().await;
+    reconciler.apply(&desired?).await
 }
 
 /// Called after every reconcile with the world used, the key, the outcome and how

@@ -251,6 +251,8 @@ async fn serve(
     let mut files = Arc::new(Vec::new());
     let mut read_beside: Option<tokio::task::JoinHandle<World>> = None;
     let mut state = Arc::new(state);
+    // The state of the world served, being worked out and saved beside its reconciles.
+    let mut saving: Option<tokio::task::JoinHandle<Saved>> = None;
     loop {
         let quiet_due = async {
             match quiet.at {
@@ -258,9 +260,21 @@ async fn serve(
                 None => std::future::pending().await,
             }
         };
+        let saved_now = async {
+            match saving.as_mut() {
+                Some(task) => task.await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
+            done = saved_now => {
+                saving = None;
+                (state, saved) = done.map_err(|e| format!("saving the status failed: {e}"))?
+                    .settle(&mut quiet);
+                continue;
+            }
             () = quiet_due => {
                 // Each part yields to a change come meanwhile: the reload it brings
                 // comes first (and arms the quiet again for what is left).
@@ -284,6 +298,13 @@ async fn serve(
             }
             Some(()) = changed.recv() => {}
         }
+        // A world is read beside the state saved last.
+        if let Some(task) = saving.take() {
+            (state, saved) = task
+                .await
+                .map_err(|e| format!("saving the status failed: {e}"))?
+                .settle(&mut quiet);
+        }
         let served = tx.borrow().clone();
         let previous = match read_beside.take() {
             Some(task) if task.is_finished() => task.await.ok(),
@@ -306,34 +327,26 @@ async fn serve(
                 for p in &world.problems {
                     tracing::warn!(problem = %p, "input");
                 }
-                let built = started.elapsed();
-                let next = world.state(&state);
-                let stated = started.elapsed();
-                if let Some(dir) = &args.status_dir {
-                    let written = match saved {
-                        true => next.save_since(&state, dir),
-                        false => next.save(dir).map(|()| false),
-                    };
-                    if let Err(e) = &written {
-                        tracing::error!(error = %e, "cannot write the status dir");
-                    }
-                    saved = written.is_ok();
-                    quiet.fold |= matches!(written, Ok(true));
-                }
-                quiet.read_again = nodes_changed(&state, &next);
-                if quiet.fold || quiet.read_again {
-                    quiet.at = Some(tokio::time::Instant::now() + QUIET);
-                }
-                state = Arc::new(next);
-                tracing::debug!(
-                    ?built,
-                    state = ?stated - built,
-                    saved = ?started.elapsed() - stated,
-                    "manifests reloaded"
-                );
-                tx.send_replace(Arc::new(world));
+                tracing::debug!(built = ?started.elapsed(), "manifests reloaded");
+                // Served at once: its rows are built while its state is saved, and
+                // written after ([`World::saving`]).
+                let (world, gate) = world.saving();
+                let world = Arc::new(world);
+                tx.send_replace(world.clone());
+                // What waits for quiet waits for this save too (it arms the quiet
+                // again).
+                quiet.at = None;
+                let (previous, dir) = (state.clone(), args.status_dir.clone());
+                saving = Some(tokio::task::spawn_blocking(move || {
+                    save_state(&world, &previous, dir.as_deref(), saved, gate)
+                }));
             }
             Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
+        }
+    }
+    if let Some(task) = saving.take() {
+        if let Ok(done) = task.await {
+            (state, _) = done.settle(&mut quiet);
         }
     }
     if quiet.fold {
@@ -361,6 +374,71 @@ struct Quiet {
     /// The Nodes' annotations in the state changed: the world is read again beside
     /// it.
     read_again: bool,
+}
+
+/// A world's state, worked out and saved ([`save_state`]).
+struct Saved {
+    state: Arc<State>,
+    /// Whether the status directory holds it.
+    saved: bool,
+    /// Its journal holds edits to fold.
+    fold: bool,
+    /// The Nodes' annotations changed.
+    nodes_changed: bool,
+}
+
+impl Saved {
+    /// The state and whether the directory holds it; `quiet` told what waits for
+    /// quiet, and armed when something does.
+    fn settle(self, quiet: &mut Quiet) -> (Arc<State>, bool) {
+        quiet.fold |= self.fold;
+        quiet.read_again = self.nodes_changed;
+        if quiet.fold || quiet.read_again {
+            quiet.at = Some(tokio::time::Instant::now() + QUIET);
+        }
+        (self.state, self.saved)
+    }
+}
+
+/// The state after `world`, saved in `dir` (which holds `previous` when `saved`: then
+/// only what changed is written); `gate` dropped once it is written (or could not
+/// be).
+fn save_state(
+    world: &World,
+    previous: &State,
+    dir: Option<&std::path::Path>,
+    saved: bool,
+    gate: crate::world::Saving,
+) -> Saved {
+    let started = std::time::Instant::now();
+    let next = world.state(previous);
+    let stated = started.elapsed();
+    let mut done = Saved {
+        state: Arc::new(State::default()),
+        saved,
+        fold: false,
+        nodes_changed: false,
+    };
+    if let Some(dir) = dir {
+        let written = match saved {
+            true => next.save_since(previous, dir),
+            false => next.save(dir).map(|()| false),
+        };
+        if let Err(e) = &written {
+            tracing::error!(error = %e, "cannot write the status dir");
+        }
+        done.saved = written.is_ok();
+        done.fold = matches!(written, Ok(true));
+    }
+    drop(gate);
+    tracing::debug!(
+        state = ?stated,
+        saved = ?started.elapsed() - stated,
+        "status saved"
+    );
+    done.nodes_changed = nodes_changed(previous, &next);
+    done.state = Arc::new(next);
+    done
 }
 
 /// True when a Node of `after` is not as in `before`, or one is gone.
