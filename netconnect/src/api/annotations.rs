@@ -121,7 +121,12 @@ pub fn format_node_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
 pub fn write_node_subnets(entries: &[(&str, &[IpNet])]) -> String {
     // Written by hand: at 500 networks x 500 nodes a reload writes 250k CIDRs, and
     // their text through `Display` and a serializer was most of the time it took.
-    let mut out = String::with_capacity(2 + entries.len() * 32);
+    // `"name":["a.b.c.d/len",…]`: the name, its quotes and brackets, 20 bytes a CIDR.
+    let size: usize = entries
+        .iter()
+        .map(|(net, cidrs)| net.len() + 6 + 20 * cidrs.len())
+        .sum();
+    let mut out = String::with_capacity(2 + size);
     out.push('{');
     for (i, (net, cidrs)) in entries.iter().enumerate() {
         if i > 0 {

@@ -2,6 +2,8 @@
 //! show it once OVN-Kubernetes' cluster manager handled it, its allocations written as
 //! annotations and its conditions set ([`State::next`]).
 
+use std::ops::Bound;
+
 use crate::alloc::Allocations;
 use crate::api::annotations::{self, *};
 use crate::api::load::{Object, Problem};
@@ -29,24 +31,34 @@ impl State {
             let o = Object::ClusterNetworkConnect(connect(name, info, alloc, previous, now));
             out.objects.insert(key(&o), o);
         }
-        // A node annotated with exactly what it has keeps the text it was read with.
-        let kept: Vec<bool> = inv
+        // Each node, and whether it keeps the text it was read with: it does when
+        // annotated with exactly what it has.
+        let nodes: Vec<(&String, &NodeInfo, bool)> = inv
             .nodes
             .iter()
             .map(|(name, info)| {
-                alloc.annotated_exactly(name, &info.subnets)
-                    && !info.object.metadata.annotations.contains_key(NODE_SUBNETS)
+                let kept = alloc.annotated_exactly(name, &info.subnets)
+                    && !info.object.metadata.annotations.contains_key(NODE_SUBNETS);
+                (name, info, kept)
             })
             .collect();
-        let by_node = host_subnets_by_node(inv, alloc, &kept);
-        for (((name, info), subnets), kept) in inv.nodes.iter().zip(by_node).zip(kept) {
-            let why = reasons(allocation_problems, &format!("Node {name}"));
-            let mine = Allocated {
-                alloc,
-                subnets,
-                kept: kept.then(|| info.read.get(NODE_SUBNETS)).flatten(),
-            };
-            let o = Object::Node(node(name, info, inv, &mine, previous, &why, now));
+        // A network added to hundreds of nodes rewrites every node's host subnets
+        // (250k of them at 500 x 500): the nodes are written a share per thread.
+        let written = super::in_shares(&nodes, |share| {
+            let by_node = host_subnets_by_node(share, alloc);
+            let each = share.iter().zip(by_node);
+            each.map(|(&(name, info, kept), subnets)| {
+                let why = reasons(allocation_problems, &format!("Node {name}"));
+                let mine = Allocated {
+                    alloc,
+                    subnets,
+                    kept: kept.then(|| info.read.get(NODE_SUBNETS)).flatten(),
+                };
+                Object::Node(node(name, info, inv, &mine, previous, &why, now))
+            })
+            .collect()
+        });
+        for o in written {
             out.objects.insert(key(&o), o);
         }
         for (name, info) in &inv.networks {
@@ -132,20 +144,24 @@ fn connect(
     object
 }
 
-/// Each node's host subnets (in the inventory's node order), network by network in
-/// name order, but for the nodes `skipped` (none, then): a look-up per network and node
-/// when few nodes are wanted, else one walk through each network's map.
+/// The host subnets of each of `nodes` (in name order, as the inventory holds them),
+/// network by network in name order, but for the nodes that keep their text (their
+/// third field; none, then): a look-up per network and node when few nodes are wanted,
+/// else one walk through each network's map from the first of `nodes`.
 fn host_subnets_by_node<'a>(
-    inv: &Inventory,
+    nodes: &[(&String, &NodeInfo, bool)],
     alloc: &'a Allocations,
-    skipped: &[bool],
 ) -> Vec<Vec<(&'a str, &'a [ipnet::IpNet])>> {
-    let mut out = vec![Vec::new(); inv.nodes.len()];
-    let few = skipped.iter().filter(|s| !**s).count() * 8 < skipped.len();
+    let mut out = vec![Vec::new(); nodes.len()];
+    let few = nodes.iter().filter(|(_, _, kept)| !kept).count() * 8 < nodes.len();
+    let Some((first, _, _)) = nodes.first() else {
+        return out;
+    };
+    let from: (Bound<&str>, Bound<&str>) = (Bound::Included(first.as_str()), Bound::Unbounded);
     for (net, by_node) in &alloc.host_subnets {
-        let mut given = by_node.iter().peekable();
-        let wanted = inv.nodes.keys().zip(out.iter_mut()).zip(skipped);
-        for ((name, mine), _) in wanted.filter(|(_, skipped)| !**skipped) {
+        let mut given = by_node.range::<_, str>(from).peekable();
+        let wanted = nodes.iter().zip(out.iter_mut());
+        for ((name, _, _), mine) in wanted.filter(|((_, _, kept), _)| !kept) {
             let s = match few {
                 true => by_node.get(name.as_str()),
                 false => crate::topology::in_step(&mut given, name),

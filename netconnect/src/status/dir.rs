@@ -205,9 +205,8 @@ impl State {
         if edited.len() < journal::FROM_NODES || (journaled && whole.iter().any(is_node)) {
             whole.extend(edited.iter().map(|(_, _, o)| *o));
         } else {
-            for (b, n, _) in &edited {
-                edits.extend(journal::node_edits(b, n).unwrap_or_default());
-            }
+            edits =
+                journal::nodes_edits(&edited.iter().map(|(b, n, _)| (*b, *n)).collect::<Vec<_>>());
         }
         // A Node written whole with edits of it in the journal would have them replayed
         // onto its newer text: the journal is folded first.
@@ -535,11 +534,20 @@ mod tests {
 
     #[test]
     fn a_network_added_to_many_nodes_is_journaled_read_back_and_folded() {
+        network_added_journaled_read_back_and_folded(journal::FROM_NODES);
+    }
+
+    /// As many nodes as write their annotations and edits a share per thread
+    /// ([`crate::status::PER_THREAD`]), on two or more threads.
+    #[test]
+    fn a_network_added_to_nodes_written_on_several_threads_is_journaled_read_back_and_folded() {
+        network_added_journaled_read_back_and_folded(2 * crate::status::PER_THREAD + 3);
+    }
+
+    fn network_added_journaled_read_back_and_folded(count: usize) {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let nodes: String = (0..journal::FROM_NODES)
-            .map(|i| node(&format!("n{i:02}"), &[]))
-            .collect();
+        let nodes: String = (0..count).map(|i| node(&format!("n{i:03}"), &[])).collect();
         let udn = |name: &str, cidr: &str| {
             l3(&format!("[{{cidr: {cidr}}}]")).replace("name: net,", &format!("name: {name},"))
         };
@@ -559,7 +567,7 @@ mod tests {
         // A line per node naming it and giving its new entry (the network's), however
         // many networks its host subnets list.
         assert!(
-            journal_len < 200 * journal::FROM_NODES as u64,
+            journal_len < 200 * count as u64,
             "the journal ({journal_len} bytes) holds what changed"
         );
         let now = files_of(d);

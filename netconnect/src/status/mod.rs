@@ -10,3 +10,31 @@ pub mod journal;
 pub mod network;
 
 pub use connect::*;
+
+/// The fewest items a thread of [`in_shares`] takes.
+pub(crate) const PER_THREAD: usize = 32;
+
+/// `f` of each share of `items`, in order, the shares taken by as many threads as the
+/// host has cores (at most 4), each of [`PER_THREAD`] items or more.
+pub(crate) fn in_shares<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&[T]) -> Vec<R> + Sync,
+) -> Vec<R> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let threads = (items.len() / PER_THREAD).clamp(1, cores);
+    if threads == 1 {
+        return f(items);
+    }
+    let per = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(per)
+            .map(|share| scope.spawn(move || f(share)))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
