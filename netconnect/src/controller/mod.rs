@@ -87,7 +87,12 @@ pub async fn reconcile_key(
     // Built while the world's allocations are being saved; written, or reported as
     // failed, once they are.
     world.saved().await;
-    reconciler.apply(&desired?).await
+    let desired = desired?;
+    let result = reconciler.apply(&desired).await;
+    if desired.len() >= crate::reconcile::FREED_APART {
+        crate::reconcile::free_apart(desired);
+    }
+    result
 }
 
 /// Called after every reconcile with the world used, the key, the outcome and how
