@@ -74,7 +74,7 @@ pub type Reports = Arc<Mutex<BTreeMap<Key, KeyReport>>>;
 /// Reconciles one key against `world` now. Of a key whose rows come in fragments,
 /// only the fragments whose inputs changed since the reconciler last applied it (or
 /// whose rows changed in the NB) are built and compared. Nothing is written before
-/// the world's allocations are saved ([`World::saved`]).
+/// the world's allocations are saved ([`World::saved`]); the key is planned meanwhile.
 pub async fn reconcile_key(
     reconciler: &Reconciler,
     world: &World,
@@ -84,11 +84,16 @@ pub async fn reconcile_key(
         Some((owner, scope)) => world.desired_with(key, &reconciler.known(&owner, &scope)),
         None => world.desired(key),
     };
-    // Built while the world's allocations are being saved; written, or reported as
-    // failed, once they are.
-    world.saved().await;
-    let desired = desired?;
-    let result = reconciler.apply(&desired).await;
+    // Built and planned while the world's allocations are being saved; written, or
+    // reported as failed, once they are.
+    let desired = match desired {
+        Ok(desired) => desired,
+        Err(e) => {
+            world.saved().await;
+            return Err(e.into());
+        }
+    };
+    let result = reconciler.apply_when(&desired, world.saved()).await;
     if desired.len() >= crate::reconcile::FREED_APART {
         crate::reconcile::free_apart(desired);
     }

@@ -842,21 +842,33 @@ impl Reconciler {
     /// Writes what `desired` needs, in one transaction (none when nothing differs), and
     /// waits until the cache shows it.
     pub async fn apply(&self, desired: &Desired) -> Result<Plan, ReconcileError> {
-        self.settle(desired).await?;
-        let planned = self.cache.snapshot();
-        let before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
-        let mut plan = match self.plan_in(desired, &planned, &before) {
-            Ok(plan) => plan,
-            Err(e) => {
-                // A plan that kept a base fragment's rows it could not find (gone, or
-                // not remembered as built) is not tried so again: the key's next
-                // reconcile builds every fragment.
-                if desired.rows().any(|r| r.kept) {
-                    self.forget(desired);
-                }
-                return Err(e);
-            }
-        };
+        self.apply_when(desired, std::future::ready(())).await
+    }
+
+    /// [`Reconciler::apply`], going no further than the plan before `ready` completes,
+    /// and returning no error before it either (netconnectd plans a world's keys while
+    /// it saves the world's allocations); the plan is made again if the cache moved
+    /// meanwhile.
+    pub async fn apply_when(
+        &self,
+        desired: &Desired,
+        ready: impl std::future::Future<Output = ()>,
+    ) -> Result<Plan, ReconcileError> {
+        if let Err(e) = self.settle(desired).await {
+            ready.await;
+            return Err(e);
+        }
+        let mut planned = self.cache.snapshot();
+        let mut before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
+        let mut plan = self.plan_or_forget(desired, &planned, &before);
+        ready.await;
+        let now = self.cache.snapshot();
+        if !Arc::ptr_eq(&now, &planned) {
+            planned = now;
+            before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
+            plan = self.plan_or_forget(desired, &planned, &before);
+        }
+        let mut plan = plan?;
         if plan.is_empty() {
             // The rows are read again only if the cache moved while planning.
             let now = self.cache.snapshot();
@@ -936,6 +948,22 @@ impl Reconciler {
                 Err(e.into())
             }
         }
+    }
+
+    /// [`Reconciler::plan_in`]; a plan that kept a base fragment's rows it could not
+    /// find (gone, or not remembered as built) is not tried so again: the key's next
+    /// reconcile builds every fragment.
+    fn plan_or_forget(
+        &self,
+        desired: &Desired,
+        snap: &Snapshot,
+        rows: &KeyRows,
+    ) -> Result<Plan, ReconcileError> {
+        let plan = self.plan_in(desired, snap, rows);
+        if plan.is_err() && desired.rows().any(|r| r.kept) {
+            self.forget(desired);
+        }
+        plan
     }
 
     fn unsettle(&self, desired: &Desired, connections: u64, committed: Option<Expected>) {
