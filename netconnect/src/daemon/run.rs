@@ -271,8 +271,7 @@ async fn serve(
             _ = terminate.recv() => break,
             done = saved_now => {
                 saving = None;
-                (state, saved) = done.map_err(|e| format!("saving the status failed: {e}"))?
-                    .settle(&mut quiet);
+                (state, saved) = settle(done, state, &mut quiet);
                 continue;
             }
             () = quiet_due => {
@@ -300,10 +299,7 @@ async fn serve(
         }
         // A world is read beside the state saved last.
         if let Some(task) = saving.take() {
-            (state, saved) = task
-                .await
-                .map_err(|e| format!("saving the status failed: {e}"))?
-                .settle(&mut quiet);
+            (state, saved) = settle(task.await, state, &mut quiet);
         }
         let served = tx.borrow().clone();
         let previous = match read_beside.take() {
@@ -345,9 +341,7 @@ async fn serve(
         }
     }
     if let Some(task) = saving.take() {
-        if let Ok(done) = task.await {
-            (state, _) = done.settle(&mut quiet);
-        }
+        (state, _) = settle(task.await, state, &mut quiet);
     }
     if quiet.fold {
         fold(&args, &state, &|| true);
@@ -397,6 +391,23 @@ impl Saved {
             quiet.at = Some(tokio::time::Instant::now() + QUIET);
         }
         (self.state, self.saved)
+    }
+}
+
+/// The state a save left and whether the directory holds it ([`Saved::settle`]); a
+/// save that did not finish (it panicked) leaves `state`, not held: the next save
+/// writes the whole directory.
+fn settle(
+    done: Result<Saved, tokio::task::JoinError>,
+    state: Arc<State>,
+    quiet: &mut Quiet,
+) -> (Arc<State>, bool) {
+    match done {
+        Ok(done) => done.settle(quiet),
+        Err(e) => {
+            tracing::error!(error = %e, "saving the status dir failed");
+            (state, false)
+        }
     }
 }
 

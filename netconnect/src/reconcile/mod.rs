@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use ovsdb_proto::cache::{
     Cache, CacheConfig, CacheEvents, CachedRow, Expected, IndexedRows, RowChange, Snapshot,
 };
@@ -861,12 +862,17 @@ impl Reconciler {
         let mut planned = self.cache.snapshot();
         let mut before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
         let mut plan = self.plan_or_forget(desired, &planned, &before);
-        ready.await;
-        let now = self.cache.snapshot();
-        if !Arc::ptr_eq(&now, &planned) {
-            planned = now;
-            before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
-            plan = self.plan_or_forget(desired, &planned, &before);
+        // Planned again only if it waited and the cache moved meanwhile: a key that
+        // need not wait goes on as planned, as `apply` always did.
+        let mut ready = std::pin::pin!(ready);
+        if (&mut ready).now_or_never().is_none() {
+            ready.await;
+            let now = self.cache.snapshot();
+            if !Arc::ptr_eq(&now, &planned) {
+                planned = now;
+                before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
+                plan = self.plan_or_forget(desired, &planned, &before);
+            }
         }
         let mut plan = plan?;
         if plan.is_empty() {
