@@ -794,4 +794,44 @@ async fn a_world_being_saved_writes_nothing_until_its_save_is_done() {
     .expect("a saved world's key does not wait")
     .unwrap();
     assert!(again.is_empty(), "{again}");
+
+    // A key planned while its world is saved is planned again if the NB moved
+    // meanwhile: a row deleted by hand during the save is put back.
+    let (world, saving) =
+        udn::world(&yaml, &netconnect::status::dir::State::default(), None).saving();
+    let reconciled = {
+        let (r, world) = (r.clone(), world.clone());
+        tokio::spawn(async move {
+            netconnect::controller::reconcile_key(&r, &world, &Key::Cluster).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!reconciled.is_finished(), "the key waits for the save");
+    let (at, root) = plan
+        .inserted
+        .iter()
+        .enumerate()
+        .find(|(_, n)| n.table == "Copp")
+        .unwrap_or_else(|| panic!("the cluster rows hold the default COPP: {plan}"));
+    let uuid = plan.inserted_uuids[at].to_string();
+    sb.nbctl(&["destroy", &root.table, &uuid]).unwrap();
+    let table = root.table.clone();
+    assert!(
+        r.cache()
+            .wait_for(Duration::from_secs(10), |s| s
+                .get(&table, &plan.inserted_uuids[at])
+                .is_none())
+            .await,
+        "the cache shows the row deleted"
+    );
+    drop(saving);
+    let put_back = tokio::time::timeout(Duration::from_secs(10), reconciled)
+        .await
+        .expect("the key goes on once the save is done")
+        .unwrap()
+        .unwrap();
+    assert!(
+        put_back.inserted.iter().any(|n| n == root),
+        "{root} put back: {put_back}"
+    );
 }

@@ -134,38 +134,25 @@ fn edit(node: &str, annotation: &str, before: &str, after: &str) -> Edit {
     }
 }
 
-/// How many bytes `a` and `b` share from the start: compared a block at a time, as a
+/// How many bytes `a` and `b` share from the start: compared 64 bytes at a time, as a
 /// network's edit leaves 20 kB of text alike at 500 networks.
 fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + BLOCK <= n && a[i..i + BLOCK] == b[i..i + BLOCK] {
-        i += BLOCK;
-    }
-    i + a[i..n]
-        .iter()
-        .zip(&b[i..n])
-        .take_while(|(x, y)| x == y)
-        .count()
+    let blocks = a.chunks_exact(64).zip(b.chunks_exact(64));
+    let alike = 64 * blocks.take_while(|(x, y)| x == y).count();
+    let rest = a[alike..].iter().zip(&b[alike..]);
+    alike + rest.take_while(|(x, y)| x == y).count()
 }
 
-/// How many bytes `a` and `b` share at the end.
+/// How many bytes `a` and `b` share at the end, compared as [`common_prefix`] does.
 fn common_suffix(a: &[u8], b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[a.len() - n..], &b[b.len() - n..]);
-    let mut i = 0;
-    while i + BLOCK <= n && a[n - i - BLOCK..n - i] == b[n - i - BLOCK..n - i] {
-        i += BLOCK;
-    }
-    let (a, b) = (&a[..n - i], &b[..n - i]);
-    i + a
-        .iter()
-        .rev()
-        .zip(b.iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count()
+    let blocks = a.rchunks_exact(64).zip(b.rchunks_exact(64));
+    let alike = 64 * blocks.take_while(|(x, y)| x == y).count();
+    let rest = a[..a.len() - alike].iter().rev();
+    alike
+        + rest
+            .zip(b[..b.len() - alike].iter().rev())
+            .take_while(|(x, y)| x == y)
+            .count()
 }
 
 fn path(dir: &Path) -> PathBuf {
@@ -352,6 +339,24 @@ mod tests {
             Some(Object::Node(n)) => (n, problems),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn common_ends_are_counted_byte_by_byte_across_blocks() {
+        let text: Vec<u8> = (0..300u32).map(|i| b'a' + (i % 26) as u8).collect();
+        for at in [0, 1, 63, 64, 65, 127, 128, 200, 299] {
+            let mut other = text.clone();
+            other[at] = b'#';
+            assert_eq!(super::common_prefix(&text, &other), at, "changed at {at}");
+            assert_eq!(
+                super::common_suffix(&text, &other),
+                299 - at,
+                "changed at {at}"
+            );
+        }
+        assert_eq!(super::common_prefix(&text, &text[..130]), 130);
+        assert_eq!(super::common_suffix(&text, &text[170..]), 130);
+        assert_eq!(super::common_prefix(&text, &text), 300);
     }
 
     #[test]
