@@ -162,12 +162,19 @@ impl World {
 
     /// The state to persist after this world.
     pub fn state(&self, previous: &State) -> State {
+        self.state_after(previous, None)
+    }
+
+    /// [`World::state`], where `previous` is the state of the world `from` (so that
+    /// what changed since is all that is worked out again: [`State::next_after`]).
+    pub fn state_after(&self, previous: &State, from: Option<&World>) -> State {
         // The problems after the inventory's are the allocations' (and the connects').
-        State::next(
+        State::next_after(
             &self.inventory,
             &self.allocations,
             &self.problems[self.inventory.problems.len()..],
             previous,
+            from.map(|w| (&w.inventory, &w.allocations)),
             &crate::status::now(),
         )
     }

@@ -148,6 +148,119 @@ pub fn write_node_subnets(entries: &[(&str, &[IpNet])]) -> String {
     out
 }
 
+/// The [`write_node_subnets`] text `text` with the entries of the networks `changes`
+/// names (in name order, each once) set to the CIDRs given, or taken out for none
+/// (or an empty list): the text [`write_node_subnets`] writes for the entries that
+/// result, `{}` for none. `None` when `text` is not one [`write_node_subnets`] writes
+/// where the changes fall, or a name would be escaped.
+///
+/// Each entry is found by a binary search through the text, so that a network added
+/// to a node's 500 costs a look-up and a copy of the text, not 500 entries written.
+pub fn splice_node_subnets(text: &str, changes: &[(&str, Option<&[IpNet]>)]) -> Option<String> {
+    let t = text.as_bytes();
+    if t.len() < 2 || t[0] != b'{' || t[t.len() - 1] != b'}' {
+        return None;
+    }
+    if changes.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return None;
+    }
+    let close = t.len() - 1;
+    let mut pieces: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    // At the first entry not looked at yet (or at the closing brace).
+    let mut cursor = 1;
+    for (net, cidrs) in changes {
+        if !net.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            return None;
+        }
+        let at = entries::first_not_below(t, cursor, close, net.as_bytes())?;
+        // The entries before it stay as they are (without the comma after them).
+        if at > cursor {
+            let before = if at == close { at } else { at - 1 };
+            pieces.push(text[cursor..before].into());
+        }
+        cursor = at;
+        if at < close && entries::name(t, at)? == net.as_bytes() {
+            let end = entries::end(t, at)?;
+            cursor = if end < close { end + 1 } else { end };
+        }
+        if let Some(cidrs) = cidrs.filter(|c| !c.is_empty()) {
+            pieces.push(
+                write_node_subnets(&[(net, cidrs)])[1..]
+                    .trim_end_matches('}')
+                    .to_owned()
+                    .into(),
+            );
+        }
+    }
+    if cursor < close {
+        pieces.push(text[cursor..close].into());
+    }
+    let mut out = String::with_capacity(text.len() + 64);
+    out.push('{');
+    for (i, p) in pieces.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(p);
+    }
+    out.push('}');
+    Some(out)
+}
+
+/// The entries of a [`write_node_subnets`] text, `"name":["cidr",…]` separated by
+/// commas: an entry starts at a quote that follows `{` or `],` and ends after its
+/// first `]` (neither names written unescaped nor CIDRs hold a bracket).
+mod entries {
+    /// The name of the entry starting at `at`; `None` when none starts there.
+    pub fn name(t: &[u8], at: usize) -> Option<&[u8]> {
+        let rest = t.get(at..)?.strip_prefix(b"\"")?;
+        let len = rest.iter().position(|&b| b == b'"' || b == b'\\')?;
+        (rest[len] == b'"' && rest[len + 1..].starts_with(b":[")).then(|| &rest[..len])
+    }
+
+    /// Where the entry starting at `at` ends (after its `]`, at a `,` or the closing
+    /// brace).
+    pub fn end(t: &[u8], at: usize) -> Option<usize> {
+        let end = at + t[at..].iter().position(|&b| b == b']')? + 1;
+        matches!(t.get(end), Some(b',' | b'}')).then_some(end)
+    }
+
+    /// The first entry start in `from..to`, `to` for none (`from` is one or `to`).
+    fn next_start(t: &[u8], from: usize, to: usize) -> usize {
+        let from = from.max(2);
+        t[from - 2..to]
+            .windows(3)
+            .position(|w| w == b"],\"")
+            .map_or(to, |i| from + i)
+    }
+
+    /// The first entry in `from..close` (from an entry start, or `close`) whose name
+    /// is not below `net`; `close` when there is none. `None` when the text does not
+    /// read as entries where looked at.
+    pub fn first_not_below(t: &[u8], from: usize, close: usize, net: &[u8]) -> Option<usize> {
+        let (mut lo, mut hi) = (from, close);
+        // The answer lies in `lo..=hi`; both are entry starts or `close`.
+        loop {
+            if lo == hi || name(t, lo)? >= net {
+                return Some(lo);
+            }
+            // `lo` is below: an entry start halfway to `hi`, else the next one.
+            let mut mid = next_start(t, lo + (hi - lo) / 2 + 1, hi);
+            if mid == hi {
+                mid = next_start(t, lo + 1, hi);
+                if mid == hi {
+                    return Some(hi);
+                }
+            }
+            if name(t, mid)? >= net {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+    }
+}
+
 /// How the CIDRs of [`NODE_SUBNETS`] are read and written without a string of their
 /// own each (250k of them at 500 networks x 500 nodes).
 mod cidr_text {
@@ -541,6 +654,70 @@ pub fn parse_l3_gateway_config(value: &str) -> Result<Option<L3GatewayConfig>, B
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spliced_node_subnets_text_is_the_text_written_for_its_entries() {
+        // Random maps and changes (a fixed seed): splicing the changes into a map's
+        // text gives the text of the map with the changes made.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let names: Vec<String> = (0..40).map(|i| format!("ns{}.net{i}", i % 3)).collect();
+        let cidrs = |next: &mut dyn FnMut(u64) -> u64| -> Vec<IpNet> {
+            (0..next(3))
+                .map(|_| match next(2) {
+                    0 => format!("10.{}.{}.0/24", next(256), next(256)),
+                    _ => format!("fd00:{:x}::/64", next(65536)),
+                })
+                .map(|c| c.parse().unwrap())
+                .collect()
+        };
+        let mut spliced = 0;
+        for _ in 0..3000 {
+            let mut map: BTreeMap<String, Vec<IpNet>> = BTreeMap::new();
+            for n in &names {
+                if next(2) == 0 {
+                    map.insert(n.clone(), cidrs(&mut next));
+                }
+            }
+            let text = format_node_subnets(&map);
+            let mut changes: BTreeMap<&str, Option<Vec<IpNet>>> = BTreeMap::new();
+            for _ in 0..next(4) {
+                let n = &names[next(names.len() as u64) as usize];
+                let c = (next(3) > 0).then(|| cidrs(&mut next));
+                changes.insert(n, c);
+            }
+            let mut want = map.clone();
+            for (n, c) in &changes {
+                match c.as_ref().filter(|c| !c.is_empty()) {
+                    Some(c) => want.insert(n.to_string(), c.clone()),
+                    None => want.remove(*n),
+                };
+            }
+            let asked: Vec<(&str, Option<&[IpNet]>)> =
+                changes.iter().map(|(n, c)| (*n, c.as_deref())).collect();
+            let got = splice_node_subnets(&text, &asked);
+            assert_eq!(got, Some(format_node_subnets(&want)), "{text} {asked:?}");
+            spliced += usize::from(!changes.is_empty());
+        }
+        assert!(spliced > 2000, "{spliced}");
+        // Text not written so, or a name that would be escaped: no answer.
+        let one: &[IpNet] = &["10.1.0.0/24".parse().unwrap()];
+        assert_eq!(
+            splice_node_subnets(r#"{"a": ["10.0.0.0/24"]}"#, &[("b", Some(one))]),
+            None
+        );
+        assert_eq!(splice_node_subnets("", &[("b", Some(one))]), None);
+        assert_eq!(splice_node_subnets("{}", &[("q\"", Some(one))]), None);
+        assert_eq!(
+            splice_node_subnets("{}", &[("b", Some(one))]).as_deref(),
+            Some(r#"{"b":["10.1.0.0/24"]}"#)
+        );
+    }
 
     #[test]
     fn node_subnets_read_lists_and_single_strings_and_write_lists() {

@@ -251,6 +251,9 @@ async fn serve(
     let mut files = Arc::new(Vec::new());
     let mut read_beside: Option<tokio::task::JoinHandle<World>> = None;
     let mut state = Arc::new(state);
+    // The world `state` was worked out from, when it is known (not yet at the start,
+    // nor after a save that failed): the next state works out what changed since.
+    let mut state_of: Option<Arc<World>> = None;
     // The state of the world served, being worked out and saved beside its reconciles.
     let mut saving: Option<tokio::task::JoinHandle<Saved>> = None;
     loop {
@@ -271,7 +274,7 @@ async fn serve(
             _ = terminate.recv() => break,
             done = saved_now => {
                 saving = None;
-                (state, saved) = settle(done, state, &mut quiet);
+                (state, saved, state_of) = settle(done, state, &mut quiet);
                 continue;
             }
             () = quiet_due => {
@@ -299,7 +302,7 @@ async fn serve(
         }
         // A world is read beside the state saved last.
         if let Some(task) = saving.take() {
-            (state, saved) = settle(task.await, state, &mut quiet);
+            (state, saved, state_of) = settle(task.await, state, &mut quiet);
         }
         let served = tx.borrow().clone();
         let previous = match read_beside.take() {
@@ -333,15 +336,23 @@ async fn serve(
                 // again).
                 quiet.at = None;
                 let (previous, dir) = (state.clone(), args.status_dir.clone());
+                let from = state_of.take();
                 saving = Some(tokio::task::spawn_blocking(move || {
-                    save_state(&world, &previous, dir.as_deref(), saved, gate)
+                    save_state(
+                        world,
+                        &previous,
+                        from.as_deref(),
+                        dir.as_deref(),
+                        saved,
+                        gate,
+                    )
                 }));
             }
             Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
         }
     }
     if let Some(task) = saving.take() {
-        (state, _) = settle(task.await, state, &mut quiet);
+        (state, _, _) = settle(task.await, state, &mut quiet);
     }
     if quiet.fold {
         fold(&args, &state, &|| true);
@@ -373,6 +384,8 @@ struct Quiet {
 /// A world's state, worked out and saved ([`save_state`]).
 struct Saved {
     state: Arc<State>,
+    /// The world it was worked out from.
+    of: Arc<World>,
     /// Whether the status directory holds it.
     saved: bool,
     /// Its journal holds edits to fold.
@@ -382,50 +395,53 @@ struct Saved {
 }
 
 impl Saved {
-    /// The state and whether the directory holds it; `quiet` told what waits for
-    /// quiet, and armed when something does.
-    fn settle(self, quiet: &mut Quiet) -> (Arc<State>, bool) {
+    /// The state, whether the directory holds it, and the world it is of; `quiet`
+    /// told what waits for quiet, and armed when something does.
+    fn settle(self, quiet: &mut Quiet) -> (Arc<State>, bool, Option<Arc<World>>) {
         quiet.fold |= self.fold;
         quiet.read_again = self.nodes_changed;
         if quiet.fold || quiet.read_again {
             quiet.at = Some(tokio::time::Instant::now() + QUIET);
         }
-        (self.state, self.saved)
+        (self.state, self.saved, Some(self.of))
     }
 }
 
-/// The state a save left and whether the directory holds it ([`Saved::settle`]); a
-/// save that did not finish (it panicked) leaves `state`, not held: the next save
-/// writes the whole directory.
+/// The state a save left, whether the directory holds it and the world it is of
+/// ([`Saved::settle`]); a save that did not finish (it panicked) leaves `state`, not
+/// held, of no world known: the next save writes the whole directory, and works out
+/// the whole state.
 fn settle(
     done: Result<Saved, tokio::task::JoinError>,
     state: Arc<State>,
     quiet: &mut Quiet,
-) -> (Arc<State>, bool) {
+) -> (Arc<State>, bool, Option<Arc<World>>) {
     match done {
         Ok(done) => done.settle(quiet),
         Err(e) => {
             tracing::error!(error = %e, "saving the status dir failed");
-            (state, false)
+            (state, false, None)
         }
     }
 }
 
-/// The state after `world`, saved in `dir` (which holds `previous` when `saved`: then
-/// only what changed is written); `gate` dropped once it is written (or could not
-/// be).
+/// The state after `world`, worked out after `previous` (the state of `from`, when
+/// known), saved in `dir` (which holds `previous` when `saved`: then only what changed
+/// is written); `gate` dropped once it is written (or could not be).
 fn save_state(
-    world: &World,
+    world: Arc<World>,
     previous: &State,
+    from: Option<&World>,
     dir: Option<&std::path::Path>,
     saved: bool,
     gate: crate::world::Saving,
 ) -> Saved {
     let started = std::time::Instant::now();
-    let next = world.state(previous);
+    let next = world.state_after(previous, from);
     let stated = started.elapsed();
     let mut done = Saved {
         state: Arc::new(State::default()),
+        of: world,
         saved,
         fold: false,
         nodes_changed: false,

@@ -2,6 +2,7 @@
 //! show it once OVN-Kubernetes' cluster manager handled it, its allocations written as
 //! annotations and its conditions set ([`State::next`]).
 
+use std::borrow::Cow;
 use std::ops::Bound;
 
 use crate::alloc::Allocations;
@@ -26,6 +27,23 @@ impl State {
         previous: &State,
         now: &str,
     ) -> State {
+        State::next_after(inv, alloc, allocation_problems, previous, None, now)
+    }
+
+    /// [`State::next`], where `previous` is the state worked out for `basis` (an
+    /// inventory and its allocations): a node whose host subnets changed in few
+    /// networks since (a network added gives every node one entry more) has those
+    /// networks' entries spliced into the text it had in `previous`
+    /// ([`splice_node_subnets`]) instead of its every network's written again (250k
+    /// CIDRs at 500 x 500). The state is the one [`State::next`] gives.
+    pub fn next_after(
+        inv: &Inventory,
+        alloc: &Allocations,
+        allocation_problems: &[Problem],
+        previous: &State,
+        basis: Option<(&Inventory, &Allocations)>,
+        now: &str,
+    ) -> State {
         let mut out = State::default();
         for (name, info) in &inv.connects {
             let o = Object::ClusterNetworkConnect(connect(name, info, alloc, previous, now));
@@ -42,19 +60,40 @@ impl State {
                 (name, info, kept)
             })
             .collect();
-        // A network added to hundreds of nodes rewrites every node's host subnets
+        let splice = basis.and_then(|(inv_before, before)| {
+            let changed = changed_host_subnets(alloc, before)?;
+            Some((inv_before, changed))
+        });
+        // A network added to hundreds of nodes changes every node's host subnets
         // (250k of them at 500 x 500): the nodes are written a share per thread.
         let written = super::in_shares(&nodes, |share| {
-            let by_node = host_subnets_by_node(share, alloc);
-            let each = share.iter().zip(by_node);
-            each.map(|(&(name, info, kept), subnets)| {
+            // Each node's text when it is known without writing every entry: the text
+            // read (kept), or the text before with what changed spliced in.
+            let texts: Vec<Option<Option<Cow<str>>>> = share
+                .iter()
+                .map(|&(name, info, kept)| match kept {
+                    true => info.read.get(NODE_SUBNETS).map(|t| Some(Cow::from(t))),
+                    false => splice.as_ref().and_then(|(inv_before, changed)| {
+                        let spliced = spliced(name, info, inv_before, previous, changed, alloc);
+                        spliced.map(|t| t.map(Cow::from))
+                    }),
+                })
+                .collect();
+            let gathered: Vec<_> = share
+                .iter()
+                .zip(&texts)
+                .map(|(&(name, info, _), text)| (name, info, text.is_some()))
+                .collect();
+            let by_node = host_subnets_by_node(&gathered, alloc);
+            let each = share.iter().zip(by_node).zip(texts);
+            each.map(|((&(name, info, _), subnets), text)| {
                 let why = reasons(allocation_problems, &format!("Node {name}"));
                 let mine = Allocated {
                     alloc,
                     subnets,
-                    kept: kept.then(|| info.read.get(NODE_SUBNETS)).flatten(),
+                    text,
                 };
-                Object::Node(node(name, info, inv, &mine, previous, &why, now))
+                Object::Node(node(name, info, inv, mine, previous, &why, now))
             })
             .collect()
         });
@@ -174,14 +213,80 @@ fn host_subnets_by_node<'a>(
     out
 }
 
+/// The networks whose host subnets differ between `alloc` and `before` (not the same
+/// map, or in one only), in name order; `None` when they are more than a quarter of
+/// them and more than 4 (a node added gives each network's map one entry more: each
+/// node's entries are then as cheap to write as to splice).
+pub(super) fn changed_host_subnets<'a>(
+    alloc: &'a Allocations,
+    before: &'a Allocations,
+) -> Option<Vec<&'a str>> {
+    let (now, then) = (&alloc.host_subnets, &before.host_subnets);
+    let most = (now.len().max(then.len()) / 4).max(4);
+    let mut changed = Vec::new();
+    let gone = then.keys().filter(|net| !now.contains_key(*net));
+    for net in gone.map(String::as_str) {
+        changed.push(net);
+    }
+    for (net, map) in now {
+        if !then.get(net).is_some_and(|m| m.ptr_eq(map)) {
+            changed.push(net.as_str());
+        }
+        if changed.len() > most {
+            return None;
+        }
+    }
+    changed.sort_unstable();
+    (changed.len() <= most).then_some(changed)
+}
+
+/// Node `name`'s host subnets annotation (`None` for none) as the text it had in
+/// `previous` with the entries of the networks `changed` set to what `alloc` gives
+/// it, when that is the text [`node`] would write: the node was in `inv_before` (the
+/// inventory `previous` was worked out for) and neither then nor now annotated with
+/// host subnets of its own (entries of networks not managed here, which `node`
+/// keeps). `previous`'s texts are as [`write_node_subnets`] writes them
+/// ([`State::load`] writes again those it reads).
+fn spliced(
+    name: &str,
+    info: &NodeInfo,
+    inv_before: &Inventory,
+    previous: &State,
+    changed: &[&str],
+    alloc: &Allocations,
+) -> Option<Option<String>> {
+    let then = inv_before.nodes.get(name)?;
+    let own = |i: &NodeInfo| i.object.metadata.annotations.contains_key(NODE_SUBNETS);
+    if own(info) || own(then) {
+        return None;
+    }
+    let Some(Object::Node(had)) = previous.objects.get(&("Node".to_owned(), name.to_owned()))
+    else {
+        return None;
+    };
+    let text = had.metadata.annotations.get(NODE_SUBNETS);
+    let asked: Vec<(&str, Option<&[ipnet::IpNet]>)> = changed
+        .iter()
+        .map(|net| {
+            let given = alloc.host_subnets.get(*net).and_then(|m| m.get(name));
+            (*net, given.map(|s| &**s))
+        })
+        .collect();
+    let text = annotations::splice_node_subnets(text.map_or("{}", String::as_str), &asked)?;
+    Some((text != "{}").then_some(text))
+}
+
 /// What was allocated, with one node's host subnets picked out.
 struct Allocated<'a> {
     alloc: &'a Allocations,
-    /// The node's host subnets by network, in name order.
+    /// The node's host subnets by network, in name order (gathered only when `text`
+    /// is not known).
     subnets: Vec<(&'a str, &'a [ipnet::IpNet])>,
-    /// The host subnets annotation the node was read with, when it says exactly what
-    /// the node has (then `subnets` is not gathered): written back as it is.
-    kept: Option<&'a String>,
+    /// The node's host subnets annotation (`None` for none) when known without
+    /// writing it from `subnets`: the text the node was read with, when it says
+    /// exactly what the node has, or the text written before with what changed
+    /// spliced in ([`spliced`]).
+    text: Option<Option<Cow<'a, str>>>,
 }
 
 /// A node as written: its node id, transit addresses and host subnets (its entries for
@@ -191,7 +296,7 @@ fn node(
     name: &str,
     info: &NodeInfo,
     inv: &Inventory,
-    mine: &Allocated,
+    mine: Allocated,
     previous: &State,
     why: &[String],
     now: &str,
@@ -207,8 +312,11 @@ fn node(
             format_transit_ifaddr(t),
         );
     }
-    if let Some(text) = mine.kept {
-        a.insert(NODE_SUBNETS.into(), text.clone());
+    if let Some(text) = mine.text {
+        match text {
+            Some(text) => a.insert(NODE_SUBNETS.into(), text.into_owned()),
+            None => a.remove(NODE_SUBNETS),
+        };
         return finish(object, name, previous, why, now);
     }
     let own = a

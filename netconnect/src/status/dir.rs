@@ -109,6 +109,18 @@ impl State {
             }
         }
         journal::replay(dir, &mut state.objects, &mut problems)?;
+        // Each Node's host subnets as this program writes them (they read the same):
+        // a later state splices the entries that change into them
+        // ([`State::next_after`]).
+        for o in state.objects.values_mut() {
+            let Object::Node(node) = o else { continue };
+            let a = &mut node.metadata.annotations;
+            if let Some(text) = a.get_mut(NODE_SUBNETS) {
+                if let Ok(read) = parse_node_subnets(text) {
+                    *text = format_node_subnets(&read);
+                }
+            }
+        }
         Ok((state, problems))
     }
 
@@ -1044,6 +1056,139 @@ mod tests {
                 .any(|p| p.message.contains("10.99.0.0/24") && p.origin.file.ends_with("n.yaml")),
             "{:?}",
             p.problems
+        );
+    }
+
+    #[test]
+    fn a_state_worked_out_after_the_one_before_is_the_state_worked_out_whole() {
+        // Random steps (a fixed seed): nodes and networks come and go, nodes carry
+        // host subnets of their own or not; each step's state worked out after the
+        // state before (splicing what changed into the nodes' texts) is the state
+        // worked out whole. The world is built beside the state saved, after the world
+        // before or after that world read again beside the state (as netconnectd
+        // does once the manifests are quiet).
+        use crate::world::{Settings, World};
+        let mut seed = 0x0bad_5eed_1234_5678u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let network = |i: usize| {
+            let spec = match i % 4 {
+                3 => format!("topology: Layer2\n    layer2: {{role: Primary, subnets: [10.{i}.0.0/16]}}"),
+                1 => format!("topology: Layer3\n    layer3: {{role: Primary, subnets: [{{cidr: 10.{i}.0.0/16}}, {{cidr: 'fd00:{i}::/48'}}]}}"),
+                _ => format!("topology: Layer3\n    layer3: {{role: Primary, subnets: [{{cidr: 10.{i}.0.0/16, hostSubnet: 24}}]}}"),
+            };
+            format!(
+                "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: net{i}}}\n\
+                 spec:\n  namespaceSelector: {{}}\n  network:\n    {spec}\n"
+            )
+        };
+        // A node as plain, with host subnets of a network not managed here, or with a
+        // host subnet of its own for net0.
+        let a_node = |i: usize, kind: u64| match kind {
+            0 => node(&format!("n{i}"), &[]),
+            1 => node(
+                &format!("n{i}"),
+                &[(NODE_SUBNETS, r#"{"default":"10.244.1.0/24"}"#)],
+            ),
+            _ => node(
+                &format!("n{i}"),
+                &[(
+                    NODE_SUBNETS,
+                    &format!(r#"{{"cluster_udn_net0":["10.0.{}.0/24"]}}"#, 100 + i),
+                )],
+            ),
+        };
+        let (mut compared, mut spliced) = (0, 0);
+        for _ in 0..30 {
+            let mut nets: BTreeMap<usize, ()> = BTreeMap::new();
+            let mut nodes: BTreeMap<usize, u64> = BTreeMap::new();
+            let mut state = State::default();
+            let (mut built_after, mut state_of): (Option<World>, Option<World>) = (None, None);
+            for _ in 0..12 {
+                for _ in 0..next(3) {
+                    let i = next(8) as usize;
+                    if nets.remove(&i).is_none() {
+                        nets.insert(i, ());
+                    }
+                }
+                for _ in 0..next(4) {
+                    let i = next(10) as usize;
+                    match next(4) {
+                        0 => nodes.remove(&i),
+                        k => nodes.insert(
+                            i,
+                            u64::from(k == 3 && next(3) == 0)
+                                + u64::from(k == 2 && next(3) == 0) * 2,
+                        ),
+                    };
+                }
+                let yaml: String = nets
+                    .keys()
+                    .map(|i| network(*i))
+                    .chain(nodes.iter().map(|(i, k)| a_node(*i, *k)))
+                    .collect();
+                let files = [parse_file(Path::new("m.yaml"), &yaml)];
+                let w =
+                    World::build_after(&files, &state, Settings::default(), built_after.as_ref());
+                let problems = &w.problems[w.inventory.problems.len()..];
+                let whole = State::next(&w.inventory, &w.allocations, problems, &state, "then");
+                let basis = state_of.as_ref().map(|b| (&b.inventory, &b.allocations));
+                let after = State::next_after(
+                    &w.inventory,
+                    &w.allocations,
+                    problems,
+                    &state,
+                    basis,
+                    "then",
+                );
+                assert_eq!(after, whole, "{yaml}");
+                compared += 1;
+                if let Some(b) = &state_of {
+                    let changed = super::super::annotate::changed_host_subnets(
+                        &w.allocations,
+                        &b.allocations,
+                    );
+                    spliced += usize::from(changed.is_some_and(|c| !c.is_empty()));
+                }
+                state = whole;
+                built_after = Some(match next(2) {
+                    0 => World::build_after(&files, &state, Settings::default(), Some(&w)),
+                    _ => w.clone(),
+                });
+                state_of = Some(w);
+            }
+        }
+        assert_eq!(compared, 360);
+        assert!(spliced > 100, "only {spliced} states spliced what changed");
+    }
+
+    #[test]
+    fn host_subnets_read_from_a_state_directory_are_as_this_program_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = State::default();
+        let yaml = node(
+            "a",
+            &[(
+                NODE_SUBNETS,
+                r#"{ "b": "10.1.0.0/24", "a": [ "10.2.0.0/24" ] }"#,
+            )],
+        );
+        for (_, o) in parse_file(Path::new("m.yaml"), &yaml).objects {
+            state.objects.insert(key(&o), o);
+        }
+        state.save(dir.path()).unwrap();
+        let (read, problems) = State::load(dir.path()).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        let Object::Node(a) = &read.objects[&("Node".to_owned(), "a".to_owned())] else {
+            panic!("not a node");
+        };
+        assert_eq!(
+            a.metadata.annotations[NODE_SUBNETS],
+            r#"{"a":["10.2.0.0/24"],"b":["10.1.0.0/24"]}"#
         );
     }
 }
