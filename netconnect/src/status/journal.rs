@@ -57,8 +57,22 @@ pub(super) struct Edit {
     middle: String,
 }
 
-/// The first 16 hex digits of the SHA-256 of `text`.
+/// `xxh3:` and the 64-bit XXH3 hash of `text` in hex: a check that an edit is applied
+/// to the value it was made to, not a seal (a network added digests 40 MB of text at
+/// 500 x 500, in 20 ms as SHA-256).
 fn digest(text: &str) -> String {
+    format!("{XXH3}{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+}
+
+/// How [`digest`]s begin.
+const XXH3: &str = "xxh3:";
+
+/// The digest of `text` as `like` was made: [`digest`], or, for a journal written
+/// before it, the first 16 hex digits of the SHA-256.
+fn digest_like(text: &str, like: &str) -> String {
+    if like.starts_with(XXH3) {
+        return digest(text);
+    }
     let d = sha2::Sha256::digest(text.as_bytes());
     d[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -266,8 +280,9 @@ pub(super) fn replay(
             continue;
         };
         // The digest of the value as the edits leave it: each is checked against the
-        // edit made to it, and the value is hashed once.
-        let mut now = digest(value);
+        // edit made to it, and the value is hashed once (as the chain's first edit
+        // was: a daemon writes its journal's edits one way).
+        let mut now = digest_like(value, &chain[0].1.before);
         let from = chain
             .iter()
             .rposition(|(_, e)| e.after == now)
@@ -400,6 +415,24 @@ mod tests {
         let (got, problems) = replayed(&nodes[0], &twice);
         assert_eq!(&got, nodes.last().unwrap());
         assert!(problems.is_empty(), "{problems:?}");
+    }
+
+    #[test]
+    fn an_edit_written_with_the_digests_of_an_earlier_version_is_applied() {
+        // The line an earlier netconnectd wrote (SHA-256 digests) for the edit below.
+        let dir = tempfile::tempdir().unwrap();
+        let line = r#"{"node":"a","annotation":"s","before":"44136fa355b3678a","after":"103eecc9b7b1bf3f","front":1,"back":1,"middle":"\"b\":[\"10.1.0.0/24\"]"}"#;
+        std::fs::write(dir.path().join(FILE), format!("{line}\n")).unwrap();
+        let mut objects = BTreeMap::from([(key(), Object::Node(node(&[("s", "{}")])))]);
+        let mut problems = Vec::new();
+        replay(dir.path(), &mut objects, &mut problems).unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        let want = node(&[("s", r#"{"b":["10.1.0.0/24"]}"#)]);
+        assert_eq!(objects[&key()], Object::Node(want.clone()));
+        // Edits written now carry XXH3 digests, and replay as well.
+        let edits = node_edits(&node(&[("s", "{}")]), &want).unwrap();
+        assert!(edits[0].before.starts_with(XXH3), "{:?}", edits[0]);
+        assert_eq!(replayed(&node(&[("s", "{}")]), &[edits]).0, want);
     }
 
     #[test]
