@@ -7,7 +7,7 @@ use crate::alloc::admission::admit;
 use crate::alloc::{allocate_after, Allocations, ClusterConfig};
 use crate::api::load::{FileObjects, Problem};
 use crate::api::validate::Reserved;
-use crate::api::Inventory;
+use crate::api::{Context, Inventory};
 use crate::reconcile::NbIndexes;
 use crate::status::dir::State;
 use crate::topology::connect::{self, services};
@@ -93,9 +93,21 @@ impl World {
         settings: Settings,
         previous: Option<&World>,
     ) -> World {
-        let started = std::time::Instant::now();
         let context = state.context(settings.reserved.clone());
-        let inventory = Inventory::build_after(files, &context, previous.map(|p| &p.inventory));
+        World::build_in(files, &context, settings, previous)
+    }
+
+    /// [`World::build_after`] in the `context` of a state worked out beforehand
+    /// ([`State::context`] with the settings' reserved ranges: netconnectd works it
+    /// out once per state, after saving it, instead of on each reload).
+    pub fn build_in(
+        files: &[FileObjects],
+        context: &Context,
+        settings: Settings,
+        previous: Option<&World>,
+    ) -> World {
+        let started = std::time::Instant::now();
+        let inventory = Inventory::build_after(files, context, previous.map(|p| &p.inventory));
         let read = started.elapsed();
         let before = previous.map(|p| (&p.inventory, &p.allocations));
         let (mut allocations, mut problems) = allocate_after(&inventory, &settings.cluster, before);

@@ -239,9 +239,6 @@ async fn serve(
         .map_err(|e| format!("cannot watch {}: {e}", args.manifests.display()))?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-    // Whether the status directory holds `state` (then a new state writes only what
-    // changed).
-    let mut saved = true;
     // What waits until the manifests have been quiet a moment after a reload.
     let mut quiet = Quiet::default();
     // The files the world served was built from, and that world read again beside the
@@ -250,10 +247,13 @@ async fn serve(
     // again on the next change).
     let mut files = Arc::new(Vec::new());
     let mut read_beside: Option<tokio::task::JoinHandle<World>> = None;
-    let mut state = Arc::new(state);
-    // The world `state` was worked out from, when it is known (not yet at the start,
-    // nor after a save that failed): the next state works out what changed since.
-    let mut state_of: Option<Arc<World>> = None;
+    let context = Arc::new(state.context(args.settings().reserved));
+    let mut current = Current {
+        state: Arc::new(state),
+        saved: true,
+        of: None,
+        context,
+    };
     // The state of the world served, being worked out and saved beside its reconciles.
     let mut saving: Option<tokio::task::JoinHandle<Saved>> = None;
     loop {
@@ -274,7 +274,7 @@ async fn serve(
             _ = terminate.recv() => break,
             done = saved_now => {
                 saving = None;
-                (state, saved, state_of) = settle(done, state, &mut quiet);
+                current = settle(done, current, &mut quiet);
                 continue;
             }
             () = quiet_due => {
@@ -284,17 +284,18 @@ async fn serve(
                 if std::mem::take(&mut quiet.read_again) && changed.is_empty() {
                     // On a thread of its own: a change come meanwhile does not wait for
                     // it (its reload takes the world served instead).
-                    let (files, state) = (files.clone(), state.clone());
+                    let (files, context) = (files.clone(), current.context.clone());
                     let (served, settings) = (tx.borrow().clone(), args.settings());
                     read_beside = Some(tokio::task::spawn_blocking(move || {
                         let started = std::time::Instant::now();
-                        let world = World::build_after(&files, &state, settings, Some(&served));
+                        let world = World::build_in(&files, &context, settings, Some(&served));
                         tracing::debug!(took = ?started.elapsed(), "world read beside the state saved");
                         world
                     }));
                 }
                 if quiet.fold && changed.is_empty() {
-                    (saved, quiet.fold) = fold(&args, &state, &|| changed.is_empty());
+                    (current.saved, quiet.fold) =
+                        fold(&args, &current.state, &|| changed.is_empty());
                 }
                 continue;
             }
@@ -302,7 +303,7 @@ async fn serve(
         }
         // A world is read beside the state saved last.
         if let Some(task) = saving.take() {
-            (state, saved, state_of) = settle(task.await, state, &mut quiet);
+            current = settle(task.await, current, &mut quiet);
         }
         let served = tx.borrow().clone();
         let previous = match read_beside.take() {
@@ -311,9 +312,9 @@ async fn serve(
         };
         let started = std::time::Instant::now();
         let read = read_manifests(&args, &mut manifests).map(|f| {
-            let world = World::build_after(
+            let world = World::build_in(
                 &f,
-                &state,
+                &current.context,
                 args.settings(),
                 Some(previous.as_ref().unwrap_or(&served)),
             );
@@ -335,27 +336,26 @@ async fn serve(
                 // What waits for quiet waits for this save too (it arms the quiet
                 // again).
                 quiet.at = None;
-                let (previous, dir) = (state.clone(), args.status_dir.clone());
-                let from = state_of.take();
+                let (previous, dir) = (current.state.clone(), args.status_dir.clone());
+                let (from, saved) = (current.of.take(), current.saved);
+                let reserved = args.settings().reserved;
                 saving = Some(tokio::task::spawn_blocking(move || {
-                    save_state(
-                        world,
-                        &previous,
-                        from.as_deref(),
-                        dir.as_deref(),
+                    let since = Since {
+                        state: &previous,
+                        of: from.as_deref(),
                         saved,
-                        gate,
-                    )
+                    };
+                    save_state(world, since, dir.as_deref(), reserved, gate)
                 }));
             }
             Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
         }
     }
     if let Some(task) = saving.take() {
-        (state, _, _) = settle(task.await, state, &mut quiet);
+        current = settle(task.await, current, &mut quiet);
     }
     if quiet.fold {
-        fold(&args, &state, &|| true);
+        fold(&args, &current.state, &|| true);
     }
     // Stop taking keys; let the reconciles in flight finish their transactions.
     tracing::info!("stopping: finishing the reconciles in flight");
@@ -381,13 +381,23 @@ struct Quiet {
     read_again: bool,
 }
 
+/// The state last worked out, and what goes with it.
+struct Current {
+    state: Arc<State>,
+    /// Whether the status directory holds it (then a new state writes only what
+    /// changed).
+    saved: bool,
+    /// The world it was worked out from, when known (not at the start, nor after a
+    /// save that failed): the next state works out what changed since.
+    of: Option<Arc<World>>,
+    /// Its context ([`State::context`]), which each reload builds its world in: worked
+    /// out once per state, after the state is saved.
+    context: Arc<crate::api::Context>,
+}
+
 /// A world's state, worked out and saved ([`save_state`]).
 struct Saved {
-    state: Arc<State>,
-    /// The world it was worked out from.
-    of: Arc<World>,
-    /// Whether the status directory holds it.
-    saved: bool,
+    current: Current,
     /// Its journal holds edits to fold.
     fold: bool,
     /// The Nodes' annotations changed.
@@ -395,67 +405,72 @@ struct Saved {
 }
 
 impl Saved {
-    /// The state, whether the directory holds it, and the world it is of; `quiet`
-    /// told what waits for quiet, and armed when something does.
-    fn settle(self, quiet: &mut Quiet) -> (Arc<State>, bool, Option<Arc<World>>) {
+    /// The state with what goes with it; `quiet` told what waits for quiet, and armed
+    /// when something does.
+    fn settle(self, quiet: &mut Quiet) -> Current {
         quiet.fold |= self.fold;
         quiet.read_again = self.nodes_changed;
         if quiet.fold || quiet.read_again {
             quiet.at = Some(tokio::time::Instant::now() + QUIET);
         }
-        (self.state, self.saved, Some(self.of))
+        self.current
     }
 }
 
-/// The state a save left, whether the directory holds it and the world it is of
-/// ([`Saved::settle`]); a save that did not finish (it panicked) leaves `state`, not
-/// held, of no world known: the next save writes the whole directory, and works out
-/// the whole state.
+/// What a save left ([`Saved::settle`]); a save that did not finish (it panicked)
+/// leaves `before`, not held, of no world known: the next save writes the whole
+/// directory, and works out the whole state.
 fn settle(
     done: Result<Saved, tokio::task::JoinError>,
-    state: Arc<State>,
+    before: Current,
     quiet: &mut Quiet,
-) -> (Arc<State>, bool, Option<Arc<World>>) {
+) -> Current {
     match done {
         Ok(done) => done.settle(quiet),
         Err(e) => {
             tracing::error!(error = %e, "saving the status dir failed");
-            (state, false, None)
+            Current {
+                saved: false,
+                of: None,
+                ..before
+            }
         }
     }
 }
 
-/// The state after `world`, worked out after `previous` (the state of `from`, when
-/// known), saved in `dir` (which holds `previous` when `saved`: then only what changed
-/// is written); `gate` dropped once it is written (or could not be).
+/// The state a world's state is worked out after.
+struct Since<'a> {
+    state: &'a State,
+    /// The world `state` is of, when known.
+    of: Option<&'a World>,
+    /// Whether the status directory holds `state`.
+    saved: bool,
+}
+
+/// The state after `world`, worked out after `since`, saved in `dir` (only what
+/// changed when the directory holds `since`'s state); `gate` dropped once it is
+/// written (or could not be). Its context (with `reserved`) is worked out after.
 fn save_state(
     world: Arc<World>,
-    previous: &State,
-    from: Option<&World>,
+    since: Since,
     dir: Option<&std::path::Path>,
-    saved: bool,
+    reserved: crate::api::validate::Reserved,
     gate: crate::world::Saving,
 ) -> Saved {
     let started = std::time::Instant::now();
-    let next = world.state_after(previous, from);
+    let next = world.state_after(since.state, since.of);
     let stated = started.elapsed();
-    let mut done = Saved {
-        state: Arc::new(State::default()),
-        of: world,
-        saved,
-        fold: false,
-        nodes_changed: false,
-    };
+    let (mut saved, mut fold) = (since.saved, false);
     if let Some(dir) = dir {
         let written = match saved {
-            true => next.save_since(previous, dir),
+            true => next.save_since(since.state, dir),
             false => next.save(dir).map(|()| false),
         };
         if let Err(e) = &written {
             tracing::error!(error = %e, "cannot write the status dir");
         }
-        done.saved = written.is_ok();
-        done.fold = matches!(written, Ok(true));
+        saved = written.is_ok();
+        fold = matches!(written, Ok(true));
     }
     drop(gate);
     tracing::debug!(
@@ -463,9 +478,18 @@ fn save_state(
         saved = ?started.elapsed() - stated,
         "status saved"
     );
-    done.nodes_changed = nodes_changed(previous, &next);
-    done.state = Arc::new(next);
-    done
+    let nodes_changed = nodes_changed(since.state, &next);
+    let context = Arc::new(next.context(reserved));
+    Saved {
+        current: Current {
+            state: Arc::new(next),
+            saved,
+            of: Some(world),
+            context,
+        },
+        fold,
+        nodes_changed,
+    }
 }
 
 /// True when a Node of `after` is not as in `before`, or one is gone.
