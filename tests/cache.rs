@@ -312,6 +312,28 @@ async fn read_your_writes_and_retryable_errors_while_disconnected() {
                 .is_some())
             .await
     );
+    // Serialized ahead and sent later, as many times as asked: each time committed
+    // alike, its results checked alike.
+    let prepared = cache
+        .prepare(&[
+            Operation::insert("Logical_Switch", named("prepared")),
+            Operation::Comment("prepared".into()),
+        ])
+        .unwrap();
+    let mut uuids = Vec::new();
+    for _ in 0..2 {
+        let r = cache.transact_prepared(&prepared).await.unwrap();
+        assert_eq!(r.len(), 2, "{r:?}");
+        uuids.push(r[0].uuid().unwrap());
+    }
+    assert_ne!(uuids[0], uuids[1]);
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| uuids
+                .iter()
+                .all(|u| s.get("Logical_Switch", u).is_some()))
+            .await
+    );
 
     server.kill();
     let mut saw_retryable = false;

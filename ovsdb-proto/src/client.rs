@@ -265,9 +265,33 @@ impl Client {
         ),
         Error,
     > {
-        let params = transact_params(db, operations)?;
-        let n = operations.len();
-        let shapes: Vec<ResultShape> = operations.iter().map(ResultShape::of).collect();
+        self.transact_prepared_cancellable(&Prepared::transact(db, operations)?)
+    }
+
+    /// [`transact`](Self::transact) of a transaction serialized beforehand
+    /// ([`Prepared::transact`]): a caller that must wait before sending serializes
+    /// meanwhile.
+    pub async fn transact_prepared(
+        &self,
+        prepared: &Prepared,
+    ) -> Result<Vec<OperationResult>, Error> {
+        let (_, fut) = self.transact_prepared_cancellable(prepared)?;
+        fut.await
+    }
+
+    fn transact_prepared_cancellable(
+        &self,
+        prepared: &Prepared,
+    ) -> Result<
+        (
+            RequestId,
+            impl std::future::Future<Output = Result<Vec<OperationResult>, Error>> + Send + 'static,
+        ),
+        Error,
+    > {
+        let params = prepared.params.clone();
+        let shapes = prepared.shapes.clone();
+        let n = shapes.len();
         let (id, rx) = self.register("transact")?;
         let client = self.clone();
         Ok((RequestId(id), async move {
@@ -538,6 +562,35 @@ fn encode_params<P: Serialize + ?Sized>(method: &str, params: &P) -> Result<Byte
 fn parse_reply<R: DeserializeOwned>(method: &str, raw: &[u8]) -> Result<R, Error> {
     serde_json::from_slice(raw)
         .map_err(|e| Error::protocol(format!("malformed {method} reply: {e}")))
+}
+
+/// A `transact` request's params serialized ahead of sending, with what checks its
+/// reply: [`Client::transact_prepared`], [`Cache::transact_prepared`](crate::cache::Cache::transact_prepared).
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    params: Bytes,
+    shapes: Vec<ResultShape>,
+}
+
+impl Prepared {
+    /// `operations` on database `db`, serialized; an error when an operation cannot
+    /// be.
+    pub fn transact(db: &str, operations: &[Operation]) -> Result<Prepared, Error> {
+        Ok(Prepared {
+            params: transact_params(db, operations)?,
+            shapes: operations.iter().map(ResultShape::of).collect(),
+        })
+    }
+
+    /// The size of the serialized params, in bytes.
+    pub fn len(&self) -> usize {
+        self.params.len()
+    }
+
+    /// Whether the serialized params are empty (never: they name the database).
+    pub fn is_empty(&self) -> bool {
+        self.params.is_empty()
+    }
 }
 
 fn transact_params(db: &str, operations: &[Operation]) -> Result<Bytes, Error> {

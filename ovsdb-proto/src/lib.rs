@@ -110,7 +110,7 @@ pub mod typed;
 pub mod cache;
 pub mod lock;
 
-pub use client::{Client, Notifications, RequestId};
+pub use client::{Client, Notifications, Prepared, RequestId};
 pub use config::ConnectOptions;
 pub use connect::{connect, connect_with};
 pub use datum::{Atom, AtomicType, CompactString, Datum, Row};

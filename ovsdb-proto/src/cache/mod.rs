@@ -690,6 +690,22 @@ impl Cache {
         client.transact(&self.database, operations).await
     }
 
+    /// `operations` on the cached database serialized for
+    /// [`Cache::transact_prepared`], to be sent later (a caller that waits before
+    /// sending serializes meanwhile).
+    pub fn prepare(&self, operations: &[Operation]) -> Result<crate::client::Prepared, Error> {
+        crate::client::Prepared::transact(&self.database, operations)
+    }
+
+    /// [`Cache::transact`] of a transaction [`Cache::prepare`]d beforehand.
+    pub async fn transact_prepared(
+        &self,
+        prepared: &crate::client::Prepared,
+    ) -> Result<Vec<OperationResult>, Error> {
+        let client = self.client().ok_or_else(Error::cache_not_connected)?;
+        client.transact_prepared(prepared).await
+    }
+
     /// The schema of the cached database on the server the cache last synced from.
     pub fn schema(&self) -> Option<Arc<DatabaseSchema>> {
         self.schema.borrow().clone()
