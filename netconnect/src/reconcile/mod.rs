@@ -152,6 +152,11 @@ impl Fragments for KnownFragments {
     }
 }
 
+/// The comment a key's transaction ends with: whose rows they are.
+fn comment(desired: &Desired) -> Operation {
+    Operation::Comment(format!("netconnect: {}", desired.owner))
+}
+
 fn memo_key(owner: &Owner, scope: &Scope) -> String {
     format!("{owner}|{scope:?}")
 }
@@ -863,15 +868,19 @@ impl Reconciler {
         let mut before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
         let mut plan = self.plan_or_forget(desired, &planned, &before);
         // Planned again only if it waited and the cache moved meanwhile: a key that
-        // need not wait goes on as planned, as `apply` always did.
+        // need not wait goes on as planned, as `apply` always did. One that waits has
+        // its transaction serialized meanwhile.
         let mut ready = std::pin::pin!(ready);
+        let mut prepared = None;
         if (&mut ready).now_or_never().is_none() {
+            prepared = self.prepare(&mut plan, desired);
             ready.await;
             let now = self.cache.snapshot();
             if !Arc::ptr_eq(&now, &planned) {
                 planned = now;
                 before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
                 plan = self.plan_or_forget(desired, &planned, &before);
+                prepared = None;
             }
         }
         let mut plan = plan?;
@@ -896,10 +905,15 @@ impl Reconciler {
         // The operations are lent to the transaction (with a comment after them) and
         // given back to the plan: a key's first transaction holds all its rows.
         let mut ops = std::mem::take(&mut plan.operations);
-        ops.push(Operation::Comment(format!("netconnect: {}", desired.owner)));
+        ops.push(comment(desired));
+        let prepared = prepared.unwrap_or_else(|| self.cache.prepare(&ops));
         self.transactions.fetch_add(1, Ordering::Relaxed);
         let connections = self.cache.stats().connections();
-        let results = match self.cache.transact(&ops).await {
+        let sent = match prepared {
+            Ok(prepared) => self.cache.transact_prepared(&prepared).await,
+            Err(e) => Err(e),
+        };
+        let results = match sent {
             Ok(results) => {
                 self.rows_written.fetch_add(
                     (plan.inserted.len() + plan.updated.len() + plan.deleted.len()) as u64,
@@ -954,6 +968,20 @@ impl Reconciler {
                 Err(e.into())
             }
         }
+    }
+
+    /// The transaction of `plan` (its operations and [`comment`]) serialized; `None`
+    /// for no plan or an empty one.
+    fn prepare(
+        &self,
+        plan: &mut Result<Plan, ReconcileError>,
+        desired: &Desired,
+    ) -> Option<Result<ovsdb_proto::Prepared, ovsdb_proto::Error>> {
+        let plan = plan.as_mut().ok().filter(|p| !p.is_empty())?;
+        plan.operations.push(comment(desired));
+        let prepared = self.cache.prepare(&plan.operations);
+        plan.operations.pop();
+        Some(prepared)
     }
 
     /// [`Reconciler::plan_in`]; a plan that kept a base fragment's rows it could not
