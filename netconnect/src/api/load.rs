@@ -183,11 +183,106 @@ pub fn read_dir_with(
 
 /// Parses the text of one file named `file` (used in messages).
 pub fn parse_file(file: &Path, text: &str) -> FileObjects {
+    parse_counted(file, text).0
+}
+
+/// A file's documents as parsed, by their text ([`parse_file_reusing`]).
+#[derive(Clone, Debug, Default)]
+pub struct ParsedDocs(std::collections::HashMap<String, (FileObjects, usize)>);
+
+/// [`parse_file`], taking each document whose text `known` holds as it was parsed then
+/// (a file of 500 objects one of which changed parses that one); with the documents'
+/// texts and what they parsed to, for the next time. Documents are told apart at the
+/// lines that are `---` alone: a file with another line starting `---`, `...` or `%`
+/// (markers with content, document ends, directives), or a document of which is not
+/// valid YAML, is parsed whole.
+pub fn parse_file_reusing(
+    file: &Path,
+    text: &str,
+    known: &ParsedDocs,
+) -> (FileObjects, ParsedDocs) {
+    let whole = || (parse_file(file, text), ParsedDocs::default());
+    let Some(docs) = split_documents(text) else {
+        return whole();
+    };
     let mut out = FileObjects {
         file: file.to_path_buf(),
         ..Default::default()
     };
+    let mut parsed = ParsedDocs::default();
+    // The documents before this one.
+    let mut before = 0;
+    for doc in docs {
+        let (objects, count) = match known.0.get(doc) {
+            Some(same) => same.clone(),
+            None => parse_counted(file, doc),
+        };
+        if objects.unreadable.is_some() {
+            return whole();
+        }
+        let at = |o: &Origin| Origin {
+            doc: o.doc + before,
+            ..o.clone()
+        };
+        out.objects.extend(
+            objects
+                .objects
+                .iter()
+                .map(|(o, object)| (at(o), object.clone())),
+        );
+        out.problems
+            .extend(objects.problems.iter().map(|p| Problem {
+                origin: at(&p.origin),
+                ..p.clone()
+            }));
+        before += count;
+        parsed.0.insert(doc.to_owned(), (objects, count));
+    }
+    (out, parsed)
+}
+
+/// `text` cut before each line that is `---` alone (with spaces after it at most):
+/// the text before the first (unless only blank lines and comments), then each
+/// document with its marker; `None` when another line starts with `---`, `...` or
+/// `%`.
+fn split_documents(text: &str) -> Option<Vec<&str>> {
+    let mut docs = Vec::new();
+    let (mut start, mut at) = (0, 0);
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches(['\n', '\r']);
+        if let Some(rest) = bare.strip_prefix("---") {
+            if !rest.trim().is_empty() {
+                return None;
+            }
+            docs.push(&text[start..at]);
+            start = at;
+        } else if bare.starts_with("...") || bare.starts_with('%') {
+            return None;
+        }
+        at += line.len();
+    }
+    docs.push(&text[start..]);
+    // Blank lines and comments before the first marker are no document (alone, a
+    // parser reads them as an empty one).
+    let blank = |t: &str| {
+        t.lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    };
+    if docs.len() > 1 && blank(docs[0]) {
+        docs.remove(0);
+    }
+    Some(docs)
+}
+
+/// [`parse_file`] of `text`, with how many documents it held.
+fn parse_counted(file: &Path, text: &str) -> (FileObjects, usize) {
+    let mut out = FileObjects {
+        file: file.to_path_buf(),
+        ..Default::default()
+    };
+    let mut count = 0;
     for (i, doc) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+        count = i + 1;
         let origin = Origin {
             file: file.to_path_buf(),
             doc: i + 1,
@@ -234,7 +329,7 @@ pub fn parse_file(file: &Path, text: &str) -> FileObjects {
             push_object(&mut out, origin, value);
         }
     }
-    out
+    (out, count)
 }
 
 fn push_object(out: &mut FileObjects, origin: Origin, value: serde_json::Value) {
@@ -345,6 +440,69 @@ fn typed<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_parsed_document_by_document_reads_as_parsed_whole() {
+        // Random files (a fixed seed) of documents of every sort, each parsed after
+        // another random file sharing some of its documents: what the documents
+        // parsed before give is what parsing the file whole gives.
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        let doc = |k: u64, i: u64| -> String {
+            match k {
+                0 => format!("apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}}}\n"),
+                1 => format!("apiVersion: v1\nkind: List\nitems:\n- {{apiVersion: v1, kind: Node, metadata: {{name: l{i}}}}}\n- {{apiVersion: v1, kind: Namespace, metadata: {{name: s{i}}}}}\n"),
+                2 => String::new(),
+                3 => "# only a comment\n".into(),
+                4 => format!("apiVersion: v1\nkind: Node\nmetadata: {{name: [b{i}]}}\n"),
+                5 => "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n".into(),
+                6 => "a: [1, 2\n".into(),
+                7 => "text: |\n  block\n  --- not a marker\n".into(),
+                8 => "... \n".into(),
+                _ => "--- {apiVersion: v1, kind: Namespace, metadata: {name: inline}}\n".into(),
+            }
+        };
+        let pool: Vec<String> = (0..40).map(|i| doc(i % 10, i)).collect();
+        let file = |next: &mut dyn FnMut(u64) -> u64| -> String {
+            let mut text = match next(3) {
+                0 => String::new(),
+                1 => "# a header\n".into(),
+                _ => pool[next(40) as usize].clone(),
+            };
+            for _ in 0..next(8) {
+                text.push_str(["---\n", "---  \n", "---\r\n"][next(3) as usize]);
+                // The pool's later half seldom: most files split.
+                let most = if next(4) == 0 { 40 } else { 20 };
+                let d = &pool[next(most) as usize];
+                text.push_str(d);
+            }
+            text
+        };
+        let (mut split, mut reused) = (0, 0);
+        let name = Path::new("f.yaml");
+        for _ in 0..2000 {
+            let old = file(&mut next);
+            // Another file, or the same with a document added at its end.
+            let new = match next(2) {
+                0 => file(&mut next),
+                _ => format!("{old}---\n{}", pool[next(20) as usize]),
+            };
+            let (_, known) = parse_file_reusing(name, &old, &ParsedDocs::default());
+            let (got, docs) = parse_file_reusing(name, &new, &known);
+            assert_eq!(got, parse_file(name, &new), "{old:?} then {new:?}");
+            split += usize::from(!docs.0.is_empty());
+            reused += docs.0.keys().filter(|d| known.0.contains_key(*d)).count();
+        }
+        assert!(
+            split > 400 && reused > 300,
+            "{split} files split, {reused} documents reused"
+        );
+    }
 
     fn parse(text: &str) -> FileObjects {
         parse_file(Path::new("x.yaml"), text)

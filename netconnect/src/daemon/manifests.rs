@@ -11,16 +11,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::api::load::{parse_file, read_dir_with, FileObjects, Problem};
+use crate::api::load::{parse_file_reusing, read_dir_with, FileObjects, ParsedDocs, Problem};
 
 /// The manifests of one directory, with what each file last held when it was good.
 #[derive(Debug, Default)]
 pub struct ManifestDir {
     dir: PathBuf,
     good: BTreeMap<PathBuf, FileObjects>,
-    /// Each file's text as last read, and what it parsed to: a file whose text is the
-    /// same is not parsed again (a change to one file of many parses that one).
-    parsed: BTreeMap<PathBuf, (String, FileObjects)>,
+    /// Each file's text as last read, what it parsed to, and its documents: a file
+    /// whose text is the same is not parsed again (a change to one file of many
+    /// parses that one), and a file changed parses only its documents changed.
+    parsed: BTreeMap<PathBuf, (String, FileObjects, ParsedDocs)>,
 }
 
 impl ManifestDir {
@@ -46,7 +47,14 @@ impl ManifestDir {
         let now = read_dir_with(&self.dir, |file, text| {
             let entry = match before.remove(file) {
                 Some(same) if same.0 == text => same,
-                _ => (text.to_owned(), parse_file(file, text)),
+                Some((_, _, docs)) => {
+                    let (objects, docs) = parse_file_reusing(file, text, &docs);
+                    (text.to_owned(), objects, docs)
+                }
+                None => {
+                    let (objects, docs) = parse_file_reusing(file, text, &ParsedDocs::default());
+                    (text.to_owned(), objects, docs)
+                }
             };
             let objects = entry.1.clone();
             parsed.insert(file.to_path_buf(), entry);
