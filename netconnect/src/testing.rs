@@ -48,3 +48,15 @@ pub(crate) fn service(namespace: &str, name: &str, cluster_ips: &[&str]) -> Stri
             .join(", ")
     )
 }
+
+/// Random numbers from `seed` (xorshift): each call of the result gives one below its
+/// argument. Randomized tests draw their cases from a fixed seed, so that a failure
+/// repeats.
+pub(crate) fn random(mut seed: u64) -> impl FnMut(u64) -> u64 {
+    move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    }
+}

@@ -659,13 +659,7 @@ mod tests {
     fn a_spliced_node_subnets_text_is_the_text_written_for_its_entries() {
         // Random maps and changes (a fixed seed): splicing the changes into a map's
         // text gives the text of the map with the changes made.
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::testing::random(0x2545_f491_4f6c_dd1du64);
         let names: Vec<String> = (0..40).map(|i| format!("ns{}.net{i}", i % 3)).collect();
         let cidrs = |next: &mut dyn FnMut(u64) -> u64| -> Vec<IpNet> {
             (0..next(3))

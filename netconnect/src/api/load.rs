@@ -446,13 +446,7 @@ mod tests {
         // Random files (a fixed seed) of documents of every sort, each parsed after
         // another random file sharing some of its documents: what the documents
         // parsed before give is what parsing the file whole gives.
-        let mut seed = 0x1234_5678_9abc_def1u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::testing::random(0x1234_5678_9abc_def1u64);
         let doc = |k: u64, i: u64| -> String {
             match k {
                 0 => format!("apiVersion: v1\nkind: Node\nmetadata: {{name: n{i}}}\n"),

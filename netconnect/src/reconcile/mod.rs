@@ -1272,13 +1272,7 @@ mod tests {
     fn an_edited_set_is_the_set_built_from_its_members_and_kept_rows_leave_out_the_exceptions() {
         // Random sets (a fixed seed): edited, the set holds what a set built from the
         // same members holds, whatever the overlaps of the three.
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::testing::random(0x9e37_79b9_7f4a_7c15u64);
         let u = |n: u64| Uuid::from_u128((n as u128).rotate_right(8));
         for _ in 0..200 {
             let mut pick = |k: u64| -> BTreeSet<u64> { (0..next(k)).map(|_| next(60)).collect() };

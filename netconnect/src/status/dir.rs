@@ -1068,13 +1068,7 @@ mod tests {
         // before or after that world read again beside the state (as netconnectd
         // does once the manifests are quiet).
         use crate::world::{Settings, World};
-        let mut seed = 0x0bad_5eed_1234_5678u64;
-        let mut next = move |n: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % n
-        };
+        let mut next = crate::testing::random(0x0bad_5eed_1234_5678u64);
         let network = |i: usize| {
             let spec = match i % 4 {
                 3 => format!("topology: Layer2\n    layer2: {{role: Primary, subnets: [10.{i}.0.0/16]}}"),
