@@ -581,16 +581,6 @@ impl Prepared {
             shapes: operations.iter().map(ResultShape::of).collect(),
         })
     }
-
-    /// The size of the serialized params, in bytes.
-    pub fn len(&self) -> usize {
-        self.params.len()
-    }
-
-    /// Whether the serialized params are empty (never: they name the database).
-    pub fn is_empty(&self) -> bool {
-        self.params.is_empty()
-    }
 }
 
 fn transact_params(db: &str, operations: &[Operation]) -> Result<Bytes, Error> {

@@ -80,7 +80,10 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
 
 impl State {
     /// Reads a state directory (an absent one is an empty state). Files that cannot be
-    /// read are reported and otherwise ignored.
+    /// read are reported and otherwise ignored. A Node's `k8s.ovn.org/node-subnets` is
+    /// taken in the form this program writes (the same subnets): the state may differ
+    /// in form from its files, so it is [`State::save`]d before a later state is saved
+    /// [`State::save_since`] it.
     pub fn load(dir: &Path) -> io::Result<(State, Vec<Problem>)> {
         let mut files = Vec::new();
         yaml_files(dir, &mut files)?;
