@@ -757,6 +757,41 @@ async fn a_transaction_the_cache_has_not_shown_is_never_sent_twice() {
     );
 }
 
+/// The cluster key of `world` (being saved) reconciled on a task of its own, found
+/// still waiting for the save half a second later.
+async fn waiting_for_save(
+    r: &Arc<Reconciler>,
+    world: &netconnect::world::World,
+) -> tokio::task::JoinHandle<
+    Result<netconnect::reconcile::Plan, netconnect::reconcile::ReconcileError>,
+> {
+    let reconciled = {
+        let (r, world) = (r.clone(), world.clone());
+        tokio::spawn(async move {
+            let key = netconnect::world::Key::Cluster;
+            netconnect::controller::reconcile_key(&r, &world, &key).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!reconciled.is_finished(), "the key waits for the save");
+    reconciled
+}
+
+/// The save done: the plan of the key `reconciled` [`waiting_for_save`].
+async fn once_saved(
+    saving: netconnect::world::Saving,
+    reconciled: tokio::task::JoinHandle<
+        Result<netconnect::reconcile::Plan, netconnect::reconcile::ReconcileError>,
+    >,
+) -> netconnect::reconcile::Plan {
+    drop(saving);
+    tokio::time::timeout(Duration::from_secs(10), reconciled)
+        .await
+        .expect("the key goes on once the save is done")
+        .unwrap()
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_world_being_saved_writes_nothing_until_its_save_is_done() {
     use integration_tests::udn;
@@ -768,21 +803,9 @@ async fn a_world_being_saved_writes_nothing_until_its_save_is_done() {
     // netconnectd serves a world while it saves its allocations: its keys are built
     // meanwhile and written once the save is done.
     let (world, saving) = world.saving();
-    let reconciled = {
-        let (r, world) = (r.clone(), world.clone());
-        tokio::spawn(async move {
-            netconnect::controller::reconcile_key(&r, &world, &Key::Cluster).await
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(!reconciled.is_finished(), "the key waits for the save");
+    let reconciled = waiting_for_save(&r, &world).await;
     assert_eq!(r.transactions(), 0, "nothing sent before the save is done");
-    drop(saving);
-    let plan = tokio::time::timeout(Duration::from_secs(10), reconciled)
-        .await
-        .expect("the key goes on once the save is done")
-        .unwrap()
-        .unwrap();
+    let plan = once_saved(saving, reconciled).await;
     assert!(!plan.inserted.is_empty(), "{plan}");
     assert_eq!(r.transactions(), 1);
     // A world once saved (and a world never gated) waits for nothing.
@@ -799,14 +822,7 @@ async fn a_world_being_saved_writes_nothing_until_its_save_is_done() {
     // meanwhile: a row deleted by hand during the save is put back.
     let (world, saving) =
         udn::world(&yaml, &netconnect::status::dir::State::default(), None).saving();
-    let reconciled = {
-        let (r, world) = (r.clone(), world.clone());
-        tokio::spawn(async move {
-            netconnect::controller::reconcile_key(&r, &world, &Key::Cluster).await
-        })
-    };
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(!reconciled.is_finished(), "the key waits for the save");
+    let reconciled = waiting_for_save(&r, &world).await;
     let (at, root) = plan
         .inserted
         .iter()
@@ -824,12 +840,7 @@ async fn a_world_being_saved_writes_nothing_until_its_save_is_done() {
             .await,
         "the cache shows the row deleted"
     );
-    drop(saving);
-    let put_back = tokio::time::timeout(Duration::from_secs(10), reconciled)
-        .await
-        .expect("the key goes on once the save is done")
-        .unwrap()
-        .unwrap();
+    let put_back = once_saved(saving, reconciled).await;
     assert!(
         put_back.inserted.iter().any(|n| n == root),
         "{root} put back: {put_back}"

@@ -132,20 +132,25 @@ pub fn write_node_subnets(entries: &[(&str, &[IpNet])]) -> String {
         if i > 0 {
             out.push(',');
         }
-        cidr_text::push_json_str(&mut out, net);
-        out.push_str(":[");
-        for (j, c) in cidrs.iter().enumerate() {
-            if j > 0 {
-                out.push(',');
-            }
-            out.push('"');
-            cidr_text::push_cidr(&mut out, c);
-            out.push('"');
-        }
-        out.push(']');
+        push_entry(&mut out, net, cidrs);
     }
     out.push('}');
     out
+}
+
+/// Appends one entry of [`write_node_subnets`]: `"name":["cidr",…]`.
+fn push_entry(out: &mut String, net: &str, cidrs: &[IpNet]) {
+    cidr_text::push_json_str(out, net);
+    out.push_str(":[");
+    for (j, c) in cidrs.iter().enumerate() {
+        if j > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        cidr_text::push_cidr(out, c);
+        out.push('"');
+    }
+    out.push(']');
 }
 
 /// The [`write_node_subnets`] text `text` with the entries of the networks `changes`
@@ -165,7 +170,14 @@ pub fn splice_node_subnets(text: &str, changes: &[(&str, Option<&[IpNet]>)]) -> 
         return None;
     }
     let close = t.len() - 1;
-    let mut pieces: Vec<std::borrow::Cow<'_, str>> = Vec::new();
+    let mut out = String::with_capacity(text.len() + 64);
+    out.push('{');
+    // Entries after the first follow a comma.
+    let comma = |out: &mut String| {
+        if out.len() > 1 {
+            out.push(',');
+        }
+    };
     // At the first entry not looked at yet (or at the closing brace).
     let mut cursor = 1;
     for (net, cidrs) in changes {
@@ -176,7 +188,8 @@ pub fn splice_node_subnets(text: &str, changes: &[(&str, Option<&[IpNet]>)]) -> 
         // The entries before it stay as they are (without the comma after them).
         if at > cursor {
             let before = if at == close { at } else { at - 1 };
-            pieces.push(text[cursor..before].into());
+            comma(&mut out);
+            out.push_str(&text[cursor..before]);
         }
         cursor = at;
         if at < close && entries::name(t, at)? == net.as_bytes() {
@@ -184,24 +197,13 @@ pub fn splice_node_subnets(text: &str, changes: &[(&str, Option<&[IpNet]>)]) -> 
             cursor = if end < close { end + 1 } else { end };
         }
         if let Some(cidrs) = cidrs.filter(|c| !c.is_empty()) {
-            pieces.push(
-                write_node_subnets(&[(net, cidrs)])[1..]
-                    .trim_end_matches('}')
-                    .to_owned()
-                    .into(),
-            );
+            comma(&mut out);
+            push_entry(&mut out, net, cidrs);
         }
     }
     if cursor < close {
-        pieces.push(text[cursor..close].into());
-    }
-    let mut out = String::with_capacity(text.len() + 64);
-    out.push('{');
-    for (i, p) in pieces.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(p);
+        comma(&mut out);
+        out.push_str(&text[cursor..close]);
     }
     out.push('}');
     Some(out)

@@ -47,12 +47,9 @@ impl ManifestDir {
         let now = read_dir_with(&self.dir, |file, text| {
             let entry = match before.remove(file) {
                 Some(same) if same.0 == text => same,
-                Some((_, _, docs)) => {
-                    let (objects, docs) = parse_file_reusing(file, text, &docs);
-                    (text.to_owned(), objects, docs)
-                }
-                None => {
-                    let (objects, docs) = parse_file_reusing(file, text, &ParsedDocs::default());
+                other => {
+                    let known = other.map(|(_, _, docs)| docs).unwrap_or_default();
+                    let (objects, docs) = parse_file_reusing(file, text, known);
                     (text.to_owned(), objects, docs)
                 }
             };

@@ -51,8 +51,16 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
     // each node then carries the allocations it was given (read once here, the start's
     // world's allocations kept whole), and a later reload finds each node as it was
     // instead of reading every node's allocations again on the first change.
-    let world = reload(&args, &mut manifests, &state, Some(&world))?;
-    serve(args, world, state, manifests, events, reconciler).await
+    let context = state.context(args.settings().reserved);
+    let files = read_manifests(&args, &mut manifests)?;
+    let world = World::build_in(&files, &context, args.settings(), Some(&world));
+    let current = Current {
+        state: Arc::new(state),
+        saved: true,
+        of: None,
+        context: Arc::new(context),
+    };
+    serve(args, world, current, manifests, events, reconciler).await
 }
 
 /// The NB cache, synced, and the reconciler over it.
@@ -83,20 +91,13 @@ fn load(args: &Args, manifests: &mut ManifestDir) -> Result<(World, State), Stri
     for p in state_problems {
         eprintln!("netconnectd: status dir: {p}");
     }
-    Ok((reload(args, manifests, &state, None)?, state))
-}
-
-/// Reads the manifests and builds the world, completed by `state` (what the daemon
-/// last saved: the status directory is read once, at the start), taking what it can
-/// of the `previous` world as it was.
-fn reload(
-    args: &Args,
-    manifests: &mut ManifestDir,
-    state: &State,
-    previous: Option<&World>,
-) -> Result<World, String> {
+    // The status directory is read once, at the start: later worlds are completed by
+    // the states the daemon works out.
     let files = read_manifests(args, manifests)?;
-    Ok(World::build_after(&files, state, args.settings(), previous))
+    Ok((
+        World::build_after(&files, &state, args.settings(), None),
+        state,
+    ))
 }
 
 /// Reads the manifests.
@@ -197,7 +198,7 @@ fn exit_code(failed: bool) -> ExitCode {
 async fn serve(
     args: Args,
     world: World,
-    state: State,
+    mut current: Current,
     mut manifests: ManifestDir,
     events: CacheEvents,
     reconciler: Arc<Reconciler>,
@@ -247,13 +248,6 @@ async fn serve(
     // again on the next change).
     let mut files = Arc::new(Vec::new());
     let mut read_beside: Option<tokio::task::JoinHandle<World>> = None;
-    let context = Arc::new(state.context(args.settings().reserved));
-    let mut current = Current {
-        state: Arc::new(state),
-        saved: true,
-        of: None,
-        context,
-    };
     // The state of the world served, being worked out and saved beside its reconciles.
     let mut saving: Option<tokio::task::JoinHandle<Saved>> = None;
     loop {
@@ -336,15 +330,12 @@ async fn serve(
                 // What waits for quiet waits for this save too (it arms the quiet
                 // again).
                 quiet.at = None;
-                let (previous, dir) = (current.state.clone(), args.status_dir.clone());
-                let (from, saved) = (current.of.take(), current.saved);
-                let reserved = args.settings().reserved;
+                let since = Current {
+                    of: current.of.take(),
+                    ..current.clone()
+                };
+                let (dir, reserved) = (args.status_dir.clone(), args.settings().reserved);
                 saving = Some(tokio::task::spawn_blocking(move || {
-                    let since = Since {
-                        state: &previous,
-                        of: from.as_deref(),
-                        saved,
-                    };
                     save_state(world, since, dir.as_deref(), reserved, gate)
                 }));
             }
@@ -382,6 +373,7 @@ struct Quiet {
 }
 
 /// The state last worked out, and what goes with it.
+#[derive(Clone)]
 struct Current {
     state: Arc<State>,
     /// Whether the status directory holds it (then a new state writes only what
@@ -438,32 +430,24 @@ fn settle(
     }
 }
 
-/// The state a world's state is worked out after.
-struct Since<'a> {
-    state: &'a State,
-    /// The world `state` is of, when known.
-    of: Option<&'a World>,
-    /// Whether the status directory holds `state`.
-    saved: bool,
-}
-
-/// The state after `world`, worked out after `since`, saved in `dir` (only what
-/// changed when the directory holds `since`'s state); `gate` dropped once it is
-/// written (or could not be). Its context (with `reserved`) is worked out after.
+/// The state after `world`, worked out after `since` (the state before, with the world
+/// it is of when known), saved in `dir` (only what changed when the directory holds
+/// `since`'s state); `gate` dropped once it is written (or could not be). Its context
+/// (with `reserved`) is worked out after.
 fn save_state(
     world: Arc<World>,
-    since: Since,
+    since: Current,
     dir: Option<&std::path::Path>,
     reserved: crate::api::validate::Reserved,
     gate: crate::world::Saving,
 ) -> Saved {
     let started = std::time::Instant::now();
-    let next = world.state_after(since.state, since.of);
+    let next = world.state_after(&since.state, since.of.as_deref());
     let stated = started.elapsed();
     let (mut saved, mut fold) = (since.saved, false);
     if let Some(dir) = dir {
         let written = match saved {
-            true => next.save_since(since.state, dir),
+            true => next.save_since(&since.state, dir),
             false => next.save(dir).map(|()| false),
         };
         if let Err(e) = &written {
@@ -478,7 +462,7 @@ fn save_state(
         saved = ?started.elapsed() - stated,
         "status saved"
     );
-    let nodes_changed = nodes_changed(since.state, &next);
+    let nodes_changed = nodes_changed(&since.state, &next);
     let context = Arc::new(next.context(reserved));
     Saved {
         current: Current {
