@@ -1334,6 +1334,48 @@ async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_re
     );
 }
 
+/// A cluster subnet appended to a Layer3 network changes its policies and the local
+/// node's gateway router, not what a remote node's rows take of the network: those
+/// fragments are not built again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subnet_appended_builds_the_network_wide_rows_and_the_local_node_not_the_remote_ones() {
+    let sb = sandbox();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    // The zone of n0: n1 to n4 are remote nodes, each a transit switch port and two
+    // routes (to its host subnet, to its gateway router) on the cluster router.
+    let yaml = |subnets: &str| {
+        let mut y = cudn_l3("blue", "blue", subnets, "f: \"yes\"");
+        for i in 0..5 {
+            y += &udn::node(&format!("n{i}"), &format!("ch{i}"), &[]);
+        }
+        y
+    };
+    let one = "[{cidr: 103.103.0.0/16, hostSubnet: 24}]";
+    let two = "[{cidr: 103.103.0.0/16, hostSubnet: 24}, {cidr: 105.105.0.0/16, hostSubnet: 24}]";
+    let w = udn::world(&yaml(one), &State::default(), Some("n0"));
+    let state = w.state(&State::default());
+    udn::apply(&r, &w).await;
+    let appended = udn::world(&yaml(two), &state, Some("n0"));
+    let key = netconnect::world::Key::Network("cluster_udn_blue".into());
+    let whole = r.plan(&appended.desired(&key).unwrap()).unwrap();
+    let outcomes = udn::apply(&r, &appended).await;
+    let plan = outcomes.iter().find(|o| o.key == key).unwrap();
+    let plan = plan.result.as_ref().unwrap();
+    assert!(
+        !plan.is_empty(),
+        "the subnet's policies and routes are written"
+    );
+    assert_eq!(substance(plan), substance(&whole));
+    assert_eq!(
+        whole.compared - plan.compared,
+        4 * 3,
+        "every row but the remote nodes' is built and compared: {plan}"
+    );
+    let again = udn::apply(&r, &appended).await;
+    let plan = again.iter().find(|o| o.key == key).unwrap();
+    assert!(plan.result.as_ref().unwrap().is_empty());
+}
+
 /// The reconciler remembers each key's fragments with their rows as it left them; a
 /// key the world no longer defines (a network a connect no longer selects) is
 /// forgotten with the world that drops it, so that its rows are not kept alive.

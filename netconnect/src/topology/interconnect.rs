@@ -49,6 +49,15 @@ pub(crate) fn local_pair(
     ts.ports.insert(b.d.add(b.names.tstor(n), tstor));
 }
 
+/// What [`remote_node`] takes of the network besides the node and its host subnets:
+/// the network's name (in the rows' names and external ids) and the join subnets in
+/// use (the routes to the node's gateway router). A remote node's rows are built again
+/// only when these change: a cluster subnet appended to the network changes none.
+pub(crate) fn remote_node_inputs(b: &NetworkBuilder) -> u64 {
+    let net = b.net;
+    super::connect::fingerprint(("layer3 remote", net.name(), net.join_subnets_in_use()))
+}
+
 /// A remote Layer3 node: its `type=remote` port on the transit switch `ts`, bound to
 /// its chassis, and the cluster router's routes to its host subnets `subnets` and its
 /// gateway router's join addresses through its transit address. Nothing while the

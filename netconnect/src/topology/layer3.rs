@@ -94,7 +94,8 @@ pub fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
 /// Builds the rows of Layer3 network `net` (id `id`) into `d`. Each node's rows are a
 /// fragment (`node:<name>`), left out when `known` says they are in the NB as built
 /// from the same inputs: the network, its id, the settings and the zone, the node, its
-/// host subnets and the default services it routes. The network-wide rows (the
+/// host subnets and the default services it routes (a remote node's, only what of the
+/// network it uses: [`interconnect::remote_node_inputs`]). The network-wide rows (the
 /// routers, switches and policies every node's rows go into) are the base fragment,
 /// kept as they are when the network, its id, the settings and the zone are the same:
 /// then only what the nodes built now put into their sets is written.
@@ -102,6 +103,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
     let network = fingerprint(("layer3", net, id, inputs.config, inputs.zone));
     d.base_fragment(known, network);
     let mut l3 = Layer3::new(NetworkBuilder::new(inputs, net, id, "layer3", d));
+    let remote = interconnect::remote_node_inputs(&l3.b);
     let mut default_services = inputs.allowed_default_services();
     if inputs.config.egress_ip {
         l3.no_reroute_policies();
@@ -127,7 +129,11 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
             true => std::mem::take(&mut default_services),
             false => Vec::new(),
         };
-        let inputs = fingerprint((network, &node, &services, subnets));
+        // A remote node's rows take less of the network than a local node's.
+        let inputs = match node.local {
+            true => fingerprint((network, &node, &services, subnets)),
+            false => fingerprint((remote, &node, subnets)),
+        };
         if !l3.b.d.fragment_hashed(known, node.digest.label, inputs) {
             continue;
         }
