@@ -148,8 +148,10 @@ pub struct Context {
     /// Reserved ranges.
     pub reserved: validate::Reserved,
     /// Annotations remembered from an earlier run (the allocations persisted), by
-    /// kind and `namespace/name`; an object's own annotations win over them.
-    pub remembered: BTreeMap<(String, String), BTreeMap<String, String>>,
+    /// kind and `namespace/name`; an object's own annotations win over them. Shared
+    /// with the contexts before and after that remember them alike
+    /// ([`crate::status::State::context_after`]).
+    pub remembered: BTreeMap<(String, String), Arc<BTreeMap<String, String>>>,
 }
 
 impl Context {
@@ -163,7 +165,7 @@ impl Context {
         else {
             return out;
         };
-        for (k, v) in old {
+        for (k, v) in old.iter() {
             if k == annotations::NODE_SUBNETS {
                 if let Some(mine) = out.get(k) {
                     let merged = annotations::parse_node_subnets(mine)
@@ -904,7 +906,7 @@ mod tests {
                 let mut c = Context::default();
                 if let Some(r) = remembered {
                     c.remembered
-                        .insert(("Node".into(), "n".into()), maps[r].clone());
+                        .insert(("Node".into(), "n".into()), Arc::new(maps[r].clone()));
                 }
                 let merged = c.annotations("Node", &meta);
                 let mut candidates = maps.clone();
@@ -934,10 +936,12 @@ mod tests {
             let mut c = Context::default();
             c.remembered.insert(
                 ("Node".into(), "n".into()),
-                annotations
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
+                Arc::new(
+                    annotations
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
             );
             c
         };

@@ -463,7 +463,9 @@ fn save_state(
         "status saved"
     );
     let nodes_changed = nodes_changed(&since.state, &next);
-    let context = Arc::new(next.context(reserved));
+    // The context of `since` is of its state: what this state shares with it is
+    // remembered alike.
+    let context = Arc::new(next.context_after(reserved, Some((&since.state, &since.context))));
     Saved {
         current: Current {
             state: Arc::new(next),
@@ -478,11 +480,16 @@ fn save_state(
 
 /// True when a Node of `after` is not as in `before`, or one is gone.
 fn nodes_changed(before: &State, after: &State) -> bool {
-    fn nodes(s: &State) -> impl Iterator<Item = (&(String, String), &Object)> {
+    fn nodes(s: &State) -> impl Iterator<Item = (&(String, String), &Arc<Object>)> {
         s.objects.iter().filter(|((kind, _), _)| kind == "Node")
     }
     nodes(before).count() != nodes(after).count()
-        || nodes(after).any(|(k, o)| before.objects.get(k) != Some(o))
+        || nodes(after).any(|(k, o)| {
+            !before
+                .objects
+                .get(k)
+                .is_some_and(|b| Arc::ptr_eq(b, o) || b == o)
+        })
 }
 
 /// Writes the edits the status directory's journal holds into the Nodes' files

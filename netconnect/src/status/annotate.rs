@@ -4,10 +4,12 @@
 
 use std::borrow::Cow;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use crate::alloc::Allocations;
 use crate::api::annotations::{self, *};
 use crate::api::load::{Object, Problem};
+use crate::api::meta::ObjectMeta;
 use crate::api::objects::{ClusterNetworkConnect, NetworkStatus, Node};
 use crate::api::validate::{cudn_network, udn_network};
 use crate::api::{ConnectInfo, Inventory, NetworkInfo, NodeInfo};
@@ -47,7 +49,7 @@ impl State {
         let mut out = State::default();
         for (name, info) in &inv.connects {
             let o = Object::ClusterNetworkConnect(connect(name, info, alloc, previous, now));
-            out.objects.insert(key(&o), o);
+            out.objects.insert(key(&o), shared(o, previous));
         }
         // Each node, and whether it keeps the text it was read with: it does when
         // annotated with exactly what it has.
@@ -93,7 +95,7 @@ impl State {
                     subnets,
                     text,
                 };
-                Object::Node(node(name, info, inv, mine, previous, &why, now))
+                node(name, info, inv, mine, previous, &why, now)
             })
             .collect()
         });
@@ -112,14 +114,14 @@ impl State {
                 allocation: reasons(allocation_problems, &info.network.owner.to_string()),
             };
             if let Some(o) = network_in_force(name, info, alloc, previous, &verdict, now) {
-                out.objects.insert(key(&o), o);
+                out.objects.insert(key(&o), shared(o, previous));
             }
         }
         for object in &inv.refused_networks {
             let label = format!("{} {}", object.kind(), object.name());
             let verdict = Verdict::Refused(reasons(&inv.problems, &label));
             if let Some(o) = with_network_status(object.clone(), previous, &verdict, now) {
-                out.objects.entry(key(&o)).or_insert(o);
+                out.objects.entry(key(&o)).or_insert(shared(o, previous));
             }
         }
         out
@@ -140,6 +142,7 @@ fn connect(
     let prev = match previous
         .objects
         .get(&("ClusterNetworkConnect".to_owned(), name.to_owned()))
+        .map(|o| &**o)
     {
         Some(Object::ClusterNetworkConnect(p)) => Some(p),
         _ => None,
@@ -260,7 +263,10 @@ fn spliced(
     if own(info) || own(then) {
         return None;
     }
-    let Some(Object::Node(had)) = previous.objects.get(&("Node".to_owned(), name.to_owned()))
+    let Some(Object::Node(had)) = previous
+        .objects
+        .get(&("Node".to_owned(), name.to_owned()))
+        .map(|o| &**o)
     else {
         return None;
     };
@@ -289,9 +295,18 @@ struct Allocated<'a> {
     text: Option<Option<Cow<'a, str>>>,
 }
 
+/// `o`, shared with `previous` when it holds `o` alike: states share the objects that
+/// did not change.
+fn shared(o: Object, previous: &State) -> Arc<Object> {
+    match previous.objects.get(&key(&o)) {
+        Some(had) if **had == o => had.clone(),
+        _ => Arc::new(o),
+    }
+}
+
 /// A node as written: its node id, transit addresses and host subnets (its entries for
 /// networks netconnect does not manage kept), and a condition naming an annotation
-/// replaced by an allocation (`why`).
+/// replaced by an allocation (`why`); the node of `previous` when it is that.
 fn node(
     name: &str,
     info: &NodeInfo,
@@ -300,7 +315,7 @@ fn node(
     previous: &State,
     why: &[String],
     now: &str,
-) -> Node {
+) -> Arc<Object> {
     let mut object = info.object.clone();
     let a = &mut object.metadata.annotations;
     if let Some(id) = mine.alloc.node_ids.get(name) {
@@ -314,10 +329,29 @@ fn node(
     }
     if let Some(text) = mine.text {
         match text {
+            // The text the node was read with (its own annotations lack it): compared
+            // with the one written before, not copied, while the node is as it was (a
+            // node's text lists every network's subnets).
+            Some(Cow::Borrowed(text)) => {
+                let object = finish(object, name, previous, why, now);
+                let key = ("Node".to_owned(), name.to_owned());
+                if let Some(had) = previous.objects.get(&key) {
+                    if matches!(&**had, Object::Node(n) if is_with_text(&object, text, n)) {
+                        return had.clone();
+                    }
+                }
+                let mut object = object;
+                let a = &mut object.metadata.annotations;
+                a.insert(NODE_SUBNETS.into(), text.to_owned());
+                return Arc::new(Object::Node(object));
+            }
             Some(text) => a.insert(NODE_SUBNETS.into(), text.into_owned()),
             None => a.remove(NODE_SUBNETS),
         };
-        return finish(object, name, previous, why, now);
+        return shared(
+            Object::Node(finish(object, name, previous, why, now)),
+            previous,
+        );
     }
     let own = a
         .get(NODE_SUBNETS)
@@ -339,14 +373,52 @@ fn node(
         let text = annotations::write_node_subnets(&subnets);
         a.insert(NODE_SUBNETS.into(), text);
     }
-    finish(object, name, previous, why, now)
+    shared(
+        Object::Node(finish(object, name, previous, why, now)),
+        previous,
+    )
+}
+
+/// Whether `had` is `built` with host subnets annotation `text`, which `built` lacks.
+/// Every field is named: a field added to [`Node`] or [`ObjectMeta`] must be compared.
+fn is_with_text(built: &Node, text: &str, had: &Node) -> bool {
+    let Node {
+        api_version,
+        kind,
+        metadata,
+        other,
+    } = had;
+    let ObjectMeta {
+        name,
+        namespace,
+        labels,
+        annotations,
+        other: meta_other,
+    } = metadata;
+    let b = &built.metadata;
+    *api_version == built.api_version
+        && *kind == built.kind
+        && *other == built.other
+        && *name == b.name
+        && *namespace == b.namespace
+        && *labels == b.labels
+        && *meta_other == b.other
+        && !b.annotations.contains_key(NODE_SUBNETS)
+        && annotations.len() == b.annotations.len() + 1
+        && annotations.get(NODE_SUBNETS).is_some_and(|t| t == text)
+        && b.annotations
+            .iter()
+            .all(|(k, v)| annotations.get(k) == Some(v))
 }
 
 /// Node `object` (`name`) with its annotations' condition set.
 fn finish(mut object: Node, name: &str, previous: &State, why: &[String], now: &str) -> Node {
     let prev = match previous.objects.get(&("Node".to_owned(), name.to_owned())) {
-        Some(Object::Node(n)) => Some(n),
-        _ => None,
+        Some(o) => match &**o {
+            Object::Node(n) => Some(n),
+            _ => None,
+        },
+        None => None,
     };
     node_annotations_condition(&mut object, prev, why, now);
     object
@@ -363,7 +435,7 @@ fn network_in_force(
     now: &str,
 ) -> Option<Object> {
     let mut object = info.object.clone();
-    if let Some(prev) = previous.objects.get(&key(&object)) {
+    if let Some(prev) = previous.objects.get(&key(&object)).map(|o| &**o) {
         let accepted_now = match &object {
             Object::UserDefinedNetwork(u) => udn_network(u).ok(),
             Object::ClusterUserDefinedNetwork(c) => cudn_network(c).ok(),
@@ -405,7 +477,7 @@ fn with_network_status(
     verdict: &Verdict,
     now: &str,
 ) -> Option<Object> {
-    let prev = previous.objects.get(&key(&object));
+    let prev = previous.objects.get(&key(&object)).map(|o| &**o);
     let status = match &mut object {
         Object::UserDefinedNetwork(u) => &mut u.status,
         Object::ClusterUserDefinedNetwork(c) => &mut c.status,
@@ -506,4 +578,63 @@ fn network_status(
         }
     }
     network::apply(&base, verdict, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `node` with `text` as its host subnets annotation.
+    fn with_text(node: &Node, text: &str) -> Node {
+        let mut node = node.clone();
+        let a = &mut node.metadata.annotations;
+        a.insert(NODE_SUBNETS.into(), text.into());
+        node
+    }
+
+    #[test]
+    fn a_node_is_the_one_before_with_its_text_only_when_every_field_is() {
+        let json = |v: &str| serde_json::from_str::<serde_json::Map<_, _>>(v).unwrap();
+        let built = Node {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            metadata: ObjectMeta {
+                name: "a".into(),
+                namespace: None,
+                labels: [("zone".to_owned(), "z1".to_owned())].into(),
+                annotations: [(NODE_ID.to_owned(), "3".to_owned())].into(),
+                other: json(r#"{"uid": "u1"}"#),
+            },
+            other: json(r#"{"status": {"conditions": []}}"#),
+        };
+        let text = r#"{"net":"10.1.0.0/24"}"#;
+        let had = with_text(&built, text);
+        assert!(is_with_text(&built, text, &had));
+        assert!(!is_with_text(&built, r#"{"net":"10.1.1.0/24"}"#, &had));
+        assert!(
+            !is_with_text(&had, text, &had),
+            "built holds the text already"
+        );
+        let changes: [&dyn Fn(&mut Node); 9] = [
+            &|n| n.api_version = "v2".into(),
+            &|n| n.kind = "Other".into(),
+            &|n| n.other = json(r#"{"status": {}}"#),
+            &|n| n.metadata.name = "b".into(),
+            &|n| n.metadata.namespace = Some("ns".into()),
+            &|n| drop(n.metadata.labels.insert("zone".into(), "z2".into())),
+            &|n| drop(n.metadata.annotations.insert(NODE_ID.into(), "4".into())),
+            &|n| drop(n.metadata.annotations.insert("other".into(), "x".into())),
+            &|n| n.metadata.other = json(r#"{"uid": "u2"}"#),
+        ];
+        for (i, change) in changes.iter().enumerate() {
+            let mut other = built.clone();
+            change(&mut other);
+            assert_ne!(with_text(&other, text), had, "change {i}");
+            assert!(!is_with_text(&other, text, &had), "change {i}");
+        }
+        // One annotation fewer, and the text under the count of the others.
+        let mut fewer = built.clone();
+        fewer.metadata.annotations.clear();
+        assert!(!is_with_text(&fewer, text, &had));
+    }
 }

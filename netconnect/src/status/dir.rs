@@ -31,6 +31,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -45,8 +46,10 @@ use crate::api::{Context, Network};
 /// The objects of a state directory, by kind and `namespace/name`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct State {
-    /// The objects.
-    pub objects: BTreeMap<(String, String), Object>,
+    /// The objects, each shared with the states before and after it that hold it
+    /// alike ([`State::next_after`]): a change to a few objects copies those, not the
+    /// hundreds of Nodes whose annotations list every network.
+    pub objects: BTreeMap<(String, String), Arc<Object>>,
 }
 
 /// The key of an object in a [`State`]: its kind and `namespace/name`.
@@ -88,7 +91,7 @@ impl State {
         let mut files = Vec::new();
         yaml_files(dir, &mut files)?;
         files.sort();
-        let mut state = State::default();
+        let mut objects = BTreeMap::new();
         let mut problems = Vec::new();
         for path in files {
             let name = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
@@ -108,14 +111,14 @@ impl State {
                 });
             }
             for (_, o) in f.objects {
-                state.objects.insert(key(&o), o);
+                objects.insert(key(&o), o);
             }
         }
-        journal::replay(dir, &mut state.objects, &mut problems)?;
+        journal::replay(dir, &mut objects, &mut problems)?;
         // Each Node's host subnets as this program writes them (they read the same):
         // a later state splices the entries that change into them
         // ([`State::next_after`]).
-        for o in state.objects.values_mut() {
+        for o in objects.values_mut() {
             let Object::Node(node) = o else { continue };
             let a = &mut node.metadata.annotations;
             if let Some(text) = a.get_mut(NODE_SUBNETS) {
@@ -124,16 +127,25 @@ impl State {
                 }
             }
         }
-        Ok((state, problems))
+        let objects = objects.into_iter().map(|(k, o)| (k, Arc::new(o))).collect();
+        Ok((State { objects }, problems))
     }
 
     /// The context an inventory is built in from this state: the accepted network
     /// definitions and the remembered annotations.
     pub fn context(&self, reserved: Reserved) -> Context {
+        self.context_after(reserved, None)
+    }
+
+    /// [`State::context`], taking from `before` (an earlier state and its context) the
+    /// annotations remembered of the objects this state shares with it, not copied
+    /// again (a node's host subnets list every network's).
+    pub fn context_after(&self, reserved: Reserved, before: Option<(&State, &Context)>) -> Context {
         let mut accepted = BTreeMap::new();
         let mut accepted_connects = BTreeMap::new();
         let mut remembered = BTreeMap::new();
-        for (k, o) in &self.objects {
+        for (k, object) in &self.objects {
+            let o = &**object;
             if let Object::ClusterNetworkConnect(c) = o {
                 if let Ok(spec) = crate::api::validate::connect_spec(c) {
                     accepted_connects.insert(c.metadata.name.clone(), spec);
@@ -150,6 +162,14 @@ impl State {
             if let Some(n) = network {
                 accepted.insert(n.name(), n);
             }
+            let same =
+                before.filter(|(b, _)| b.objects.get(k).is_some_and(|b| Arc::ptr_eq(b, object)));
+            if let Some((_, context)) = same {
+                if let Some(kept) = context.remembered.get(k) {
+                    remembered.insert(k.clone(), kept.clone());
+                }
+                continue;
+            }
             let meta = o.metadata();
             let kept: BTreeMap<String, String> = meta
                 .annotations
@@ -158,7 +178,7 @@ impl State {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             if !kept.is_empty() {
-                remembered.insert(k.clone(), kept);
+                remembered.insert(k.clone(), Arc::new(kept));
             }
         }
         Context {
@@ -177,7 +197,7 @@ impl State {
         let _lock = lock(dir)?;
         let mut stale = Vec::new();
         yaml_files(dir, &mut stale)?;
-        let objects: Vec<&Object> = self.objects.values().collect();
+        let objects: Vec<&Object> = self.objects.values().map(|o| &**o).collect();
         let written: std::collections::BTreeSet<PathBuf> =
             write_objects(dir, &objects)?.into_iter().collect();
         for path in stale {
@@ -204,9 +224,10 @@ impl State {
         let mut edited: Vec<(&Node, &Node, &Object)> = Vec::new();
         for (k, o) in &self.objects {
             let before = previous.objects.get(k);
-            if before == Some(o) {
+            if before.is_some_and(|b| Arc::ptr_eq(b, o) || b == o) {
                 continue;
             }
+            let (before, o) = (before.map(|b| &**b), &**o);
             match (before, o) {
                 (Some(Object::Node(b)), Object::Node(n)) if journal::only_values_differ(b, n) => {
                     edited.push((b, n, o))
@@ -272,6 +293,7 @@ impl State {
         let nodes: Vec<&Object> = journal::nodes(dir)?
             .into_iter()
             .filter_map(|n| self.objects.get(&("Node".to_owned(), n)))
+            .map(|o| &**o)
             .collect();
         for these in nodes.chunks(AT_ONCE) {
             if !go_on() {
@@ -463,7 +485,7 @@ mod tests {
             .values()
             .find(|o| path_of(dir, o) == dir.join(file))
             .unwrap_or_else(|| panic!("{file} is not in the state"));
-        let s = match o {
+        let s = match &**o {
             Object::UserDefinedNetwork(u) => &u.status,
             Object::ClusterUserDefinedNetwork(c) => &c.status,
             _ => panic!("{file} is not a network"),
@@ -487,6 +509,36 @@ mod tests {
         let inv = Inventory::build(&[parse_file(Path::new("m.yaml"), yaml)], &ctx);
         let (alloc, failed) = allocate(&inv, &ClusterConfig::default());
         State::next(&inv, &alloc, &failed, previous, "t")
+    }
+
+    #[test]
+    fn a_state_shares_the_objects_that_did_not_change_with_the_one_before() {
+        let net = l3("[{cidr: 10.1.0.0/16}]");
+        let first = state_of(
+            &(node("a", &[]) + &node("b", &[]) + &net),
+            &State::default(),
+        );
+        let shared = |before: &State, after: &State, kind: &str, name: &str| {
+            let k = (kind.to_owned(), name.to_owned());
+            Arc::ptr_eq(&before.objects[&k], &after.objects[&k])
+        };
+        // A node added: the others, and the network, are the objects they were.
+        let nodes = node("a", &[]) + &node("b", &[]) + &node("c", &[]);
+        let second = state_of(&(nodes.clone() + &net), &first);
+        assert!(shared(&first, &second, "Node", "a"));
+        assert!(shared(&first, &second, "Node", "b"));
+        assert!(shared(&first, &second, "UserDefinedNetwork", "red/net"));
+        // A second network: every node's host subnets change; the first network is
+        // shared still.
+        let blue = "---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: net, namespace: blue}\n\
+                    spec:\n  topology: Layer3\n  layer3:\n    role: Primary\n    subnets: [{cidr: 10.2.0.0/16}]\n";
+        let third = state_of(&(nodes + &net + blue), &second);
+        assert!(!shared(&second, &third, "Node", "a"));
+        assert!(shared(&second, &third, "UserDefinedNetwork", "red/net"));
+        let Object::Node(a) = &*third.objects[&("Node".to_owned(), "a".to_owned())] else {
+            panic!("a is a node");
+        };
+        assert!(a.metadata.annotations[NODE_SUBNETS].contains("blue"));
     }
 
     #[test]
@@ -914,7 +966,7 @@ mod tests {
             + &node("b", &[])
             + &l3("[{cidr: 10.1.0.0/16}, {cidr: fd00:1::/48}]");
         let state = state_of(&yaml, &State::default());
-        let written = |name: &str| match &state.objects[&("Node".to_owned(), name.to_owned())] {
+        let written = |name: &str| match &*state.objects[&("Node".to_owned(), name.to_owned())] {
             Object::Node(n) => n.metadata.annotations[NODE_SUBNETS].clone(),
             o => panic!("{o:?} is not a node"),
         };
@@ -1099,11 +1151,12 @@ mod tests {
                 )],
             ),
         };
-        let (mut compared, mut spliced) = (0, 0);
+        let (mut compared, mut spliced, mut contexts_shared) = (0, 0, 0);
         for _ in 0..30 {
             let mut nets: BTreeMap<usize, ()> = BTreeMap::new();
             let mut nodes: BTreeMap<usize, u64> = BTreeMap::new();
             let mut state = State::default();
+            let mut context = state.context(Reserved::default());
             let (mut built_after, mut state_of): (Option<World>, Option<World>) = (None, None);
             for _ in 0..12 {
                 for _ in 0..next(3) {
@@ -1151,6 +1204,20 @@ mod tests {
                     );
                     spliced += usize::from(changed.is_some_and(|c| !c.is_empty()));
                 }
+                // The context worked out after the one before is the context worked
+                // out whole, sharing what is remembered of the objects shared.
+                let reserved = Reserved::default;
+                let ctx = whole.context_after(reserved(), Some((&state, &context)));
+                let cold = whole.context(reserved());
+                assert_eq!(format!("{ctx:?}"), format!("{cold:?}"), "{yaml}");
+                let from_before = ctx.remembered.iter().filter(|(k, r)| {
+                    context
+                        .remembered
+                        .get(*k)
+                        .is_some_and(|b| Arc::ptr_eq(b, r))
+                });
+                contexts_shared += usize::from(from_before.count() > 0);
+                context = ctx;
                 state = whole;
                 built_after = Some(match next(2) {
                     0 => World::build_after(&files, &state, Settings::default(), Some(&w)),
@@ -1161,6 +1228,10 @@ mod tests {
         }
         assert_eq!(compared, 360);
         assert!(spliced > 100, "only {spliced} states spliced what changed");
+        assert!(
+            contexts_shared > 100,
+            "only {contexts_shared} contexts shared"
+        );
     }
 
     #[test]
@@ -1175,12 +1246,12 @@ mod tests {
             )],
         );
         for (_, o) in parse_file(Path::new("m.yaml"), &yaml).objects {
-            state.objects.insert(key(&o), o);
+            state.objects.insert(key(&o), Arc::new(o));
         }
         state.save(dir.path()).unwrap();
         let (read, problems) = State::load(dir.path()).unwrap();
         assert!(problems.is_empty(), "{problems:?}");
-        let Object::Node(a) = &read.objects[&("Node".to_owned(), "a".to_owned())] else {
+        let Object::Node(a) = &*read.objects[&("Node".to_owned(), "a".to_owned())] else {
             panic!("not a node");
         };
         assert_eq!(
