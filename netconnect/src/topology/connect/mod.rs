@@ -35,6 +35,7 @@ use nb_model::{Copp, LogicalRouter};
 use super::desired::{Desired, Fragments, IdForm, Scope};
 use super::names::Names;
 use super::{cluster, BuildError, Inputs, NodeView};
+use crate::alloc::admission::ConnectAllocation;
 use crate::api::{Network, Topology};
 pub use crate::ownership::connect_owner as owner;
 use router::{targets, Partition};
@@ -107,12 +108,38 @@ pub(crate) struct Connect<'a> {
     pub nets: Vec<Connected<'a>>,
 }
 
+/// A network CNC `cnc` connects, as the policies toward it need it.
+#[derive(Clone, Copy)]
+pub(crate) struct Peer<'a> {
+    pub net: &'a Network,
+    pub id: u32,
+}
+
 /// The connect of CNC `cnc` in `inputs`, whose nodes ([`Inputs::nodes`]) are `nodes`.
 pub(crate) fn connect<'a>(
     inputs: &Inputs<'a>,
     nodes: &[NodeView],
     cnc: &str,
 ) -> Result<Option<Connect<'a>>, BuildError> {
+    let Some((info, key, ca)) = accepted(inputs, cnc)? else {
+        return Ok(None);
+    };
+    // The zone's nodes (of `nodes`, the inputs' own), found once: every network's
+    // local switches are theirs.
+    let local: Vec<&str> = nodes.iter().filter(|n| n.local).map(|n| n.name).collect();
+    let mut nets: Vec<Connected> = peers_of(inputs, ca)
+        .map(|(name, peer, subnets)| connected(name, peer, subnets, &local))
+        .collect();
+    nets.sort_by_key(|c| c.id);
+    Ok(Some(Connect { info, key, nets }))
+}
+
+/// CNC `cnc`'s definition, tunnel key and allocations; `None` for a CNC without a
+/// tunnel key (not accepted yet), which wants nothing.
+fn accepted<'a>(
+    inputs: &Inputs<'a>,
+    cnc: &str,
+) -> Result<Option<(&'a crate::api::ConnectInfo, u32, &'a ConnectAllocation)>, BuildError> {
     let info = inputs
         .inventory
         .connects
@@ -121,44 +148,56 @@ pub(crate) fn connect<'a>(
     let Some(ca) = inputs.allocations.connects.get(cnc) else {
         return Ok(None);
     };
-    let Some(key) = ca.tunnel_key else {
-        return Ok(None);
-    };
-    // The zone's nodes (of `nodes`, the inputs' own), found once: every network's
-    // local switches are theirs (a connect's key is built for each of its 500
-    // networks, each finding them for each of the 500).
-    let local: Vec<&str> = nodes.iter().filter(|n| n.local).map(|n| n.name).collect();
-    let mut nets: Vec<Connected> = Vec::new();
-    for (owner_key, name) in &ca.networks {
-        let (Some(n), Some(&id), Some(subnets)) = (
-            inputs.inventory.networks.get(name),
-            inputs.allocations.network_ids.get(name),
-            ca.subnets.get(owner_key),
-        ) else {
-            continue;
+    Ok(ca.tunnel_key.map(|key| (info, key, ca)))
+}
+
+/// The networks of connect allocation `ca` that are defined and allocated: each with
+/// its name, id and connect subnets, in the allocation's order.
+fn peers_of<'a>(
+    inputs: &Inputs<'a>,
+    ca: &'a ConnectAllocation,
+) -> impl Iterator<Item = (&'a String, Peer<'a>, &'a [IpNet])> + 'a {
+    let (networks, ids) = (&inputs.inventory.networks, &inputs.allocations.network_ids);
+    ca.networks.iter().filter_map(move |(owner_key, name)| {
+        let (Some(n), Some(&id), Some(subnets)) =
+            (networks.get(name), ids.get(name), ca.subnets.get(owner_key))
+        else {
+            return None;
         };
-        let net = &n.network;
-        let names = Names::new(name);
-        let (router, local_switches) = match net.topology {
-            Topology::Layer2 => (names.transit_router(), vec![names.layer2_switch()]),
-            _ => (
-                names.cluster_router(),
-                local.iter().map(|n| names.node_switch(n)).collect(),
-            ),
-        };
-        nets.push(Connected {
-            net,
-            name: name.clone(),
+        let peer = Peer {
+            net: &n.network,
             id,
-            names,
-            subnets,
-            router,
-            local_switches,
-            entries: Vec::new(),
-        });
+        };
+        Some((name, peer, &subnets[..]))
+    })
+}
+
+/// Network `name` as the builders see it, `local` being the zone's nodes.
+fn connected<'a>(
+    name: &str,
+    peer: Peer<'a>,
+    subnets: &'a [IpNet],
+    local: &[&str],
+) -> Connected<'a> {
+    let Peer { net, id } = peer;
+    let names = Names::new(name);
+    let (router, local_switches) = match net.topology {
+        Topology::Layer2 => (names.transit_router(), vec![names.layer2_switch()]),
+        _ => (
+            names.cluster_router(),
+            local.iter().map(|n| names.node_switch(n)).collect(),
+        ),
+    };
+    Connected {
+        net,
+        name: name.to_owned(),
+        id,
+        names,
+        subnets,
+        router,
+        local_switches,
+        entries: Vec::new(),
     }
-    nets.sort_by_key(|c| c.id);
-    Ok(Some(Connect { info, key, nets }))
 }
 
 /// The rows of CNC `cnc` that are not any one network's: the connect router, and for
@@ -205,27 +244,39 @@ pub fn build_network(
     known: &dyn Fragments,
 ) -> Result<Desired, BuildError> {
     let mut d = Desired::with_id_form(owner(cnc), IdForm::ObjectIds);
-    let nodes = inputs.nodes();
-    let Some(mut conn) = connect(inputs, &nodes, cnc)? else {
+    let Some((info, _, ca)) = accepted(inputs, cnc)? else {
         return Ok(d);
     };
-    let Some(at) = conn.nets.iter().position(|n| n.name == net) else {
+    // This network whole; of the others, what the policies toward them take (a
+    // connect's key is built for each of its 500 networks).
+    let mut src = None;
+    let mut peers: Vec<Peer> = Vec::new();
+    for (name, peer, subnets) in peers_of(inputs, ca) {
+        if name == net {
+            src = Some((name, peer, subnets));
+        }
+        peers.push(peer);
+    }
+    let Some((name, peer, subnets)) = src else {
         return Err(BuildError::Unknown(net.to_owned()));
     };
-    d.scope = Scope::Part(conn.nets[at].id.to_string());
+    peers.sort_by_key(|p| p.id);
+    let nodes = inputs.nodes();
+    let local: Vec<&str> = nodes.iter().filter(|n| n.local).map(|n| n.name).collect();
+    let mut src = connected(name, peer, subnets, &local);
+    d.scope = Scope::Part(src.id.to_string());
     let mut part = Partition {
         inputs,
         cnc,
-        connect_subnets: &conn.info.spec.connect_subnets,
+        connect_subnets: &info.spec.connect_subnets,
         router: router_name(cnc),
         known,
         d: &mut d,
     };
-    let src = &mut conn.nets[at];
-    for t in targets(src, &nodes) {
-        part.target(src, &t);
+    for t in targets(&src, &nodes) {
+        part.target(&mut src, &t);
     }
-    part.policies(&conn.nets[at], &conn.nets);
+    part.policies(&src, &peers);
     Ok(d)
 }
 

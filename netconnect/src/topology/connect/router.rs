@@ -12,7 +12,7 @@ use nb_model::{
     LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterStaticRoute,
 };
 
-use super::{crtor, family, fingerprint, rtocr, Connected, POLICY_PRIORITY};
+use super::{crtor, family, fingerprint, rtocr, Connected, Peer, POLICY_PRIORITY};
 use crate::alloc::connect::{pair, port_tunnel_key};
 use crate::api::Topology;
 use crate::ownership::{
@@ -239,7 +239,7 @@ impl Partition<'_> {
 
     /// The policies of `src` (whose entries are known by now): from each entry port,
     /// for every other connected network, one fragment.
-    pub fn policies(&mut self, src: &Connected, nets: &[Connected]) {
+    pub fn policies(&mut self, src: &Connected, nets: &[Peer]) {
         let several = src.entries.len() > 1;
         for (inport, next_hops) in &src.entries {
             for dst in nets.iter().filter(|n| n.id != src.id) {
@@ -265,7 +265,7 @@ impl Partition<'_> {
     fn policy(
         &mut self,
         src: &Connected,
-        dst: &Connected,
+        dst: &Peer,
         inport: &str,
         next_hops: &[IpNet],
         ipv4: bool,
