@@ -1355,6 +1355,19 @@ async fn a_subnet_appended_builds_the_network_wide_rows_and_the_local_node_not_t
     let w = udn::world(&yaml(one), &State::default(), Some("n0"));
     let state = w.state(&State::default());
     udn::apply(&r, &w).await;
+    // ovn-northd sets the ports' `up` after they are written: a new version of each
+    // row, which differs only in a column OVN writes and leaves their fragments known.
+    let up_set = r
+        .cache()
+        .wait_for(std::time::Duration::from_secs(30), |s| {
+            let ports = s.table("Logical_Switch_Port");
+            ports.len() >= 4
+                && ports
+                    .iter()
+                    .all(|(_, p)| p.get("up").is_some_and(|d| d.as_set() != Some(&[])))
+        })
+        .await;
+    assert!(up_set, "ovn-northd never set the ports' up");
     let appended = udn::world(&yaml(two), &state, Some("n0"));
     let key = netconnect::world::Key::Network("cluster_udn_blue".into());
     let whole = r.plan(&appended.desired(&key).unwrap()).unwrap();

@@ -131,6 +131,42 @@ struct MemoRow {
     row: Weak<CachedRow>,
     /// Among the key's rows in its owner indexes (else only in its table).
     inside: bool,
+    /// For a row of a table with columns OVN's daemons write ([`WRITTEN_BY_OVN`]), a
+    /// digest of its other columns ([`ours_digest`]).
+    ours: Option<u64>,
+}
+
+impl MemoRow {
+    /// Row `row` (`uuid` of `table`), `inside` the key's owner indexes or not.
+    fn new(table: &'static str, uuid: Uuid, row: &Arc<CachedRow>, inside: bool) -> MemoRow {
+        let written_by_ovn = WRITTEN_BY_OVN.iter().any(|c| row.get(c).is_some());
+        MemoRow {
+            table,
+            uuid,
+            row: Arc::downgrade(row),
+            inside,
+            ours: written_by_ovn.then(|| ours_digest(row)),
+        }
+    }
+
+    /// True when `now` is the version remembered, or one that differs from it only in
+    /// columns OVN's daemons write: ovn-northd sets a port's `up` after it is
+    /// written, which is no reason to build its fragment again.
+    fn is_as_left(&self, now: &Arc<CachedRow>) -> bool {
+        plan::is_version(now, &self.row) || self.ours.is_some_and(|d| ours_digest(now) == d)
+    }
+}
+
+/// A digest of `row`'s columns but those OVN's daemons write: two versions of a row
+/// with one digest differ at most in those.
+fn ours_digest(row: &CachedRow) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for (column, value) in row.iter().filter(|(c, _)| !WRITTEN_BY_OVN.contains(c)) {
+        column.hash(&mut h);
+        value.hash(&mut h);
+    }
+    h.finish()
 }
 
 /// The fragments of a key known to be in the NB as built before (none unless the
@@ -524,7 +560,7 @@ fn as_planned_now(
     let mut rows = Vec::with_capacity(memo.rows.len());
     for r in memo.rows.iter() {
         let as_remembered = with_current(planned.0, planned.1, r.table, &r.uuid, |row, _| {
-            row.is_some_and(|row| plan::is_version(row, &r.row))
+            row.is_some_and(|row| r.is_as_left(row))
         });
         if !as_remembered {
             return None;
@@ -534,14 +570,7 @@ fn as_planned_now(
             now.1,
             r.table,
             &r.uuid,
-            |row, inside| {
-                Some(MemoRow {
-                    table: r.table,
-                    uuid: r.uuid,
-                    row: Arc::downgrade(row?),
-                    inside,
-                })
-            },
+            |row, inside| Some(MemoRow::new(r.table, r.uuid, row?, inside)),
         )?);
     }
     Some(memo.with_rows(rows))
@@ -741,7 +770,7 @@ impl Reconciler {
         let as_left = |r: &MemoRow| {
             (untouched && r.inside)
                 || with_current(&now, &snap, r.table, &r.uuid, |now, _| {
-                    now.is_some_and(|now| plan::is_version(now, &r.row))
+                    now.is_some_and(|now| r.is_as_left(now))
                 })
         };
         // While the indexes are untouched, a fragment all of whose rows are in them is
@@ -1099,12 +1128,7 @@ impl Reconciler {
             };
             let found = uuids.get(&(r.table, r.identity.as_str())).and_then(|u| {
                 with_current(rows, snap, r.table, u, |now, inside| {
-                    Some(MemoRow {
-                        table: r.table,
-                        uuid: *u,
-                        row: Arc::downgrade(now?),
-                        inside,
-                    })
+                    Some(MemoRow::new(r.table, *u, now?, inside))
                 })
             });
             match found {
