@@ -150,7 +150,7 @@ pub struct Context {
     /// Annotations remembered from an earlier run (the allocations persisted), by
     /// kind and `namespace/name`; an object's own annotations win over them. Shared
     /// with the contexts before and after that remember them alike
-    /// ([`crate::status::State::context_after`]).
+    /// ([`crate::status::dir::State::context_after`]).
     pub remembered: BTreeMap<(String, String), Arc<BTreeMap<String, String>>>,
 }
 
