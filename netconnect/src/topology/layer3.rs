@@ -95,7 +95,7 @@ pub fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
 /// fragment (`node:<name>`), left out when `known` says they are in the NB as built
 /// from the same inputs: the network, its id, the settings and the zone, the node, its
 /// host subnets and the default services it routes (a remote node's, only what of the
-/// network it uses: [`interconnect::remote_node_inputs`]). The network-wide rows (the
+/// network it uses: its name and join subnets). The network-wide rows (the
 /// routers, switches and policies every node's rows go into) are the base fragment,
 /// kept as they are when the network, its id, the settings and the zone are the same:
 /// then only what the nodes built now put into their sets is written.
