@@ -181,7 +181,7 @@ pub fn splice_node_subnets(text: &str, changes: &[(&str, Option<&[IpNet]>)]) -> 
     // At the first entry not looked at yet (or at the closing brace).
     let mut cursor = 1;
     for (net, cidrs) in changes {
-        if !net.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        if !cidr_text::written_plain(net) {
             return None;
         }
         let at = entries::first_not_below(t, cursor, close, net.as_bytes())?;
@@ -274,9 +274,15 @@ mod cidr_text {
     use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
     use serde::Deserialize;
 
+    /// True when `s` is written as a JSON string between quotes as it is (no byte of
+    /// it needs an escape).
+    pub fn written_plain(s: &str) -> bool {
+        s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
+    }
+
     /// Appends `s` as a JSON string.
     pub fn push_json_str(out: &mut String, s: &str) {
-        if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        if written_plain(s) {
             out.push('"');
             out.push_str(s);
             out.push('"');

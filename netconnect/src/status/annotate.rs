@@ -51,15 +51,16 @@ impl State {
             let o = Object::ClusterNetworkConnect(connect(name, info, alloc, previous, now));
             out.objects.insert(key(&o), shared(o, previous));
         }
-        // Each node, and whether it keeps the text it was read with: it does when
-        // annotated with exactly what it has.
-        let nodes: Vec<(&String, &NodeInfo, bool)> = inv
+        // Each node, whether it keeps the text it was read with (it does when annotated
+        // with exactly what it has), and the object it was in `previous`.
+        let nodes: Vec<(&String, &NodeInfo, bool, Option<&Arc<Object>>)> = inv
             .nodes
             .iter()
             .map(|(name, info)| {
                 let kept = alloc.annotated_exactly(name, &info.subnets)
                     && !info.object.metadata.annotations.contains_key(NODE_SUBNETS);
-                (name, info, kept)
+                let had = previous.objects.get(&("Node".to_owned(), name.clone()));
+                (name, info, kept, had)
             })
             .collect();
         let splice = basis.and_then(|(inv_before, before)| {
@@ -73,10 +74,11 @@ impl State {
             // read (kept), or the text before with what changed spliced in.
             let texts: Vec<Option<Option<Cow<str>>>> = share
                 .iter()
-                .map(|&(name, info, kept)| match kept {
+                .map(|&(name, info, kept, had)| match kept {
                     true => info.read.get(NODE_SUBNETS).map(|t| Some(Cow::from(t))),
                     false => splice.as_ref().and_then(|(inv_before, changed)| {
-                        let spliced = spliced(name, info, inv_before, previous, changed, alloc);
+                        let had = previous_node(had)?;
+                        let spliced = spliced(name, info, inv_before, had, changed, alloc);
                         spliced.map(|t| t.map(Cow::from))
                     }),
                 })
@@ -84,18 +86,18 @@ impl State {
             let gathered: Vec<_> = share
                 .iter()
                 .zip(&texts)
-                .map(|(&(name, info, _), text)| (name, info, text.is_some()))
+                .map(|(&(name, info, _, _), text)| (name, info, text.is_some()))
                 .collect();
             let by_node = host_subnets_by_node(&gathered, alloc);
             let each = share.iter().zip(by_node).zip(texts);
-            each.map(|((&(name, info, _), subnets), text)| {
+            each.map(|((&(name, info, _, had), subnets), text)| {
                 let why = reasons(allocation_problems, &format!("Node {name}"));
                 let mine = Allocated {
                     alloc,
                     subnets,
                     text,
                 };
-                node(name, info, inv, mine, previous, &why, now)
+                node(name, info, inv, mine, had, &why, now)
             })
             .collect()
         });
@@ -244,17 +246,17 @@ pub(super) fn changed_host_subnets<'a>(
 }
 
 /// Node `name`'s host subnets annotation (`None` for none) as the text it had in
-/// `previous` with the entries of the networks `changed` set to what `alloc` gives
+/// the previous state (`had`) with the entries of the networks `changed` set to what `alloc` gives
 /// it, when that is the text [`node`] would write: the node was in `inv_before` (the
-/// inventory `previous` was worked out for) and neither then nor now annotated with
-/// host subnets of its own (entries of networks not managed here, which `node`
-/// keeps). `previous`'s texts are as [`write_node_subnets`] writes them
+/// inventory the previous state was worked out for) and neither then nor now
+/// annotated with host subnets of its own (entries of networks not managed here,
+/// which `node` keeps). A state's texts are as [`write_node_subnets`] writes them
 /// ([`State::load`] writes again those it reads).
 fn spliced(
     name: &str,
     info: &NodeInfo,
     inv_before: &Inventory,
-    previous: &State,
+    had: &Node,
     changed: &[&str],
     alloc: &Allocations,
 ) -> Option<Option<String>> {
@@ -263,13 +265,6 @@ fn spliced(
     if own(info) || own(then) {
         return None;
     }
-    let Some(Object::Node(had)) = previous
-        .objects
-        .get(&("Node".to_owned(), name.to_owned()))
-        .map(|o| &**o)
-    else {
-        return None;
-    };
     let text = had.metadata.annotations.get(NODE_SUBNETS);
     let asked: Vec<(&str, Option<&[ipnet::IpNet]>)> = changed
         .iter()
@@ -298,21 +293,36 @@ struct Allocated<'a> {
 /// `o`, shared with `previous` when it holds `o` alike: states share the objects that
 /// did not change.
 fn shared(o: Object, previous: &State) -> Arc<Object> {
-    match previous.objects.get(&key(&o)) {
+    let had = previous.objects.get(&key(&o));
+    reused(o, had)
+}
+
+/// `o`, or `had` (the object of its key in the state before) when that is alike.
+fn reused(o: Object, had: Option<&Arc<Object>>) -> Arc<Object> {
+    match had {
         Some(had) if **had == o => had.clone(),
         _ => Arc::new(o),
     }
 }
 
+/// The node `had` holds, if any.
+fn previous_node(had: Option<&Arc<Object>>) -> Option<&Node> {
+    match &**had? {
+        Object::Node(n) => Some(n),
+        _ => None,
+    }
+}
+
 /// A node as written: its node id, transit addresses and host subnets (its entries for
 /// networks netconnect does not manage kept), and a condition naming an annotation
-/// replaced by an allocation (`why`); the node of `previous` when it is that.
+/// replaced by an allocation (`why`); `had`, the node's object in the previous state,
+/// when it is that.
 fn node(
     name: &str,
     info: &NodeInfo,
     inv: &Inventory,
     mine: Allocated,
-    previous: &State,
+    had: Option<&Arc<Object>>,
     why: &[String],
     now: &str,
 ) -> Arc<Object> {
@@ -333,14 +343,12 @@ fn node(
             // with the one written before, not copied, while the node is as it was (a
             // node's text lists every network's subnets).
             Some(Cow::Borrowed(text)) => {
-                let object = finish(object, name, previous, why, now);
-                let key = ("Node".to_owned(), name.to_owned());
-                if let Some(had) = previous.objects.get(&key) {
+                let mut object = finish(object, had, why, now);
+                if let Some(had) = had {
                     if matches!(&**had, Object::Node(n) if is_with_text(&object, text, n)) {
                         return had.clone();
                     }
                 }
-                let mut object = object;
                 let a = &mut object.metadata.annotations;
                 a.insert(NODE_SUBNETS.into(), text.to_owned());
                 return Arc::new(Object::Node(object));
@@ -348,10 +356,7 @@ fn node(
             Some(text) => a.insert(NODE_SUBNETS.into(), text.into_owned()),
             None => a.remove(NODE_SUBNETS),
         };
-        return shared(
-            Object::Node(finish(object, name, previous, why, now)),
-            previous,
-        );
+        return reused(Object::Node(finish(object, had, why, now)), had);
     }
     let own = a
         .get(NODE_SUBNETS)
@@ -373,10 +378,7 @@ fn node(
         let text = annotations::write_node_subnets(&subnets);
         a.insert(NODE_SUBNETS.into(), text);
     }
-    shared(
-        Object::Node(finish(object, name, previous, why, now)),
-        previous,
-    )
+    reused(Object::Node(finish(object, had, why, now)), had)
 }
 
 /// Whether `had` is `built` with host subnets annotation `text`, which `built` lacks.
@@ -411,16 +413,10 @@ fn is_with_text(built: &Node, text: &str, had: &Node) -> bool {
             .all(|(k, v)| annotations.get(k) == Some(v))
 }
 
-/// Node `object` (`name`) with its annotations' condition set.
-fn finish(mut object: Node, name: &str, previous: &State, why: &[String], now: &str) -> Node {
-    let prev = match previous.objects.get(&("Node".to_owned(), name.to_owned())) {
-        Some(o) => match &**o {
-            Object::Node(n) => Some(n),
-            _ => None,
-        },
-        None => None,
-    };
-    node_annotations_condition(&mut object, prev, why, now);
+/// Node `object` with its annotations' condition set (`had`: its object in the
+/// previous state).
+fn finish(mut object: Node, had: Option<&Arc<Object>>, why: &[String], now: &str) -> Node {
+    node_annotations_condition(&mut object, previous_node(had), why, now);
     object
 }
 
