@@ -265,7 +265,7 @@ impl Client {
         ),
         Error,
     > {
-        self.transact_prepared_cancellable(&Prepared::transact(db, operations)?)
+        self.transact_prepared_cancellable(Prepared::transact(db, operations)?)
     }
 
     /// [`transact`](Self::transact) of a transaction serialized beforehand
@@ -275,13 +275,15 @@ impl Client {
         &self,
         prepared: &Prepared,
     ) -> Result<Vec<OperationResult>, Error> {
-        let (_, fut) = self.transact_prepared_cancellable(prepared)?;
+        let (_, fut) = self.transact_prepared_cancellable(prepared.clone())?;
         fut.await
     }
 
+    /// The transaction `prepared` sent, taken whole: one built for a single send
+    /// ([`Client::transact_cancellable`]) is not copied.
     fn transact_prepared_cancellable(
         &self,
-        prepared: &Prepared,
+        prepared: Prepared,
     ) -> Result<
         (
             RequestId,
@@ -289,8 +291,7 @@ impl Client {
         ),
         Error,
     > {
-        let params = prepared.params.clone();
-        let shapes = prepared.shapes.clone();
+        let Prepared { params, shapes } = prepared;
         let n = shapes.len();
         let (id, rx) = self.register("transact")?;
         let client = self.clone();
