@@ -16,6 +16,14 @@ use tokio_util::codec::{Decoder, Encoder};
 /// very large OVN_Northbound while still refusing to buffer without bound.
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 1 << 30;
 
+/// The largest read buffer a connection keeps between messages. A message split off
+/// its buffer takes the buffer's memory with it, so the next large message grew a new
+/// buffer by doubling, on memory the allocator had just been given back by the
+/// system: a 1519-row update (a network added) spent more time in the page faults of
+/// that growth than in its decoding. A message is copied out instead, and the buffer
+/// stays as large as the largest message read, up to this size.
+pub(crate) const KEPT_READ_BUFFER: usize = 8 << 20;
+
 /// Why the byte stream could not be split into messages.
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -259,9 +267,17 @@ impl JsonRpcCodec {
         self.scan(buf)
     }
 
-    /// Takes the complete message that ends at `end` out of `buf`.
+    /// Takes the complete message that ends at `end` out of `buf`. While `buf` is at
+    /// most [`KEPT_READ_BUFFER`] the message is copied out and `buf` keeps its memory
+    /// for the messages after it; a larger buffer goes with its message.
     pub(crate) fn finish(&mut self, buf: &mut BytesMut, end: usize) -> RawMessage {
-        let bytes = buf.split_to(end).freeze();
+        let bytes = if buf.capacity() <= KEPT_READ_BUFFER {
+            let bytes = Bytes::copy_from_slice(&buf[..end]);
+            buf.advance(end);
+            bytes
+        } else {
+            buf.split_to(end).freeze()
+        };
         let members = std::mem::take(&mut self.members);
         self.reset();
         RawMessage { bytes, members }
@@ -547,6 +563,49 @@ mod tests {
             out.push(m);
         }
         out
+    }
+
+    /// A message `{"id":n,"result":"xxx…"}` of about `size` bytes.
+    fn message_of(n: usize, size: usize) -> Vec<u8> {
+        format!(r#"{{"id":{n},"result":"{}"}}"#, "x".repeat(size)).into_bytes()
+    }
+
+    #[test]
+    fn the_read_buffer_keeps_its_memory_for_the_next_message_while_the_last_is_held() {
+        let mut codec = JsonRpcCodec::default();
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&message_of(1, 300_000));
+        let start = buf.as_ptr();
+        let first = decode_all(&mut codec, &mut buf);
+        assert_eq!(first.len(), 1);
+        // The first message is still held (as a decoder that has not finished with it
+        // holds it) while the next one arrives, in pieces as reads bring it.
+        let second = message_of(2, 290_000);
+        for piece in second.chunks(64 * 1024) {
+            buf.extend_from_slice(piece);
+            assert_eq!(buf.as_ptr(), start, "the buffer was allocated anew");
+            decode_all(&mut codec, &mut buf);
+        }
+        assert_eq!(&first[0].member("id").unwrap()[..], b"1");
+        assert_eq!(first[0].as_bytes(), &message_of(1, 300_000)[..]);
+    }
+
+    #[test]
+    fn a_read_buffer_larger_than_kept_goes_with_its_message() {
+        let mut codec = JsonRpcCodec::default();
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&message_of(1, KEPT_READ_BUFFER + 1000));
+        let big = decode_all(&mut codec, &mut buf);
+        assert_eq!(big.len(), 1);
+        buf.extend_from_slice(&message_of(2, 10));
+        let small = decode_all(&mut codec, &mut buf);
+        assert_eq!(&small[0].member("id").unwrap()[..], b"2");
+        assert!(
+            buf.capacity() < KEPT_READ_BUFFER,
+            "a {} byte buffer was kept",
+            buf.capacity()
+        );
+        assert_eq!(big[0].as_bytes().len(), KEPT_READ_BUFFER + 1000 + 20);
     }
 
     const TRICKY: &str =
