@@ -589,9 +589,9 @@ impl<'a> Planning<'a> {
         for r in dependency_order(new_rows) {
             let ts = &self.info[r.table].schema;
             let mut row = Row::new();
-            for (column, value) in &r.row {
+            for (at, (column, value)) in r.row.iter().enumerate() {
                 let Some(cs) = ts.column(column) else {
-                    if r.defaults.contains(column) {
+                    if r.defaults.at(at) {
                         continue;
                     }
                     return Err(PlanError::Unsupported {
@@ -599,7 +599,7 @@ impl<'a> Planning<'a> {
                         column: column.clone(),
                     });
                 };
-                if r.defaults.contains(column) && *value == cs.column_type.default_datum() {
+                if r.defaults.at(at) && *value == cs.column_type.default_datum() {
                     continue;
                 }
                 let value = if has_placeholder(value) {
@@ -675,7 +675,7 @@ impl<'a> Planning<'a> {
         let mut update = Row::new();
         let mut muts = Vec::new();
         let mut changed = Vec::new();
-        for (column, value) in &r.row {
+        for (at, (column, value)) in r.row.iter().enumerate() {
             if WRITTEN_BY_OVN.contains(&column.as_str()) {
                 continue;
             }
@@ -708,7 +708,7 @@ impl<'a> Planning<'a> {
                 continue;
             }
             let Some(current) = e.row.get(column) else {
-                if ti.schema.column(column).is_none() && !r.defaults.contains(column) {
+                if ti.schema.column(column).is_none() && !r.defaults.at(at) {
                     return Err(PlanError::Unsupported {
                         table: r.table.into(),
                         column: column.clone(),

@@ -159,7 +159,7 @@ pub struct DesiredRow {
     pub stamped: bool,
     /// The columns left at the model's default (so that a server whose schema lacks
     /// them can be written to).
-    pub defaults: BTreeSet<String>,
+    pub defaults: Defaults,
     /// The placeholder other rows refer to this one by.
     pub placeholder: String,
     /// True when the key owns every element of the row's sets of references (a
@@ -176,6 +176,37 @@ pub struct DesiredRow {
     /// rows built now can refer to it; it is in the NB as last applied, and is neither
     /// compared nor written but for the [`Growth`] its sets get.
     pub kept: bool,
+}
+
+/// The columns of a desired row left at the model's default, by their position in
+/// [`DesiredRow::row`] (its columns in order). Only the first 64 are told apart (no
+/// OVN table has half as many): a column after them is never taken for a default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Defaults(u64);
+
+impl Defaults {
+    /// The columns of `row` that hold what the model's default row `default` holds.
+    pub fn of(row: &Row, default: &Row) -> Defaults {
+        let mut bits = 0;
+        // Both rows come from one model, so their columns are the same, in one order:
+        // each is looked up only when they are not.
+        let mut defaults = default.iter();
+        for (at, (column, value)) in row.iter().take(64).enumerate() {
+            let d = match defaults.next() {
+                Some((c, d)) if c == column => Some(d),
+                _ => default.get(column),
+            };
+            if d == Some(value) {
+                bits |= 1 << at;
+            }
+        }
+        Defaults(bits)
+    }
+
+    /// True when the column at `position` in the row is left at its default.
+    pub fn at(self, position: usize) -> bool {
+        position < 64 && self.0 & (1 << position) != 0
+    }
 }
 
 impl DesiredRow {
@@ -497,7 +528,7 @@ impl Desired {
                 row: Row::new(),
                 shared,
                 stamped,
-                defaults: BTreeSet::new(),
+                defaults: Defaults::default(),
                 placeholder: key_text,
                 exclusive: kind.exclusive,
                 unidentified: kind.unidentified,
@@ -508,16 +539,8 @@ impl Desired {
         }
         self.built_in_base |= self.base.is_some() && self.open != self.base;
         let mut values = row.to_row();
-        let default_row = self
-            .default_rows
-            .entry(T::NAME)
-            .or_insert_with(|| T::default().to_row());
-        let defaults: BTreeSet<String> = values
-            .iter()
-            .filter(|(c, v)| default_row.get(*c) == Some(*v))
-            .map(|(c, _)| c.clone())
-            .collect();
         if !stamped {
+            let defaults = self.defaults_of::<T>(&values);
             self.claims.insert((T::NAME, identity.clone()));
             self.rows.push(DesiredRow {
                 table: T::NAME,
@@ -551,6 +574,7 @@ impl Desired {
             ids.insert(Atom::String(k.into()), Atom::String(v.into()));
         }
         values.insert("external_ids".into(), Datum::map(ids));
+        let defaults = self.defaults_of::<T>(&values);
         self.rows.push(DesiredRow {
             table: T::NAME,
             identity,
@@ -565,6 +589,15 @@ impl Desired {
             kept: false,
         });
         reference
+    }
+
+    /// The columns of `values`, a row of `T`'s table, left at the model's default.
+    fn defaults_of<T: Table>(&mut self, values: &Row) -> Defaults {
+        let default_row = self
+            .default_rows
+            .entry(T::NAME)
+            .or_insert_with(|| T::default().to_row());
+        Defaults::of(values, default_row)
     }
 
     /// Claims the row named `name` of `T`'s table, a table without `external_ids`, for
@@ -694,6 +727,29 @@ pub fn label_hash(label: std::fmt::Arguments<'_>) -> u64 {
 mod tests {
     use super::*;
     use nb_model::{LogicalRouter, LogicalRouterPort};
+
+    #[test]
+    fn defaults_are_told_by_position_whether_or_not_the_rows_columns_line_up() {
+        let row = |cols: &[(&str, i64)]| -> Row {
+            cols.iter()
+                .map(|(c, v)| (c.to_string(), Datum::scalar(*v)))
+                .collect()
+        };
+        let default = row(&[("a", 0), ("b", 0), ("c", 0)]);
+        // Lined up: a and c hold their defaults.
+        let d = Defaults::of(&row(&[("a", 0), ("b", 1), ("c", 0)]), &default);
+        assert_eq!(
+            (d.at(0), d.at(1), d.at(2), d.at(3)),
+            (true, false, true, false)
+        );
+        // A column the default row lacks shifts the others: each is looked up.
+        let d = Defaults::of(&row(&[("a", 0), ("aa", 0), ("b", 0), ("c", 1)]), &default);
+        assert_eq!(
+            (d.at(0), d.at(1), d.at(2), d.at(3)),
+            (true, false, true, false)
+        );
+        assert!(!Defaults::default().at(64) && !d.at(1000));
+    }
 
     #[test]
     fn a_label_hashes_as_its_text_does_and_labels_differ() {
