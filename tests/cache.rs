@@ -1633,6 +1633,23 @@ async fn a_delete_by_name_is_waited_for_through_the_tables_index_or_a_scan() {
         assert!(expected.shown_in(&cache.snapshot()), "{table}");
         assert!(cache.snapshot().table(table).is_empty(), "{table}");
     }
+    // `wait_shown` gives the contents that show the transaction: a row inserted by a
+    // plain transact is in them, and they are the cache's own (not a copy).
+    let results = cache
+        .transact(&[Operation::insert("Logical_Switch", named("y"))])
+        .await
+        .unwrap();
+    let uuid = results[0].uuid().unwrap();
+    let shown = cache
+        .wait_shown(
+            &[Operation::insert("Logical_Switch", named("y"))],
+            &results,
+            timeout,
+        )
+        .await
+        .unwrap();
+    assert!(shown.get("Logical_Switch", &uuid).is_some());
+    assert!(std::sync::Arc::ptr_eq(&shown, &cache.snapshot()));
 }
 
 /// ovsdb-server answers nothing, probes included, while it composes the reply to a

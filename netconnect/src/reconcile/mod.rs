@@ -964,12 +964,11 @@ impl Reconciler {
             .map(|at| results.get(*at).and_then(|r| r.uuid()).unwrap_or_default())
             .collect();
         match self.cache.wait_shown(&ops, &results, self.wait).await {
-            Ok(()) => {
-                let snap = self.cache.snapshot();
+            Ok(snap) => {
+                // The first contents that show the transaction (the wait checked it
+                // there): the key's rows are read where they were first written.
                 let now = KeyRows::read(&snap, &self.nb, &desired.owner, &desired.scope);
-                if Expected::new(&ops, &results).shown_in(&snap)
-                    && changed_only_by(&before, &now, &ops, &results, plan.deleted.len())
-                {
+                if changed_only_by(&before, &now, &ops, &results, plan.deleted.len()) {
                     plan.seen = Some(SeenRows::of(&now));
                     self.remember(
                         desired,

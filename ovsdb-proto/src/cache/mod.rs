@@ -471,18 +471,28 @@ impl CacheReader {
     /// Waits until `predicate` holds for the contents (read-your-writes: wait for the
     /// row a transaction inserted or changed), at most `timeout`.
     pub async fn wait_for(&self, timeout: Duration, predicate: impl Fn(&Snapshot) -> bool) -> bool {
+        self.first_where(timeout, predicate).await.is_some()
+    }
+
+    /// The first contents for which `predicate` holds, waiting at most `timeout`.
+    pub(crate) async fn first_where(
+        &self,
+        timeout: Duration,
+        predicate: impl Fn(&Snapshot) -> bool,
+    ) -> Option<Arc<Snapshot>> {
         let mut v = self.version.clone();
         let check = async {
             loop {
-                if predicate(&self.snapshot()) {
-                    return;
+                let snapshot = self.snapshot();
+                if predicate(&snapshot) {
+                    return snapshot;
                 }
                 if v.changed().await.is_err() {
                     std::future::pending::<()>().await;
                 }
             }
         };
-        tokio::time::timeout(timeout, check).await.is_ok()
+        tokio::time::timeout(timeout, check).await.ok()
     }
 }
 
@@ -816,36 +826,32 @@ impl Cache {
         Ok(results)
     }
 
-    /// Waits until the cache shows what `operations` did, given their `results`.
+    /// Waits until the cache shows what `operations` did, given their `results`; the
+    /// first contents that show it (the cache's may be newer by the time it returns:
+    /// these need not be read and checked again).
     pub async fn wait_shown(
         &self,
         operations: &[Operation],
         results: &[OperationResult],
         timeout: Duration,
-    ) -> Result<(), Error> {
+    ) -> Result<Arc<Snapshot>, Error> {
         let expected = Expected::new(operations, results);
         let deadline = tokio::time::Instant::now() + timeout;
         // The contents that first show it, then their events in every stream: a
         // caller that reads its streams after the wait finds its own events there.
-        let shown_at = std::sync::Mutex::new(None);
         let shown = self
-            .wait_for(timeout, |s| {
-                let shown = expected.shown_in(s);
-                if shown {
-                    *shown_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(s.seq());
-                }
-                shown
-            })
+            .reader
+            .first_where(timeout, |s| expected.shown_in(s))
             .await;
-        let delivered = async {
-            let seq = (*shown_at.lock().unwrap_or_else(|p| p.into_inner()))?;
+        if let Some(shown) = shown {
+            let seq = shown.seq();
             let mut d = self.delivered.clone();
             let reached = tokio::time::timeout_at(deadline, d.wait_for(|v| *v >= seq)).await;
-            matches!(reached, Ok(Ok(_))).then_some(())
-        };
-        if shown && delivered.await.is_some() {
-            Ok(())
-        } else if let Some((stream, for_)) = self.held.now() {
+            if matches!(reached, Ok(Ok(_))) {
+                return Ok(shown);
+            }
+        }
+        if let Some((stream, for_)) = self.held.now() {
             Err(Error::held_back(format!(
                 "the transaction committed but the cache did not show it within {timeout:?}: \
                  the cache has been waiting {for_:.1?} for the reader of {stream}, which is \
