@@ -1,4 +1,4 @@
-//! How to connect: [`ConnectOptions`], read by [`crate::connect`] and by the connection
+//! How to connect: [`ConnectOptions`], read by [`crate::connect`](fn@crate::connect) and by the connection
 //! it opens.
 
 use std::time::Duration;

@@ -10,7 +10,7 @@
 //! - [`model`] and [`typed`]: rows as Rust structs (`#[derive(Table)]` from
 //!   `ovsdb-derive`; the `nb-model` crate has OVN_Northbound generated), typed
 //!   conditions, references and transactions ([`typed::Db`]).
-//! - [`client`]: one connection, untyped: [`connect`], [`Client::transact`], monitors.
+//! - [`client`]: one connection, untyped: [`connect`](fn@connect), [`Client::transact`], monitors.
 //! - [`lock`]: OVSDB locks, held, stolen and lost.
 //!
 //! A cache of switches indexed by an external id, its events, and a typed handle for
