@@ -463,9 +463,7 @@ fn save_state(
         "status saved"
     );
     let nodes_changed = nodes_changed(&since.state, &next);
-    // The context of `since` is of its state: what this state shares with it is
-    // remembered alike.
-    let context = Arc::new(next.context_after(reserved, Some((&since.state, &since.context))));
+    let context = Arc::new(next.context(reserved));
     Saved {
         current: Current {
             state: Arc::new(next),

@@ -41,7 +41,7 @@ use crate::api::annotations::{self, *};
 use crate::api::load::{parse_file, Object, Problem};
 use crate::api::objects::Node;
 use crate::api::validate::{cudn_network, udn_network, Reserved};
-use crate::api::{Context, Network};
+use crate::api::{Context, Network, Remembered};
 
 /// The objects of a state directory, by kind and `namespace/name`.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -132,15 +132,9 @@ impl State {
     }
 
     /// The context an inventory is built in from this state: the accepted network
-    /// definitions and the remembered annotations.
+    /// definitions and the remembered annotations (each object's allocations, read
+    /// where this state holds the object).
     pub fn context(&self, reserved: Reserved) -> Context {
-        self.context_after(reserved, None)
-    }
-
-    /// [`State::context`], taking from `before` (an earlier state and its context) the
-    /// annotations remembered of the objects this state shares with it, not copied
-    /// again (a node's host subnets list every network's).
-    pub fn context_after(&self, reserved: Reserved, before: Option<(&State, &Context)>) -> Context {
         let mut accepted = BTreeMap::new();
         let mut accepted_connects = BTreeMap::new();
         let mut remembered = BTreeMap::new();
@@ -162,23 +156,9 @@ impl State {
             if let Some(n) = network {
                 accepted.insert(n.name(), n);
             }
-            let same =
-                before.filter(|(b, _)| b.objects.get(k).is_some_and(|b| Arc::ptr_eq(b, object)));
-            if let Some((_, context)) = same {
-                if let Some(kept) = context.remembered.get(k) {
-                    remembered.insert(k.clone(), kept.clone());
-                }
-                continue;
-            }
-            let meta = o.metadata();
-            let kept: BTreeMap<String, String> = meta
-                .annotations
-                .iter()
-                .filter(|(k, _)| ALLOCATIONS.contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
+            let kept = Remembered::Of(object.clone());
             if !kept.is_empty() {
-                remembered.insert(k.clone(), Arc::new(kept));
+                remembered.insert(k.clone(), kept);
             }
         }
         Context {
@@ -509,6 +489,42 @@ mod tests {
         let inv = Inventory::build(&[parse_file(Path::new("m.yaml"), yaml)], &ctx);
         let (alloc, failed) = allocate(&inv, &ClusterConfig::default());
         State::next(&inv, &alloc, &failed, previous, "t")
+    }
+
+    #[test]
+    fn a_context_remembers_only_the_allocations_of_the_states_objects() {
+        let mut n = Node::default();
+        n.metadata.name = "n".into();
+        for (k, v) in [
+            (NODE_SUBNETS, r#"{"net1":["10.1.1.0/24"]}"#),
+            (NODE_ID, "4"),
+            (HOST_CIDRS, r#"["192.168.1.2/24"]"#),
+            ("team", "blue"),
+        ] {
+            n.metadata.annotations.insert(k.into(), v.into());
+        }
+        let key = ("Node".to_owned(), "n".to_owned());
+        let mut state = State::default();
+        state
+            .objects
+            .insert(key.clone(), Arc::new(Object::Node(n.clone())));
+        let ctx = state.context(Reserved::default());
+        let r = &ctx.remembered[&key];
+        let mut remembered: Vec<&str> = r.iter().map(|(k, _)| k.as_str()).collect();
+        remembered.sort();
+        let mut want = [NODE_ID, NODE_SUBNETS];
+        want.sort();
+        assert_eq!(remembered, want);
+        assert_eq!((r.get("team"), r.get(HOST_CIDRS)), (None, None));
+        assert_eq!(r.get(NODE_ID).map(String::as_str), Some("4"));
+        // The node read again without its annotations gets its allocations back, and
+        // only them.
+        let mut bare = n.clone();
+        bare.metadata.annotations.clear();
+        let got = ctx.annotations("Node", &bare.metadata);
+        let mut keys: Vec<&str> = got.keys().map(String::as_str).collect();
+        keys.sort();
+        assert_eq!(keys, want);
     }
 
     #[test]
@@ -1151,12 +1167,11 @@ mod tests {
                 )],
             ),
         };
-        let (mut compared, mut spliced, mut contexts_shared) = (0, 0, 0);
+        let (mut compared, mut spliced, mut contexts_remembering) = (0, 0, 0);
         for _ in 0..30 {
             let mut nets: BTreeMap<usize, ()> = BTreeMap::new();
             let mut nodes: BTreeMap<usize, u64> = BTreeMap::new();
             let mut state = State::default();
-            let mut context = state.context(Reserved::default());
             let (mut built_after, mut state_of): (Option<World>, Option<World>) = (None, None);
             for _ in 0..12 {
                 for _ in 0..next(3) {
@@ -1204,20 +1219,23 @@ mod tests {
                     );
                     spliced += usize::from(changed.is_some_and(|c| !c.is_empty()));
                 }
-                // The context worked out after the one before is the context worked
-                // out whole, sharing what is remembered of the objects shared.
-                let reserved = Reserved::default;
-                let ctx = whole.context_after(reserved(), Some((&state, &context)));
-                let cold = whole.context(reserved());
+                // What the context remembers of an object is read where the state
+                // holds it, and is what a context of the state read back from its
+                // files remembers.
+                let ctx = whole.context(Reserved::default());
+                for (k, r) in &ctx.remembered {
+                    assert!(
+                        matches!(r, Remembered::Of(o) if Arc::ptr_eq(o, &whole.objects[k])),
+                        "{k:?} copied"
+                    );
+                }
+                let dir = tempfile::tempdir().unwrap();
+                whole.save(dir.path()).unwrap();
+                let (read, problems) = State::load(dir.path()).unwrap();
+                assert!(problems.is_empty(), "{problems:?}");
+                let cold = read.context(Reserved::default());
                 assert_eq!(format!("{ctx:?}"), format!("{cold:?}"), "{yaml}");
-                let from_before = ctx.remembered.iter().filter(|(k, r)| {
-                    context
-                        .remembered
-                        .get(*k)
-                        .is_some_and(|b| Arc::ptr_eq(b, r))
-                });
-                contexts_shared += usize::from(from_before.count() > 0);
-                context = ctx;
+                contexts_remembering += usize::from(!ctx.remembered.is_empty());
                 state = whole;
                 built_after = Some(match next(2) {
                     0 => World::build_after(&files, &state, Settings::default(), Some(&w)),
@@ -1229,8 +1247,8 @@ mod tests {
         assert_eq!(compared, 360);
         assert!(spliced > 100, "only {spliced} states spliced what changed");
         assert!(
-            contexts_shared > 100,
-            "only {contexts_shared} contexts shared"
+            contexts_remembering > 100,
+            "only {contexts_remembering} contexts remembered anything"
         );
     }
 
