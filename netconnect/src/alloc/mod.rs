@@ -15,6 +15,7 @@ pub mod subnets;
 pub mod transit;
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use ipnet::IpNet;
@@ -330,6 +331,10 @@ fn tunnel_keys(inv: &Inventory, out: &mut Allocations, problems: &mut Vec<Proble
 }
 
 /// Host subnets of the Layer3 networks, transit subnets of the primary Layer2 ones.
+/// How many networks a node's walk through its annotated subnets passes over before a
+/// look-up is cheaper (about log2 of the entries at 500 networks).
+const WALKED_PAST: usize = 8;
+
 fn subnets(
     inv: &Inventory,
     config: &ClusterConfig,
@@ -347,10 +352,15 @@ fn subnets(
     let mut annotated: Vec<_> = inv
         .nodes
         .iter()
-        .map(|(name, node)| (name, node, node.subnets.iter().peekable()))
+        .map(|(name, node)| (name, node, node.subnets.range::<str, _>(..).peekable()))
         .collect();
+    // The networks passed over since the walk last moved: past a few, each node's walk
+    // is moved to the next network by a look-up (a network added, last by name, after
+    // 499 whose host subnets were only edited, walked each node's 499 entries).
+    let mut passed_over = 0;
     for (name, info) in &inv.networks {
         let net = &info.network;
+        passed_over += 1;
         if !out.network_ids.contains_key(name) {
             continue;
         }
@@ -379,6 +389,13 @@ fn subnets(
                     out.host_allocators.insert(name.clone(), allocator);
                     continue;
                 }
+                if passed_over > WALKED_PAST {
+                    for (_, node, given) in &mut annotated {
+                        let from = (Bound::Included(name.as_str()), Bound::Unbounded);
+                        *given = node.subnets.range::<str, _>(from).peekable();
+                    }
+                }
+                passed_over = 0;
                 let mut nodes = annotated.iter_mut().map(|(node_name, node, given)| {
                     let mine = crate::topology::in_step(given, name);
                     (*node_name, *node, mine.map_or(&[][..], Vec::as_slice))

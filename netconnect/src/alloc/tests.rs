@@ -316,3 +316,54 @@ fn nodes_added_and_gone_edit_the_host_subnets_before_with_the_same_answer() {
         allocate(&changed, &config)
     );
 }
+
+#[test]
+fn a_network_added_after_many_only_edited_finds_each_nodes_annotation_for_it() {
+    use crate::api::validate::Reserved;
+    use crate::status::dir::State;
+    let config = ClusterConfig::default();
+    // Twelve networks, then a thirteenth last by name: when it comes, each node's walk
+    // through its annotations has passed over twelve networks whose host subnets
+    // were only edited, and is moved ahead by a look-up.
+    let nets = |n: usize| -> String {
+        (0..n)
+            .map(|i| {
+                l3(
+                    &format!("net{i:02}"),
+                    &format!("[{{cidr: 10.{i}.0.0/16}}]"),
+                    "",
+                )
+            })
+            .collect()
+    };
+    let added = l3("zz", "[{cidr: 10.99.0.0/16}]", "");
+    let plain = |n: &str| node(n, &[]);
+    let file = |body: String| vec![parse_file(Path::new("t.yaml"), &body)];
+    let nodes = [plain("a"), plain("b"), plain("c")].concat();
+    let first = Inventory::build(&file(nodes.clone() + &nets(12)), &Context::default());
+    let (a0, _) = allocate(&first, &config);
+    let context =
+        State::next(&first, &a0, &[], &State::default(), "now").context(Reserved::default());
+    let read = Inventory::build_after(&file(nodes + &nets(12)), &context, Some(&first));
+    let (a1, _) = allocate_after(&read, &config, Some((&first, &a0)));
+    // b comes annotated for zz already, with a subnet that is not the first free one.
+    let b_zz = r#"{"cluster_udn_zz":["10.99.7.0/24"]}"#;
+    let with_zz = [
+        plain("a"),
+        node("b", &[("k8s.ovn.org/node-subnets", b_zz)]),
+        plain("c"),
+    ]
+    .concat();
+    let now = Inventory::build_after(&file(with_zz + &nets(12) + &added), &context, Some(&read));
+    assert!(now.problems.is_empty(), "{:#?}", now.problems);
+    let (a2, p2) = allocate_after(&now, &config, Some((&read, &a1)));
+    assert!(p2.is_empty(), "{p2:#?}");
+    assert_eq!(a2, allocate(&now, &config).0, "as allocated afresh");
+    let zz = &a2.host_subnets["cluster_udn_zz"];
+    assert_eq!(
+        zz["b"][0].to_string(),
+        "10.99.7.0/24",
+        "b keeps its annotation"
+    );
+    assert_eq!(zz.len(), 3);
+}
