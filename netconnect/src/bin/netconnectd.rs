@@ -25,6 +25,7 @@ use netconnect::daemon::args::Args;
 /// more than a second earlier. Given back, every page of it faulted in again, zeroed
 /// (the state of a network added took 11–54 ms, 8 ms with purging off). Memory
 /// freed is still given back once the daemon has been quiet this long.
+/// `MIMALLOC_PURGE_DELAY` in the environment, which mimalloc reads itself, wins.
 const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
 
 /// mimalloc's option number of `purge_delay` (`mi_option_purge_delay` in its
@@ -32,9 +33,11 @@ const PURGE_DELAY_MS: std::ffi::c_long = 10_000;
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 fn main() -> ExitCode {
-    // SAFETY: sets an allocator option before any thread is started; mimalloc reads
-    // its options atomically and allows them to change at any time.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets an allocator option before any thread is started; mimalloc
+        // reads its options atomically and allows them to change at any time.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+    }
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
