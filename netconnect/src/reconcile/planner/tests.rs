@@ -31,7 +31,11 @@ fn schema() -> Arc<DatabaseSchema> {
 
 impl Nb {
     fn new() -> Nb {
-        let schema = schema();
+        Nb::served_with(schema())
+    }
+
+    /// An empty NB served with `schema`.
+    fn served_with(schema: Arc<DatabaseSchema>) -> Nb {
         let mut config = CacheConfig::new(vec![], "OVN_Northbound", &[]);
         let indexes = NbIndexes::register(&mut config);
         Nb {
@@ -505,18 +509,10 @@ fn a_change_by_another_party_while_the_keys_transaction_is_in_flight_is_seen() {
 /// (`Logical_Switch_Port`'s `peer`, `Logical_Router_Static_Route`'s
 /// `selection_fields`).
 fn older_nb() -> Nb {
-    let schema = Arc::new(
+    Nb::served_with(Arc::new(
         DatabaseSchema::from_slice(include_bytes!("../../../../schemas/ovn-nb-7.0.0.ovsschema"))
             .expect("the 7.0.0 NB schema"),
-    );
-    let mut config = CacheConfig::new(vec![], "OVN_Northbound", &[]);
-    let indexes = NbIndexes::register(&mut config);
-    Nb {
-        store: config.store(&schema).expect("a store"),
-        indexes,
-        planner: Planner::new(schema),
-        next: 1,
-    }
+    ))
 }
 
 #[test]
