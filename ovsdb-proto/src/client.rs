@@ -1,10 +1,10 @@
 //! The async client: the requests of RFC 7047 and the OVS extensions over one
 //! connection, many in flight at once.
 //!
-//! [`connect`](fn@crate::connect) (from the `connect` module) spawns the connection's two tasks (see
-//! `connection.rs`) on the current tokio runtime and returns a cloneable [`Client`] plus
-//! the [`Notifications`] stream. The connection lives while a `Client` or the
-//! `Notifications` stream is alive.
+//! [`connect`](fn@crate::connect) (from the `connect` module) spawns the connection's
+//! two tasks (see `connection.rs`) on the current tokio runtime and returns a
+//! cloneable [`Client`] plus the [`Notifications`] stream. The connection lives while
+//! a `Client` or the `Notifications` stream is alive.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;

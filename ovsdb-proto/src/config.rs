@@ -1,5 +1,5 @@
-//! How to connect: [`ConnectOptions`], read by [`crate::connect`](fn@crate::connect) and by the connection
-//! it opens.
+//! How to connect: [`ConnectOptions`], read by [`crate::connect`](fn@crate::connect)
+//! and by the connection it opens.
 
 use std::time::Duration;
 

@@ -330,11 +330,11 @@ fn tunnel_keys(inv: &Inventory, out: &mut Allocations, problems: &mut Vec<Proble
     }
 }
 
-/// Host subnets of the Layer3 networks, transit subnets of the primary Layer2 ones.
 /// How many networks a node's walk through its annotated subnets passes over before a
 /// look-up is cheaper (about log2 of the entries at 500 networks).
 const WALKED_PAST: usize = 8;
 
+/// Host subnets of the Layer3 networks, transit subnets of the primary Layer2 ones.
 fn subnets(
     inv: &Inventory,
     config: &ClusterConfig,

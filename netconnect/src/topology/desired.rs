@@ -179,8 +179,9 @@ pub struct DesiredRow {
 }
 
 /// The columns of a desired row left at the model's default, by their position in
-/// [`DesiredRow::row`] (its columns in order). Only the first 64 are told apart (no
-/// OVN table has half as many): a column after them is never taken for a default.
+/// [`DesiredRow::row`] (its columns in order). Only the first 64 are told apart (the
+/// largest OVN_Northbound table has 18): a column after them is never taken for a
+/// default, and is written as set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Defaults(u64);
 
