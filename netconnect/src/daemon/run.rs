@@ -482,12 +482,7 @@ fn nodes_changed(before: &State, after: &State) -> bool {
         s.objects.iter().filter(|((kind, _), _)| kind == "Node")
     }
     nodes(before).count() != nodes(after).count()
-        || nodes(after).any(|(k, o)| {
-            !before
-                .objects
-                .get(k)
-                .is_some_and(|b| Arc::ptr_eq(b, o) || b == o)
-        })
+        || nodes(after).any(|(k, o)| !before.holds_alike(k, o))
 }
 
 /// Writes the edits the status directory's journal holds into the Nodes' files

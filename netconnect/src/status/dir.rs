@@ -131,6 +131,14 @@ impl State {
         Ok((State { objects }, problems))
     }
 
+    /// True when this state holds `o` under `key`, or an object equal to it (an
+    /// object shared with another state is told by its address first).
+    pub fn holds_alike(&self, key: &(String, String), o: &Arc<Object>) -> bool {
+        self.objects
+            .get(key)
+            .is_some_and(|b| Arc::ptr_eq(b, o) || b == o)
+    }
+
     /// The context an inventory is built in from this state: the accepted network
     /// definitions and the remembered annotations (each object's allocations, read
     /// where this state holds the object).
@@ -203,10 +211,10 @@ impl State {
         // are worked out only when the journal takes them.
         let mut edited: Vec<(&Node, &Node, &Object)> = Vec::new();
         for (k, o) in &self.objects {
-            let before = previous.objects.get(k);
-            if before.is_some_and(|b| Arc::ptr_eq(b, o) || b == o) {
+            if previous.holds_alike(k, o) {
                 continue;
             }
+            let before = previous.objects.get(k);
             let (before, o) = (before.map(|b| &**b), &**o);
             match (before, o) {
                 (Some(Object::Node(b)), Object::Node(n)) if journal::only_values_differ(b, n) => {
