@@ -139,20 +139,27 @@ pub fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
-        let is_yaml = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| e == "yaml" || e == "yml");
-        let hidden = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'));
-        if is_yaml && !hidden && entry.file_type()?.is_file() {
+        if is_manifest_name(&path) && entry.file_type()?.is_file() {
             files.push(path);
         }
     }
     files.sort();
     Ok(files)
+}
+
+/// True when a file at `path` is read as a manifest ([`manifest_files`]): its name
+/// ends in `.yaml` or `.yml` and does not begin with a dot (an editor's swap file or
+/// a save's temporary file is not one).
+pub fn is_manifest_name(path: &Path) -> bool {
+    let is_yaml = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e == "yaml" || e == "yml");
+    let hidden = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.'));
+    is_yaml && !hidden
 }
 
 /// Reads every manifest file of `dir` (see [`manifest_files`]).

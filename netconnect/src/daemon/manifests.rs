@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::api::load::{parse_file_reusing, read_dir_with, FileObjects, ParsedDocs, Problem};
+use crate::api::load::{
+    is_manifest_name, parse_file_reusing, read_dir_with, FileObjects, ParsedDocs, Problem,
+};
 
 /// The manifests of one directory, with what each file last held when it was good.
 #[derive(Debug, Default)]
@@ -133,11 +135,19 @@ enum Seen {
 }
 
 impl Seen {
-    /// What `event` says of each of its paths; nothing for a read (reading the files,
-    /// as every reload does, is no change: counting it would make each reload
-    /// announce the next, for ever).
-    fn of(event: &notify::Event) -> Vec<Seen> {
+    /// What `event` in watched directory `dir` says of each of its paths that is the
+    /// directory or a manifest in it ([`is_manifest_name`]); nothing for a read
+    /// (reading the files, as every reload does, is no change: counting it would make
+    /// each reload announce the next, for ever), nor for any other file: an editor's
+    /// swap file written as one types, or a save's temporary file before it is
+    /// renamed into place, changes no manifest, and a reload for it would build the
+    /// whole world again for nothing (the rename is what announces the save).
+    fn of(dir: &Path, event: &notify::Event) -> Vec<Seen> {
         use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+        // The kernel's queue overflowed: events were dropped, which is not known.
+        if event.need_rescan() {
+            return vec![Seen::Lost];
+        }
         let done = match event.kind {
             EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
             EventKind::Access(_) => return Vec::new(),
@@ -147,6 +157,7 @@ impl Seen {
         event
             .paths
             .iter()
+            .filter(|p| p.as_path() == dir || is_manifest_name(p))
             .cloned()
             .map(|p| if done { Seen::Done(p) } else { Seen::Open(p) })
             .collect()
@@ -165,10 +176,17 @@ pub fn watch(
 ) -> notify::Result<notify::RecommendedWatcher> {
     use notify::Watcher;
     let (raw_tx, mut raw_rx) = tokio::sync::mpsc::unbounded_channel::<Seen>();
+    // The directory as the watcher names it in events: made absolute as it is.
+    let watched = match dir.is_absolute() {
+        true => dir.to_path_buf(),
+        false => std::env::current_dir()
+            .map_err(notify::Error::io)?
+            .join(dir),
+    };
     let mut watcher =
         notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
             Ok(e) => {
-                for seen in Seen::of(&e) {
+                for seen in Seen::of(&watched, &e) {
                     let _ = raw_tx.send(seen);
                 }
             }
@@ -325,6 +343,63 @@ mod tests {
             .await
             .expect("a deletion is announced")
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_file_that_is_no_manifest_is_not_a_change_until_renamed_into_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let _w = watch(dir.path(), Duration::from_millis(100), tx).unwrap();
+        let quiet = Duration::from_millis(400);
+        // An editor's swap file, a backup, a note, a save's temporary file: written,
+        // changed, removed, and never a manifest.
+        for name in [".nets.yaml.swp", "nets.yaml~", "notes.txt", ".tmp"] {
+            let f = dir.path().join(name);
+            std::fs::write(&f, NET).unwrap();
+            std::fs::write(&f, "changed").unwrap();
+            if name != ".tmp" {
+                std::fs::remove_file(&f).unwrap();
+            }
+        }
+        assert!(
+            tokio::time::timeout(quiet, rx.recv()).await.is_err(),
+            "no manifest changed"
+        );
+        // The temporary file, long written, renamed into place: one change.
+        std::fs::write(dir.path().join(".tmp"), NET).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        std::fs::rename(dir.path().join(".tmp"), dir.path().join("nets.yaml")).unwrap();
+        tokio::time::timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .expect("the rename is announced")
+            .unwrap();
+        assert!(
+            tokio::time::timeout(quiet, rx.recv()).await.is_err(),
+            "once"
+        );
+        // The directory itself removed: a change (its manifests are gone).
+        std::fs::remove_dir_all(dir.path()).unwrap();
+        tokio::time::timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .expect("the directory's removal is announced")
+            .unwrap();
+    }
+
+    #[test]
+    fn a_lost_event_is_a_change_of_what_is_not_known() {
+        let dir = Path::new("/m");
+        let overflow =
+            notify::Event::new(notify::EventKind::Other).set_flag(notify::event::Flag::Rescan);
+        assert!(matches!(Seen::of(dir, &overflow)[..], [Seen::Lost]));
+        let written = |p: &str| {
+            let e = notify::Event::new(notify::EventKind::Modify(notify::event::ModifyKind::Data(
+                notify::event::DataChange::Any,
+            )));
+            Seen::of(dir, &e.add_path(PathBuf::from(p)))
+        };
+        assert!(matches!(&written("/m/a.yml")[..], [Seen::Open(p)] if p == Path::new("/m/a.yml")));
+        assert!(written("/m/.a.yml").is_empty());
+        assert!(matches!(&written("/m")[..], [Seen::Open(_)]));
     }
 
     #[tokio::test]
