@@ -268,10 +268,18 @@ impl Controller {
             let mut previous = initial;
             while world.changed().await.is_ok() {
                 let w = world.borrow_and_update().clone();
+                // The keys whose inputs changed are queued first: the rest (the keys
+                // of owners gone, read from every owner index of the cache, a few
+                // milliseconds at 500 networks) is no reason for them to wait.
+                for k in w.changed_since(&previous) {
+                    queue.add(k);
+                }
                 let keys: HashSet<Key> = w.keys().into_iter().collect();
                 queue.retain_seen(|k| keys.contains(k));
                 forget_gone(&w, &reconciler);
-                enqueue_changed(&queue, &previous, &w, &reconciler);
+                for k in w.gone_in(&reconciler.cache().snapshot(), reconciler.indexes()) {
+                    queue.add(k);
+                }
                 previous = w;
             }
         });
@@ -301,12 +309,6 @@ pub fn forget_gone(world: &World, reconciler: &Reconciler) {
         .filter_map(|k| world.fragment_scope(k))
         .collect();
     reconciler.retain_known(scopes.iter().map(|(o, s)| (o, s)));
-}
-
-fn enqueue_changed(queue: &KeyQueue, previous: &World, world: &World, reconciler: &Reconciler) {
-    for k in changed_keys(previous, world, reconciler) {
-        queue.add(k);
-    }
 }
 
 fn enqueue_all(queue: &KeyQueue, world: &World, reconciler: &Reconciler) {
