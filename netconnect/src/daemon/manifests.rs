@@ -164,11 +164,12 @@ impl Seen {
     }
 }
 
-/// Watches `dir` (creations, changes, deletions and renames of its files) and sends a
-/// unit on `tx` after each burst of changes: once every file written in it is closed
-/// (or renamed into place) and nothing more happened for a few milliseconds, or,
-/// while a file may be half written (a writer that has not closed it), once the
-/// burst has been quiet for `settle`. The watcher lives as long as the returned value.
+/// Watches `dir` (creations, changes, deletions and renames of its manifests, and of
+/// the directory itself; other files are not looked at) and sends a unit on `tx` after
+/// each burst of changes: once every file written in it is closed (or renamed into
+/// place) and nothing more happened for a few milliseconds, or, while a file may be
+/// half written (a writer that has not closed it), once the burst has been quiet for
+/// `settle`. The watcher lives as long as the returned value.
 pub fn watch(
     dir: &Path,
     settle: Duration,
