@@ -366,9 +366,10 @@ mod tests {
             tokio::time::timeout(quiet, rx.recv()).await.is_err(),
             "no manifest changed"
         );
-        // The temporary file, long written, renamed into place: one change.
+        // The temporary file, written long before (the watcher runs meanwhile) and
+        // renamed into place: one change, not one for the write and one for the rename.
         std::fs::write(dir.path().join(".tmp"), NET).unwrap();
-        std::thread::sleep(Duration::from_millis(200));
+        tokio::time::sleep(Duration::from_millis(200)).await;
         std::fs::rename(dir.path().join(".tmp"), dir.path().join("nets.yaml")).unwrap();
         tokio::time::timeout(Duration::from_secs(2), rx.recv())
             .await
@@ -378,16 +379,26 @@ mod tests {
             tokio::time::timeout(quiet, rx.recv()).await.is_err(),
             "once"
         );
-        // The directory itself removed: a change (its manifests are gone).
-        std::fs::remove_dir_all(dir.path()).unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_directory_moved_away_is_a_change() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join("manifests");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("nets.yaml"), NET).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let _w = watch(&dir, Duration::from_millis(100), tx).unwrap();
+        // Its manifests are untouched, and no longer where they were read.
+        std::fs::rename(&dir, parent.path().join("elsewhere")).unwrap();
         tokio::time::timeout(Duration::from_secs(2), rx.recv())
             .await
-            .expect("the directory's removal is announced")
+            .expect("the directory's move is announced")
             .unwrap();
     }
 
     #[test]
-    fn a_lost_event_is_a_change_of_what_is_not_known() {
+    fn an_overflow_is_a_lost_event_and_only_manifests_and_the_directory_count() {
         let dir = Path::new("/m");
         let overflow =
             notify::Event::new(notify::EventKind::Other).set_flag(notify::event::Flag::Rescan);
