@@ -133,13 +133,17 @@ pub struct FileObjects {
 }
 
 /// The files of `dir` ending in `.yaml` or `.yml` (not its subdirectories), in name
-/// order.
+/// order. A symbolic link is taken for what it points to (a Kubernetes ConfigMap
+/// volume holds its files as links into a directory it swaps): a link to a directory
+/// is left out, a link to nothing is kept, so that reading it reports it.
 pub fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let path = entry.path();
-        if is_manifest_name(&path) && entry.file_type()?.is_file() {
+        let kind = entry.file_type()?;
+        let file = kind.is_file() || (kind.is_symlink() && !path.is_dir());
+        if is_manifest_name(&path) && file {
             files.push(path);
         }
     }

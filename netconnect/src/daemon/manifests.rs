@@ -136,12 +136,15 @@ enum Seen {
 
 impl Seen {
     /// What `event` in watched directory `dir` says of each of its paths that is the
-    /// directory or a manifest in it ([`is_manifest_name`]); nothing for a read
-    /// (reading the files, as every reload does, is no change: counting it would make
-    /// each reload announce the next, for ever), nor for any other file: an editor's
-    /// swap file written as one types, or a save's temporary file before it is
-    /// renamed into place, changes no manifest, and a reload for it would build the
-    /// whole world again for nothing (the rename is what announces the save).
+    /// directory, a manifest in it ([`is_manifest_name`]), or an entry that is there
+    /// and is no plain file (a link or a directory: a Kubernetes ConfigMap volume
+    /// updates its manifests, links into `..data`, by renaming a new `..data` link
+    /// over the old one); nothing for a read (reading the files, as every reload does,
+    /// is no change: counting it would make each reload announce the next, for ever),
+    /// nor for any other file: an editor's swap file written as one types, or a save's
+    /// temporary file before it is renamed into place, changes no manifest, and a
+    /// reload for it would build the whole world again for nothing (the rename is what
+    /// announces the save).
     fn of(dir: &Path, event: &notify::Event) -> Vec<Seen> {
         use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
         // The kernel's queue overflowed: events were dropped, which is not known.
@@ -157,15 +160,21 @@ impl Seen {
         event
             .paths
             .iter()
-            .filter(|p| p.as_path() == dir || is_manifest_name(p))
+            .filter(|p| p.as_path() == dir || is_manifest_name(p) || is_no_plain_file(p))
             .cloned()
             .map(|p| if done { Seen::Done(p) } else { Seen::Open(p) })
             .collect()
     }
 }
 
-/// Watches `dir` (creations, changes, deletions and renames of its manifests, and of
-/// the directory itself; other files are not looked at) and sends a unit on `tx` after
+/// True when `path` is there and is not a plain file (a link, a directory).
+fn is_no_plain_file(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file())
+}
+
+/// Watches `dir` (creations, changes, deletions and renames of its manifests, of its
+/// links and directories, and of the directory itself; other files are not looked at)
+/// and sends a unit on `tx` after
 /// each burst of changes: once every file written in it is closed (or renamed into
 /// place) and nothing more happened for a few milliseconds, or, while a file may be
 /// half written (a writer that has not closed it), once the burst has been quiet for
@@ -379,6 +388,44 @@ mod tests {
             tokio::time::timeout(quiet, rx.recv()).await.is_err(),
             "once"
         );
+    }
+
+    #[tokio::test]
+    async fn a_configmap_volume_is_read_through_its_links_and_its_swap_announced() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // As the kubelet lays out a ConfigMap volume: the files are links into `..data`,
+        // itself a link to a directory named by the update.
+        std::fs::create_dir(d.join("..v1")).unwrap();
+        std::fs::write(d.join("..v1/nets.yaml"), NET).unwrap();
+        symlink("..v1", d.join("..data")).unwrap();
+        symlink("..data/nets.yaml", d.join("nets.yaml")).unwrap();
+        let mut m = ManifestDir::new(d);
+        assert_eq!(
+            names(&m.read().unwrap()),
+            ["ClusterUserDefinedNetwork blue"]
+        );
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        let _w = watch(d, Duration::from_millis(100), tx).unwrap();
+        // An update: a new directory, and a link to it renamed over `..data`.
+        std::fs::create_dir(d.join("..v2")).unwrap();
+        std::fs::write(d.join("..v2/nets.yaml"), NET.replace("blue", "green")).unwrap();
+        symlink("..v2", d.join("..data_tmp")).unwrap();
+        std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+        std::fs::remove_dir_all(d.join("..v1")).unwrap();
+        tokio::time::timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .expect("the update is announced")
+            .unwrap();
+        // A link to nothing is read, and reported; a link to a directory is no file.
+        symlink("..data/gone.yaml", d.join("gone.yaml")).unwrap();
+        symlink("..v2", d.join("dir.yaml")).unwrap();
+        let files = m.read().unwrap();
+        assert_eq!(names(&files), ["ClusterUserDefinedNetwork green"]);
+        let read: Vec<_> = files.iter().map(|f| f.file.to_str().unwrap()).collect();
+        assert_eq!(read, ["gone.yaml", "nets.yaml"]);
+        assert!(files[0].unreadable.is_some(), "{:?}", files[0]);
     }
 
     #[tokio::test]
