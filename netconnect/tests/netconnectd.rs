@@ -334,7 +334,8 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     let s = tempfile::tempdir().unwrap();
     std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
     std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
-    let mut d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    let log = s.path().join("netconnectd.log");
+    let mut d = Daemon::start_logging(&nb, m.path(), s.path(), &[], Some(&log));
     let addr = d.addr.clone();
     wait_until("/readyz", 20, || {
         get(&addr, "/readyz").is_some_and(|(c, _)| c == 200)
@@ -409,6 +410,34 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
 
     // SIGTERM: exits 0.
     assert_eq!(d.process.terminate(10).code(), Some(0));
+
+    // Its log says how long each key took, and where a write's time went.
+    let log = plain(&std::fs::read_to_string(&log).unwrap());
+    let line = |what: &str| log.lines().find(|l| l.contains(what)).map(str::to_owned);
+    let red = line("reconciled key=network cluster_udn_red ").expect(&log);
+    assert!(red.contains(" took="), "{red}");
+    let applied = line(" applied ").expect(&log);
+    for field in [
+        "planned=",
+        "waited=",
+        "transaction=",
+        "shown=",
+        "remembered=",
+    ] {
+        assert!(applied.contains(field), "{field}: {applied}");
+    }
+}
+
+/// `text` without its terminal colours.
+fn plain(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('\x1b') {
+        out.push_str(&rest[..at]);
+        rest = rest[at..].find('m').map_or("", |end| &rest[at + end + 1..]);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Two services of blue's namespace, `s1` with endpoint `e1`, `s2` with 10.10.0.6.

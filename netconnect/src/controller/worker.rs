@@ -97,8 +97,9 @@ impl Worker {
         let result = reconcile_key(&self.reconciler, &w, &key)
             .instrument(span)
             .await;
+        let took = start.elapsed();
         if let Some(h) = &self.hook {
-            h(&w, &key, &result, start.elapsed());
+            h(&w, &key, &result, took);
         }
         self.first.done(&key);
         let sent = self.reconciler.transactions() - before;
@@ -121,14 +122,15 @@ impl Worker {
                     plan.summary()
                 });
                 if !plan.is_empty() {
-                    tracing::info!(%key, written = %plan.summary(), own = plan.only_own_changes(), "reconciled");
+                    let (written, own) = (plan.summary(), plan.only_own_changes());
+                    tracing::info!(%key, %written, own, ?took, "reconciled");
                 } else {
-                    tracing::debug!(%key, own = plan.only_own_changes(), "unchanged");
+                    tracing::debug!(%key, own = plan.only_own_changes(), ?took, "unchanged");
                 }
             }
             Err(e) => {
                 entry.failures += 1;
-                tracing::warn!(%key, error = %e, failures = entry.failures, "reconcile failed");
+                tracing::warn!(%key, error = %e, failures = entry.failures, ?took, "reconcile failed");
                 entry.result = Err(e.to_string());
             }
         }

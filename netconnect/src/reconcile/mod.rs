@@ -10,7 +10,7 @@ pub mod planner;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use ovsdb_proto::cache::{
@@ -25,6 +25,37 @@ use planner::WRITTEN_BY_OVN;
 
 use crate::topology::desired::{Fragments, Owner, Scope};
 use crate::topology::Desired;
+
+/// Where a reconcile's time went, for netconnectd's debug log: the plan, the wait for
+/// what the key waits on (netconnectd's save of the world's allocations), the
+/// transaction's round trip, the wait until the cache showed it.
+struct Took {
+    last: Instant,
+    planned: Duration,
+    waited: Duration,
+    transaction: Duration,
+    shown: Duration,
+}
+
+impl Took {
+    fn start() -> Took {
+        Took {
+            last: Instant::now(),
+            planned: Duration::ZERO,
+            waited: Duration::ZERO,
+            transaction: Duration::ZERO,
+            shown: Duration::ZERO,
+        }
+    }
+
+    /// The time since the last lap (or the start).
+    fn lap(&mut self) -> Duration {
+        let now = Instant::now();
+        let since = now - self.last;
+        self.last = now;
+        since
+    }
+}
 
 /// What the reconciler remembers of a key with fragments after applying it.
 #[derive(Debug, Default)]
@@ -893,9 +924,11 @@ impl Reconciler {
             ready.await;
             return Err(e);
         }
+        let mut took = Took::start();
         let mut planned = self.cache.snapshot();
         let mut before = KeyRows::read(&planned, &self.nb, &desired.owner, &desired.scope);
         let mut plan = self.plan_or_forget(desired, &planned, &before);
+        took.planned = took.lap();
         // Planned again only if it waited and the cache moved meanwhile: a key that
         // need not wait goes on as planned, as `apply` always did. One that waits has
         // its transaction serialized meanwhile.
@@ -904,6 +937,7 @@ impl Reconciler {
         if (&mut ready).now_or_never().is_none() {
             prepared = self.prepare(&mut plan, desired);
             ready.await;
+            took.waited = took.lap();
             let now = self.cache.snapshot();
             if !Arc::ptr_eq(&now, &planned) {
                 planned = now;
@@ -942,6 +976,7 @@ impl Reconciler {
             Ok(prepared) => self.cache.transact_prepared(&prepared).await,
             Err(e) => Err(e),
         };
+        took.transaction = took.lap();
         let results = match sent {
             Ok(results) => {
                 self.rows_written.fetch_add(
@@ -965,6 +1000,7 @@ impl Reconciler {
             .collect();
         match self.cache.wait_shown(&ops, &results, self.wait).await {
             Ok(snap) => {
+                took.shown = took.lap();
                 // The first contents that show the transaction (the wait checked it
                 // there): the key's rows are read where they were first written.
                 let now = KeyRows::read(&snap, &self.nb, &desired.owner, &desired.scope);
@@ -988,6 +1024,15 @@ impl Reconciler {
                 if plan.inserted.len() + plan.updated.len() + plan.deleted.len() >= FREED_APART {
                     free_apart((planned, before));
                 }
+                let remembered = took.lap();
+                tracing::debug!(
+                    planned = ?took.planned,
+                    waited = ?took.waited,
+                    transaction = ?took.transaction,
+                    shown = ?took.shown,
+                    ?remembered,
+                    "applied"
+                );
                 Ok(plan)
             }
             Err(e) => {

@@ -83,19 +83,33 @@ impl Daemon {
     /// Starts netconnectd on NB `nb` with its manifests and status directories and
     /// `extra` arguments; its output is discarded.
     pub fn start(nb: &str, manifests: &Path, status: &Path, extra: &[&str]) -> Daemon {
+        Daemon::start_logging(nb, manifests, status, extra, None)
+    }
+
+    /// [`Daemon::start`], its log at debug level written to `log` when given.
+    pub fn start_logging(
+        nb: &str,
+        manifests: &Path,
+        status: &Path,
+        extra: &[&str],
+        log: Option<&Path>,
+    ) -> Daemon {
         let port = ovn_sandbox::free_port().unwrap();
         let addr = format!("127.0.0.1:{port}");
-        let child = Command::new(netconnectd())
-            .args(["--nb", nb, "--manifests"])
+        let mut cmd = Command::new(netconnectd());
+        cmd.args(["--nb", nb, "--manifests"])
             .arg(manifests)
             .arg("--status-dir")
             .arg(status)
             .args(["--listen", &addr])
             .args(extra)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        if let Some(log) = log {
+            cmd.env("RUST_LOG", "netconnect=debug,info")
+                .stderr(std::fs::File::create(log).unwrap());
+        }
+        let child = cmd.spawn().unwrap();
         Daemon {
             process: Killed(child),
             addr,
