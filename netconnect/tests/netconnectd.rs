@@ -416,6 +416,11 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     let line = |what: &str| log.lines().find(|l| l.contains(what)).map(str::to_owned);
     let red = line("reconciled key=network cluster_udn_red ").expect(&log);
     assert!(red.contains(" took="), "{red}");
+    let built = line("netconnect::controller: built ").expect(&log);
+    assert!(
+        built.contains("rows=") && built.contains("took="),
+        "{built}"
+    );
     let applied = line(" applied ").expect(&log);
     for field in [
         "planned=",

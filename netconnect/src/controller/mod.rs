@@ -80,10 +80,14 @@ pub async fn reconcile_key(
     world: &World,
     key: &Key,
 ) -> Result<crate::reconcile::Plan, ReconcileError> {
+    let start = std::time::Instant::now();
     let desired = match world.fragment_scope(key) {
         Some((owner, scope)) => world.desired_with(key, &reconciler.known(&owner, &scope)),
         None => world.desired(key),
     };
+    if let Ok(d) = &desired {
+        tracing::debug!(rows = d.len(), took = ?start.elapsed(), "built");
+    }
     // Built and planned while the world's allocations are being saved; written, or
     // reported as failed, once they are.
     let desired = match desired {

@@ -26,9 +26,10 @@ use planner::WRITTEN_BY_OVN;
 use crate::topology::desired::{Fragments, Owner, Scope};
 use crate::topology::Desired;
 
-/// Where a reconcile's time went, for netconnectd's debug log: the plan, the wait for
-/// what the key waits on (netconnectd's save of the world's allocations), the
-/// transaction's round trip, the wait until the cache showed it.
+/// Where a write's time went, for netconnectd's debug log: the plan (the key's rows
+/// read, compared), the wait for what the key waits on (netconnectd's save of the
+/// world's allocations), the transaction (serialized unless it was while waiting, sent,
+/// answered), the wait until the cache showed it, what the reconciler remembers.
 struct Took {
     last: Instant,
     planned: Duration,
