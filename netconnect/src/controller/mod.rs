@@ -273,7 +273,7 @@ impl Controller {
             while world.changed().await.is_ok() {
                 let w = world.borrow_and_update().clone();
                 // The keys whose inputs changed are queued first: the rest (the keys
-                // of owners gone, read from every owner index of the cache: 11-30 ms
+                // of owners gone, read from every owner index of the cache: 7-30 ms
                 // in netconnectd's log at 500 x 500) is no reason for them to wait.
                 for k in w.changed_since(&previous) {
                     queue.add(k);
