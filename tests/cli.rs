@@ -440,6 +440,10 @@ fn monitor_follows_a_cluster_through_leader_loss_transfer_restart_and_leave_and_
     cluster.members[now]
         .appctl(&["cluster/leave", "OVN_Northbound"])
         .unwrap();
+    // Written once the members that stay have elected one of them: until then they are
+    // not connected to the cluster, and ovn-nbctl gives up on a member that says so
+    // (seen under a loaded test run: "database connection failed").
+    wait_for_leader_among(&cluster, &[(now + 1) % 3, (now + 2) % 3]);
     db = &through[(now + 1) % 3];
     nbctl(db, &["ls-add", "e"]);
     assert_eq!(
@@ -478,6 +482,22 @@ fn monitor_follows_a_cluster_through_leader_loss_transfer_restart_and_leave_and_
 }
 
 /// The index of the cluster's leader, once it has one.
+/// Waits until one of the members `among` says it leads; its index.
+fn wait_for_leader_among(cluster: &ovn_sandbox::Cluster, among: &[usize]) -> usize {
+    for _ in 0..200 {
+        let leads = |&m: &usize| {
+            cluster.members[m]
+                .appctl(&["cluster/status", "OVN_Northbound"])
+                .is_ok_and(|s| s.lines().any(|l| l.trim() == "Role: leader"))
+        };
+        if let Some(&l) = among.iter().find(|m| leads(m)) {
+            return l;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("none of members {among:?} leads");
+}
+
 fn wait_for_leader(cluster: &ovn_sandbox::Cluster) -> usize {
     for _ in 0..200 {
         if let Some(l) = cluster.leader() {
