@@ -411,8 +411,13 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     // SIGTERM: exits 0.
     assert_eq!(d.process.terminate(10).code(), Some(0));
 
-    // Its log says how long each key took, and where a write's time went.
-    let log = plain(&std::fs::read_to_string(&log).unwrap());
+    // Its log, plain text in a file, says how long each key took, and where a write's
+    // time went.
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !log.contains('\x1b'),
+        "no terminal colours in a file: {log}"
+    );
     let line = |what: &str| log.lines().find(|l| l.contains(what)).map(str::to_owned);
     let red = line("reconciled key=network cluster_udn_red ").expect(&log);
     assert!(red.contains(" took="), "{red}");
@@ -431,18 +436,6 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     ] {
         assert!(applied.contains(field), "{field}: {applied}");
     }
-}
-
-/// `text` without its terminal colours.
-fn plain(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(at) = rest.find('\x1b') {
-        out.push_str(&rest[..at]);
-        rest = rest[at..].find('m').map_or("", |end| &rest[at + end + 1..]);
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Two services of blue's namespace, `s1` with endpoint `e1`, `s2` with 10.10.0.6.
