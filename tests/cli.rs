@@ -482,30 +482,20 @@ fn monitor_follows_a_cluster_through_leader_loss_transfer_restart_and_leave_and_
 }
 
 /// The index of the cluster's leader, once it has one.
+fn wait_for_leader(cluster: &ovn_sandbox::Cluster) -> usize {
+    let all: Vec<usize> = (0..cluster.members.len()).collect();
+    wait_for_leader_among(cluster, &all)
+}
+
 /// Waits until one of the members `among` says it leads; its index.
 fn wait_for_leader_among(cluster: &ovn_sandbox::Cluster, among: &[usize]) -> usize {
     for _ in 0..200 {
-        let leads = |&m: &usize| {
-            cluster.members[m]
-                .appctl(&["cluster/status", "OVN_Northbound"])
-                .is_ok_and(|s| s.lines().any(|l| l.trim() == "Role: leader"))
-        };
-        if let Some(&l) = among.iter().find(|m| leads(m)) {
+        if let Some(l) = cluster.leader_among(among) {
             return l;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     panic!("none of members {among:?} leads");
-}
-
-fn wait_for_leader(cluster: &ovn_sandbox::Cluster) -> usize {
-    for _ in 0..200 {
-        if let Some(l) = cluster.leader() {
-            return l;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    panic!("the cluster has no leader");
 }
 
 #[test]

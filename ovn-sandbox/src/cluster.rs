@@ -150,7 +150,15 @@ impl Cluster {
 
     /// Index of the member that is leader now, if any.
     pub fn leader(&self) -> Option<usize> {
-        self.members.iter().position(|m| {
+        let all: Vec<usize> = (0..self.members.len()).collect();
+        self.leader_among(&all)
+    }
+
+    /// Index of the member among `among` that says it leads now, if any (a member
+    /// that just left the cluster may still say so: leave it out).
+    pub fn leader_among(&self, among: &[usize]) -> Option<usize> {
+        among.iter().copied().find(|&i| {
+            let m = &self.members[i];
             m.pid().is_some()
                 && m.appctl(&["cluster/status", &self.database])
                     .is_ok_and(|s| s.lines().any(|l| l.trim() == "Role: leader"))
