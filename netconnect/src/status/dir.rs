@@ -134,9 +134,7 @@ impl State {
     /// True when this state holds `o` under `key`, or an object equal to it (an
     /// object shared with another state is told by its address first).
     pub fn holds_alike(&self, key: &(String, String), o: &Arc<Object>) -> bool {
-        self.objects
-            .get(key)
-            .is_some_and(|b| Arc::ptr_eq(b, o) || b == o)
+        self.objects.get(key).is_some_and(|b| alike(b, o))
     }
 
     /// The context an inventory is built in from this state: the accepted network
@@ -211,10 +209,10 @@ impl State {
         // are worked out only when the journal takes them.
         let mut edited: Vec<(&Node, &Node, &Object)> = Vec::new();
         for (k, o) in &self.objects {
-            if previous.holds_alike(k, o) {
+            let before = previous.objects.get(k);
+            if before.is_some_and(|b| alike(b, o)) {
                 continue;
             }
-            let before = previous.objects.get(k);
             let (before, o) = (before.map(|b| &**b), &**o);
             match (before, o) {
                 (Some(Object::Node(b)), Object::Node(n)) if journal::only_values_differ(b, n) => {
@@ -407,6 +405,12 @@ pub fn record_ready(
     let text = to_yaml(&Object::ClusterNetworkConnect(object))?;
     write_atomically(&path, text.as_bytes())?;
     Ok(true)
+}
+
+/// True when `a` and `b` are one object, or equal ones (an object shared between
+/// states is told by its address first).
+fn alike(a: &Arc<Object>, b: &Arc<Object>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
 }
 
 pub use crate::api::annotations::ALLOCATIONS;
