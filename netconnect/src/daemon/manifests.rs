@@ -174,11 +174,10 @@ fn is_no_plain_file(path: &Path) -> bool {
 
 /// Watches `dir` (creations, changes, deletions and renames of its manifests, of its
 /// links and directories, and of the directory itself; other files are not looked at)
-/// and sends a unit on `tx` after
-/// each burst of changes: once every file written in it is closed (or renamed into
-/// place) and nothing more happened for a few milliseconds, or, while a file may be
-/// half written (a writer that has not closed it), once the burst has been quiet for
-/// `settle`. The watcher lives as long as the returned value.
+/// and sends a unit on `tx` after each burst of changes: once every file written in it
+/// is closed (or renamed into place) and nothing more happened for a few milliseconds,
+/// or, while a file may be half written (a writer that has not closed it), once the
+/// burst has been quiet for `settle`. The watcher lives as long as the returned value.
 pub fn watch(
     dir: &Path,
     settle: Duration,
@@ -317,23 +316,36 @@ mod tests {
         );
     }
 
+    /// A watch of `dir` (a burst left half written settles after `settle`) and what it
+    /// announces.
+    fn watching(
+        dir: &Path,
+        settle: Duration,
+    ) -> (notify::RecommendedWatcher, tokio::sync::mpsc::Receiver<()>) {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        (watch(dir, settle, tx).unwrap(), rx)
+    }
+
+    /// Waits at most `within` for an announcement: true when one came (a watch that
+    /// ended is none).
+    async fn announced(rx: &mut tokio::sync::mpsc::Receiver<()>, within: Duration) -> bool {
+        matches!(tokio::time::timeout(within, rx.recv()).await, Ok(Some(())))
+    }
+
+    const SOON: Duration = Duration::from_secs(2);
+    const QUIET: Duration = Duration::from_millis(400);
+
     #[tokio::test]
     async fn changes_are_announced_once_per_burst() {
         let dir = tempfile::tempdir().unwrap();
-        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
-        let _w = watch(dir.path(), Duration::from_millis(100), tx).unwrap();
+        let (_w, mut rx) = watching(dir.path(), Duration::from_millis(100));
         // An editor's save: write beside, rename into place.
         let tmp = dir.path().join(".nets.yaml.swp");
         std::fs::write(&tmp, NET).unwrap();
         std::fs::rename(&tmp, dir.path().join("nets.yaml")).unwrap();
-        tokio::time::timeout(Duration::from_secs(2), rx.recv())
-            .await
-            .expect("a change is announced")
-            .unwrap();
+        assert!(announced(&mut rx, SOON).await, "a change is announced");
         assert!(
-            tokio::time::timeout(Duration::from_millis(300), rx.recv())
-                .await
-                .is_err(),
+            !announced(&mut rx, Duration::from_millis(300)).await,
             "one announcement for the burst"
         );
         // Reading the directory again, as a reload does, announces nothing.
@@ -343,51 +355,34 @@ mod tests {
             ["ClusterUserDefinedNetwork blue"]
         );
         assert!(
-            tokio::time::timeout(Duration::from_millis(500), rx.recv())
-                .await
-                .is_err(),
+            !announced(&mut rx, Duration::from_millis(500)).await,
             "reading is not a change"
         );
         std::fs::remove_file(dir.path().join("nets.yaml")).unwrap();
-        tokio::time::timeout(Duration::from_secs(2), rx.recv())
-            .await
-            .expect("a deletion is announced")
-            .unwrap();
+        assert!(announced(&mut rx, SOON).await, "a deletion is announced");
     }
 
     #[tokio::test]
     async fn a_file_that_is_no_manifest_is_not_a_change_until_renamed_into_one() {
         let dir = tempfile::tempdir().unwrap();
-        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
-        let _w = watch(dir.path(), Duration::from_millis(100), tx).unwrap();
-        let quiet = Duration::from_millis(400);
-        // An editor's swap file, a backup, a note, a save's temporary file: written,
-        // changed, removed, and never a manifest.
-        for name in [".nets.yaml.swp", "nets.yaml~", "notes.txt", ".tmp"] {
+        let (_w, mut rx) = watching(dir.path(), Duration::from_millis(100));
+        // An editor's swap file, a backup, a note: written, changed, removed, and
+        // never a manifest.
+        for name in [".nets.yaml.swp", "nets.yaml~", "notes.txt"] {
             let f = dir.path().join(name);
             std::fs::write(&f, NET).unwrap();
             std::fs::write(&f, "changed").unwrap();
-            if name != ".tmp" {
-                std::fs::remove_file(&f).unwrap();
-            }
+            std::fs::remove_file(&f).unwrap();
         }
-        assert!(
-            tokio::time::timeout(quiet, rx.recv()).await.is_err(),
-            "no manifest changed"
-        );
-        // The temporary file, written long before (the watcher runs meanwhile) and
-        // renamed into place: one change, not one for the write and one for the rename.
+        assert!(!announced(&mut rx, QUIET).await, "no manifest changed");
+        // A save's temporary file, written long before (the watcher runs meanwhile)
+        // and renamed into place: one change, not one for the write and one for the
+        // rename.
         std::fs::write(dir.path().join(".tmp"), NET).unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
         std::fs::rename(dir.path().join(".tmp"), dir.path().join("nets.yaml")).unwrap();
-        tokio::time::timeout(Duration::from_secs(2), rx.recv())
-            .await
-            .expect("the rename is announced")
-            .unwrap();
-        assert!(
-            tokio::time::timeout(quiet, rx.recv()).await.is_err(),
-            "once"
-        );
+        assert!(announced(&mut rx, SOON).await, "the rename is announced");
+        assert!(!announced(&mut rx, QUIET).await, "once");
     }
 
     #[tokio::test]
@@ -406,18 +401,14 @@ mod tests {
             names(&m.read().unwrap()),
             ["ClusterUserDefinedNetwork blue"]
         );
-        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
-        let _w = watch(d, Duration::from_millis(100), tx).unwrap();
+        let (_w, mut rx) = watching(d, Duration::from_millis(100));
         // An update: a new directory, and a link to it renamed over `..data`.
         std::fs::create_dir(d.join("..v2")).unwrap();
         std::fs::write(d.join("..v2/nets.yaml"), NET.replace("blue", "green")).unwrap();
         symlink("..v2", d.join("..data_tmp")).unwrap();
         std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
         std::fs::remove_dir_all(d.join("..v1")).unwrap();
-        tokio::time::timeout(Duration::from_secs(2), rx.recv())
-            .await
-            .expect("the update is announced")
-            .unwrap();
+        assert!(announced(&mut rx, SOON).await, "the update is announced");
         // A link to nothing is read, and reported; a link to a directory is no file.
         symlink("..data/gone.yaml", d.join("gone.yaml")).unwrap();
         symlink("..v2", d.join("dir.yaml")).unwrap();
@@ -434,14 +425,13 @@ mod tests {
         let dir = parent.path().join("manifests");
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join("nets.yaml"), NET).unwrap();
-        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
-        let _w = watch(&dir, Duration::from_millis(100), tx).unwrap();
+        let (_w, mut rx) = watching(&dir, Duration::from_millis(100));
         // Its manifests are untouched, and no longer where they were read.
         std::fs::rename(&dir, parent.path().join("elsewhere")).unwrap();
-        tokio::time::timeout(Duration::from_secs(2), rx.recv())
-            .await
-            .expect("the directory's move is announced")
-            .unwrap();
+        assert!(
+            announced(&mut rx, SOON).await,
+            "the directory's move is announced"
+        );
     }
 
     #[test]
@@ -465,31 +455,27 @@ mod tests {
     async fn a_save_is_announced_once_closed_and_a_file_still_being_written_is_not() {
         use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
-        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
         // A settle far longer than the waits below: what is announced within them was
         // announced because the files were closed, not because the burst went quiet.
-        let _w = watch(dir.path(), Duration::from_secs(30), tx).unwrap();
+        let (_w, mut rx) = watching(dir.path(), Duration::from_secs(30));
         let soon = Duration::from_secs(3);
         let tmp = dir.path().join(".nets.yaml.swp");
         std::fs::write(&tmp, NET).unwrap();
         std::fs::rename(&tmp, dir.path().join("nets.yaml")).unwrap();
-        tokio::time::timeout(soon, rx.recv())
-            .await
-            .expect("a save renamed into place is announced")
-            .unwrap();
+        assert!(
+            announced(&mut rx, soon).await,
+            "a save renamed into place is announced"
+        );
         // Written in place, half way: not announced while the writer holds it open.
         let mut f = std::fs::File::create(dir.path().join("more.yaml")).unwrap();
         f.write_all(&NET.as_bytes()[..40]).unwrap();
         f.flush().unwrap();
         assert!(
-            tokio::time::timeout(soon, rx.recv()).await.is_err(),
+            !announced(&mut rx, soon).await,
             "a file still being written is not announced"
         );
         f.write_all(&NET.as_bytes()[40..]).unwrap();
         drop(f);
-        tokio::time::timeout(soon, rx.recv())
-            .await
-            .expect("announced once closed")
-            .unwrap();
+        assert!(announced(&mut rx, soon).await, "announced once closed");
     }
 }
