@@ -116,16 +116,14 @@ impl Worker {
         match result {
             Ok(plan) => {
                 entry.failures = 0;
-                entry.result = Ok(if plan.is_empty() {
-                    "unchanged".into()
+                let own = plan.only_own_changes();
+                if plan.is_empty() {
+                    entry.result = Ok("unchanged".into());
+                    tracing::debug!(%key, own, ?took, "unchanged");
                 } else {
-                    plan.summary()
-                });
-                if !plan.is_empty() {
-                    let (written, own) = (plan.summary(), plan.only_own_changes());
+                    let written = plan.summary();
                     tracing::info!(%key, %written, own, ?took, "reconciled");
-                } else {
-                    tracing::debug!(%key, own = plan.only_own_changes(), ?took, "unchanged");
+                    entry.result = Ok(written);
                 }
             }
             Err(e) => {
