@@ -19,9 +19,10 @@
 //! - `floor` (a child process): the recorded transactions sent over a raw socket, one
 //!   at a time, reading only the replies; uuids the library's server gave are replaced
 //!   by those the floor's server gave the same inserts (outside the clock); then again
-//!   with a client monitoring the tables as the cache does, reading the updates into
-//!   the void: the floor of a client that learns what committed from a monitor, as
-//!   the library does (the server serializes each row a second time);
+//!   with the same connection monitoring the tables as the cache does, its updates
+//!   framed and dropped: the floor of a client that learns what committed from a
+//!   monitor, as the library does (the server serializes each row a second time, and
+//!   sends a transaction's update before its reply);
 //! - `daemon`: netconnectd started over a manifest directory holding the first step's
 //!   objects (`--zone`, `--status-dir`, `--listen`); each later step's file is
 //!   replaced as editors save it, and the step lasts until
@@ -264,15 +265,12 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str, server: u3
 /// `floor PATH RECORD SERVER [monitored]`: the recorded transactions sent in order
 /// over a raw socket, one at a time; prints `step SECS TRANSACTIONS SERVER_CPU` per
 /// step (as `library`). Only sending a request and reading its reply is timed;
-/// translating uuids is not. `monitored`: with a client monitoring the tables as the
-/// cache does, reading the updates into the void (the server's own work for a
-/// monitor-driven client, the cache's not).
+/// translating uuids is not. `monitored`: the connection monitors the tables as the
+/// cache does, its updates dropped ([`bench_common::Replay::connect_monitored`]: the
+/// server's own work for a monitor-driven client, the cache's not).
 fn floor(path: &str, record: &str, server: u32, monitored: bool) {
     use std::io::BufRead;
-    if monitored {
-        bench_common::raw_monitor(path);
-    }
-    let mut replay = bench_common::Replay::connect(path);
+    let mut replay = bench_common::Replay::connect_maybe_monitored(path, monitored);
     let mut step: Option<(Duration, usize)> = None;
     let mut cpu = bench_common::cpu_of_tree(server);
     let mut report = |step: Option<(Duration, usize)>| {

@@ -38,7 +38,7 @@ use netconnect::world::{Key, Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
 
 mod common;
-use common::{peak_mib, raw_monitor, run_child, Recorder, Replay};
+use common::{peak_mib, run_child, Recorder, Replay};
 
 /// Network `i`'s cluster subnet: the `i`-th /17 of 16.0.0.0/8 (hosts /26: 512 nodes).
 fn subnet(i: usize) -> String {
@@ -219,8 +219,8 @@ fn ours(remote: &str, networks: usize, nodes: usize, dir: &str) {
 }
 
 /// `floor PATH DIR [monitored]`: the networks preloaded, the connect's transactions
-/// timed; `monitored` with a client monitoring the tables as the cache does (the
-/// server's share of keeping a cache).
+/// timed; `monitored` with the connection monitoring the tables as the cache does
+/// (the server's share of keeping a cache).
 fn floor(path: &str, dir: &str, monitored: bool) {
     let file = |name: &str| format!("{dir}/{name}.jsonl");
     let label = if monitored {
@@ -228,10 +228,7 @@ fn floor(path: &str, dir: &str, monitored: bool) {
     } else {
         "floor"
     };
-    if monitored {
-        raw_monitor(path);
-    }
-    let mut s = Replay::connect(path);
+    let mut s = Replay::connect_maybe_monitored(path, monitored);
     s.send_all(&file("nets"));
     let (d, n) = s.send_all(&file("cnc"));
     println!(

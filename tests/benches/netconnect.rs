@@ -30,7 +30,7 @@ use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
 
 mod common;
-use common::{peak_mib, raw_monitor, run_child, Recorder, Replay};
+use common::{peak_mib, run_child, Recorder, Replay};
 
 fn manifests(networks: usize, nodes: usize) -> String {
     let mut s = String::new();
@@ -169,10 +169,7 @@ fn ours(remote: &str, networks: usize, nodes: usize, ops_file: &str, node_ops_fi
 
 /// `floor PATH OPS NODE_OPS [monitored]`.
 fn floor(path: &str, ops_file: &str, node_ops_file: &str, monitored: bool) {
-    if monitored {
-        raw_monitor(path);
-    }
-    let mut s = Replay::connect(path);
+    let mut s = Replay::connect_maybe_monitored(path, monitored);
     let (d, n) = s.send_all(ops_file);
     let label = if monitored {
         "floor with a monitor reading the updates"
@@ -236,8 +233,8 @@ fn main() {
         node_ops.to_str().unwrap(),
     ]);
     drop(b);
-    // The same with a client monitoring the tables, as the cache does: the server's
-    // share of the cost of keeping a cache.
+    // The same with the connection monitoring the tables, as the cache does: the
+    // server's share of the cost of keeping a cache.
     let c = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
     let path = c.unix_remote().trim_start_matches("unix:").to_owned();
     run_child(&[

@@ -176,6 +176,43 @@ impl Replay {
         }
     }
 
+    /// A replay to the server at `path`, `monitored` or not (see
+    /// [`Replay::connect_monitored`]).
+    pub fn connect_maybe_monitored(path: &str, monitored: bool) -> Replay {
+        if monitored {
+            Replay::connect_monitored(path)
+        } else {
+            Replay::connect(path)
+        }
+    }
+
+    /// A replay whose connection also monitors every table netconnect caches, as the
+    /// cache does, its updates framed and dropped: the floor of a client that learns
+    /// what committed from a monitor. ovsdb-server sends a session's monitor updates
+    /// before the reply of the transaction that caused them, so each round trip pays
+    /// for its update, as the cache's transactions do (a monitor on a connection of
+    /// its own would get its update after the reply, outside the clock).
+    pub fn connect_monitored(path: &str) -> Replay {
+        let mut client = RawClient::connect(path);
+        let tables: serde_json::Map<String, serde_json::Value> = netconnect::reconcile::nb::TABLES
+            .iter()
+            .map(|t| (t.to_string(), serde_json::json!([{}])))
+            .collect();
+        let req = serde_json::json!({"id": "m", "method": "monitor_cond_since", "params": [
+            "OVN_Northbound", "m", tables, "00000000-0000-0000-0000-000000000000"]});
+        let reply = client.round_trip(&req.to_string());
+        assert!(
+            reply.member("error").is_none_or(|e| &e[..] == b"null"),
+            "the floor's monitor failed: {}",
+            String::from_utf8_lossy(reply.as_bytes())
+        );
+        Replay {
+            client,
+            uuids: HashMap::new(),
+            sent: 0,
+        }
+    }
+
     /// Sends `t` and reads its reply; returns the time of the round trip alone (the
     /// uuids are put in place before the clock starts).
     pub fn send(&mut self, t: Sent) -> Duration {
@@ -273,37 +310,23 @@ impl RawClient {
         }
     }
 
-    /// Sends `request` and reads one reply.
+    /// Sends `request` and reads its reply; notifications (a monitor's updates)
+    /// before it are framed and dropped.
     pub fn round_trip(&mut self, request: &str) -> ovsdb_proto::codec::RawMessage {
         use tokio_util::codec::Decoder;
         self.stream.write_all(request.as_bytes()).unwrap();
         loop {
             if let Some(m) = self.codec.decode(&mut self.buf).unwrap() {
-                return m;
+                if m.member("method").is_none() {
+                    return m;
+                }
+                continue;
             }
             let n = self.stream.read(&mut self.chunk).unwrap();
             assert!(n > 0, "the server closed the connection");
             self.buf.extend_from_slice(&self.chunk[..n]);
         }
     }
-}
-
-/// A client that monitors every table netconnect caches and reads the updates into
-/// the void, so that the server does the same monitor work as for the cache.
-pub fn raw_monitor(path: &str) {
-    let mut m = UnixStream::connect(path).unwrap();
-    let tables: serde_json::Map<String, serde_json::Value> = netconnect::reconcile::nb::TABLES
-        .iter()
-        .map(|t| (t.to_string(), serde_json::json!([{}])))
-        .collect();
-    let req = serde_json::json!({"id": "m", "method": "monitor_cond_since", "params": [
-        "OVN_Northbound", "m", tables, "00000000-0000-0000-0000-000000000000"]});
-    m.write_all(req.to_string().as_bytes()).unwrap();
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 1 << 20];
-        while m.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
-    });
-    std::thread::sleep(Duration::from_millis(200));
 }
 
 /// Runs this bench binary as a child doing `args`, echoing and returning its output.
