@@ -282,12 +282,15 @@ impl Controller {
                 // one woke for this thread, where no other thread takes it, until this
                 // one yields (a network added waited 22 ms so at 500 x 500).
                 tokio::task::yield_now().await;
+                let started = std::time::Instant::now();
                 let keys: HashSet<Key> = w.keys().into_iter().collect();
                 queue.retain_seen(|k| keys.contains(k));
                 forget_gone(&w, &reconciler);
+                let forgot = started.elapsed();
                 for k in w.gone_in(&reconciler.cache().snapshot(), reconciler.indexes()) {
                     queue.add(k);
                 }
+                tracing::debug!(?forgot, took = ?started.elapsed(), "gone owners looked for");
                 previous = w;
             }
         });
