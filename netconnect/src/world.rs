@@ -320,6 +320,37 @@ impl World {
         Key::Gone(owner.clone())
     }
 
+    /// Every owner whose rows a key of this world writes: exactly the owners
+    /// [`World::key_of`] gives a key that is not [`Key::Gone`].
+    pub fn owners(&self) -> std::collections::HashSet<Owner> {
+        let inv = &self.inventory;
+        let cluster = std::iter::once(topology::cluster::owner());
+        let networks = inv
+            .networks
+            .values()
+            .map(|info| topology::network_owner(&info.network));
+        let services = inv.services.iter().filter_map(|(key, svc)| {
+            let net = inv.network_of_service(svc)?;
+            Some(topology::services::owner(key, net))
+        });
+        let connects = inv.connects.keys().map(|name| connect::owner(name));
+        cluster
+            .chain(networks)
+            .chain(services)
+            .chain(connects)
+            .filter(|o| !matches!(self.key_of(o), Key::Gone(_)))
+            .collect()
+    }
+
+    /// True when an owner `previous` wrote rows under is no key's in this world: only
+    /// then can this world leave owners gone that `previous` did not ([`World::gone_in`]
+    /// need not look again otherwise: what it found after `previous` was queued then,
+    /// and rows written since under an owner gone wake its key themselves).
+    pub fn lost_owners_of(&self, previous: &World) -> bool {
+        let now = self.owners();
+        previous.owners().iter().any(|o| !now.contains(o))
+    }
+
     /// The keys that own rows in the NB but are no longer defined, from the owners
     /// found there.
     pub fn gone<'a>(&self, owners: impl IntoIterator<Item = &'a Owner>) -> BTreeSet<Key> {
@@ -440,3 +471,94 @@ impl World {
 }
 
 pub use crate::ownership::is_ours;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::load::parse_file;
+
+    /// The objects of the owner tests, each a YAML document: a namespace with its
+    /// primary network and a service on it, two cluster networks a connect selects, a
+    /// third, two nodes.
+    const WEB: &str = "apiVersion: v1\nkind: Namespace\nmetadata: {name: web}\n";
+    const WEB_NET: &str = "apiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: net, namespace: web}\n\
+        spec: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 10.30.0.0/16, hostSubnet: 24}]}}\n";
+    const SERVICE: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: s1, namespace: web}\n\
+        spec: {clusterIP: 10.96.0.11, clusterIPs: [10.96.0.11], ports: [{port: 80, protocol: TCP, targetPort: 8080}]}\n";
+    const BLUE: &str = "apiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: blue, labels: {connect: c}}\n\
+        spec:\n  namespaceSelector: {matchLabels: {team: blue}}\n  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 10.1.0.0/16}]}}\n";
+    const GREEN: &str = "apiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: green, labels: {connect: c}}\n\
+        spec:\n  namespaceSelector: {matchLabels: {team: green}}\n  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 10.2.0.0/16}]}}\n";
+    const RED: &str = "apiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: red}\n\
+        spec:\n  namespaceSelector: {matchLabels: {team: red}}\n  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 10.3.0.0/16}]}}\n";
+    const CONNECT: &str = "apiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {name: c}\n\
+        spec:\n  networkSelectors:\n  - networkSelectionType: ClusterUserDefinedNetworks\n    clusterUserDefinedNetworkSelector: {networkSelector: {matchLabels: {connect: c}}}\n\
+        \x20 connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\n  connectivity: [PodNetwork, ServiceNetwork]\n";
+    const NODE_A: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: a, annotations: {k8s.ovn.org/node-chassis-id: ca}}\n";
+    const NODE_B: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: b, annotations: {k8s.ovn.org/node-chassis-id: cb}}\n";
+    const ALL: [&str; 7] = [WEB, WEB_NET, SERVICE, BLUE, GREEN, CONNECT, NODE_A];
+
+    /// The world of `docs` (some refused, in the worlds that take an object away).
+    fn world(docs: &[&str]) -> World {
+        let yaml: String = docs.iter().map(|d| format!("---\n{d}")).collect();
+        World::build(
+            &[parse_file(std::path::Path::new("m.yaml"), &yaml)],
+            &State::default(),
+            Settings::default(),
+        )
+    }
+
+    /// The world of [`ALL`] but `gone`.
+    fn without(gone: &str) -> World {
+        world(&ALL.into_iter().filter(|d| *d != gone).collect::<Vec<_>>())
+    }
+
+    /// The world of [`ALL`] with a network and a node more.
+    fn more() -> World {
+        let mut docs = ALL.to_vec();
+        docs.extend([RED, NODE_B]);
+        world(&docs)
+    }
+
+    #[test]
+    fn a_worlds_owners_are_the_owners_its_keys_write_under() {
+        let base = world(&ALL);
+        assert!(base.problems.is_empty(), "{:?}", base.problems);
+        let owners = base.owners();
+        // The cluster, three networks, the service, the connect.
+        assert_eq!(owners.len(), 6, "{owners:?}");
+        for w in [
+            without(SERVICE),
+            without(CONNECT),
+            without(BLUE),
+            without(WEB_NET),
+            more(),
+        ] {
+            let mine = w.owners();
+            for o in owners.iter().chain(&mine) {
+                let gone = matches!(w.key_of(o), Key::Gone(_));
+                assert_eq!(mine.contains(o), !gone, "{o:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_world_that_lost_an_owner_can_leave_owners_gone() {
+        let base = world(&ALL);
+        for gone in [SERVICE, CONNECT, BLUE, WEB_NET] {
+            assert!(without(gone).lost_owners_of(&base), "{gone}");
+        }
+        for gone in [NODE_A, WEB] {
+            let w = without(gone);
+            let lost = base
+                .owners()
+                .iter()
+                .any(|o| matches!(w.key_of(o), Key::Gone(_)));
+            assert_eq!(w.lost_owners_of(&base), lost, "{gone}");
+        }
+        assert!(!more().lost_owners_of(&base));
+        assert!(!base.lost_owners_of(&base));
+        assert!(!more().lost_owners_of(&world(&[RED, NODE_B])));
+        assert!(world(&[RED, NODE_B]).lost_owners_of(&more()));
+    }
+}

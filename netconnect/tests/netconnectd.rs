@@ -436,6 +436,20 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     ] {
         assert!(applied.contains(field), "{field}: {applied}");
     }
+    // Every owner index is read for owners gone only after a world that lost one (red
+    // deleted), not after one that only added (red written).
+    let searches: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("gone owners looked for"))
+        .collect();
+    assert!(
+        searches.iter().any(|l| l.contains("lost=false")),
+        "{searches:?}"
+    );
+    assert!(
+        searches.iter().any(|l| l.contains("lost=true")),
+        "{searches:?}"
+    );
 }
 
 /// Two services of blue's namespace, `s1` with endpoint `e1`, `s2` with 10.10.0.6.

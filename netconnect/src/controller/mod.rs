@@ -287,10 +287,15 @@ impl Controller {
                 queue.retain_seen(|k| keys.contains(k));
                 forget_gone(&w, &reconciler);
                 let forgot = started.elapsed();
-                for k in w.gone_in(&reconciler.cache().snapshot(), reconciler.indexes()) {
-                    queue.add(k);
+                // Every owner index of the cache is read only when the world lost an
+                // owner (a node or a network added loses none).
+                let lost = w.lost_owners_of(&previous);
+                if lost {
+                    for k in w.gone_in(&reconciler.cache().snapshot(), reconciler.indexes()) {
+                        queue.add(k);
+                    }
                 }
-                tracing::debug!(?forgot, took = ?started.elapsed(), "gone owners looked for");
+                tracing::debug!(?forgot, lost, took = ?started.elapsed(), "gone owners looked for");
                 previous = w;
             }
         });
@@ -303,11 +308,15 @@ impl Controller {
 /// The keys a new world makes to look again: those of `world` that may have changed
 /// since `previous` ([`World::changed_since`]: a service whose inputs are the same is
 /// not looked at again when another service's endpoints move), and the keys of owners
-/// in the NB that `world` no longer defines.
+/// in the NB that `world` no longer defines, looked for only when `world` lost an
+/// owner `previous` had ([`World::lost_owners_of`]: those gone before were among the
+/// keys `previous` made).
 pub fn changed_keys(previous: &World, world: &World, reconciler: &Reconciler) -> Vec<Key> {
     let mut keys = world.changed_since(previous);
-    let snap = reconciler.cache().snapshot();
-    keys.extend(world.gone_in(&snap, reconciler.indexes()));
+    if world.lost_owners_of(previous) {
+        let snap = reconciler.cache().snapshot();
+        keys.extend(world.gone_in(&snap, reconciler.indexes()));
+    }
     keys
 }
 
