@@ -64,6 +64,9 @@ pub struct World {
     prepared_nodes: Vec<Option<crate::topology::PreparedNode>>,
     /// Open once what this world allocated is saved ([`World::saved`]); none: open.
     saved: Option<tokio::sync::watch::Receiver<bool>>,
+    /// [`World::owners`], worked out the first time it is asked for (a world is
+    /// compared with the one after it as well as with the one before).
+    owners: std::sync::OnceLock<std::collections::HashSet<Owner>>,
 }
 
 /// Held while a world's allocations are being saved ([`World::saving`]): dropping it,
@@ -136,6 +139,7 @@ impl World {
             settings,
             prepared_nodes: Vec::new(),
             saved: None,
+            owners: std::sync::OnceLock::new(),
         };
         world.prepared_nodes = world.inputs().prepare_nodes();
         world
@@ -322,7 +326,12 @@ impl World {
 
     /// Every owner whose rows a key of this world writes: exactly the owners
     /// [`World::key_of`] gives a key that is not [`Key::Gone`].
-    pub fn owners(&self) -> std::collections::HashSet<Owner> {
+    pub fn owners(&self) -> &std::collections::HashSet<Owner> {
+        self.owners.get_or_init(|| self.find_owners())
+    }
+
+    /// [`World::owners`], worked out.
+    fn find_owners(&self) -> std::collections::HashSet<Owner> {
         let inv = &self.inventory;
         let cluster = std::iter::once(topology::cluster::owner());
         let networks = inv
@@ -535,7 +544,7 @@ mod tests {
             more(),
         ] {
             let mine = w.owners();
-            for o in owners.iter().chain(&mine) {
+            for o in owners.iter().chain(mine) {
                 let gone = matches!(w.key_of(o), Key::Gone(_));
                 assert_eq!(mine.contains(o), !gone, "{o:?}");
             }
