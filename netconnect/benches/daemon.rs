@@ -178,11 +178,7 @@ async fn changed_keys(
     use netconnect::world::Key;
     let keys = match previous {
         Some(p) => netconnect::controller::changed_keys(p, w, r),
-        None => {
-            let mut keys = w.keys();
-            keys.extend(w.gone_in(&r.cache().snapshot(), r.indexes()));
-            keys
-        }
+        None => netconnect::controller::all_keys(w, r),
     };
     for p in 0..netconnect::controller::key::PHASES {
         let these: Vec<Key> = keys.iter().filter(|k| k.phase() == p).cloned().collect();

@@ -191,18 +191,6 @@ impl Controller {
         self.queue.clone()
     }
 
-    /// Every key of the current world, and the keys of owners in the NB that the world
-    /// no longer defines.
-    fn initial_keys(&self) -> Vec<Key> {
-        let w = self.world.borrow();
-        let mut keys = w.keys();
-        keys.extend(w.gone_in(
-            &self.reconciler.cache().snapshot(),
-            self.reconciler.indexes(),
-        ));
-        keys
-    }
-
     /// Queues every key of the current world, and the keys of owners in the NB that
     /// the world no longer defines.
     pub fn enqueue_all(&self) {
@@ -225,10 +213,13 @@ impl Controller {
         workers: usize,
         shutdown: CancellationToken,
     ) {
-        let first = Arc::new(worker::FirstPass::new(self.initial_keys()));
         // The world the first keys come from: later worlds are compared with it.
         let initial = self.world.borrow().clone();
-        enqueue_all(&self.queue, &initial, &self.reconciler);
+        let keys = all_keys(&initial, &self.reconciler);
+        let first = Arc::new(worker::FirstPass::new(keys.iter().cloned()));
+        for k in keys {
+            self.queue.add(k);
+        }
         let mut tasks = tokio::task::JoinSet::new();
         let mut others = tokio::task::JoinSet::new();
         let w = worker::Worker {
@@ -283,17 +274,15 @@ impl Controller {
                 // one yields (a network added waited 22 ms so at 500 x 500).
                 tokio::task::yield_now().await;
                 let started = std::time::Instant::now();
-                let keys: HashSet<Key> = w.keys().into_iter().collect();
-                queue.retain_seen(|k| keys.contains(k));
-                forget_gone(&w, &reconciler);
+                let keys = w.keys();
+                let defined: HashSet<&Key> = keys.iter().collect();
+                queue.retain_seen(|k| defined.contains(k));
+                forget_gone_of(&w, &keys, &reconciler);
                 let forgot = started.elapsed();
-                // Every owner index of the cache is read only when the world lost an
-                // owner (a node or a network added loses none).
-                let lost = w.lost_owners_of(&previous);
-                if lost {
-                    for k in w.gone_in(&reconciler.cache().snapshot(), reconciler.indexes()) {
-                        queue.add(k);
-                    }
+                let gone = gone_keys(&previous, &w, &reconciler);
+                let lost = gone.is_some();
+                for k in gone.into_iter().flatten() {
+                    queue.add(k);
                 }
                 tracing::debug!(?forgot, lost, took = ?started.elapsed(), "gone owners looked for");
                 previous = w;
@@ -313,30 +302,49 @@ impl Controller {
 /// keys `previous` made).
 pub fn changed_keys(previous: &World, world: &World, reconciler: &Reconciler) -> Vec<Key> {
     let mut keys = world.changed_since(previous);
-    if world.lost_owners_of(previous) {
-        let snap = reconciler.cache().snapshot();
-        keys.extend(world.gone_in(&snap, reconciler.indexes()));
-    }
+    keys.extend(gone_keys(previous, world, reconciler).into_iter().flatten());
     keys
+}
+
+/// The keys of owners in the NB that `world` no longer defines, looked for in every
+/// owner index of the cache only when `world` lost an owner `previous` had
+/// ([`World::lost_owners_of`]); `None` when it lost none (those gone before were among
+/// the keys `previous` made).
+fn gone_keys(
+    previous: &World,
+    world: &World,
+    reconciler: &Reconciler,
+) -> Option<std::collections::BTreeSet<Key>> {
+    world
+        .lost_owners_of(previous)
+        .then(|| world.gone_in(&reconciler.cache().snapshot(), reconciler.indexes()))
 }
 
 /// Forgets the fragments remembered of keys `world` no longer defines (a connect that
 /// no longer selects a network, a network gone), so that their rows are not kept alive.
 pub fn forget_gone(world: &World, reconciler: &Reconciler) {
-    let scopes: Vec<_> = world
-        .keys()
+    forget_gone_of(world, &world.keys(), reconciler);
+}
+
+/// [`forget_gone`], `keys` being `world`'s.
+fn forget_gone_of(world: &World, keys: &[Key], reconciler: &Reconciler) {
+    let scopes: Vec<_> = keys
         .iter()
         .filter_map(|k| world.fragment_scope(k))
         .collect();
     reconciler.retain_known(scopes.iter().map(|(o, s)| (o, s)));
 }
 
+/// Every key of `world`, and the keys of owners in the NB that `world` no longer
+/// defines (looked for in every owner index of the cache).
+pub fn all_keys(world: &World, reconciler: &Reconciler) -> Vec<Key> {
+    let mut keys = world.keys();
+    keys.extend(world.gone_in(&reconciler.cache().snapshot(), reconciler.indexes()));
+    keys
+}
+
 fn enqueue_all(queue: &KeyQueue, world: &World, reconciler: &Reconciler) {
-    for k in world.keys() {
-        queue.add(k);
-    }
-    let snap = reconciler.cache().snapshot();
-    for k in world.gone_in(&snap, reconciler.indexes()) {
+    for k in all_keys(world, reconciler) {
         queue.add(k);
     }
 }
@@ -366,9 +374,7 @@ pub async fn once(
     parallel: usize,
 ) -> Vec<Outcome> {
     use futures_util::stream::{self, StreamExt};
-    let snap = reconciler.cache().snapshot();
-    let mut keys = world.keys();
-    keys.extend(world.gone_in(&snap, reconciler.indexes()));
+    let keys = all_keys(world, reconciler);
     let one = |key: Key| async move {
         let mut n = 0;
         let result = loop {

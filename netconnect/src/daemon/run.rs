@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
+use ovsdb_proto::cache::{CacheConfig, CacheEvents};
 use ovsdb_proto::{Remote, TlsConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +25,7 @@ use crate::world::World;
 
 /// Runs netconnectd with `args`; the exit code, or why it could not run.
 pub async fn run(args: Args) -> Result<ExitCode, String> {
-    let (cache, events, reconciler) = connect(&args).await?;
+    let (events, reconciler) = connect(&args).await?;
     let mut manifests = ManifestDir::new(&args.manifests);
     let (world, state) = load(&args, &mut manifests)?;
     for p in &world.problems {
@@ -33,7 +33,7 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
     }
     if args.plan {
         drop(events);
-        return Ok(plan(&world, &reconciler, &cache));
+        return Ok(plan(&world, &reconciler));
     }
     let state = world.state(&state);
     if let Some(dir) = &args.status_dir {
@@ -63,8 +63,8 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
     serve(args, world, current, manifests, events, reconciler).await
 }
 
-/// The NB cache, synced, and the reconciler over it.
-async fn connect(args: &Args) -> Result<(Arc<Cache>, CacheEvents, Arc<Reconciler>), String> {
+/// The NB cache's events and the reconciler over the cache, synced.
+async fn connect(args: &Args) -> Result<(CacheEvents, Arc<Reconciler>), String> {
     let remotes = Remote::parse_list(&args.nb).map_err(|e| format!("--nb {}: {e}", args.nb))?;
     let mut config = CacheConfig::new(remotes, "OVN_Northbound", &[]);
     config.leader_only = true;
@@ -77,9 +77,7 @@ async fn connect(args: &Args) -> Result<(Arc<Cache>, CacheEvents, Arc<Reconciler
     }
     let (reconciler, events) =
         Reconciler::connect(config, Duration::from_secs(args.timeout)).await?;
-    let reconciler = Arc::new(reconciler);
-    let cache = reconciler.cache().clone();
-    Ok((cache, events, reconciler))
+    Ok((events, Arc::new(reconciler)))
 }
 
 /// Reads the manifests and the state, and builds the world.
@@ -112,12 +110,9 @@ fn read_manifests(args: &Args, manifests: &mut ManifestDir) -> Result<Vec<FileOb
 
 /// `--plan`: prints what each key would write; fails when a key cannot be planned or
 /// an object was invalid.
-fn plan(world: &World, reconciler: &Reconciler, cache: &Cache) -> ExitCode {
-    let snap = cache.snapshot();
-    let mut keys = world.keys();
-    keys.extend(world.gone_in(&snap, reconciler.indexes()));
+fn plan(world: &World, reconciler: &Reconciler) -> ExitCode {
     let mut failed = false;
-    for key in keys {
+    for key in controller::all_keys(world, reconciler) {
         let plan = world
             .desired(&key)
             .map_err(|e| e.to_string())
