@@ -851,7 +851,8 @@ impl Chassis {
             .map_err(|e| SandboxError(format!("cannot run in {}: {e}", pod.netns)))
     }
 
-    /// True when `count` pings from `pod` to `to` all get an answer.
+    /// True when any of `count` pings from `pod` to `to` gets an answer (ping's exit
+    /// status).
     pub fn ping(&self, pod: &Pod, to: IpAddr, count: u32) -> Result<bool> {
         let out = self.exec(
             pod,
