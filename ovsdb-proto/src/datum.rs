@@ -251,11 +251,24 @@ impl Datum {
 
     /// A map, sorted by key; when a key repeats, the last value given wins.
     pub fn map<K: Into<Atom>, V: Into<Atom>>(pairs: impl IntoIterator<Item = (K, V)>) -> Datum {
-        let m: BTreeMap<Atom, Atom> = pairs
+        let mut v: Vec<(Atom, Atom)> = pairs
             .into_iter()
             .map(|(k, v)| (k.into(), v.into()))
             .collect();
-        Datum::Map(m.into_iter().collect())
+        // Most maps come from a sorted map (a model's `BTreeMap`): kept as they are.
+        if !v.windows(2).all(|w| w[0].0 < w[1].0) {
+            // Stable, so that of equal keys the last given is the last of its run.
+            v.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut kept: Vec<(Atom, Atom)> = Vec::with_capacity(v.len());
+            for pair in v {
+                match kept.last_mut() {
+                    Some(last) if last.0 == pair.0 => *last = pair,
+                    _ => kept.push(pair),
+                }
+            }
+            v = kept;
+        }
+        Datum::Map(v.into())
     }
 
     /// A `["uuid", …]` scalar.
@@ -680,6 +693,35 @@ mod tests {
         let again: Datum = serde_json::from_str(&back).unwrap();
         assert_eq!(d, again, "{text} -> {back}");
         d
+    }
+
+    #[test]
+    fn a_map_is_sorted_by_key_and_the_last_value_of_a_key_wins() {
+        let pairs = |d: &Datum| -> Vec<(Atom, Atom)> { d.as_map().unwrap().to_vec() };
+        let a = |s: &str| Atom::String(s.into());
+        // Sorted and distinct: as given.
+        assert_eq!(
+            pairs(&Datum::map([("a", "1"), ("b", "2"), ("c", "3")])),
+            [(a("a"), a("1")), (a("b"), a("2")), (a("c"), a("3"))]
+        );
+        // Unsorted, with repeats (the last of each key wins, wherever it was).
+        assert_eq!(
+            pairs(&Datum::map([
+                ("c", "1"),
+                ("a", "2"),
+                ("c", "3"),
+                ("b", "4"),
+                ("a", "5"),
+                ("a", "6"),
+            ])),
+            [(a("a"), a("6")), (a("b"), a("4")), (a("c"), a("3"))]
+        );
+        // Sorted but for a repeat at the end.
+        assert_eq!(
+            pairs(&Datum::map([("a", "1"), ("b", "2"), ("b", "3")])),
+            [(a("a"), a("1")), (a("b"), a("3"))]
+        );
+        assert_eq!(pairs(&Datum::map(Vec::<(Atom, Atom)>::new())), []);
     }
 
     #[test]

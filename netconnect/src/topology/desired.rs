@@ -514,7 +514,7 @@ impl Desired {
         let key_text = format!("#{}", self.rows.len());
         let reference = Ref::named(key_text.clone());
         self.index.insert(key, self.rows.len());
-        let stamped = T::columns().iter().any(|c| c.name == "external_ids");
+        let stamped = self.default_row::<T>().contains_key("external_ids");
         if self.keeping() {
             let at = self.rows.len();
             if self.built_in_base {
@@ -559,10 +559,11 @@ impl Desired {
             return reference;
         }
         let id = self.id(T::NAME, &identity);
-        let mut ids: BTreeMap<Atom, Atom> = values
-            .remove("external_ids")
-            .and_then(|d| d.as_map().map(|m| m.iter().cloned().collect()))
-            .unwrap_or_default();
+        // The row's own ids, then the owner's (which win over the row's).
+        let mut ids: Vec<(Atom, Atom)> = match values.remove("external_ids") {
+            Some(Datum::Map(pairs)) => pairs.into_vec(),
+            _ => Vec::new(),
+        };
         for (k, v) in [
             (OWNER_CONTROLLER, self.owner.controller.as_str()),
             (OWNER_TYPE, self.owner.kind.as_str()),
@@ -572,7 +573,7 @@ impl Desired {
             if k == OWNER_ID && kind.unidentified {
                 continue;
             }
-            ids.insert(Atom::String(k.into()), Atom::String(v.into()));
+            ids.push((Atom::String(k.into()), Atom::String(v.into())));
         }
         values.insert("external_ids".into(), Datum::map(ids));
         let defaults = self.defaults_of::<T>(&values);
@@ -594,11 +595,14 @@ impl Desired {
 
     /// The columns of `values`, a row of `T`'s table, left at the model's default.
     fn defaults_of<T: Table>(&mut self, values: &Row) -> Defaults {
-        let default_row = self
-            .default_rows
+        Defaults::of(values, self.default_row::<T>())
+    }
+
+    /// The model's default row of `T`'s table (every column, each at its default).
+    fn default_row<T: Table>(&mut self) -> &Row {
+        self.default_rows
             .entry(T::NAME)
-            .or_insert_with(|| T::default().to_row());
-        Defaults::of(values, default_row)
+            .or_insert_with(|| T::default().to_row())
     }
 
     /// Claims the row named `name` of `T`'s table, a table without `external_ids`, for
