@@ -257,16 +257,16 @@ impl Datum {
             .collect();
         // Most maps come from a sorted map (a model's `BTreeMap`): kept as they are.
         if !v.windows(2).all(|w| w[0].0 < w[1].0) {
-            // Stable, so that of equal keys the last given is the last of its run.
+            // Stable, so that of equal keys the last given is the last of its run; each
+            // later pair's value moves into the one kept before it is dropped.
             v.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut kept: Vec<(Atom, Atom)> = Vec::with_capacity(v.len());
-            for pair in v {
-                match kept.last_mut() {
-                    Some(last) if last.0 == pair.0 => *last = pair,
-                    _ => kept.push(pair),
+            v.dedup_by(|later, kept| {
+                let same = later.0 == kept.0;
+                if same {
+                    std::mem::swap(later, kept);
                 }
-            }
-            v = kept;
+                same
+            });
         }
         Datum::Map(v.into())
     }

@@ -559,10 +559,17 @@ impl Desired {
             return reference;
         }
         let id = self.id(T::NAME, &identity);
-        // The row's own ids, then the owner's (which win over the row's).
-        let mut ids: Vec<(Atom, Atom)> = match values.remove("external_ids") {
-            Some(Datum::Map(pairs)) => pairs.into_vec(),
-            _ => Vec::new(),
+        // The row's own ids, then the owner's (which win over the row's), in the
+        // row's own column (a stamped table's row always has it).
+        let column = match values.get_mut("external_ids") {
+            Some(column) => column,
+            None => values
+                .entry("external_ids".into())
+                .or_insert_with(Datum::empty),
+        };
+        let mut ids: Vec<(Atom, Atom)> = match std::mem::replace(column, Datum::empty()) {
+            Datum::Map(pairs) => pairs.into_vec(),
+            Datum::Set(_) => Vec::new(),
         };
         for (k, v) in [
             (OWNER_CONTROLLER, self.owner.controller.as_str()),
@@ -575,7 +582,7 @@ impl Desired {
             }
             ids.push((Atom::String(k.into()), Atom::String(v.into())));
         }
-        values.insert("external_ids".into(), Datum::map(ids));
+        *column = Datum::map(ids);
         let defaults = self.defaults_of::<T>(&values);
         self.rows.push(DesiredRow {
             table: T::NAME,
