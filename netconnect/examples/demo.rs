@@ -280,11 +280,38 @@ fn ping(
     to: IpAddr,
 ) -> Result<bool, String> {
     let ok = chassis.ping(from, to, 3).map_err(|e| e.to_string())?;
+    print_ping(name, to, ok);
+    Ok(ok)
+}
+
+/// [`ping`] for a path just cut: the chassis has its new flows once `--wait=hv`
+/// returns, but its datapath may still hold the flow earlier pings went by until its
+/// revalidator runs, so a ping may pass a moment longer. Pinged every 200 ms for up to
+/// 5 s: whether the last one was answered.
+fn ping_until_silent(
+    chassis: &Chassis,
+    from: &ovn_sandbox::Pod,
+    name: &str,
+    to: IpAddr,
+) -> Result<bool, String> {
+    let asked = Instant::now();
+    let ok = loop {
+        let ok = chassis.ping(from, to, 1).map_err(|e| e.to_string())?;
+        if !ok || asked.elapsed() > Duration::from_secs(5) {
+            break ok;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    print_ping(name, to, ok);
+    Ok(ok)
+}
+
+/// The line a ping prints.
+fn print_ping(name: &str, to: IpAddr, answered: bool) {
     println!(
         "$ ping {to} ({name}): {}",
-        if ok { "answered" } else { "no answer" }
+        if answered { "answered" } else { "no answer" }
     );
-    Ok(ok)
 }
 
 /// A TCP request from `from` to port 80 of ClusterIP `vip`: the reply, if any.
@@ -411,23 +438,7 @@ fn run() -> Result<(), String> {
     })?;
     println!("the connect router and its ports, routes and policies are gone");
     sb.sync_hv().map_err(|e| e.to_string())?;
-    // The chassis has its new flows once `--wait=hv` returns, but its datapath may still
-    // hold the flow the pings above went by until its revalidator runs: a ping may
-    // pass a moment longer. Asked again for a few seconds, it must stop.
-    let stopped = Instant::now();
-    let after = loop {
-        let answered = chassis
-            .ping(&blue, yellow_ip, 1)
-            .map_err(|e| e.to_string())?;
-        if !answered || stopped.elapsed() > Duration::from_secs(5) {
-            break answered;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    println!(
-        "$ ping {yellow_ip} (yellow, no longer connected): {}",
-        if after { "answered" } else { "no answer" }
-    );
+    let after = ping_until_silent(&chassis, &blue, "yellow, no longer connected", yellow_ip)?;
 
     daemon.stop()?;
 
