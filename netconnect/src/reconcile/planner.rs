@@ -82,6 +82,8 @@ type KeptChanges = BTreeMap<usize, BTreeMap<String, (Vec<Atom>, Vec<Atom>)>>;
 /// What the planner needs to know of one table, worked out once per schema.
 struct TableInfo {
     schema: TableSchema,
+    /// Each column's default value, in the order of the schema's columns (by name).
+    defaults: Vec<Datum>,
     /// Columns holding sets of references (changed by mutation), sorted.
     ref_sets: Vec<String>,
     /// Columns holding any references.
@@ -131,6 +133,11 @@ fn table_info(schema: &DatabaseSchema) -> HashMap<String, TableInfo> {
                 name.clone(),
                 TableInfo {
                     schema: t.clone(),
+                    defaults: t
+                        .columns
+                        .values()
+                        .map(|c| c.column_type.default_datum())
+                        .collect(),
                     ref_sets,
                     refs,
                     held_in,
@@ -153,11 +160,13 @@ fn referrers<'a>(
     })
 }
 
-fn atoms(d: &Datum) -> Box<dyn Iterator<Item = &Atom> + '_> {
-    match d {
-        Datum::Set(s) => Box::new(s.iter()),
-        Datum::Map(m) => Box::new(m.iter().flat_map(|(k, v)| [k, v])),
-    }
+/// The atoms of a datum: a set's elements, a map's keys and values.
+fn atoms(d: &Datum) -> impl Iterator<Item = &Atom> {
+    let (set, map): (&[Atom], &[(Atom, Atom)]) = match d {
+        Datum::Set(s) => (s, &[]),
+        Datum::Map(m) => (&[], m),
+    };
+    set.iter().chain(map.iter().flat_map(|(k, v)| [k, v]))
 }
 
 /// The placeholders a datum holds.
@@ -498,20 +507,22 @@ impl<'a> Planning<'a> {
         }
         for r in &self.wanted {
             for p in r.row.values().flat_map(placeholders) {
+                // Most placeholders are rows': told apart by their form, unhashed.
+                let Some(sel) = self.desired.selection(p) else {
+                    continue;
+                };
                 if self.selected.contains_key(p) {
                     continue;
                 }
-                if let Some(sel) = self.desired.selection(p) {
-                    let mut rows: Vec<Atom> = self
-                        .snap
-                        .table(sel.table)
-                        .iter()
-                        .filter(|(_, row)| sel.matches(row))
-                        .map(|(u, _)| Atom::Uuid(*u))
-                        .collect();
-                    rows.sort_unstable();
-                    self.selected.insert(p, rows);
-                }
+                let mut rows: Vec<Atom> = self
+                    .snap
+                    .table(sel.table)
+                    .iter()
+                    .filter(|(_, row)| sel.matches(row))
+                    .map(|(u, _)| Atom::Uuid(*u))
+                    .collect();
+                rows.sort_unstable();
+                self.selected.insert(p, rows);
             }
         }
         Ok(())
@@ -587,10 +598,14 @@ impl<'a> Planning<'a> {
             }
         }
         for r in dependency_order(new_rows) {
-            let ts = &self.info[r.table].schema;
-            let mut row = Row::new();
+            let info = &self.info[r.table];
+            // The row's columns and the server's are both in name order: walked side
+            // by side, each of the row's meets the server's of its name, if any.
+            let mut server = info.schema.columns.keys().zip(&info.defaults).peekable();
+            let mut columns = Vec::with_capacity(r.row.len());
             for (at, (column, value)) in r.row.iter().enumerate() {
-                let Some(cs) = ts.column(column) else {
+                while server.next_if(|(c, _)| *c < column).is_some() {}
+                let Some((_, default)) = server.next_if(|(c, _)| *c == column) else {
                     if r.defaults.at(at) {
                         continue;
                     }
@@ -599,7 +614,7 @@ impl<'a> Planning<'a> {
                         column: column.clone(),
                     });
                 };
-                if r.defaults.at(at) && *value == cs.column_type.default_datum() {
+                if r.defaults.at(at) && value == default {
                     continue;
                 }
                 let value = if has_placeholder(value) {
@@ -607,8 +622,10 @@ impl<'a> Planning<'a> {
                 } else {
                     value.clone()
                 };
-                row.insert(column.clone(), value);
+                columns.push((column.clone(), value));
             }
+            // In order already: built whole, not searched column by column.
+            let row: Row = columns.into_iter().collect();
             let Some(Atom::NamedUuid(name)) = self.resolved.get(r.placeholder.as_str()) else {
                 unreachable!("new rows resolve to a named uuid");
             };
