@@ -8,6 +8,13 @@
 //! 4. `a subnet appended` (a second cluster subnet on the first network);
 //! 5. `a node removed` (node M again).
 //!
+//! Steps 2 to 5 are one round; `ROUNDS=R` (default 3) runs R of them, round r adding
+//! network N+r-1 and appending a subnet to network r-1, so that each round changes as
+//! much as the first. A step of one transaction lasts tens of milliseconds, and a
+//! floor measured minutes apart from the daemon can be twice as fast or as slow on a
+//! shared machine; each step's line is printed per round, then a line per step of the
+//! medians over the rounds, whose ratios are the ones to quote.
+//!
 //! Each step is measured three ways, on three empty ovsdb-servers:
 //!
 //! - `library` (a child process, so that its peak memory is its own): a cache and a
@@ -38,7 +45,7 @@
 //!
 //! `cargo bench -p netconnect --bench daemon [-- NETWORKS NODES]`; `WORKERS=N` sets the
 //! keys in flight on the library's and the daemon's side (netconnectd's default
-//! `--workers` otherwise).
+//! `--workers` otherwise); `ROUNDS=R` the rounds of steps 2 to 5.
 //!
 //! `BENCH_DAEMON_LOG=FILE`: netconnectd logs at debug level to FILE (each manifest
 //! reload's phases among them) instead of nowhere.
@@ -72,8 +79,8 @@ use common::get;
 #[derive(Clone, Copy, Debug)]
 struct Inputs {
     networks: usize,
-    /// The first network has a second cluster subnet.
-    appended: bool,
+    /// The first `appended` networks have a second cluster subnet.
+    appended: usize,
     nodes: usize,
 }
 
@@ -81,7 +88,7 @@ impl Inputs {
     fn networks_yaml(&self) -> String {
         let mut s = String::new();
         for i in 0..self.networks {
-            let more = if i == 0 && self.appended {
+            let more = if i < self.appended {
                 ", {cidr: 10.200.0.0/16, hostSubnet: 23}"
             } else {
                 ""
@@ -125,33 +132,82 @@ impl Inputs {
     }
 }
 
-/// The steps, each with its inputs: from empty, then one change each.
-fn steps(networks: usize, nodes: usize) -> Vec<(&'static str, Inputs)> {
+/// One step: what it changes, in which round (none for the start), and its inputs.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    kind: &'static str,
+    round: Option<usize>,
+    inputs: Inputs,
+}
+
+impl Step {
+    /// Its kind, with its round when there are several.
+    fn name(&self, rounds: usize) -> String {
+        match self.round {
+            Some(r) if rounds > 1 => format!("{}, round {r}", self.kind),
+            _ => self.kind.to_owned(),
+        }
+    }
+}
+
+/// The kinds of step a round makes, in its order.
+const ROUND: [&str; 4] = [
+    "a node added",
+    "a network added",
+    "a subnet appended",
+    "a node removed",
+];
+
+/// The steps, each with its inputs: from empty, then `rounds` rounds of one change
+/// each (round r adds network N+r-1 and appends a subnet to network r-1; its node
+/// added and removed are node M each time).
+fn steps(networks: usize, nodes: usize, rounds: usize) -> Vec<Step> {
     let first = Inputs {
         networks,
-        appended: false,
+        appended: 0,
         nodes,
     };
-    let node_added = Inputs {
-        nodes: nodes + 1,
-        ..first
-    };
-    let network_added = Inputs {
-        networks: networks + 1,
-        ..node_added
-    };
-    let appended = Inputs {
-        appended: true,
-        ..network_added
-    };
-    let node_removed = Inputs { nodes, ..appended };
-    vec![
-        ("start to ready", first),
-        ("a node added", node_added),
-        ("a network added", network_added),
-        ("a subnet appended", appended),
-        ("a node removed", node_removed),
-    ]
+    let mut out = vec![Step {
+        kind: "start to ready",
+        round: None,
+        inputs: first,
+    }];
+    let mut now = first;
+    for r in 1..=rounds {
+        let changes: [fn(&mut Inputs); 4] = [
+            |i| i.nodes += 1,
+            |i| i.networks += 1,
+            |i| i.appended += 1,
+            |i| i.nodes -= 1,
+        ];
+        for (kind, change) in ROUND.into_iter().zip(changes) {
+            change(&mut now);
+            out.push(Step {
+                kind,
+                round: Some(r),
+                inputs: now,
+            });
+        }
+    }
+    out
+}
+
+/// The rounds of steps 2 to 5: `ROUNDS`, else 3.
+fn rounds() -> usize {
+    std::env::var("ROUNDS").map_or(3, |v| match v.parse() {
+        Ok(n) if n > 0 => n,
+        _ => panic!("ROUNDS: a number above 0"),
+    })
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n % 2 {
+        1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
 }
 
 const ZONE: &str = "node-0000";
@@ -210,16 +266,18 @@ fn library(remote: &str, networks: usize, nodes: usize, record: &str, server: u3
         // read beside it, as netconnectd reads its status directory (a node added is
         // then read back with what it was given).
         let mut state = State::default();
-        for (i, (name, inputs)) in steps(networks, nodes).into_iter().enumerate() {
+        let rounds = rounds();
+        for (i, step) in steps(networks, nodes, rounds).into_iter().enumerate() {
+            let (name, inputs) = (step.name(rounds), step.inputs);
             let w = inputs.world(&state, previous.as_ref());
             let (w0, t0) = (r.rows_written(), r.transactions());
             if i > 0 {
-                bench_common::mark_step(name);
+                bench_common::mark_step(&name);
             }
             let cpu = bench_common::cpu_of_tree(server);
             // The first step counts from the start: connecting is part of it.
             let t = if i == 0 { start } else { Instant::now() };
-            out.lock().unwrap().step(name);
+            out.lock().unwrap().step(&name);
             // Each transaction sent is written to the record: as it completes at the
             // start (holding 758k rows' plans would weigh on the peak measured), after
             // the step's time later (the plans of a step are small).
@@ -367,6 +425,53 @@ fn written_by_daemon(addr: &str, target: f64, t: Instant) -> Duration {
     }
 }
 
+/// One step's figures: its rows and transactions (the library's), then the seconds
+/// and the server's CPU seconds of the floor, the floor with a monitor, the library
+/// and the daemon.
+#[derive(Clone, Copy, Debug)]
+struct Figures {
+    rows: f64,
+    transactions: f64,
+    floor: (f64, f64),
+    monitored: (f64, f64),
+    library: (f64, f64),
+    daemon: (f64, f64),
+}
+
+impl Figures {
+    /// Each figure's median over `all`.
+    fn median(all: &[&Figures]) -> Figures {
+        let m = |f: fn(&Figures) -> f64| median(all.iter().map(|x| f(x)).collect());
+        Figures {
+            rows: m(|x| x.rows),
+            transactions: m(|x| x.transactions),
+            floor: (m(|x| x.floor.0), m(|x| x.floor.1)),
+            monitored: (m(|x| x.monitored.0), m(|x| x.monitored.1)),
+            library: (m(|x| x.library.0), m(|x| x.library.1)),
+            daemon: (m(|x| x.daemon.0), m(|x| x.daemon.1)),
+        }
+    }
+
+    /// The step's line: `name (ROWS rows, T transactions): …`, with the daemon's time
+    /// as a share of start to ready when given.
+    fn line(&self, name: &str, share: Option<f64>) -> String {
+        let ((f, f_cpu), (m, m_cpu)) = (self.floor, self.monitored);
+        let ((lib, lib_cpu), (d, d_cpu)) = (self.library, self.daemon);
+        let share = share.map_or(String::new(), |s| {
+            format!(", {:.2}% of start to ready", 100.0 * s)
+        });
+        format!(
+            "{name} ({} rows, {} transactions): floor {f:.3} s (with a monitor {m:.3} s), library {lib:.3} s ({:.2}x; {:.2}x with a monitor), daemon {d:.3} s ({:.2}x; {:.2}x with a monitor{share}); the server's CPU: {f_cpu:.2} s for the floor, {m_cpu:.2} s with a monitor, {lib_cpu:.2} s for the library, {d_cpu:.2} s for the daemon",
+            self.rows,
+            self.transactions,
+            lib / f,
+            lib / m,
+            d / f,
+            d / m,
+        )
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
@@ -397,7 +502,8 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("sent.jsonl");
     let record = record.to_str().unwrap();
-    let steps = steps(networks, nodes);
+    let rounds = rounds();
+    let steps = steps(networks, nodes, rounds);
 
     // The library, then a cache alone of what it left.
     let a = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
@@ -449,8 +555,8 @@ fn main() {
     let m = dir.path().join("manifests");
     let s = dir.path().join("status");
     std::fs::create_dir_all(&m).unwrap();
-    std::fs::write(m.join("networks.yaml"), steps[0].1.networks_yaml()).unwrap();
-    std::fs::write(m.join("nodes.yaml"), steps[0].1.nodes_yaml()).unwrap();
+    std::fs::write(m.join("networks.yaml"), steps[0].inputs.networks_yaml()).unwrap();
+    std::fs::write(m.join("nodes.yaml"), steps[0].inputs.nodes_yaml()).unwrap();
     let addr = format!("127.0.0.1:{}", ovn_sandbox::free_port().unwrap());
     let server: u32 = pid_of(&b).parse().unwrap();
     let mut cpu = bench_common::cpu_of_tree(server);
@@ -478,8 +584,8 @@ fn main() {
     let mut daemon = vec![ready];
     let mut daemon_cpu = vec![server_cpu_since(server, cpu)];
     let mut total = metric(&addr, "netconnect_rows_written_total").unwrap();
-    let mut previous = steps[0].1;
-    for (i, (_, inputs)) in steps.iter().enumerate().skip(1) {
+    let mut previous = steps[0].inputs;
+    for (i, inputs) in steps.iter().map(|s| &s.inputs).enumerate().skip(1) {
         // The changed file, saved as editors do.
         let (file, text) = if inputs.nodes != previous.nodes {
             ("nodes.yaml", inputs.nodes_yaml())
@@ -500,26 +606,34 @@ fn main() {
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let _ = child.wait();
 
-    for (i, (name, _)) in steps.iter().enumerate() {
-        let (lib_s, rows, transactions, lib_cpu) = lib[i];
-        let d = daemon[i].as_secs_f64();
-        let share = if i == 0 {
-            String::new()
-        } else {
-            format!(
-                ", {:.2}% of start to ready",
-                100.0 * d / daemon[0].as_secs_f64()
-            )
-        };
-        let ((f, f_cpu), (m, m_cpu)) = (floor[i], monitored[i]);
-        println!(
-            "{name} ({rows} rows, {transactions} transactions): floor {f:.3} s (with a monitor {m:.3} s), library {lib_s:.3} s ({:.2}x; {:.2}x with a monitor), daemon {d:.3} s ({:.2}x; {:.2}x with a monitor{share}); the server's CPU: {f_cpu:.2} s for the floor, {m_cpu:.2} s with a monitor, {lib_cpu:.2} s for the library, {:.2} s for the daemon",
-            lib_s / f,
-            lib_s / m,
-            d / f,
-            d / m,
-            daemon_cpu[i].as_secs_f64(),
-        );
+    // Each step's figures, then each kind's medians over the rounds.
+    let figures: Vec<Figures> = (0..steps.len())
+        .map(|i| Figures {
+            rows: lib[i].1,
+            transactions: lib[i].2,
+            floor: floor[i],
+            monitored: monitored[i],
+            library: (lib[i].0, lib[i].3),
+            daemon: (daemon[i].as_secs_f64(), daemon_cpu[i].as_secs_f64()),
+        })
+        .collect();
+    let from_empty = figures[0].daemon.0;
+    for (step, f) in steps.iter().zip(&figures) {
+        let share = step.round.map(|_| f.daemon.0 / from_empty);
+        println!("{}", f.line(&step.name(rounds), share));
+    }
+    if rounds > 1 {
+        for kind in ROUND {
+            let of_kind: Vec<&Figures> = steps
+                .iter()
+                .zip(&figures)
+                .filter(|(s, _)| s.kind == kind)
+                .map(|(_, f)| f)
+                .collect();
+            let m = Figures::median(&of_kind);
+            let name = format!("{kind}, the median of {rounds} rounds");
+            println!("{}", m.line(&name, Some(m.daemon.0 / from_empty)));
+        }
     }
     println!(
         "peak memory: a cache alone of the {cache_rows} rows {cache_peak:.0} MiB (resident once synced {cache_now:.0} MiB); library {lib_peak:.0} MiB ({:.2}x the cache's peak); daemon {peak_ready:.0} MiB at ready, {peak:.0} MiB at the end ({:.2}x), resident at the end {resident:.0} MiB ({:.2}x the cache's)",
