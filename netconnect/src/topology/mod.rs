@@ -320,13 +320,22 @@ impl<'a> Inputs<'a> {
 }
 
 /// The value of `name` in `map`, a map walked in name order beside a walk through
-/// names in the same order: the entries before `name` are passed over.
+/// names in the same order: the entries before `name` are passed over. Each entry's
+/// name is compared once (a network's build walks every node's entry).
 pub(crate) fn in_step<'a, K: std::borrow::Borrow<str> + 'a, V: 'a>(
     map: &mut std::iter::Peekable<impl Iterator<Item = (&'a K, &'a V)>>,
     name: &str,
 ) -> Option<&'a V> {
-    while map.next_if(|(k, _)| (*k).borrow() < name).is_some() {}
-    map.next_if(|(k, _)| (*k).borrow() == name).map(|(_, v)| v)
+    use std::cmp::Ordering;
+    loop {
+        match (*map.peek()?.0).borrow().cmp(name) {
+            Ordering::Less => {
+                map.next();
+            }
+            Ordering::Equal => return map.next().map(|(_, v)| v),
+            Ordering::Greater => return None,
+        }
+    }
 }
 
 /// A node of the inventory (its name and what was read of it) with its id, whether it
@@ -484,4 +493,37 @@ fn masquerade_subnet(config: &TopologyConfig, ipv4: bool) -> Option<&IpNet> {
         .masquerade_subnets
         .iter()
         .find(|s| s.addr().is_ipv4() == ipv4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_step;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_map_walked_in_step_gives_each_name_its_value_and_none_to_names_it_lacks() {
+        let map: BTreeMap<String, u32> = [("b", 2), ("d", 4), ("e", 5), ("g", 7)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        let mut walk = map.iter().peekable();
+        // Names in order: some the map lacks, some of its entries passed over unasked.
+        let got: Vec<(&str, Option<u32>)> = ["a", "b", "c", "e", "f", "g", "h"]
+            .into_iter()
+            .map(|n| (n, in_step(&mut walk, n).copied()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", None),
+                ("b", Some(2)),
+                ("c", None),
+                ("e", Some(5)),
+                ("f", None),
+                ("g", Some(7)),
+                ("h", None),
+            ]
+        );
+        assert!(walk.peek().is_none(), "the walk went through the whole map");
+    }
 }
