@@ -59,7 +59,7 @@ impl Owner {
     pub fn of(external_ids: &Datum) -> Option<Owner> {
         let get = |k: &str| {
             external_ids
-                .get(&Atom::from(k))
+                .get_str(k)
                 .and_then(Atom::as_str)
                 .map(str::to_owned)
         };
@@ -187,15 +187,13 @@ pub const PARTITION_KEYS: &[&str] = &[NETWORK_ID, SOURCE_NETWORK_ID];
 
 /// The partition of a row: for a ClusterNetworkConnect's row, the network id it is for.
 pub fn partition_of(external_ids: &Datum) -> Option<String> {
-    let kind = external_ids
-        .get(&Atom::String(OWNER_TYPE.into()))
-        .and_then(Atom::as_str)?;
+    let kind = external_ids.get_str(OWNER_TYPE).and_then(Atom::as_str)?;
     if kind != CONNECT_OWNER_TYPE {
         return None;
     }
     PARTITION_KEYS.iter().find_map(|k| {
         external_ids
-            .get(&Atom::String((*k).into()))
+            .get_str(k)
             .and_then(Atom::as_str)
             .map(str::to_owned)
     })

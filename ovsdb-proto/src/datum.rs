@@ -329,6 +329,21 @@ impl Datum {
             .map(|i| &pairs[i].1)
     }
 
+    /// Looks a string key up in a map (`external_ids`, `options`), as [`Datum::get`]
+    /// with `Atom::from(key)` does, without making an atom of it.
+    pub fn get_str(&self, key: &str) -> Option<&Atom> {
+        let pairs = self.as_map()?;
+        pairs
+            .binary_search_by(|(k, _)| match k {
+                Atom::String(s) => s.as_str().cmp(key),
+                // Keys of another type order as their type does before or after
+                // strings, as in `Ord for Atom`.
+                other => other.rank().cmp(&Atom::String(Default::default()).rank()),
+            })
+            .ok()
+            .map(|i| &pairs[i].1)
+    }
+
     /// Parses the JSON wire form without a schema.
     pub fn from_json(value: &serde_json::Value) -> Result<Datum, serde_json::Error> {
         Datum::deserialize(value)
@@ -807,6 +822,30 @@ mod tests {
         let m: Datum = serde_json::from_str("[\"map\",[[\"z\",1],[\"a\",2]]]").unwrap();
         assert_eq!(m.get(&Atom::from("a")), Some(&Atom::Integer(2)));
         assert_eq!(m.get(&Atom::from("q")), None);
+    }
+
+    #[test]
+    fn a_string_key_is_found_as_its_atom_is() {
+        let keys = [
+            "",
+            "a",
+            "k8s.ovn.org/owner-controller",
+            "k8s.ovn.org/name",
+            "z",
+        ];
+        let m = Datum::map(keys.iter().enumerate().map(|(i, k)| (*k, i as i64)));
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(m.get_str(k), Some(&Atom::Integer(i as i64)), "{k:?}");
+            assert_eq!(m.get_str(k), m.get(&Atom::from(*k)));
+        }
+        for absent in ["b", "k8s.ovn.org/owner", "zz"] {
+            assert_eq!(m.get_str(absent), None, "{absent:?}");
+        }
+        // Keys of another type hold no string; a set or a scalar is no map.
+        let ints = Datum::map([(1, "x"), (2, "y")]);
+        assert_eq!(ints.get_str("1"), None);
+        assert_eq!(Datum::scalar("a").get_str("a"), None);
+        assert_eq!(Datum::empty().get_str("a"), None);
     }
 
     fn rejects(text: &str, needle: &str) {

@@ -58,7 +58,7 @@ pub fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
             out
         }
         _ if table == "Load_Balancer" => ids
-            .and_then(|d| d.get(&Atom::String(nb_model::keys::ovn_k8s::NETWORK.into())))
+            .and_then(|d| d.get_str(nb_model::keys::ovn_k8s::NETWORK))
             .and_then(Atom::as_str)
             .map(|net| world.connects_of(net).into_iter().map(Wake::Look).collect())
             .unwrap_or_default(),

@@ -329,7 +329,7 @@ impl<'a> Planning<'a> {
             let identity = match r
                 .row
                 .get("external_ids")
-                .and_then(|d| d.get(&Atom::String(OWNER_ID.into())))
+                .and_then(|d| d.get_str(OWNER_ID))
                 .and_then(Atom::as_str)
             {
                 Some(id) => id.strip_prefix(prefix.as_str()).map(str::to_owned),

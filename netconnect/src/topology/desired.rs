@@ -54,7 +54,7 @@ impl Selection {
         name_ok
             && self.external_ids.iter().all(|(k, v)| {
                 row.get("external_ids")
-                    .and_then(|d| d.get(&Atom::from(k.as_str())))
+                    .and_then(|d| d.get_str(k))
                     .and_then(Atom::as_str)
                     == Some(v.as_str())
             })
