@@ -172,14 +172,15 @@ fn steps(networks: usize, nodes: usize, rounds: usize) -> Vec<Step> {
         round: None,
         inputs: first,
     }];
+    // What each step of a round changes, in `ROUND`'s order.
+    let changes: [fn(&mut Inputs); 4] = [
+        |i| i.nodes += 1,
+        |i| i.networks += 1,
+        |i| i.appended += 1,
+        |i| i.nodes -= 1,
+    ];
     let mut now = first;
     for r in 1..=rounds {
-        let changes: [fn(&mut Inputs); 4] = [
-            |i| i.nodes += 1,
-            |i| i.networks += 1,
-            |i| i.appended += 1,
-            |i| i.nodes -= 1,
-        ];
         for (kind, change) in ROUND.into_iter().zip(changes) {
             change(&mut now);
             out.push(Step {

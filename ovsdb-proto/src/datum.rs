@@ -336,9 +336,8 @@ impl Datum {
         pairs
             .binary_search_by(|(k, _)| match k {
                 Atom::String(s) => s.as_str().cmp(key),
-                // Keys of another type order as their type does before or after
-                // strings, as in `Ord for Atom`.
-                other => other.rank().cmp(&Atom::String(Default::default()).rank()),
+                // A key of another type orders by its type, before or after strings.
+                other => other.cmp(&Atom::String(Default::default())),
             })
             .ok()
             .map(|i| &pairs[i].1)
