@@ -12,8 +12,9 @@
 //! network N+r-1 and appending a subnet to network r-1, so that each round changes as
 //! much as the first. A step of one transaction lasts tens of milliseconds, and a
 //! floor measured minutes apart from the daemon can be twice as fast or as slow on a
-//! shared machine; each step's line is printed per round, then a line per step of the
-//! medians over the rounds, whose ratios are the ones to quote.
+//! shared machine; each step's line is printed per round (`a node added (…; round
+//! 1): …`), then a line per step of the medians over the rounds (`a node added (…;
+//! the median of 3 rounds): …`), whose ratios are the ones to quote.
 //!
 //! Each step is measured three ways, on three empty ovsdb-servers:
 //!
@@ -453,16 +454,17 @@ impl Figures {
         }
     }
 
-    /// The step's line: `name (ROWS rows, T transactions): …`, with the daemon's time
-    /// as a share of start to ready when given.
-    fn line(&self, name: &str, share: Option<f64>) -> String {
+    /// The step's line: `kind (ROWS rows, T transactions[; which]): …`, with the
+    /// daemon's time as a share of start to ready when given.
+    fn line(&self, kind: &str, which: Option<&str>, share: Option<f64>) -> String {
         let ((f, f_cpu), (m, m_cpu)) = (self.floor, self.monitored);
         let ((lib, lib_cpu), (d, d_cpu)) = (self.library, self.daemon);
         let share = share.map_or(String::new(), |s| {
             format!(", {:.2}% of start to ready", 100.0 * s)
         });
+        let which = which.map_or(String::new(), |w| format!("; {w}"));
         format!(
-            "{name} ({} rows, {} transactions): floor {f:.3} s (with a monitor {m:.3} s), library {lib:.3} s ({:.2}x; {:.2}x with a monitor), daemon {d:.3} s ({:.2}x; {:.2}x with a monitor{share}); the server's CPU: {f_cpu:.2} s for the floor, {m_cpu:.2} s with a monitor, {lib_cpu:.2} s for the library, {d_cpu:.2} s for the daemon",
+            "{kind} ({} rows, {} transactions{which}): floor {f:.3} s (with a monitor {m:.3} s), library {lib:.3} s ({:.2}x; {:.2}x with a monitor), daemon {d:.3} s ({:.2}x; {:.2}x with a monitor{share}); the server's CPU: {f_cpu:.2} s for the floor, {m_cpu:.2} s with a monitor, {lib_cpu:.2} s for the library, {d_cpu:.2} s for the daemon",
             self.rows,
             self.transactions,
             lib / f,
@@ -621,7 +623,11 @@ fn main() {
     let from_empty = figures[0].daemon.0;
     for (step, f) in steps.iter().zip(&figures) {
         let share = step.round.map(|_| f.daemon.0 / from_empty);
-        println!("{}", f.line(&step.name(rounds), share));
+        let round = step
+            .round
+            .filter(|_| rounds > 1)
+            .map(|r| format!("round {r}"));
+        println!("{}", f.line(step.kind, round.as_deref(), share));
     }
     if rounds > 1 {
         for kind in ROUND {
@@ -632,8 +638,11 @@ fn main() {
                 .map(|(_, f)| f)
                 .collect();
             let m = Figures::median(&of_kind);
-            let name = format!("{kind}, the median of {rounds} rounds");
-            println!("{}", m.line(&name, Some(m.daemon.0 / from_empty)));
+            let which = format!("the median of {rounds} rounds");
+            println!(
+                "{}",
+                m.line(kind, Some(&which), Some(m.daemon.0 / from_empty))
+            );
         }
     }
     println!(
