@@ -142,11 +142,18 @@ struct Step {
 }
 
 impl Step {
+    /// Its round, `round R`, when there are several.
+    fn which(&self, rounds: usize) -> Option<String> {
+        self.round
+            .filter(|_| rounds > 1)
+            .map(|r| format!("round {r}"))
+    }
+
     /// Its kind, with its round when there are several.
     fn name(&self, rounds: usize) -> String {
-        match self.round {
-            Some(r) if rounds > 1 => format!("{}, round {r}", self.kind),
-            _ => self.kind.to_owned(),
+        match self.which(rounds) {
+            Some(w) => format!("{}, {w}", self.kind),
+            None => self.kind.to_owned(),
         }
     }
 }
@@ -623,11 +630,10 @@ fn main() {
     let from_empty = figures[0].daemon.0;
     for (step, f) in steps.iter().zip(&figures) {
         let share = step.round.map(|_| f.daemon.0 / from_empty);
-        let round = step
-            .round
-            .filter(|_| rounds > 1)
-            .map(|r| format!("round {r}"));
-        println!("{}", f.line(step.kind, round.as_deref(), share));
+        println!(
+            "{}",
+            f.line(step.kind, step.which(rounds).as_deref(), share)
+        );
     }
     if rounds > 1 {
         for kind in ROUND {

@@ -604,8 +604,7 @@ impl<'a> Planning<'a> {
             let mut server = info.schema.columns.keys().zip(&info.defaults).peekable();
             let mut columns = Vec::with_capacity(r.row.len());
             for (at, (column, value)) in r.row.iter().enumerate() {
-                while server.next_if(|(c, _)| *c < column).is_some() {}
-                let Some((_, default)) = server.next_if(|(c, _)| *c == column) else {
+                let Some(default) = crate::topology::in_step(&mut server, column) else {
                     if r.defaults.at(at) {
                         continue;
                     }
