@@ -248,8 +248,16 @@ impl Controller {
                 for wake in triggers::woken(&w, &e.table, row) {
                     match wake {
                         Wake::Own(key) => {
-                            tracing::debug!(%key, table = %e.table, "row changed");
-                            queue.add_change(key, Reported::of(&e));
+                            // Most changes are the key's own writes coming back (a
+                            // network added: 1519 of them): debug tells only one its
+                            // last reconcile did not see, which queues the key.
+                            let unseen = queue.add_change(key.clone(), Reported::of(&e));
+                            let (table, uuid) = (e.table.as_str(), e.uuid);
+                            if unseen {
+                                tracing::debug!(%key, table, %uuid, "row changed: key queued");
+                            } else {
+                                tracing::trace!(%key, table, %uuid, "row changed: seen or held");
+                            }
                         }
                         Wake::Look(key) => queue.add(key),
                     }

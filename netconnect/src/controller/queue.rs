@@ -106,17 +106,24 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
 
     /// Queues `key` because `change` happened to its rows, unless the key's last
     /// reconcile saw it (its own write, reported late). While the key is being
-    /// reconciled the change is held for [`Queue::done_after`] to judge.
-    pub fn add_change(&self, key: K, change: C) {
+    /// reconciled the change is held for [`Queue::done_after`] to judge. True when the
+    /// change is one the key's last reconcile did not see: the key is queued for it (or
+    /// was queued already); false for a change held or seen.
+    pub fn add_change(&self, key: K, change: C) -> bool {
         let mut s = self.lock();
         if s.running.contains(&key) {
             s.changed.entry(key).or_default().push(change);
+            false
         } else if s.seen.get(&key).is_some_and(|seen| seen(&change)) {
             // Nothing the reconcile did not see.
-        } else if s.queued.insert(key.clone()) {
-            s.ready.push_back(key);
-            drop(s);
-            self.notify.notify_one();
+            false
+        } else {
+            if s.queued.insert(key.clone()) {
+                s.ready.push_back(key);
+                drop(s);
+                self.notify.notify_one();
+            }
+            true
         }
     }
 
@@ -290,15 +297,17 @@ mod tests {
         let q: Queue<&str, u32> = Queue::new(Backoff::default());
         q.add("k");
         assert_eq!(q.next().await, "k");
-        // Its own write, reported while it runs: seen.
-        q.add_change("k", 2);
+        // Its own write, reported while it runs: held, then seen.
+        assert!(!q.add_change("k", 2), "held while the key runs");
         q.done_after(&"k", true, saw(2));
         assert!(q.is_idle(), "the one change was its own");
         // Its own write reported after it was done: seen, nothing queued.
-        q.add_change("k", 2);
+        assert!(!q.add_change("k", 2), "seen");
         assert!(q.is_idle(), "a late report of its own write");
-        // Another's change reported after it was done: queued.
-        q.add_change("k", 3);
+        // Another's change reported after it was done: queued (and news again while
+        // queued).
+        assert!(q.add_change("k", 3), "not seen");
+        assert!(q.add_change("k", 3), "not seen, the key queued already");
         assert_eq!(q.next().await, "k");
         // A change after what the reconcile saw, reported before it is done (after its
         // judgement): not lost.
