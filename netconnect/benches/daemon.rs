@@ -209,16 +209,6 @@ fn rounds() -> usize {
     })
 }
 
-/// The median of `v` (the mean of the middle two for an even count).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    match n % 2 {
-        1 => v[n / 2],
-        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 const ZONE: &str = "node-0000";
 
 /// The keys in flight: `WORKERS`, else netconnectd's default `--workers`.
@@ -450,7 +440,9 @@ struct Figures {
 impl Figures {
     /// Each figure's median over `all`.
     fn median(all: &[&Figures]) -> Figures {
-        let m = |f: fn(&Figures) -> f64| median(all.iter().map(|x| f(x)).collect());
+        let m = |f: fn(&Figures) -> f64| {
+            bench_common::median(&all.iter().map(|x| f(x)).collect::<Vec<f64>>())
+        };
         Figures {
             rows: m(|x| x.rows),
             transactions: m(|x| x.transactions),

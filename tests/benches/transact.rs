@@ -12,6 +12,9 @@ use futures_util::StreamExt;
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
 use ovsdb_proto::{Datum, Operation, Row};
 
+/// What the benches share (the median of runs).
+mod common;
+
 fn server() -> OvsdbServer {
     let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
     OvsdbServer::start(&install, &ServerOptions::default()).unwrap_or_else(|e| panic!("{e}"))
@@ -184,12 +187,7 @@ fn main() {
         let d = multi.block_on(async { tokio::spawn(ours_pipelined(pipe, 1024)).await.unwrap() });
         runs[4].push(rate(pipe, d));
     }
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let m: Vec<f64> = runs.iter().map(|r| median(r)).collect();
+    let m: Vec<f64> = runs.iter().map(|r| common::median(r)).collect();
     println!("median of 5 runs, transactions per second:");
     println!(
         "  one at a time, raw socket                     {:>8.0}",

@@ -53,6 +53,18 @@ pub fn cpu_of_tree(pid: u32) -> Duration {
     Duration::from_millis(total * 10)
 }
 
+/// The median of `v` (the mean of the middle two for an even count); NaN for none.
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// The process's peak resident memory (VmHWM), in MiB.
 pub fn peak_mib() -> f64 {
     mib("self", "VmHWM")
