@@ -251,12 +251,18 @@ impl Controller {
                             // Most changes are the key's own writes coming back (a
                             // network added: 1519 of them): debug tells only one its
                             // last reconcile did not see, which queues the key.
-                            let unseen = queue.add_change(key.clone(), Reported::of(&e));
-                            let (table, uuid) = (e.table.as_str(), e.uuid);
-                            if unseen {
-                                tracing::debug!(%key, table, %uuid, "row changed: key queued");
-                            } else {
-                                tracing::trace!(%key, table, %uuid, "row changed: seen or held");
+                            // The key is copied for the log only when it logs: every
+                            // row written comes this way.
+                            let named = tracing::enabled!(tracing::Level::DEBUG)
+                                .then(|| key.clone());
+                            let unseen = queue.add_change(key, Reported::of(&e));
+                            if let Some(key) = named {
+                                let (table, uuid) = (e.table.as_str(), e.uuid);
+                                if unseen {
+                                    tracing::debug!(%key, %table, %uuid, "row changed: key queued");
+                                } else {
+                                    tracing::trace!(%key, %table, %uuid, "row changed: seen or held");
+                                }
                             }
                         }
                         Wake::Look(key) => queue.add(key),
