@@ -408,6 +408,13 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
         !switches().contains("cluster_udn_red")
     });
 
+    // A row of blue's deleted by another party: put back, and the change told in the
+    // log (a key's own writes coming back are not, at debug level).
+    sb.nbctl(&["ls-del", "cluster_udn_blue_n1"]).unwrap();
+    wait_until("blue's switch put back", 5, || {
+        switches().contains("cluster_udn_blue_n1")
+    });
+
     // SIGTERM: exits 0.
     assert_eq!(d.process.terminate(10).code(), Some(0));
 
@@ -425,6 +432,25 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
     assert!(
         built.contains("rows=") && built.contains("took="),
         "{built}"
+    );
+    // Told with its key, table and row: the switch itself among the rows it took.
+    let unseen: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("row changed: key queued"))
+        .collect();
+    assert!(
+        unseen
+            .iter()
+            .any(|l| l.contains("key=network cluster_udn_blue")
+                && l.contains("table=Logical_Switch ")
+                && l.contains("uuid=")),
+        "{unseen:?}"
+    );
+    // Red's own rows coming back, ovn-northd setting its ports' `up`, and their
+    // deletion by the key of its owner gone were no news to a key.
+    assert!(
+        !unseen.iter().any(|l| l.contains("cluster_udn_red")),
+        "{unseen:?}"
     );
     let applied = line(" applied ").expect(&log);
     for field in [

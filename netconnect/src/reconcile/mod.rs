@@ -171,13 +171,12 @@ struct MemoRow {
 impl MemoRow {
     /// Row `row` (`uuid` of `table`), `inside` the key's owner indexes or not.
     fn new(table: &'static str, uuid: Uuid, row: &Arc<CachedRow>, inside: bool) -> MemoRow {
-        let written_by_ovn = WRITTEN_BY_OVN.iter().any(|c| row.get(c).is_some());
         MemoRow {
             table,
             uuid,
             row: Arc::downgrade(row),
             inside,
-            ours: written_by_ovn.then(|| ours_digest(row)),
+            ours: has_columns_ovn_writes(row).then(|| ours_digest(row)),
         }
     }
 
@@ -194,11 +193,27 @@ impl MemoRow {
 fn ours_digest(row: &CachedRow) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    for (column, value) in row.iter().filter(|(c, _)| !WRITTEN_BY_OVN.contains(c)) {
+    for (column, value) in ours_columns(row) {
         column.hash(&mut h);
         value.hash(&mut h);
     }
     h.finish()
+}
+
+/// True when `row`'s table has columns OVN's daemons write ([`WRITTEN_BY_OVN`]).
+fn has_columns_ovn_writes(row: &CachedRow) -> bool {
+    WRITTEN_BY_OVN.iter().any(|c| row.get(c).is_some())
+}
+
+/// `row`'s columns but those OVN's daemons write.
+fn ours_columns(row: &CachedRow) -> impl Iterator<Item = (&str, &ovsdb_proto::Datum)> {
+    row.iter().filter(|(c, _)| !WRITTEN_BY_OVN.contains(c))
+}
+
+/// True when `a` and `b`, versions of a row of a table with columns OVN's daemons
+/// write, differ at most in those (ovn-northd sets a port's `up` once it is written).
+pub(crate) fn same_but_where_ovn_writes(a: &CachedRow, b: &CachedRow) -> bool {
+    has_columns_ovn_writes(a) && ours_columns(a).eq(ours_columns(b))
 }
 
 /// The fragments of a key known to be in the NB as built before (none unless the

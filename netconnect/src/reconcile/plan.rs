@@ -60,11 +60,15 @@ impl SeenRows {
         self.0.iter().find_map(|p| p.get(uuid))
     }
 
-    /// True when `row` is how the row `uuid` was seen: the same version, or absent
+    /// True when `row` is how the row `uuid` was seen: the same version, or one that
+    /// differs from it only in columns OVN's daemons write (ovn-northd setting a
+    /// port's `up` after the key wrote it is no change of the key's), or absent
     /// (deleted) and not seen.
     pub fn saw(&self, uuid: &Uuid, row: Option<&Arc<CachedRow>>) -> bool {
         match (self.get(uuid), row) {
-            (Some(seen), Some(now)) => Arc::ptr_eq(seen, now),
+            (Some(seen), Some(now)) => {
+                Arc::ptr_eq(seen, now) || super::same_but_where_ovn_writes(seen, now)
+            }
             (None, None) => true,
             _ => false,
         }
@@ -235,6 +239,45 @@ mod tests {
         drop(rb);
         let fresh: Vec<_> = (0..64).map(|i| row(&i.to_string())).collect();
         assert!(fresh.iter().all(|r| !seen.saw(&b, Some(r))));
+    }
+
+    #[test]
+    fn a_port_changed_only_where_ovn_writes_was_seen() {
+        let u = Uuid::from_u128(1);
+        let schema = ovsdb_proto::DatabaseSchema::from_slice(include_bytes!(
+            "../../../schemas/ovn-nb.ovsschema"
+        ))
+        .unwrap();
+        let mut store = ovsdb_proto::cache::CacheConfig::new(
+            vec![],
+            "OVN_Northbound",
+            &["Logical_Switch_Port"],
+        )
+        .store(&schema)
+        .unwrap();
+        // Each call a new version of the port, as the cache holds it.
+        let mut port = |addresses: &str, up: Option<bool>| -> Arc<CachedRow> {
+            let mut r = ovsdb_proto::Row::new();
+            r.insert("name".into(), ovsdb_proto::Datum::scalar("p"));
+            let a = ovsdb_proto::Datum::set([addresses]);
+            r.insert("addresses".into(), a);
+            if let Some(up) = up {
+                r.insert("up".into(), ovsdb_proto::Datum::scalar(up));
+            }
+            store.insert("Logical_Switch_Port", u, &r).unwrap();
+            store.snapshot().get("Logical_Switch_Port", &u).unwrap()
+        };
+        let written = port("0a:58:0a:0a:01:02 10.10.1.2", None);
+        let seen = SeenRows::new(&[(u, written)]);
+        assert!(
+            seen.saw(&u, Some(&port("0a:58:0a:0a:01:02 10.10.1.2", Some(true)))),
+            "ovn-northd set its up"
+        );
+        assert!(
+            !seen.saw(&u, Some(&port("0a:58:0a:0a:01:03 10.10.1.3", Some(true)))),
+            "another party changed its addresses"
+        );
+        assert!(!seen.saw(&u, None), "deleted");
     }
 
     #[test]
