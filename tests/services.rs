@@ -2,15 +2,19 @@
 //! netconnect writes from Service and EndpointSlice manifests carry TCP and UDP to
 //! endpoints on another node, refuse what a service without endpoints is sent
 //! (OVN-Kubernetes' `reject=true`), and `sessionAffinity: ClientIP` holds a client to
-//! one backend; an external host reaches a NodePort on the node's address through the
-//! node's per-node load balancer. No load balancer is made by hand.
+//! one backend, a service whose last endpoint goes away (its slice as kubectl prints it
+//! then, `endpoints: null`) rejects at its VIP instead of sending to the pod it had; an
+//! external host reaches a NodePort on the node's address through the node's per-node
+//! load balancer. No load balancer is made by hand.
 
 use std::net::IpAddr;
 use std::time::Duration;
 
 use integration_tests::{sandbox, udn};
+use netconnect::daemon::manifests::ManifestDir;
 use netconnect::status::dir::State;
 use netconnect::topology::addr::nth;
+use netconnect::world::{Settings, World};
 use ovn_sandbox::{Answer, Transport};
 
 const NETWORK: &str = r#"
@@ -185,6 +189,60 @@ async fn cluster_ip_services_carry_tcp_and_udp_reject_without_endpoints_and_keep
         [reply("b1"), reply("b2")].into(),
         "both backends without affinity"
     );
+
+    // Service `one`'s last pod goes away (b1 itself still serves `spread`): its mirrored
+    // slice is rewritten as the API server prints a slice without endpoints, and read the
+    // way netconnectd reads its manifest directory, the version before it in memory.
+    let dir = tempfile::tempdir().unwrap();
+    let (rest, one) = yaml.split_at(
+        yaml.find("---\napiVersion: v1\nkind: Service\nmetadata: {name: one,")
+            .unwrap(),
+    );
+    let (one, others) =
+        one.split_at(one[4..].find("---\napiVersion: v1\nkind: Service").unwrap() + 4);
+    std::fs::write(dir.path().join("cluster.yaml"), format!("{rest}{others}")).unwrap();
+    std::fs::write(dir.path().join("one.yaml"), one).unwrap();
+    let mut manifests = ManifestDir::new(dir.path());
+    let read = World::build(
+        &manifests.read().unwrap(),
+        &State::default(),
+        Settings::default(),
+    );
+    assert!(read.problems.is_empty(), "{:#?}", read.problems);
+    udn::apply(&r, &read).await;
+    assert_eq!(
+        ask(Transport::Tcp, "10.96.1.10", 80),
+        reply("b1"),
+        "from the directory"
+    );
+    let emptied = emptied_slice(&one[..one.find("endpoints: [").unwrap()]);
+    std::fs::write(dir.path().join("one.yaml"), &emptied).unwrap();
+    let files = manifests.read().unwrap();
+    let read = World::build(&files, &State::default(), Settings::default());
+    udn::apply(&r, &read).await;
+    sb.sync_hv().unwrap();
+    for (transport, port) in [(Transport::Tcp, 80), (Transport::Udp, 53)] {
+        assert_eq!(
+            ask(transport, "10.96.1.10", port),
+            Answer::Refused,
+            "{transport:?} to a service whose slice is emptied: rejected, not sent to b1"
+        );
+    }
+    assert!(read.problems.is_empty(), "{:#?}", read.problems);
+    assert_ne!(
+        ask(Transport::Tcp, "10.96.1.12", 80),
+        Answer::Refused,
+        "the pod that left service one still serves"
+    );
+}
+
+/// `service_with`'s text of a service and the head of its mirrored slice (up to its
+/// `endpoints`), with the slice's lists as the API server prints them once the
+/// service has no endpoint: `discovery.k8s.io/v1` declares `endpoints` and `ports`
+/// without `omitempty`, and Go writes the nil lists as `null`.
+fn emptied_slice(head: &str) -> String {
+    let at = head.rfind("ports: [").unwrap();
+    format!("{}endpoints: null\nports: null\n", &head[..at])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

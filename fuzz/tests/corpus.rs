@@ -54,6 +54,22 @@ fn the_manifest_seeds_and_regressions_pass() {
 }
 
 #[test]
+fn the_kubectl_dumps_pass_the_manifest_check() {
+    // The dumps of real clusters netconnect's own tests read (`kubectl get -o yaml`, in
+    // netconnect/tests/data/kubectl): seeds for the manifest target too.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../netconnect/tests/data/kubectl");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let file = entry.unwrap().path();
+        let data = std::fs::read(&file).unwrap();
+        let run = std::panic::catch_unwind(|| ovsdb_fuzz::manifest::check(&data));
+        assert!(run.is_ok(), "{} fails its check", file.display());
+        seen += 1;
+    }
+    assert!(seen >= 1, "no dump in {}", dir.display());
+}
+
+#[test]
 fn the_client_seeds_and_regressions_pass() {
     each_input("client", ovsdb_fuzz::client::check);
 }

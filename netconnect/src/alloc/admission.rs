@@ -12,6 +12,7 @@
 //! network leaving a CNC is always disconnected). The zone part programs what the
 //! annotations say.
 
+use crate::api::meta::Meta;
 use std::collections::{BTreeMap, BTreeSet};
 
 use ipnet::IpNet;
@@ -104,14 +105,14 @@ pub fn admit(
     }
     let by_owner = owners(inv, alloc);
     let mut order: Vec<&ConnectInfo> = inv.connects.values().collect();
-    order.sort_by_key(|c| (c.subnets.is_none(), c.object.metadata.name.clone()));
+    order.sort_by_key(|c| (c.subnets.is_none(), c.object.metadata.name().to_owned()));
 
     let mut out = BTreeMap::new();
     let mut problems = Vec::new();
     // The CNCs decided so far.
     let mut decided: Vec<Decided> = Vec::new();
     for cnc in order {
-        let name = cnc.object.metadata.name.as_str();
+        let name = cnc.object.metadata.name();
         let selected: Vec<String> = inv
             .selected_networks(&cnc.object)
             .into_iter()

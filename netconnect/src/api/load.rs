@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::meta::ObjectMeta;
+use super::meta::{Meta, ObjectMeta};
 use super::objects::{
     ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, Node, UserDefinedNetwork,
 };
@@ -40,15 +40,15 @@ impl fmt::Display for Origin {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Object {
     /// `v1 Node`.
-    Node(Node),
+    Node(Box<Node>),
     /// `v1 Namespace`.
-    Namespace(Namespace),
+    Namespace(Box<Namespace>),
     /// `k8s.ovn.org/v1 UserDefinedNetwork`.
-    UserDefinedNetwork(UserDefinedNetwork),
+    UserDefinedNetwork(Box<UserDefinedNetwork>),
     /// `k8s.ovn.org/v1 ClusterUserDefinedNetwork`.
-    ClusterUserDefinedNetwork(ClusterUserDefinedNetwork),
+    ClusterUserDefinedNetwork(Box<ClusterUserDefinedNetwork>),
     /// `k8s.ovn.org/v1 ClusterNetworkConnect`.
-    ClusterNetworkConnect(ClusterNetworkConnect),
+    ClusterNetworkConnect(Box<ClusterNetworkConnect>),
     /// `v1 Service`.
     Service(Box<Service>),
     /// `discovery.k8s.io/v1 EndpointSlice`.
@@ -407,13 +407,15 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
                 format!("{kind} is apiVersion discovery.k8s.io/v1, not \"{api_version}\""),
             )
         }
-        "Node" => Object::Node(typed(value, &label)?),
+        "Node" => Object::Node(Box::new(typed(value, &label)?)),
         "Service" => Object::Service(Box::new(typed(value, &label)?)),
         "EndpointSlice" => Object::EndpointSlice(Box::new(typed(value, &label)?)),
-        "Namespace" => Object::Namespace(typed(value, &label)?),
-        "UserDefinedNetwork" => Object::UserDefinedNetwork(typed(value, &label)?),
-        "ClusterUserDefinedNetwork" => Object::ClusterUserDefinedNetwork(typed(value, &label)?),
-        "ClusterNetworkConnect" => Object::ClusterNetworkConnect(typed(value, &label)?),
+        "Namespace" => Object::Namespace(Box::new(typed(value, &label)?)),
+        "UserDefinedNetwork" => Object::UserDefinedNetwork(Box::new(typed(value, &label)?)),
+        "ClusterUserDefinedNetwork" => {
+            Object::ClusterUserDefinedNetwork(Box::new(typed(value, &label)?))
+        }
+        "ClusterNetworkConnect" => Object::ClusterNetworkConnect(Box::new(typed(value, &label)?)),
         _ => return Ok(None),
     };
     if object.name().is_empty() || name.is_none() {
@@ -529,7 +531,7 @@ mod tests {
         let Object::Node(n2) = &f.objects[2].1 else {
             panic!("not a node")
         };
-        assert_eq!(n2.metadata.annotations["k8s.ovn.org/node-id"], "3");
+        assert_eq!(n2.metadata.annotations()["k8s.ovn.org/node-id"], "3");
     }
 
     #[test]
@@ -578,14 +580,111 @@ mod tests {
     }
 
     #[test]
-    fn unknown_fields_are_kept_for_writing_back() {
-        let f = parse("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  uid: 1234\nstatus:\n  addresses: [{type: InternalIP, address: 10.0.0.1}]\n");
+    fn the_fields_of_an_object_are_kept_for_writing_back() {
+        let f = parse("apiVersion: v1\nkind: Node\nmetadata:\n  name: a\n  uid: '1234'\nstatus:\n  addresses: [{type: InternalIP, address: 10.0.0.1}]\n");
         let Object::Node(n) = &f.objects[0].1 else {
             panic!()
         };
-        assert_eq!(n.metadata.other["uid"], 1234);
-        assert!(n.other.contains_key("status"));
+        assert_eq!(n.metadata.uid.as_deref(), Some("1234"));
         let back = serde_json::to_value(n).unwrap();
+        assert_eq!(back["metadata"]["uid"], "1234");
         assert_eq!(back["status"]["addresses"][0]["address"], "10.0.0.1");
+    }
+
+    /// The JSON pointers of every list and object inside `v` (not `v` itself), with
+    /// their paths without indices (`/spec/ports/*/name`).
+    fn containers(v: &serde_json::Value, at: &str, bare: &str, out: &mut Vec<(String, String)>) {
+        let children: Vec<(String, String, &serde_json::Value)> = match v {
+            serde_json::Value::Object(m) => m
+                .iter()
+                .map(|(k, c)| {
+                    let k = k.replace('~', "~0").replace('/', "~1");
+                    (format!("{at}/{k}"), format!("{bare}/{k}"), c)
+                })
+                .collect(),
+            serde_json::Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("{at}/{i}"), format!("{bare}/*"), c))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for (at, bare, c) in children {
+            if c.is_object() || c.is_array() {
+                out.push((at.clone(), bare.clone()));
+                containers(c, &at, &bare, out);
+            }
+        }
+    }
+
+    #[test]
+    fn a_null_list_or_map_reads_as_empty_wherever_it_is() {
+        // Go writes a nil slice or map without `omitempty` as `null`, and the API server
+        // prints what it stored: each list and map of every object of the kubectl dump,
+        // set to `null` in turn, reads as that field empty (or absent, which k8s-openapi
+        // tells apart from empty and netconnect does not).
+        //
+        // Not lists or maps but Go structs held by value, never written as `null`: an
+        // object's `metadata` and `spec`, a ClusterUserDefinedNetwork's network and
+        // namespace selector, a connect's network selector.
+        let structs = [
+            "/metadata",
+            "/spec",
+            "/spec/network",
+            "/spec/namespaceSelector",
+            "/spec/networkSelectors/*/clusterUserDefinedNetworkSelector/networkSelector",
+            "/spec/networkSelectors/*/primaryUserDefinedNetworkSelector/namespaceSelector",
+        ];
+        let text = include_str!("../../tests/data/kubectl/kind-cluster.yaml");
+        let dump: serde_json::Value = serde_yaml_ng::from_str(text).unwrap();
+        let decode = |v: serde_json::Value| decode_object(v).map_err(|e| e.2);
+        let mut tried = 0;
+        for item in dump["items"].as_array().unwrap() {
+            let mut paths = Vec::new();
+            containers(item, "", "", &mut paths);
+            for (at, bare) in paths {
+                // A list's elements are values, not fields: Go writes none as `null`.
+                // managedFields' `fieldsV1` is opaque, kept as written.
+                let opaque = bare.contains("/fieldsV1/");
+                if structs.contains(&bare.as_str()) || bare.ends_with("/*") || opaque {
+                    continue;
+                }
+                let variant = |f: &dyn Fn(&mut serde_json::Value)| {
+                    let mut v = item.clone();
+                    f(v.pointer_mut(&at).unwrap());
+                    decode(v)
+                };
+                let null = variant(&|v| *v = serde_json::Value::Null);
+                let empty = variant(&|v| {
+                    *v = match v {
+                        serde_json::Value::Array(_) => serde_json::json!([]),
+                        _ => serde_json::json!({}),
+                    }
+                });
+                let (parent, key) = at.rsplit_once('/').unwrap();
+                let absent = match item.pointer(parent) {
+                    Some(serde_json::Value::Object(_)) => {
+                        let mut v = item.clone();
+                        let key = key.replace("~1", "/").replace("~0", "~");
+                        v.pointer_mut(parent)
+                            .unwrap()
+                            .as_object_mut()
+                            .unwrap()
+                            .remove(&key);
+                        Some(decode(v))
+                    }
+                    _ => None,
+                };
+                let null = null.unwrap_or_else(|e| panic!("{} {at} null: {e}", item["kind"]));
+                assert!(
+                    Ok(&null) == empty.as_ref()
+                        || Some(Ok(&null)) == absent.as_ref().map(|a| a.as_ref()),
+                    "{} {at}: null reads as neither empty nor absent",
+                    item["kind"]
+                );
+                tried += 1;
+            }
+        }
+        assert!(tried > 100, "{tried} lists and maps");
     }
 }

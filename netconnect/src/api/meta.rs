@@ -1,40 +1,114 @@
-//! The parts every Kubernetes object shares: `metadata` and status conditions.
+//! The parts every Kubernetes object shares: `metadata` (k8s-openapi's `ObjectMeta`,
+//! read through [`Meta`]), status conditions, and the rule that a list or map Go
+//! writes without `omitempty` may arrive as `null` ([`null_as_empty`]).
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
-/// `metadata` as `kubectl get -o yaml` shows it. The fields netconnect reads are typed;
-/// everything else (uid, resourceVersion, managedFields, …) is kept as it came, so an
-/// object written back looks like the one read.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectMeta {
-    /// The object's name.
-    #[serde(default)]
-    pub name: String,
+pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+/// No labels or annotations.
+static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+
+/// What netconnect reads of an object's `metadata`, each absent field as empty: the API
+/// server omits an empty map, and a client may write one as `null`.
+pub trait Meta {
+    /// The object's name (empty when absent).
+    fn name(&self) -> &str;
     /// Its namespace, for namespaced kinds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// Labels, matched by selectors.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
-    /// Annotations; OVN-Kubernetes keeps its allocations here (`k8s.ovn.org/…`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
-    /// Every other field, untouched.
-    #[serde(flatten)]
-    pub other: serde_json::Map<String, serde_json::Value>,
-}
-
-impl ObjectMeta {
+    fn namespace(&self) -> Option<&str>;
+    /// Its labels.
+    fn labels(&self) -> &BTreeMap<String, String>;
+    /// Its annotations; OVN-Kubernetes keeps its allocations here (`k8s.ovn.org/…`).
+    fn annotations(&self) -> &BTreeMap<String, String>;
+    /// Its annotations, to change them (made when absent).
+    fn annotations_mut(&mut self) -> &mut BTreeMap<String, String>;
     /// `namespace/name` for a namespaced object, `name` otherwise.
-    pub fn qualified_name(&self) -> String {
-        match &self.namespace {
-            Some(ns) => format!("{ns}/{}", self.name),
-            None => self.name.clone(),
+    fn qualified_name(&self) -> String {
+        match self.namespace() {
+            Some(ns) => format!("{ns}/{}", self.name()),
+            None => self.name().to_owned(),
         }
     }
+}
+
+impl Meta for ObjectMeta {
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or_default()
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    fn labels(&self) -> &BTreeMap<String, String> {
+        self.labels.as_ref().unwrap_or(&EMPTY)
+    }
+
+    fn annotations(&self) -> &BTreeMap<String, String> {
+        self.annotations.as_ref().unwrap_or(&EMPTY)
+    }
+
+    fn annotations_mut(&mut self) -> &mut BTreeMap<String, String> {
+        self.annotations.get_or_insert_with(BTreeMap::new)
+    }
+}
+
+/// True when `a` and `b` are the same but for their annotations. Every field is named,
+/// so that a field k8s-openapi adds must be compared here.
+pub fn same_but_annotations(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+    let ObjectMeta {
+        annotations: _,
+        creation_timestamp,
+        deletion_grace_period_seconds,
+        deletion_timestamp,
+        finalizers,
+        generate_name,
+        generation,
+        labels,
+        managed_fields,
+        name,
+        namespace,
+        owner_references,
+        resource_version,
+        self_link,
+        uid,
+    } = a;
+    *creation_timestamp == b.creation_timestamp
+        && *deletion_grace_period_seconds == b.deletion_grace_period_seconds
+        && *deletion_timestamp == b.deletion_timestamp
+        && *finalizers == b.finalizers
+        && *generate_name == b.generate_name
+        && *generation == b.generation
+        && *labels == b.labels
+        && *managed_fields == b.managed_fields
+        && *name == b.name
+        && *namespace == b.namespace
+        && *owner_references == b.owner_references
+        && *resource_version == b.resource_version
+        && *self_link == b.self_link
+        && *uid == b.uid
+}
+
+/// `metadata` named `name` in `namespace` (a test's or an example's object).
+pub fn object_meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: namespace.map(str::to_owned),
+        ..Default::default()
+    }
+}
+
+/// Reads a list or map field that may be `null` as empty (`#[serde(default,
+/// deserialize_with = "null_as_empty")]`): Go writes a nil slice or map without
+/// `omitempty` as `null`, and the API server prints what it stored.
+pub fn null_as_empty<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// A status condition (`metav1.Condition`).
@@ -55,6 +129,10 @@ pub struct Condition {
     /// When `status` last changed (RFC 3339).
     #[serde(default)]
     pub last_transition_time: String,
+    /// The object's `metadata.generation` the condition was set for, when its writer
+    /// says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
 }
 
 /// Whether `s` is a DNS-1123 label, as namespace names must be: at most 63 lowercase

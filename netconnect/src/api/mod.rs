@@ -20,7 +20,7 @@ use std::sync::Arc;
 use ipnet::IpNet;
 
 pub use load::{FileObjects, Object, Origin, Problem};
-pub use meta::{Condition, ObjectMeta};
+pub use meta::{Condition, Meta, ObjectMeta};
 pub use network::{ClusterSubnet, Network, NetworkOwner};
 pub use objects::{
     ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, Node, Role, Topology,
@@ -70,7 +70,7 @@ pub struct NodeInfo {
 impl NodeInfo {
     /// The node's name.
     pub fn name(&self) -> &str {
-        &self.object.metadata.name
+        self.object.metadata.name()
     }
 }
 
@@ -169,7 +169,7 @@ impl Remembered {
     fn map(&self) -> (&BTreeMap<String, String>, bool) {
         match self {
             Remembered::Annotations(m) => (m, false),
-            Remembered::Of(o) => (&o.metadata().annotations, true),
+            Remembered::Of(o) => (o.metadata().annotations(), true),
         }
     }
 
@@ -204,7 +204,7 @@ impl Context {
     /// The annotations of an object: its own, completed by those remembered for it.
     /// `k8s.ovn.org/node-subnets` is merged network by network.
     pub fn annotations(&self, kind: &str, meta: &ObjectMeta) -> BTreeMap<String, String> {
-        let mut out = meta.annotations.clone();
+        let mut out = meta.annotations().clone();
         let Some(old) = self
             .remembered
             .get(&(kind.to_owned(), meta.qualified_name()))
@@ -241,7 +241,7 @@ impl Context {
         meta: &ObjectMeta,
         read: &BTreeMap<String, String>,
     ) -> bool {
-        let own = &meta.annotations;
+        let own = meta.annotations();
         let Some(old) = self
             .remembered
             .get(&(kind.to_owned(), meta.qualified_name()))
@@ -338,10 +338,10 @@ impl Inventory {
                 origin,
                 node,
                 context,
-                before.and_then(|b| b.nodes.get(&node.metadata.name)),
+                before.and_then(|b| b.nodes.get(node.metadata.name())),
             ) {
                 Ok(info) => {
-                    self.nodes.insert(node.metadata.name.clone(), info);
+                    self.nodes.insert(node.metadata.name().to_owned(), info);
                 }
                 Err(e) => self.problems.push(problem(
                     Some(format!("metadata.annotations[{}]", e.key)),
@@ -349,7 +349,8 @@ impl Inventory {
                 )),
             },
             Object::Namespace(ns) => {
-                self.namespaces.insert(ns.metadata.name.clone(), ns.clone());
+                self.namespaces
+                    .insert(ns.metadata.name().to_owned(), (**ns).clone());
             }
             Object::UserDefinedNetwork(_) | Object::ClusterUserDefinedNetwork(_) => {
                 match network_info(origin, object, context) {
@@ -384,10 +385,10 @@ impl Inventory {
                 if let Some((svc, net)) = service::mirrored_for(slice) {
                     let m = &slice.metadata;
                     let key = (
-                        m.namespace.clone().unwrap_or_default(),
+                        m.namespace().unwrap_or_default().to_owned(),
                         svc.to_owned(),
                         net.to_owned(),
-                        m.name.clone(),
+                        m.name().to_owned(),
                     );
                     self.endpoint_slices.insert(key, (**slice).clone());
                 }
@@ -397,7 +398,7 @@ impl Inventory {
                     if let Some(e) = refused {
                         self.problems.push(problem(Some(e.field), e.message));
                     }
-                    self.connects.insert(cnc.metadata.name.clone(), info);
+                    self.connects.insert(cnc.metadata.name().to_owned(), info);
                 }
                 Err(p) => self.problems.push(problem(p.0, p.1)),
             },
@@ -470,7 +471,7 @@ impl Inventory {
         let Some(namespace) = self.namespaces.get(ns) else {
             return Vec::new();
         };
-        let labels = &namespace.metadata.labels;
+        let labels = namespace.metadata.labels();
         let primary = self
             .networks
             .iter()
@@ -551,8 +552,8 @@ impl Inventory {
     pub fn selected_namespaces(&self, selector: &LabelSelector) -> Vec<&str> {
         self.namespaces
             .values()
-            .filter(|ns| selector.matches(&ns.metadata.labels))
-            .map(|ns| ns.metadata.name.as_str())
+            .filter(|ns| selector.matches(ns.metadata.labels()))
+            .map(|ns| ns.metadata.name())
             .collect()
     }
 }
@@ -609,7 +610,7 @@ fn node_info(
         .get(ZONE_NAME)
         .filter(|z| !z.is_empty())
         .cloned()
-        .unwrap_or_else(|| node.metadata.name.clone());
+        .unwrap_or_else(|| node.metadata.name().to_owned());
     let chassis_id = a.get(NODE_CHASSIS_ID).filter(|c| !c.is_empty()).cloned();
     let gateway_mtu = a.get(GATEWAY_MTU_SUPPORT).is_none_or(|v| v != "false");
     let facts = crate::topology::connect::fingerprint((
@@ -675,7 +676,7 @@ fn connect_info(
     cnc: &ClusterNetworkConnect,
     context: &Context,
 ) -> Result<(ConnectInfo, Option<validate::FieldError>), FieldProblem> {
-    let accepted = context.accepted_connects.get(&cnc.metadata.name);
+    let accepted = context.accepted_connects.get(cnc.metadata.name());
     let (spec, refused) = match (validate::connect_spec(cnc), accepted) {
         (Ok(spec), Some(old)) if spec.connect_subnets != old.connect_subnets => (
             validate::ConnectSpec {
@@ -747,11 +748,11 @@ fn network_info(
     let as_problem = |e: validate::FieldError| (Some(e.field), e.message);
     let owner = match object {
         Object::UserDefinedNetwork(u) => NetworkOwner::UserDefinedNetwork {
-            namespace: u.metadata.namespace.clone().unwrap_or_default(),
-            name: u.metadata.name.clone(),
+            namespace: u.metadata.namespace().unwrap_or_default().to_owned(),
+            name: u.metadata.name().to_owned(),
         },
         _ => NetworkOwner::ClusterUserDefinedNetwork {
-            name: meta.name.clone(),
+            name: meta.name().to_owned(),
         },
     };
     let accepted = context.accepted.get(&owner.network_name());
@@ -800,7 +801,7 @@ fn network_info(
             origin: origin.clone(),
             object: object.clone(),
             network,
-            labels: meta.labels.clone(),
+            labels: meta.labels().clone(),
             namespace_selector: selector,
             network_id,
             tunnel_keys,
@@ -944,8 +945,8 @@ mod tests {
         let mut alike = 0;
         for own in &maps {
             let meta = ObjectMeta {
-                name: "n".into(),
-                annotations: own.clone(),
+                name: Some("n".into()),
+                annotations: Some(own.clone()),
                 ..Default::default()
             };
             for remembered in [None, Some(0), Some(1), Some(2), Some(3), Some(4), Some(5)] {

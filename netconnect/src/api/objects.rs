@@ -1,50 +1,20 @@
 //! The objects a cluster holds, in the shape `kubectl get -o yaml` prints them:
-//! `v1 Node`, `v1 Namespace`, and OVN-Kubernetes' `k8s.ovn.org/v1`
-//! `UserDefinedNetwork`, `ClusterUserDefinedNetwork` and `ClusterNetworkConnect`.
+//! `v1 Node` and `v1 Namespace` as k8s-openapi types them, and OVN-Kubernetes'
+//! `k8s.ovn.org/v1` `UserDefinedNetwork`, `ClusterUserDefinedNetwork` and
+//! `ClusterNetworkConnect`, derived with kube's `CustomResource` from their specs here:
+//! the types a Kubernetes API watcher hands over.
 //!
 //! Field names are the CRDs' own. Values are kept as written (CIDRs as strings);
-//! [`super::validate`] checks them and turns them into typed networks.
+//! [`super::validate`] checks them and turns them into typed networks. Every list or map
+//! field reads `null` as empty ([`null_as_empty`]).
 
+use kube::CustomResource;
 use serde::{Deserialize, Serialize};
 
-use super::meta::{Condition, ObjectMeta};
+pub use k8s_openapi::api::core::v1::{Namespace, Node};
+
+use super::meta::{null_as_empty, Condition};
 use super::selector::LabelSelector;
-
-/// A cluster node. netconnect reads its name, labels and OVN-Kubernetes' annotations.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Node {
-    /// `v1`.
-    #[serde(default)]
-    pub api_version: String,
-    /// `Node`.
-    #[serde(default)]
-    pub kind: String,
-    /// Name, labels, annotations.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// `spec` and `status`, kept as they came.
-    #[serde(flatten)]
-    pub other: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A namespace: its labels select it for ClusterUserDefinedNetworks and connects.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Namespace {
-    /// `v1`.
-    #[serde(default)]
-    pub api_version: String,
-    /// `Namespace`.
-    #[serde(default)]
-    pub kind: String,
-    /// Name and labels.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// `spec` and `status`, kept as they came.
-    #[serde(flatten)]
-    pub other: serde_json::Map<String, serde_json::Value>,
-}
 
 /// How a network is laid out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -95,10 +65,14 @@ pub struct Layer3Config {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
     /// Cluster subnets; with OKEP-5377 several per family, append-only.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub subnets: Vec<Layer3Subnet>,
     /// Join subnets (one per family) between the cluster router and the gateway routers.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub join_subnets: Vec<String>,
 }
 
@@ -123,31 +97,60 @@ pub struct Layer2Config {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtu: Option<u32>,
     /// The subnets, at most one per family.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub subnets: Vec<String>,
     /// Subnets IPAM must not hand out.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub reserved_subnets: Vec<String>,
     /// Subnets for infrastructure addresses.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub infrastructure_subnets: Vec<String>,
     /// Gateway addresses, one per family (default: the first address of each subnet).
     #[serde(
         default,
+        deserialize_with = "null_as_empty",
         rename = "defaultGatewayIPs",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub default_gateway_ips: Vec<String>,
     /// Join subnets.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub join_subnets: Vec<String>,
     /// IPAM settings (`mode`, `lifecycle`), kept as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipam: Option<serde_json::Value>,
 }
 
-/// A network's definition, shared by the UDN spec and a CUDN's `spec.network`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A network's definition: the spec of a `k8s.ovn.org/v1 UserDefinedNetwork` (a
+/// namespaced network; the derive makes [`UserDefinedNetwork`]), and a
+/// ClusterUserDefinedNetwork's `spec.network`.
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "k8s.ovn.org",
+    version = "v1",
+    kind = "UserDefinedNetwork",
+    namespaced,
+    status = "NetworkStatus",
+    schema = "disabled",
+    derive = "PartialEq",
+    doc = "A namespaced network (`k8s.ovn.org/v1 UserDefinedNetwork`)."
+)]
 #[serde(rename_all = "camelCase")]
 pub struct NetworkSpec {
     /// Layer3, Layer2 or Localnet.
@@ -174,35 +177,29 @@ pub struct NetworkSpec {
 #[serde(rename_all = "camelCase")]
 pub struct NetworkStatus {
     /// Conditions.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub conditions: Vec<Condition>,
     /// Other status fields, kept as written.
     #[serde(flatten)]
     pub other: serde_json::Map<String, serde_json::Value>,
 }
 
-/// A namespaced network (`k8s.ovn.org/v1 UserDefinedNetwork`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UserDefinedNetwork {
-    /// `k8s.ovn.org/v1`.
-    #[serde(default)]
-    pub api_version: String,
-    /// `UserDefinedNetwork`.
-    #[serde(default)]
-    pub kind: String,
-    /// Name, namespace, annotations.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// The network.
-    pub spec: NetworkSpec,
-    /// Conditions.
-    #[serde(default)]
-    pub status: NetworkStatus,
-}
-
-/// `spec` of a ClusterUserDefinedNetwork.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// `spec` of a ClusterUserDefinedNetwork (the derive makes
+/// [`ClusterUserDefinedNetwork`]).
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "k8s.ovn.org",
+    version = "v1",
+    kind = "ClusterUserDefinedNetwork",
+    status = "NetworkStatus",
+    schema = "disabled",
+    derive = "PartialEq",
+    doc = "A network shared by the namespaces it selects (`k8s.ovn.org/v1 ClusterUserDefinedNetwork`)."
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterUserDefinedNetworkSpec {
     /// The namespaces the network is for.
@@ -212,27 +209,6 @@ pub struct ClusterUserDefinedNetworkSpec {
     /// Fields netconnect does not use, kept as written.
     #[serde(flatten)]
     pub other: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A network shared by the namespaces it selects (`k8s.ovn.org/v1
-/// ClusterUserDefinedNetwork`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterUserDefinedNetwork {
-    /// `k8s.ovn.org/v1`.
-    #[serde(default)]
-    pub api_version: String,
-    /// `ClusterUserDefinedNetwork`.
-    #[serde(default)]
-    pub kind: String,
-    /// Name, labels, annotations.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// Selector and network.
-    pub spec: ClusterUserDefinedNetworkSpec,
-    /// Conditions.
-    #[serde(default)]
-    pub status: NetworkStatus,
 }
 
 /// One `networkSelectors` entry of a ClusterNetworkConnect.
@@ -275,17 +251,32 @@ pub struct ConnectSubnet {
     pub network_prefix: u8,
 }
 
-/// `spec` of a ClusterNetworkConnect.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `spec` of a ClusterNetworkConnect (the derive makes [`ClusterNetworkConnect`]).
+#[derive(CustomResource, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[kube(
+    group = "k8s.ovn.org",
+    version = "v1",
+    kind = "ClusterNetworkConnect",
+    status = "ClusterNetworkConnectStatus",
+    schema = "disabled",
+    derive = "PartialEq",
+    doc = "Networks connected together (`k8s.ovn.org/v1 ClusterNetworkConnect`, OKEP-5224)."
+)]
 #[serde(rename_all = "camelCase")]
 pub struct ClusterNetworkConnectSpec {
     /// Which networks to connect.
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub network_selectors: Vec<NetworkSelector>,
     /// Where the connecting addresses come from (one per family).
+    #[serde(default, deserialize_with = "null_as_empty")]
     pub connect_subnets: Vec<ConnectSubnet>,
     /// `PodNetwork` and/or `ServiceNetwork`. The OKEP's field name
     /// `connectivityEnabled` is accepted too.
-    #[serde(alias = "connectivityEnabled")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        alias = "connectivityEnabled"
+    )]
     pub connectivity: Vec<String>,
 }
 
@@ -297,26 +288,10 @@ pub struct ClusterNetworkConnectStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// `Accepted` and one `Ready-In-Zone-<zone>` per zone.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub conditions: Vec<Condition>,
-}
-
-/// Networks connected together (`k8s.ovn.org/v1 ClusterNetworkConnect`, OKEP-5224).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterNetworkConnect {
-    /// `k8s.ovn.org/v1`.
-    #[serde(default)]
-    pub api_version: String,
-    /// `ClusterNetworkConnect`.
-    #[serde(default)]
-    pub kind: String,
-    /// Name, annotations.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// Selectors, subnets, connectivity.
-    pub spec: ClusterNetworkConnectSpec,
-    /// Status.
-    #[serde(default)]
-    pub status: ClusterNetworkConnectStatus,
 }

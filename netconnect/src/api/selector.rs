@@ -9,15 +9,25 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::meta::null_as_empty;
+
 /// A label selector as it appears in a spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LabelSelector {
     /// Labels that must be present with exactly these values.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub match_labels: BTreeMap<String, String>,
     /// Requirements that must all hold.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub match_expressions: Vec<LabelSelectorRequirement>,
 }
 
@@ -30,7 +40,11 @@ pub struct LabelSelectorRequirement {
     /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
     pub operator: String,
     /// The values for `In` and `NotIn`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub values: Vec<String>,
 }
 

@@ -1,6 +1,7 @@
 //! Services and their endpoints, in the shape `kubectl get -o yaml` prints them
-//! (`v1 Service`, `discovery.k8s.io/v1 EndpointSlice`), and a service as netconnect
-//! programs it once validated ([`ServiceInfo`]).
+//! (`v1 Service`, `discovery.k8s.io/v1 EndpointSlice`, as k8s-openapi types them: a
+//! list Go writes as `null` reads as absent), and a service as netconnect programs it
+//! once validated ([`ServiceInfo`]).
 //!
 //! For a namespace whose primary network is a user-defined network, a service's
 //! endpoints are the slices OVN-Kubernetes' mirroring controller writes for that
@@ -13,9 +14,10 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use serde::{Deserialize, Serialize};
+pub use k8s_openapi::api::core::v1::Service;
+pub use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 
-use super::meta::ObjectMeta;
+use super::meta::Meta;
 
 /// `endpointslice.kubernetes.io/managed-by` of the slices mirrored for a network.
 pub const MIRROR_CONTROLLER: &str = "endpointslice-mirror-controller.k8s.ovn.org";
@@ -25,7 +27,8 @@ pub const SERVICE_NAME_LABEL: &str = "k8s.ovn.org/service-name";
 pub const KUBERNETES_SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// The label naming the controller that manages a slice.
 pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
-/// The annotation naming the network a mirrored slice is for.
+/// The annotation naming the network a mirrored slice is for (a label of the same key
+/// in OVN-Kubernetes after 1.3).
 pub const SLICE_NETWORK_ANNOTATION: &str = "k8s.ovn.org/endpointslice-network";
 /// The largest `sessionAffinityConfig.clientIP.timeoutSeconds` (one day); at it, OVN
 /// selects by source and destination address instead of a timeout.
@@ -33,212 +36,20 @@ pub const MAX_AFFINITY_TIMEOUT: i32 = 86400;
 /// The default `timeoutSeconds` of `sessionAffinity: ClientIP` (three hours).
 pub const DEFAULT_AFFINITY_TIMEOUT: i32 = 10800;
 
-/// A `v1 Service`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Service {
-    /// `v1`.
-    #[serde(default)]
-    pub api_version: String,
-    /// `Service`.
-    #[serde(default)]
-    pub kind: String,
-    /// Name and namespace.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// What it serves.
-    #[serde(default)]
-    pub spec: ServiceSpec,
-    /// `status` (the load balancer's ingress addresses).
-    #[serde(default)]
-    pub status: ServiceStatus,
-}
-
-/// A service's spec: the fields that make its load balancers.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServiceSpec {
-    /// `ClusterIP` (the default), `NodePort`, `LoadBalancer` or `ExternalName`.
-    #[serde(default, rename = "type")]
-    pub type_: Option<String>,
-    /// The first cluster IP, or `None` for a headless service.
-    #[serde(default, rename = "clusterIP")]
-    pub cluster_ip: Option<String>,
-    /// Every cluster IP (one per family), the first equal to `clusterIP`.
-    #[serde(default, rename = "clusterIPs")]
-    pub cluster_ips: Vec<String>,
-    /// The ports.
-    #[serde(default)]
-    pub ports: Vec<ServicePort>,
-    /// Addresses outside the cluster the service also answers on.
-    #[serde(default, rename = "externalIPs")]
-    pub external_ips: Vec<String>,
-    /// `None` (the default) or `ClientIP`.
-    #[serde(default)]
-    pub session_affinity: Option<String>,
-    /// The `ClientIP` affinity's timeout.
-    #[serde(default)]
-    pub session_affinity_config: Option<SessionAffinityConfig>,
-    /// `Cluster` (the default) or `Local`.
-    #[serde(default)]
-    pub external_traffic_policy: Option<String>,
-    /// `Cluster` (the default) or `Local`.
-    #[serde(default)]
-    pub internal_traffic_policy: Option<String>,
-    /// Endpoints count whether ready or not.
-    #[serde(default)]
-    pub publish_not_ready_addresses: bool,
-    /// Every other field, kept as it came.
-    #[serde(flatten)]
-    pub other: serde_json::Map<String, serde_json::Value>,
-}
-
-/// One port of a service.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServicePort {
-    /// Required when the service has more than one port.
-    #[serde(default)]
-    pub name: Option<String>,
-    /// `TCP` (the default), `UDP` or `SCTP`.
-    #[serde(default)]
-    pub protocol: Option<String>,
-    /// The port the service answers on.
-    #[serde(default)]
-    pub port: i64,
-    /// The port on the endpoints (resolved into the slices' ports).
-    #[serde(default)]
-    pub target_port: Option<serde_json::Value>,
-    /// The node port, for `NodePort` and `LoadBalancer` services.
-    #[serde(default)]
-    pub node_port: Option<i64>,
-}
-
-/// `sessionAffinityConfig`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionAffinityConfig {
-    /// `clientIP`.
-    #[serde(default, rename = "clientIP")]
-    pub client_ip: Option<ClientIpConfig>,
-}
-
-/// `sessionAffinityConfig.clientIP`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ClientIpConfig {
-    /// Seconds a client sticks to its endpoint (1 to 86400).
-    #[serde(default)]
-    pub timeout_seconds: Option<i64>,
-}
-
-/// A service's status.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServiceStatus {
-    /// `loadBalancer.ingress[].ip`.
-    #[serde(default)]
-    pub load_balancer: LoadBalancerStatus,
-}
-
-/// `status.loadBalancer`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LoadBalancerStatus {
-    /// The ingress points.
-    #[serde(default)]
-    pub ingress: Vec<LoadBalancerIngress>,
-}
-
-/// One ingress point of a `LoadBalancer` service.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LoadBalancerIngress {
-    /// Its address, if it has one (not a hostname).
-    #[serde(default)]
-    pub ip: Option<String>,
-}
-
-/// A `discovery.k8s.io/v1 EndpointSlice`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EndpointSlice {
-    /// `discovery.k8s.io/v1`.
-    #[serde(default)]
-    pub api_version: String,
-    /// `EndpointSlice`.
-    #[serde(default)]
-    pub kind: String,
-    /// Name, namespace, the service and network labels.
-    #[serde(default)]
-    pub metadata: ObjectMeta,
-    /// `IPv4`, `IPv6` or `FQDN`.
-    #[serde(default)]
-    pub address_type: String,
-    /// The endpoints.
-    #[serde(default)]
-    pub endpoints: Vec<Endpoint>,
-    /// The ports every endpoint serves.
-    #[serde(default)]
-    pub ports: Vec<EndpointPort>,
-}
-
-/// One endpoint of a slice.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Endpoint {
-    /// Its addresses (of the slice's address type).
-    #[serde(default)]
-    pub addresses: Vec<String>,
-    /// Ready, serving, terminating.
-    #[serde(default)]
-    pub conditions: EndpointConditions,
-    /// The node it runs on.
-    #[serde(default)]
-    pub node_name: Option<String>,
-}
-
-/// An endpoint's conditions; an unknown `ready` counts as ready, an unknown `serving`
-/// as `ready`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EndpointConditions {
-    /// Ready to receive traffic.
-    #[serde(default)]
-    pub ready: Option<bool>,
-    /// Serving, whether or not terminating.
-    #[serde(default)]
-    pub serving: Option<bool>,
-    /// Terminating.
-    #[serde(default)]
-    pub terminating: Option<bool>,
-}
-
-/// One port of a slice: the service port it is for (by name and protocol) and the
-/// endpoints' port number.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EndpointPort {
-    /// The service port's name (empty for an unnamed port).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// `TCP` (the default), `UDP` or `SCTP`.
-    #[serde(default)]
-    pub protocol: Option<String>,
-    /// The port number on the endpoints.
-    #[serde(default)]
-    pub port: Option<i64>,
-}
-
 /// The service and network a slice was mirrored for, if it is one OVN-Kubernetes'
 /// mirroring controller wrote.
 pub fn mirrored_for(slice: &EndpointSlice) -> Option<(&str, &str)> {
     let m = &slice.metadata;
-    if m.labels.get(MANAGED_BY_LABEL).map(String::as_str) != Some(MIRROR_CONTROLLER) {
+    if m.labels().get(MANAGED_BY_LABEL).map(String::as_str) != Some(MIRROR_CONTROLLER) {
         return None;
     }
-    let service = m.labels.get(SERVICE_NAME_LABEL)?;
-    let network = m.annotations.get(SLICE_NETWORK_ANNOTATION)?;
+    let service = m.labels().get(SERVICE_NAME_LABEL)?;
+    // OVN-Kubernetes 1.3 names the network in an annotation; later versions in a label
+    // of the same key.
+    let network = m
+        .annotations()
+        .get(SLICE_NETWORK_ANNOTATION)
+        .or_else(|| m.labels().get(SLICE_NETWORK_ANNOTATION))?;
     Some((service.as_str(), network.as_str()))
 }
 
@@ -321,13 +132,18 @@ impl ServiceInfo {
     }
 }
 
+type Conditions = k8s_openapi::api::discovery::v1::EndpointConditions;
+
 /// Whether an endpoint counts: ready; or, when no endpoint of the port is ready,
 /// serving and terminating (KEP-1669); every endpoint when the service publishes not
 /// ready addresses.
 fn eligible<'a>(endpoints: &[&'a Endpoint], publish_not_ready: bool) -> Vec<&'a Endpoint> {
-    let ready = |e: &Endpoint| e.conditions.ready != Some(false);
-    let serving = |e: &Endpoint| e.conditions.serving.unwrap_or_else(|| ready(e));
-    let terminating = |e: &Endpoint| e.conditions.terminating == Some(true);
+    let condition = |e: &Endpoint, which: fn(&Conditions) -> Option<bool>| {
+        e.conditions.as_ref().and_then(which)
+    };
+    let ready = |e: &Endpoint| condition(e, |c| c.ready) != Some(false);
+    let serving = |e: &Endpoint| condition(e, |c| c.serving).unwrap_or_else(|| ready(e));
+    let terminating = |e: &Endpoint| condition(e, |c| c.terminating) == Some(true);
     let ready_ones: Vec<&Endpoint> = endpoints
         .iter()
         .copied()
@@ -356,7 +172,7 @@ pub fn endpoints_of(svc: &ServiceInfo, slices: &[&EndpointSlice]) -> Vec<PortEnd
                 if slice.address_type == "FQDN" {
                     continue;
                 }
-                for sp in &slice.ports {
+                for sp in slice.ports.iter().flatten() {
                     let same = sp.name.as_deref().unwrap_or("") == p.name
                         && Protocol::parse(sp.protocol.as_deref()) == Some(p.protocol);
                     let Some(port) = sp.port.and_then(|n| u16::try_from(n).ok()) else {
@@ -387,4 +203,34 @@ pub fn endpoints_of(svc: &ServiceInfo, slices: &[&EndpointSlice]) -> Vec<PortEnd
                 .collect()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slice(metadata: &str) -> EndpointSlice {
+        let text = format!(
+            "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\naddressType: IPv4\nendpoints: null\nmetadata: {metadata}\n"
+        );
+        serde_yaml_ng::from_str(&text).unwrap()
+    }
+
+    #[test]
+    fn a_mirrored_slice_names_its_network_in_an_annotation_or_a_label() {
+        let labels = "endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: web";
+        // OVN-Kubernetes 1.3: an annotation.
+        let s = slice(&format!("{{name: a, namespace: red, labels: {{{labels}}}, annotations: {{k8s.ovn.org/endpointslice-network: red_net}}}}"));
+        assert_eq!(mirrored_for(&s), Some(("web", "red_net")));
+        // Later versions: a label of the same key.
+        let s = slice(&format!("{{name: a, namespace: red, labels: {{{labels}, k8s.ovn.org/endpointslice-network: red_net}}}}"));
+        assert_eq!(mirrored_for(&s), Some(("web", "red_net")));
+        // The default network's slice of the service, or one naming no network: not one.
+        let s = slice("{name: a, namespace: red, labels: {endpointslice.kubernetes.io/managed-by: endpointslice-controller.k8s.io, kubernetes.io/service-name: web}}");
+        assert_eq!(mirrored_for(&s), None);
+        let s = slice(&format!(
+            "{{name: a, namespace: red, labels: {{{labels}}}}}"
+        ));
+        assert_eq!(mirrored_for(&s), None);
+    }
 }

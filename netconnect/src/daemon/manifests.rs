@@ -6,6 +6,12 @@
 //! never taken as the deletion of its objects. Likewise an object whose document no
 //! longer decodes keeps its last good version (found by kind and name). A file that is
 //! gone is a deletion.
+//!
+//! EndpointSlices are the exception: a slice lists the live backends of a service, and
+//! its last good version may name pods that are gone (their addresses dead, or given to
+//! other pods since). A slice that cannot be read counts as removed: its service keeps
+//! the backends of its other slices, and with none left its VIPs reject, until a
+//! readable version comes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -71,6 +77,12 @@ impl ManifestDir {
                     continue;
                 };
                 let mut kept = last.clone();
+                let slices = kept.objects.len();
+                kept.objects.retain(|(_, o)| !is_slice(o));
+                let slices = match slices - kept.objects.len() {
+                    0 => String::new(),
+                    n => format!(" but its {n} EndpointSlice(s), whose endpoints may be gone"),
+                };
                 kept.problems.push(Problem {
                     origin: crate::api::Origin {
                         file: f.file.clone(),
@@ -79,7 +91,7 @@ impl ManifestDir {
                     },
                     object: None,
                     field: None,
-                    message: format!("{why}; the objects it held before are kept"),
+                    message: format!("{why}; the objects it held before are kept{slices}"),
                 });
                 good.insert(f.file.clone(), last.clone());
                 out.push(kept);
@@ -94,6 +106,13 @@ impl ManifestDir {
                         .objects
                         .iter()
                         .find(|(_, o)| format!("{} {}", o.kind(), o.name()) == *label);
+                    if previous.is_some_and(|(_, o)| is_slice(o)) {
+                        p.message.push_str(
+                            "; the slice counts as removed (the endpoints of its version \
+                             read before may be gone) until a version that can be read comes",
+                        );
+                        continue;
+                    }
                     if let Some((origin, object)) = previous {
                         let present = f
                             .objects
@@ -113,6 +132,12 @@ impl ManifestDir {
         self.good = good;
         Ok(out)
     }
+}
+
+/// True for an EndpointSlice: never kept past a version that cannot be read (see the
+/// module's comment).
+fn is_slice(o: &crate::api::Object) -> bool {
+    matches!(o, crate::api::Object::EndpointSlice(_))
 }
 
 /// How long a burst of changes must be quiet, once no file is left half written,
@@ -312,6 +337,83 @@ mod tests {
         let p = files[0].problems[0].to_string();
         assert!(
             p.contains("Layer9") && p.contains("the version read before is kept"),
+            "{p}"
+        );
+    }
+
+    /// A service of a user-defined network and its slice mirrored for it, with one
+    /// ready endpoint.
+    const SERVICE: &str = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: red}\n\
+        spec: {clusterIP: 10.96.0.10, clusterIPs: [10.96.0.10], ports: [{port: 80, protocol: TCP, targetPort: 8080}]}\n";
+    const SLICE: &str = "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\n\
+        metadata:\n  name: red-net-web-abcde\n  namespace: red\n\
+        \x20 labels: {endpointslice.kubernetes.io/managed-by: endpointslice-mirror-controller.k8s.ovn.org, k8s.ovn.org/service-name: web}\n\
+        \x20 annotations: {k8s.ovn.org/endpointslice-network: red_net}\n\
+        addressType: IPv4\n";
+    const ONE_POD: &str = "endpoints:\n- addresses: [10.128.1.3]\n  conditions: {ready: true, serving: true, terminating: false}\n\
+        ports:\n- name: \"\"\n  port: 8080\n  protocol: TCP\n";
+
+    /// The backends of service `red/web` in what `files` hold.
+    fn backends(files: &[FileObjects]) -> Vec<String> {
+        let inv = crate::api::Inventory::build(files, &Default::default());
+        let svc = &inv.services["red/web"];
+        let slices = inv.slices_of(svc, "red_net");
+        crate::api::service::endpoints_of(svc, &slices)
+            .iter()
+            .flat_map(|by_port| by_port.values().flatten())
+            .map(|(ip, _)| ip.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_slice_emptied_as_kubectl_prints_it_leaves_its_service_no_backend() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("web.yaml");
+        std::fs::write(&file, format!("{SERVICE}{SLICE}{ONE_POD}")).unwrap();
+        let mut m = ManifestDir::new(dir.path());
+        assert_eq!(backends(&m.read().unwrap()), ["10.128.1.3"]);
+        // The service's last pod went away: discovery.k8s.io/v1 declares `endpoints`
+        // and `ports` without omitempty, so the API server prints the nil lists.
+        std::fs::write(
+            &file,
+            format!("{SERVICE}{SLICE}endpoints: null\nports: null\n"),
+        )
+        .unwrap();
+        let files = m.read().unwrap();
+        assert!(files[0].problems.is_empty(), "{:?}", files[0].problems);
+        assert_eq!(names(&files).len(), 2, "the slice is read, empty");
+        assert!(backends(&files).is_empty());
+    }
+
+    #[test]
+    fn an_endpoint_slice_that_cannot_be_read_counts_as_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("web.yaml");
+        let good = format!("{SERVICE}{SLICE}{ONE_POD}");
+        std::fs::write(&file, &good).unwrap();
+        let mut m = ManifestDir::new(dir.path());
+        assert_eq!(backends(&m.read().unwrap()), ["10.128.1.3"]);
+        // A version netconnectd cannot read: not kept, unlike other kinds.
+        std::fs::write(&file, format!("{SERVICE}{SLICE}endpoints: 7\n")).unwrap();
+        let files = m.read().unwrap();
+        assert_eq!(names(&files), ["Service red/web"]);
+        assert!(backends(&files).is_empty());
+        let p = files[0].problems[0].to_string();
+        assert!(
+            p.contains("EndpointSlice red/red-net-web-abcde: endpoints")
+                && p.contains("the slice counts as removed"),
+            "{p}"
+        );
+        // Readable again, then the file half written: the service is kept, the slice not.
+        std::fs::write(&file, &good).unwrap();
+        assert_eq!(backends(&m.read().unwrap()), ["10.128.1.3"]);
+        let half = format!("{SERVICE}{SLICE}endpoints: [{{addresses: [10.12");
+        std::fs::write(&file, half).unwrap();
+        let files = m.read().unwrap();
+        assert_eq!(names(&files), ["Service red/web"]);
+        let p = files[0].problems.last().unwrap().to_string();
+        assert!(
+            p.contains("the objects it held before are kept but its 1 EndpointSlice(s)"),
             "{p}"
         );
     }

@@ -2,6 +2,7 @@
 //! show it once OVN-Kubernetes' cluster manager handled it, its allocations written as
 //! annotations and its conditions set ([`State::next`]).
 
+use crate::api::meta::{same_but_annotations, Meta};
 use std::borrow::Cow;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -9,7 +10,6 @@ use std::sync::Arc;
 use crate::alloc::Allocations;
 use crate::api::annotations::{self, *};
 use crate::api::load::{Object, Problem};
-use crate::api::meta::ObjectMeta;
 use crate::api::objects::{ClusterNetworkConnect, NetworkStatus, Node};
 use crate::api::validate::{cudn_network, udn_network};
 use crate::api::{ConnectInfo, Inventory, NetworkInfo, NodeInfo};
@@ -48,7 +48,8 @@ impl State {
     ) -> State {
         let mut out = State::default();
         for (name, info) in &inv.connects {
-            let o = Object::ClusterNetworkConnect(connect(name, info, alloc, previous, now));
+            let o =
+                Object::ClusterNetworkConnect(Box::new(connect(name, info, alloc, previous, now)));
             out.objects.insert(key(&o), shared(o, previous));
         }
         // Each node, whether it keeps the text it was read with (it does when annotated
@@ -58,7 +59,11 @@ impl State {
             .iter()
             .map(|(name, info)| {
                 let kept = alloc.annotated_exactly(name, &info.subnets)
-                    && !info.object.metadata.annotations.contains_key(NODE_SUBNETS);
+                    && !info
+                        .object
+                        .metadata
+                        .annotations()
+                        .contains_key(NODE_SUBNETS);
                 let had = previous.objects.get(&("Node".to_owned(), name.clone()));
                 (name, info, kept, had)
             })
@@ -157,15 +162,13 @@ fn connect(
         if !accepted_now {
             object.spec = p.spec.clone();
         }
-        object.status = p.status.clone();
-        object
-            .status
-            .conditions
-            .retain(|c| c.type_ == super::ACCEPTED);
+        let mut status = p.status.clone().unwrap_or_default();
+        status.conditions.retain(|c| c.type_ == super::ACCEPTED);
+        object.status = Some(status);
     } else {
-        object.status = Default::default();
+        object.status = None;
     }
-    let a = &mut object.metadata.annotations;
+    let a = object.metadata.annotations_mut();
     if let Some(c) = alloc.connects.get(name) {
         match c.tunnel_key {
             Some(k) => {
@@ -183,7 +186,8 @@ fn connect(
                 annotations::format_connect_subnets(&c.subnets),
             );
         }
-        super::set(&mut object.status, super::accepted(&c.accepted), now);
+        let status = object.status.get_or_insert_with(Default::default);
+        super::set(status, super::accepted(&c.accepted), now);
     }
     object
 }
@@ -261,11 +265,11 @@ fn spliced(
     alloc: &Allocations,
 ) -> Option<Option<String>> {
     let then = inv_before.nodes.get(name)?;
-    let own = |i: &NodeInfo| i.object.metadata.annotations.contains_key(NODE_SUBNETS);
+    let own = |i: &NodeInfo| i.object.metadata.annotations().contains_key(NODE_SUBNETS);
     if own(info) || own(then) {
         return None;
     }
-    let text = had.metadata.annotations.get(NODE_SUBNETS);
+    let text = had.metadata.annotations().get(NODE_SUBNETS);
     let asked: Vec<(&str, Option<&[ipnet::IpNet]>)> = changed
         .iter()
         .map(|net| {
@@ -327,7 +331,7 @@ fn node(
     now: &str,
 ) -> Arc<Object> {
     let mut object = info.object.clone();
-    let a = &mut object.metadata.annotations;
+    let a = object.metadata.annotations_mut();
     if let Some(id) = mine.alloc.node_ids.get(name) {
         a.insert(NODE_ID.into(), id.to_string());
     }
@@ -349,14 +353,14 @@ fn node(
                         return had.clone();
                     }
                 }
-                let a = &mut object.metadata.annotations;
+                let a = object.metadata.annotations_mut();
                 a.insert(NODE_SUBNETS.into(), text.to_owned());
-                return Arc::new(Object::Node(object));
+                return Arc::new(Object::Node(Box::new(object)));
             }
             Some(text) => a.insert(NODE_SUBNETS.into(), text.into_owned()),
             None => a.remove(NODE_SUBNETS),
         };
-        return reused(Object::Node(finish(object, had, why, now)), had);
+        return reused(Object::Node(Box::new(finish(object, had, why, now))), had);
     }
     let own = a
         .get(NODE_SUBNETS)
@@ -378,37 +382,27 @@ fn node(
         let text = annotations::write_node_subnets(&subnets);
         a.insert(NODE_SUBNETS.into(), text);
     }
-    reused(Object::Node(finish(object, had, why, now)), had)
+    reused(Object::Node(Box::new(finish(object, had, why, now))), had)
 }
 
 /// Whether `had` is `built` with host subnets annotation `text`, which `built` lacks.
-/// Every field is named: a field added to [`Node`] or [`ObjectMeta`] must be compared.
+/// Every field is named: a field added to [`Node`] (or to its metadata, see
+/// [`same_but_annotations`]) must be compared.
 fn is_with_text(built: &Node, text: &str, had: &Node) -> bool {
     let Node {
-        api_version,
-        kind,
         metadata,
-        other,
+        spec,
+        status,
     } = had;
-    let ObjectMeta {
-        name,
-        namespace,
-        labels,
-        annotations,
-        other: meta_other,
-    } = metadata;
     let b = &built.metadata;
-    *api_version == built.api_version
-        && *kind == built.kind
-        && *other == built.other
-        && *name == b.name
-        && *namespace == b.namespace
-        && *labels == b.labels
-        && *meta_other == b.other
-        && !b.annotations.contains_key(NODE_SUBNETS)
-        && annotations.len() == b.annotations.len() + 1
+    let (annotations, built_annotations) = (metadata.annotations(), b.annotations());
+    *spec == built.spec
+        && *status == built.status
+        && same_but_annotations(metadata, b)
+        && !built_annotations.contains_key(NODE_SUBNETS)
+        && annotations.len() == built_annotations.len() + 1
         && annotations.get(NODE_SUBNETS).is_some_and(|t| t == text)
-        && b.annotations
+        && built_annotations
             .iter()
             .all(|(k, v)| annotations.get(k) == Some(v))
 }
@@ -456,10 +450,11 @@ fn network_in_force(
         _ => return None,
     };
     if let Some(id) = alloc.network_ids.get(name) {
-        meta.annotations.insert(NETWORK_ID.into(), id.to_string());
+        meta.annotations_mut()
+            .insert(NETWORK_ID.into(), id.to_string());
     }
     if let Some(keys) = alloc.tunnel_keys.get(name) {
-        meta.annotations
+        meta.annotations_mut()
             .insert(TUNNEL_KEYS.into(), format_tunnel_keys(keys));
     }
     Some(object)
@@ -479,7 +474,8 @@ fn with_network_status(
         Object::ClusterUserDefinedNetwork(c) => &mut c.status,
         _ => return None,
     };
-    *status = network_status(status, prev, verdict, now);
+    let read = status.take().unwrap_or_default();
+    *status = Some(network_status(&read, prev, verdict, now));
     Some(object)
 }
 
@@ -489,56 +485,44 @@ fn with_network_status(
 pub const NODE_ANNOTATIONS_ACCEPTED: &str = "OVNAnnotationsAccepted";
 
 /// Puts [`NODE_ANNOTATIONS_ACCEPTED`] (False, with `why`) into `node`'s status, or takes
-/// it out when `why` is empty; the transition time is kept from `previous`.
-fn node_annotations_condition(
-    node: &mut crate::api::objects::Node,
-    previous: Option<&crate::api::objects::Node>,
-    why: &[String],
-    now: &str,
-) {
-    use crate::api::meta::Condition;
-    let read = |n: &crate::api::objects::Node| -> Vec<Condition> {
-        n.other
-            .get("status")
-            .and_then(|s| s.get("conditions"))
-            .and_then(|c| serde_json::from_value(c.clone()).ok())
-            .unwrap_or_default()
-    };
-    let mut conditions = read(node);
-    let had = !conditions.is_empty();
-    conditions.retain(|c| c.type_ != NODE_ANNOTATIONS_ACCEPTED);
-    if !why.is_empty() {
-        if let Some(old) = previous
-            .map(read)
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c.type_ == NODE_ANNOTATIONS_ACCEPTED)
-        {
-            conditions.push(old);
-        }
-        super::put(
-            &mut conditions,
-            Condition {
-                type_: NODE_ANNOTATIONS_ACCEPTED.into(),
-                status: "False".into(),
-                reason: "AnnotationReplaced".into(),
-                message: why.join("; "),
-                last_transition_time: String::new(),
-            },
-            now,
-        );
-    }
-    if conditions.is_empty() && !had {
+/// it out when `why` is empty; the transition time is kept from `previous`, else `now`
+/// (RFC 3339; a node condition's time is a timestamp, left out when `now` is none).
+fn node_annotations_condition(node: &mut Node, previous: Option<&Node>, why: &[String], now: &str) {
+    use k8s_openapi::api::core::v1::NodeCondition;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+    let ours = |c: &NodeCondition| c.type_ == NODE_ANNOTATIONS_ACCEPTED;
+    let had = node
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(ours));
+    if why.is_empty() && !had {
         return;
     }
-    let status = node
-        .other
-        .entry("status")
-        .or_insert_with(|| serde_json::Value::Object(Default::default()));
-    if let serde_json::Value::Object(status) = status {
-        // Cannot fail: a vector of plain structs.
-        let list = serde_json::to_value(&conditions).unwrap_or_default();
-        status.insert("conditions".into(), list);
+    let old = previous
+        .and_then(|n| n.status.as_ref())
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| ours(c)))
+        .cloned();
+    let conditions = node
+        .status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .get_or_insert_with(Vec::new);
+    conditions.retain(|c| !ours(c));
+    if !why.is_empty() {
+        let since = match old {
+            Some(old) if old.status == "False" => old.last_transition_time,
+            _ => now.parse().ok().map(Time),
+        };
+        conditions.push(NodeCondition {
+            type_: NODE_ANNOTATIONS_ACCEPTED.into(),
+            status: "False".into(),
+            reason: Some("AnnotationReplaced".into()),
+            message: Some(why.join("; ")),
+            last_transition_time: since,
+            last_heartbeat_time: None,
+        });
     }
 }
 
@@ -564,8 +548,8 @@ fn network_status(
 ) -> NetworkStatus {
     let mut base = read.clone();
     let before = match previous {
-        Some(Object::UserDefinedNetwork(u)) => Some(&u.status),
-        Some(Object::ClusterUserDefinedNetwork(c)) => Some(&c.status),
+        Some(Object::UserDefinedNetwork(u)) => u.status.as_ref(),
+        Some(Object::ClusterUserDefinedNetwork(c)) => c.status.as_ref(),
         _ => None,
     };
     for c in before.into_iter().flat_map(|s| &s.conditions) {
@@ -583,26 +567,21 @@ mod tests {
     /// `node` with `text` as its host subnets annotation.
     fn with_text(node: &Node, text: &str) -> Node {
         let mut node = node.clone();
-        let a = &mut node.metadata.annotations;
+        let a = node.metadata.annotations_mut();
         a.insert(NODE_SUBNETS.into(), text.into());
         node
     }
 
     #[test]
     fn a_node_is_the_one_before_with_its_text_only_when_every_field_is() {
-        let json = |v: &str| serde_json::from_str::<serde_json::Map<_, _>>(v).unwrap();
-        let built = Node {
-            api_version: "v1".into(),
-            kind: "Node".into(),
-            metadata: ObjectMeta {
-                name: "a".into(),
-                namespace: None,
-                labels: [("zone".to_owned(), "z1".to_owned())].into(),
-                annotations: [(NODE_ID.to_owned(), "3".to_owned())].into(),
-                other: json(r#"{"uid": "u1"}"#),
-            },
-            other: json(r#"{"status": {"conditions": []}}"#),
-        };
+        let built: Node = serde_json::from_str(
+            r#"{"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "a", "labels": {"zone": "z1"}, "uid": "u1",
+                             "annotations": {"k8s.ovn.org/node-id": "3"}},
+                "spec": {"podCIDR": "10.244.0.0/24"},
+                "status": {"conditions": []}}"#,
+        )
+        .unwrap();
         let text = r#"{"net":"10.1.0.0/24"}"#;
         let had = with_text(&built, text);
         assert!(is_with_text(&built, text, &had));
@@ -611,16 +590,36 @@ mod tests {
             !is_with_text(&had, text, &had),
             "built holds the text already"
         );
-        let changes: [&dyn Fn(&mut Node); 9] = [
-            &|n| n.api_version = "v2".into(),
-            &|n| n.kind = "Other".into(),
-            &|n| n.other = json(r#"{"status": {}}"#),
-            &|n| n.metadata.name = "b".into(),
+        let changes: [&dyn Fn(&mut Node); 10] = [
+            &|n| n.spec = None,
+            &|n| n.status = None,
+            &|n| n.metadata.name = Some("b".into()),
             &|n| n.metadata.namespace = Some("ns".into()),
-            &|n| drop(n.metadata.labels.insert("zone".into(), "z2".into())),
-            &|n| drop(n.metadata.annotations.insert(NODE_ID.into(), "4".into())),
-            &|n| drop(n.metadata.annotations.insert("other".into(), "x".into())),
-            &|n| n.metadata.other = json(r#"{"uid": "u2"}"#),
+            &|n| {
+                drop(
+                    n.metadata
+                        .labels
+                        .get_or_insert_default()
+                        .insert("zone".into(), "z2".into()),
+                )
+            },
+            &|n| {
+                drop(
+                    n.metadata
+                        .annotations_mut()
+                        .insert(NODE_ID.into(), "4".into()),
+                )
+            },
+            &|n| {
+                drop(
+                    n.metadata
+                        .annotations_mut()
+                        .insert("other".into(), "x".into()),
+                )
+            },
+            &|n| n.metadata.uid = Some("u2".into()),
+            &|n| n.metadata.resource_version = Some("7".into()),
+            &|n| n.metadata.finalizers = Some(vec!["f".into()]),
         ];
         for (i, change) in changes.iter().enumerate() {
             let mut other = built.clone();
@@ -630,7 +629,59 @@ mod tests {
         }
         // One annotation fewer, and the text under the count of the others.
         let mut fewer = built.clone();
-        fewer.metadata.annotations.clear();
+        fewer.metadata.annotations_mut().clear();
         assert!(!is_with_text(&fewer, text, &had));
+    }
+
+    #[test]
+    fn a_nodes_replaced_annotation_condition_keeps_its_time_while_it_lasts() {
+        let condition = |n: &Node| {
+            n.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == NODE_ANNOTATIONS_ACCEPTED))
+                .cloned()
+        };
+        let mut first = Node::default();
+        node_annotations_condition(
+            &mut first,
+            None,
+            &["id 1 replaced".into()],
+            "2026-11-28T10:00:00Z",
+        );
+        let c = condition(&first).unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.message.as_deref()),
+            ("False", Some("id 1 replaced"))
+        );
+        let since = c.last_transition_time.unwrap().0.to_string();
+        assert_eq!(since, "2026-11-28T10:00:00Z");
+        // Still replaced an hour later: the time it started stays.
+        let mut later = Node::default();
+        node_annotations_condition(
+            &mut later,
+            Some(&first),
+            &["id 1 replaced".into()],
+            "2026-11-28T11:00:00Z",
+        );
+        let c = condition(&later).unwrap();
+        assert_eq!(c.last_transition_time.unwrap().0.to_string(), since);
+        // Mended: the condition goes, the node's other conditions stay.
+        let mut mended = later.clone();
+        mended
+            .status
+            .as_mut()
+            .unwrap()
+            .conditions
+            .as_mut()
+            .unwrap()
+            .push(Default::default());
+        node_annotations_condition(&mut mended, Some(&later), &[], "2026-11-28T12:00:00Z");
+        assert!(condition(&mended).is_none());
+        assert_eq!(mended.status.unwrap().conditions.unwrap().len(), 1);
+        // A node with nothing replaced and no condition is left as it was.
+        let mut plain = Node::default();
+        node_annotations_condition(&mut plain, None, &[], "2026-11-28T12:00:00Z");
+        assert_eq!(plain, Node::default());
     }
 }

@@ -42,6 +42,7 @@ pub fn accepted(decision: &Result<(), Refusal>) -> Condition {
             reason: VALIDATION_SUCCEEDED.into(),
             message: "All validation checks passed successfully".into(),
             last_transition_time: String::new(),
+            observed_generation: None,
         },
         Err(r) => Condition {
             type_: ACCEPTED.into(),
@@ -49,6 +50,7 @@ pub fn accepted(decision: &Result<(), Refusal>) -> Condition {
             reason: r.reason.to_string(),
             message: r.message.clone(),
             last_transition_time: String::new(),
+            observed_generation: None,
         },
     }
 }
@@ -75,6 +77,7 @@ pub fn ready(zone: &str, outcome: &Result<Vec<String>, String>) -> Condition {
         reason: reason.into(),
         message,
         last_transition_time: String::new(),
+        observed_generation: None,
     }
 }
 

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::api::load::{Object, Problem};
+use crate::api::meta::{same_but_annotations, Meta};
 use crate::api::objects::Node;
 use crate::api::Origin;
 
@@ -85,13 +86,13 @@ pub(super) fn node_edits(before: &Node, after: &Node) -> Option<Vec<Edit>> {
     }
     let pairs = before
         .metadata
-        .annotations
+        .annotations()
         .iter()
-        .zip(&after.metadata.annotations);
+        .zip(after.metadata.annotations());
     let changed = pairs.filter(|((_, vb), (_, va))| vb != va);
     Some(
         changed
-            .map(|((_, vb), (ka, va))| edit(&after.metadata.name, ka, vb, va))
+            .map(|((_, vb), (ka, va))| edit(after.metadata.name(), ka, vb, va))
             .collect(),
     )
 }
@@ -111,16 +112,17 @@ pub(super) fn nodes_edits(pairs: &[(&Node, &Node)]) -> Vec<Edit> {
 /// True when Nodes `before` and `after` differ at most in the values of annotations
 /// both have: what [`node_edits`] can say, told without working out the edits.
 pub(super) fn only_values_differ(before: &Node, after: &Node) -> bool {
-    let (b, a) = (&before.metadata, &after.metadata);
-    before.api_version == after.api_version
-        && before.kind == after.kind
-        && before.other == after.other
-        && b.name == a.name
-        && b.namespace == a.namespace
-        && b.labels == a.labels
-        && b.other == a.other
-        && b.annotations.len() == a.annotations.len()
-        && b.annotations.keys().eq(a.annotations.keys())
+    let Node {
+        metadata,
+        spec,
+        status,
+    } = before;
+    let (b, a) = (metadata.annotations(), after.metadata.annotations());
+    *spec == after.spec
+        && *status == after.status
+        && b.len() == a.len()
+        && b.keys().eq(a.keys())
+        && same_but_annotations(metadata, &after.metadata)
 }
 
 /// The edit of Node `node`'s annotation `annotation` from `before` to `after`.
@@ -271,7 +273,7 @@ pub(super) fn replay(
             continue;
         };
         let (first_line, _) = chain[0];
-        let Some(value) = object.metadata.annotations.get_mut(&annotation) else {
+        let Some(value) = object.metadata.annotations_mut().get_mut(&annotation) else {
             problems.push(problem(
                 first_line,
                 Some(&node),
@@ -330,9 +332,11 @@ mod tests {
 
     fn node(annotations: &[(&str, &str)]) -> Node {
         let mut n = Node::default();
-        n.metadata.name = "a".into();
+        n.metadata.name = Some("a".into());
         for (k, v) in annotations {
-            n.metadata.annotations.insert((*k).into(), (*v).into());
+            n.metadata
+                .annotations_mut()
+                .insert((*k).into(), (*v).into());
         }
         n
     }
@@ -347,11 +351,11 @@ mod tests {
         for e in edits {
             append(dir.path(), e).unwrap();
         }
-        let mut objects = BTreeMap::from([(key(), Object::Node(start.clone()))]);
+        let mut objects = BTreeMap::from([(key(), Object::Node(Box::new(start.clone())))]);
         let mut problems = Vec::new();
         replay(dir.path(), &mut objects, &mut problems).unwrap();
         match objects.remove(&key()) {
-            Some(Object::Node(n)) => (n, problems),
+            Some(Object::Node(n)) => (*n, problems),
             _ => unreachable!(),
         }
     }
@@ -423,12 +427,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let line = r#"{"node":"a","annotation":"s","before":"44136fa355b3678a","after":"103eecc9b7b1bf3f","front":1,"back":1,"middle":"\"b\":[\"10.1.0.0/24\"]"}"#;
         std::fs::write(dir.path().join(FILE), format!("{line}\n")).unwrap();
-        let mut objects = BTreeMap::from([(key(), Object::Node(node(&[("s", "{}")])))]);
+        let mut objects = BTreeMap::from([(key(), Object::Node(Box::new(node(&[("s", "{}")]))))]);
         let mut problems = Vec::new();
         replay(dir.path(), &mut objects, &mut problems).unwrap();
         assert!(problems.is_empty(), "{problems:?}");
         let want = node(&[("s", r#"{"b":["10.1.0.0/24"]}"#)]);
-        assert_eq!(objects[&key()], Object::Node(want.clone()));
+        assert_eq!(objects[&key()], Object::Node(Box::new(want.clone())));
         // Edits written now carry XXH3 digests, and replay as well.
         let edits = node_edits(&node(&[("s", "{}")]), &want).unwrap();
         assert!(edits[0].before.starts_with(XXH3), "{:?}", edits[0]);
@@ -439,7 +443,11 @@ mod tests {
     fn a_node_changed_past_its_annotation_values_is_not_edited() {
         let a = node(&[("x", "1")]);
         let mut labelled = a.clone();
-        labelled.metadata.labels.insert("l".into(), "v".into());
+        labelled
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert("l".into(), "v".into());
         assert_eq!(node_edits(&a, &labelled), None);
         assert_eq!(node_edits(&a, &node(&[("x", "1"), ("y", "2")])), None);
         assert_eq!(node_edits(&a, &node(&[("y", "1")])), None);
@@ -476,19 +484,19 @@ mod tests {
             .open(dir.path().join(FILE))
             .unwrap();
         f.write_all(b"{\"node\":\"a\",\"annot").unwrap();
-        let mut objects = BTreeMap::from([(key(), Object::Node(before.clone()))]);
+        let mut objects = BTreeMap::from([(key(), Object::Node(Box::new(before.clone())))]);
         let mut problems = Vec::new();
         replay(dir.path(), &mut objects, &mut problems).unwrap();
         assert!(problems.is_empty(), "{problems:?}");
-        assert_eq!(objects[&key()], Object::Node(after.clone()));
+        assert_eq!(objects[&key()], Object::Node(Box::new(after.clone())));
 
         // The same cut line followed by another is a bad line, said where.
         f.write_all(b"\n{}\n").unwrap();
-        let mut objects = BTreeMap::from([(key(), Object::Node(before))]);
+        let mut objects = BTreeMap::from([(key(), Object::Node(Box::new(before)))]);
         replay(dir.path(), &mut objects, &mut problems).unwrap();
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].to_string().contains(".journal"), "{problems:?}");
         assert!(problems[0].to_string().contains("line 2"), "{problems:?}");
-        assert_eq!(objects[&key()], Object::Node(after));
+        assert_eq!(objects[&key()], Object::Node(Box::new(after)));
     }
 }

@@ -50,6 +50,7 @@ fn condition(type_: &str, ok: bool, reason: &str, message: String) -> Condition 
         reason: reason.into(),
         message,
         last_transition_time: String::new(),
+        observed_generation: None,
     }
 }
 
@@ -119,10 +120,10 @@ pub fn apply(status: &NetworkStatus, verdict: &Verdict, now: &str) -> NetworkSta
 
 /// True when a status says its network was refused (`NetworkCreated` is `False`): the
 /// definition it carries was never in force.
-pub fn is_refused(status: &NetworkStatus) -> bool {
+pub fn is_refused(status: Option<&NetworkStatus>) -> bool {
     status
-        .conditions
         .iter()
+        .flat_map(|s| &s.conditions)
         .any(|c| c.type_ == NETWORK_CREATED && c.status == "False")
 }
 
@@ -162,7 +163,7 @@ mod tests {
             "Network accepted for the selected namespaces: [a, b]"
         );
         assert!(s.conditions.iter().all(|c| c.last_transition_time == "t1"));
-        assert!(!is_refused(&s));
+        assert!(!is_refused(Some(&s)));
     }
 
     #[test]
@@ -183,7 +184,7 @@ mod tests {
         assert_eq!(s.conditions[0].reason, SYNC_ERROR);
         assert_eq!(s.conditions[0].message, "x; y");
         assert_eq!(s.conditions[0].last_transition_time, "t3");
-        assert!(is_refused(&s));
+        assert!(is_refused(Some(&s)));
     }
 
     #[test]

@@ -2,12 +2,13 @@
 //! subnets, join subnets and MTU, as the CRDs' rules allow them.
 
 use super::*;
+use crate::api::meta::Meta;
 
 /// A UserDefinedNetwork's network.
 pub fn udn_network(udn: &UserDefinedNetwork) -> Result<Network, FieldError> {
     let owner = NetworkOwner::UserDefinedNetwork {
-        namespace: udn.metadata.namespace.clone().unwrap_or_default(),
-        name: udn.metadata.name.clone(),
+        namespace: udn.metadata.namespace().unwrap_or_default().to_owned(),
+        name: udn.metadata.name().to_owned(),
     };
     if udn.spec.topology == Topology::Localnet {
         return err(
@@ -21,7 +22,7 @@ pub fn udn_network(udn: &UserDefinedNetwork) -> Result<Network, FieldError> {
 /// A ClusterUserDefinedNetwork's network.
 pub fn cudn_network(cudn: &ClusterUserDefinedNetwork) -> Result<Network, FieldError> {
     let owner = NetworkOwner::ClusterUserDefinedNetwork {
-        name: cudn.metadata.name.clone(),
+        name: cudn.metadata.name().to_owned(),
     };
     cudn.spec
         .namespace_selector

@@ -11,7 +11,7 @@ fn udn(spec_yaml: &str) -> UserDefinedNetwork {
     let f = parse_file(Path::new("udn.yaml"), &text);
     assert!(f.problems.is_empty(), "{:?}", f.problems);
     match f.objects.into_iter().next().map(|o| o.1) {
-        Some(Object::UserDefinedNetwork(u)) => u,
+        Some(Object::UserDefinedNetwork(u)) => *u,
         other => panic!("{other:?}"),
     }
 }
@@ -251,9 +251,21 @@ fn services_follow_the_api_servers_rules() {
     assert_eq!(ok.key(), "blue/web");
     assert_eq!(ok.cluster_ips, ["10.96.0.10".parse::<IpAddr>().unwrap()]);
     assert_eq!(ok.ports[0].protocol, crate::api::service::Protocol::Tcp);
-    assert!(svc("  type: ExternalName\n  ports: []\n")
+    // ExternalName services and headless ones, ports or not, are valid; netconnect
+    // programs nothing for the first and no load balancer for the second.
+    assert!(
+        svc("  type: ExternalName\n  externalName: db.example.com.\n  ports: null\n")
+            .unwrap()
+            .is_none()
+    );
+    let headless = svc("  clusterIP: None\n  clusterIPs: [None]\n  ports: null\n")
         .unwrap()
-        .is_none());
+        .unwrap();
+    assert!(headless.cluster_ips.is_empty() && headless.ports.is_empty());
+    let headless = svc("  clusterIP: None\n  ports: [{port: 5432}]\n")
+        .unwrap()
+        .unwrap();
+    assert!(headless.cluster_ips.is_empty() && headless.ports.len() == 1);
     let cases = [
         (
             "  clusterIP: 10.97.0.10\n  ports: [{port: 80}]\n",
@@ -271,9 +283,39 @@ fn services_follow_the_api_servers_rules() {
             "required when the service has several ports",
         ),
         (
-            "  clusterIP: 10.96.0.10\n  ports: [{port: 80, name: a}, {port: 81, name: a}]\n",
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80, name: a}, {port: 81, name: a, protocol: UDP}]\n",
             "spec.ports[1].name",
-            "\"a\" with TCP is listed twice",
+            "\"a\" is listed twice",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80, name: Web}]\n",
+            "spec.ports[0].name",
+            "\"Web\" is not a DNS-1123 label",
+        ),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: [{port: 80, name: a}, {port: 80, name: b}]\n",
+            "spec.ports[1]",
+            "port 80 with TCP is listed twice",
+        ),
+        (
+            "  type: NodePort\n  clusterIP: 10.96.0.10\n  ports: [{port: 80, name: a, nodePort: 30080}, {port: 81, name: b, nodePort: 30080}]\n",
+            "spec.ports[1].nodePort",
+            "node port 30080 with TCP is listed twice",
+        ),
+        (
+            "  type: NodePort\n  clusterIP: None\n  ports: [{port: 80}]\n",
+            "spec.clusterIPs[0]",
+            "may not be set to 'None' for NodePort services",
+        ),
+        (
+            "  type: ExternalName\n  ports: []\n",
+            "spec.externalName",
+            "required for ExternalName services",
+        ),
+        (
+            "  type: ExternalName\n  externalName: db\n  clusterIP: 10.96.0.10\n",
+            "spec.clusterIPs",
+            "may not be set for ExternalName services",
         ),
         (
             "  clusterIP: 10.96.0.10\n  ports: [{port: 80, protocol: ICMP}]\n",
@@ -288,7 +330,7 @@ fn services_follow_the_api_servers_rules() {
         (
             "  clusterIP: 10.96.0.10\n  ports: [{port: 80, nodePort: 30080}]\n",
             "spec.ports[0].nodePort",
-            "may not be set for a ClusterIP service",
+            "may not be used when `type` is 'ClusterIP'",
         ),
         (
             "  clusterIP: 10.96.0.10\n  ports: [{port: 80}]\n  sessionAffinity: ClientIP\n  sessionAffinityConfig: {clientIP: {timeoutSeconds: 90000}}\n",
@@ -301,6 +343,11 @@ fn services_follow_the_api_servers_rules() {
             "unsupported value \"Sometimes\": Cluster or Local",
         ),
         ("  ports: []\n", "spec.ports", "at least one port is required"),
+        (
+            "  clusterIP: 10.96.0.10\n  ports: null\n",
+            "spec.ports",
+            "at least one port is required",
+        ),
     ];
     for (spec, field, message) in cases {
         let e = svc(spec).unwrap_err();
