@@ -522,6 +522,7 @@ async fn optional_columns_take_the_new_value_a_modify_sends() {
     }
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test]
 async fn typed_rows_and_indexes_follow_changes_and_resyncs() {
     use nb_model::{LogicalSwitchPort, LogicalSwitchPortByName};
@@ -741,6 +742,7 @@ async fn changing_conditions_narrows_and_widens_the_cache_and_survives_a_reconne
     assert!(cache.set_conditions("Nope", vec![]).await.is_err());
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test]
 async fn each_table_has_its_own_typed_event_stream() {
     use nb_model::{LogicalSwitch, LogicalSwitchPort};
@@ -859,6 +861,7 @@ async fn each_table_has_its_own_typed_event_stream() {
     assert_eq!(ports.try_recv(), None);
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test]
 async fn row_indexes_find_rows_under_every_key_and_follow_changes() {
     let server = nb_server();

@@ -84,6 +84,7 @@ fn nbctl_get(sb: &integration_tests::Sandbox, args: &[&str]) -> String {
     sb.nbctl(args).unwrap().trim().to_owned()
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn okep_layer3_example_rows_follow_the_reference_and_pods_ping_only_where_connected() {
     let sb = sandbox();
@@ -184,8 +185,8 @@ async fn okep_layer3_example_rows_follow_the_reference_and_pods_ping_only_where_
     // Packets: pods of blue, green, yellow and red, on different nodes.
     let pod = |net: &str, prefix: &str, node: &str, chassis: &mut ovn_sandbox::Chassis| {
         let s = &world.allocations.host_subnets[net][node][0];
-        let ip = netconnect::topology::addr::nth(s, 5).unwrap().to_string();
-        let gw = netconnect::topology::addr::nth(s, 1).unwrap().to_string();
+        let ip = netconnect::ovnk::addr::nth(s, 5).unwrap().to_string();
+        let gw = netconnect::ovnk::addr::nth(s, 1).unwrap().to_string();
         let p = add_pod(
             &sb,
             chassis,
@@ -257,6 +258,7 @@ fn cnc(name: &str, label: &str, subnets: &str, connectivity: &str) -> String {
     )
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layer2_and_layer3_dual_stack_connect_and_two_connects_stay_non_transitive() {
     let sb = sandbox();
@@ -357,10 +359,10 @@ async fn layer2_and_layer3_dual_stack_connect_and_two_connects_stay_non_transiti
             }
             ips.push(format!(
                 "{}/{}",
-                netconnect::topology::addr::nth(sub, 5).unwrap(),
+                netconnect::ovnk::addr::nth(sub, 5).unwrap(),
                 sub.prefix_len()
             ));
-            gws.push(netconnect::topology::addr::nth(sub, 1).unwrap().to_string());
+            gws.push(netconnect::ovnk::addr::nth(sub, 1).unwrap().to_string());
         }
         let ips_ref: Vec<&str> = ips.iter().map(String::as_str).collect();
         let gws_ref: Vec<&str> = gws.iter().map(String::as_str).collect();
@@ -424,7 +426,7 @@ fn add_cluster_ip_service(
     vip: &str,
     backend: &str,
 ) -> String {
-    let prefix = netconnect::topology::names::prefix(net);
+    let prefix = netconnect::ovnk::names::prefix(net);
     let name = format!("{prefix}Service_{svc}_TCP_cluster");
     sb.nbctl(&["lb-add", &name, vip, backend, "tcp"]).unwrap();
     sb.nbctl(&[
@@ -471,6 +473,7 @@ fn blue_and_green_connected(connectivity: &str) -> String {
     y
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn services_answer_across_connected_networks_and_service_only_isolates_pods() {
     use std::time::Duration;
@@ -501,8 +504,8 @@ async fn services_answer_across_connected_networks_and_service_only_isolates_pod
     udn::apply(&r, &both).await;
     let pod = |net: &str, node: &str, chassis: &mut ovn_sandbox::Chassis| {
         let s = &both.allocations.host_subnets[net][node][0];
-        let ip = netconnect::topology::addr::nth(s, 5).unwrap();
-        let gw = netconnect::topology::addr::nth(s, 1).unwrap().to_string();
+        let ip = netconnect::ovnk::addr::nth(s, 5).unwrap();
+        let gw = netconnect::ovnk::addr::nth(s, 1).unwrap().to_string();
         let p = add_pod(
             &sb,
             chassis,
@@ -782,7 +785,7 @@ async fn two_zones_agree_on_connect_ports_and_keys_and_traffic_leaves_through_th
     // connect router's remote port for green on node-b.
     let sa = &world_a.allocations.host_subnets["cluster_udn_blue"]["node-a"][0];
     let other = &world_a.allocations.host_subnets["cluster_udn_green"]["node-b"][0];
-    let dst = netconnect::topology::addr::nth(other, 5).unwrap();
+    let dst = netconnect::ovnk::addr::nth(other, 5).unwrap();
     let trace =
         integration_tests::trace_from_new_pod(a, "cluster_udn_blue_node-a", "pod-a", sa, dst);
     assert!(
@@ -825,6 +828,7 @@ fn connect_rows(sb: &integration_tests::Sandbox, table: &str, cnc: &str) -> Vec<
     out.split_whitespace().map(str::to_owned).collect()
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn day_two_selection_nodes_networks_and_deletion_are_reconciled() {
     let sb = sandbox();
@@ -1136,8 +1140,8 @@ async fn ipv6_only_networks_with_64_bit_blocks_get_distinct_keys_and_ping() {
 
     let pod = |net: &str, node: &str, chassis: &mut ovn_sandbox::Chassis| {
         let s = &world.allocations.host_subnets[net][node][0];
-        let ip = netconnect::topology::addr::nth(s, 5).unwrap();
-        let gw = netconnect::topology::addr::nth(s, 1).unwrap().to_string();
+        let ip = netconnect::ovnk::addr::nth(s, 5).unwrap();
+        let gw = netconnect::ovnk::addr::nth(s, 1).unwrap().to_string();
         // Pods are IPv4-first elsewhere; an IPv6-only pod gets a MAC of its own.
         let mac = format!(
             "0a:58:00:00:{:02x}:{:02x}",
@@ -1173,6 +1177,7 @@ async fn ipv6_only_networks_with_64_bit_blocks_get_distinct_keys_and_ping() {
     );
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_repaired() {
     let sb = sandbox();
@@ -1199,7 +1204,7 @@ async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_re
         }
         y
     };
-    let key = netconnect::world::Key::ConnectNetwork("f".into(), "cluster_udn_blue".into());
+    let key = netconnect::keys::Key::ConnectNetwork("f".into(), "cluster_udn_blue".into());
     let w = udn::world(&yaml(2), &State::default(), None);
     udn::apply(&r, &w).await;
     let first = netconnect::controller::reconcile_key(&r, &w, &key)
@@ -1275,7 +1280,7 @@ async fn unchanged_fragments_are_not_built_again_and_rows_changed_by_hand_are_re
     // again and the binding put back.
     // (The connect attached its rows to the new node's switch, one of the network's
     // fragments: the first reconcile builds that fragment again, the second none.)
-    let net = netconnect::world::Key::Network("cluster_udn_blue".into());
+    let net = netconnect::keys::Key::Network("cluster_udn_blue".into());
     let mut quiet = None;
     for _ in 0..2 {
         let plan = netconnect::controller::reconcile_key(&r, &w3, &net)
@@ -1369,7 +1374,7 @@ async fn a_subnet_appended_builds_the_network_wide_rows_and_the_local_node_not_t
         .await;
     assert!(up_set, "ovn-northd never set the ports' up");
     let appended = udn::world(&yaml(two), &state, Some("n0"));
-    let key = netconnect::world::Key::Network("cluster_udn_blue".into());
+    let key = netconnect::keys::Key::Network("cluster_udn_blue".into());
     let whole = r.plan(&appended.desired(&key).unwrap()).unwrap();
     let outcomes = udn::apply(&r, &appended).await;
     let plan = outcomes.iter().find(|o| o.key == key).unwrap();
@@ -1452,7 +1457,7 @@ async fn a_key_whose_kept_base_rows_cannot_be_found_is_forgotten_and_built_whole
     let w = udn::world(&yaml, &State::default(), None);
     udn::apply(&r, &w).await;
     assert_eq!(r.remembered(), 1, "the network's fragments");
-    let key = netconnect::world::Key::Network("cluster_udn_blue".into());
+    let key = netconnect::keys::Key::Network("cluster_udn_blue".into());
     let (owner, scope) = w.fragment_scope(&key).unwrap();
     // The network's base fragment taken as known, holding a router it never built:
     // its row cannot be found, nothing is written, and the key's memo goes.
@@ -1573,7 +1578,7 @@ async fn a_service_from_the_manifests_gets_its_load_balancer_and_answers_across_
     let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
     let base = blue_and_green_connected("[PodNetwork, ServiceNetwork]");
     let plain = udn::world(&base, &State::default(), None);
-    let green_b_ip = netconnect::topology::addr::nth(
+    let green_b_ip = netconnect::ovnk::addr::nth(
         &plain.allocations.host_subnets["cluster_udn_green"]["node-b"][0],
         5,
     )
@@ -1629,7 +1634,7 @@ async fn a_service_from_the_manifests_gets_its_load_balancer_and_answers_across_
     // Blue reaches green's service through the connect.
     let pod = |net: &str, node: &str, ip: std::net::IpAddr, chassis: &mut ovn_sandbox::Chassis| {
         let s = &world.allocations.host_subnets[net][node][0];
-        let gw = netconnect::topology::addr::nth(s, 1).unwrap().to_string();
+        let gw = netconnect::ovnk::addr::nth(s, 1).unwrap().to_string();
         add_pod(
             &sb,
             chassis,
@@ -1639,7 +1644,7 @@ async fn a_service_from_the_manifests_gets_its_load_balancer_and_answers_across_
             &[&gw],
         )
     };
-    let blue_a_ip = netconnect::topology::addr::nth(
+    let blue_a_ip = netconnect::ovnk::addr::nth(
         &world.allocations.host_subnets["cluster_udn_blue"]["node-a"][0],
         5,
     )
@@ -1710,6 +1715,7 @@ async fn layer2_and_layer3_networks_planned_by_node_fragments_plan_as_built_whol
 /// apply, every network's plan from its fragments (the nodes unchanged since the last
 /// apply left out) must be the plan of the whole network; after it, nothing is left to
 /// do.
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
     let sb = sandbox();
     let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
@@ -1831,7 +1837,7 @@ async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
         if let Some(p) = &previous {
             let changed = w.changed_since(p);
             for key in w.keys() {
-                if matches!(key, netconnect::world::Key::Network(_)) && !changed.contains(&key) {
+                if matches!(key, netconnect::keys::Key::Network(_)) && !changed.contains(&key) {
                     skipped += 1;
                     assert_eq!(
                         w.desired(&key),
@@ -1845,7 +1851,7 @@ async fn fragments_plan_as_whole(zone: Option<&str>, layer2: &[bool]) {
             if *subnets == 0 {
                 continue;
             }
-            let key = netconnect::world::Key::Network(format!("cluster_udn_net{i}"));
+            let key = netconnect::keys::Key::Network(format!("cluster_udn_net{i}"));
             let (owner, scope) = w
                 .fragment_scope(&key)
                 .expect("a primary network's fragments");

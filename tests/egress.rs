@@ -125,7 +125,7 @@ async fn pods_reach_an_external_host_through_the_gateway_router_from_the_node_ad
     // pods' own addresses, which the node's bridge does not NAT and the external host
     // cannot answer: nothing comes back. netconnect restores the SNAT.
     for n in &on {
-        let gr = format!("GR_{}node-a", netconnect::topology::names::prefix(n.net));
+        let gr = format!("GR_{}node-a", netconnect::ovnk::names::prefix(n.net));
         sb.nbctl(&["--if-exists", "lr-nat-del", &gr, "snat"])
             .unwrap();
     }
@@ -141,7 +141,7 @@ async fn in_local_gateway_mode_pods_leave_through_the_management_port_and_the_ho
     // gateway bridge's interface, a management port per network. No SNAT on the
     // bridge: a packet the gateway router sent would leave from a masquerade address
     // nobody answers.
-    let node_mac = netconnect::topology::mac::from_ip(ip(NODE[0]));
+    let node_mac = netconnect::ovnk::mac::from_ip(ip(NODE[0]));
     chassis
         .route_via_host(&nets(NODE, [24, 64]), &node_mac)
         .unwrap();

@@ -19,7 +19,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use integration_tests::{sandbox, udn};
-use netconnect::topology::addr::nth;
+use netconnect::ovnk::addr::nth;
 use netconnect::topology::masquerade_ip;
 use ovn_sandbox::{Answer, Transport};
 
@@ -102,6 +102,7 @@ async fn node_a(
     }
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_reach_their_nodes_host_through_the_management_port_and_back() {
     // The node's addresses on the host's loopback, a management port per network with
@@ -143,7 +144,7 @@ async fn pods_reach_their_nodes_host_through_the_management_port_and_back() {
             "{}: the management port's addresses",
             net.net
         );
-        let mac = netconnect::topology::mac::from_ip(nth(&net.subnets[0], 2).unwrap());
+        let mac = netconnect::ovnk::mac::from_ip(nth(&net.subnets[0], 2).unwrap());
         assert_eq!(words[0], mac, "{}: the management port's MAC", net.net);
     }
     chassis
@@ -230,6 +231,7 @@ fn default_services() -> String {
     svc("kube-dns", "10.96.0.10", "fd00:10:96::a") + &svc("metrics", "10.96.0.20", "fd00:10:96::14")
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_reach_the_default_networks_dns_through_their_nodes_host() {
     let mut settings = netconnect::world::Settings::default();

@@ -38,6 +38,7 @@ async fn cache(remote: &str) -> Cache {
     cache
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_query_update_delete_follow_the_seed() {
     let sb = sandbox();

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use integration_tests::{sandbox, udn};
 use netconnect::daemon::manifests::ManifestDir;
+use netconnect::ovnk::addr::nth;
 use netconnect::status::dir::State;
-use netconnect::topology::addr::nth;
 use netconnect::world::{Settings, World};
 use ovn_sandbox::{Answer, Transport};
 
@@ -54,6 +54,7 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_ip_services_carry_tcp_and_udp_reject_without_endpoints_and_keep_affinity() {
     let sb = sandbox();

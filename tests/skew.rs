@@ -17,6 +17,7 @@ fn schema(file: &str) -> DatabaseSchema {
     DatabaseSchema::from_file(format!("{}/../schemas/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test]
 async fn the_model_works_against_ovn_23_03_and_reports_the_difference() {
     let install = Installation::host().unwrap_or_else(|e| panic!("{e}"));

@@ -32,7 +32,7 @@ pub fn trace_from_new_pod(
     subnet: &ipnet::IpNet,
     dst: std::net::IpAddr,
 ) -> String {
-    use netconnect::topology::{addr, mac};
+    use netconnect::ovnk::{addr, mac};
     let src = addr::nth(subnet, 5).expect("a subnet with five addresses");
     let gw_mac = mac::from_ip(addr::nth(subnet, 1).expect("a gateway address"));
     let src_mac = mac::from_ip(src);
@@ -287,9 +287,9 @@ pub mod udn {
 
     use netconnect::api::load::parse_file;
     use netconnect::controller::{self, Backoff};
+    use netconnect::ovnk::addr;
     use netconnect::reconcile::{NbIndexes, Reconciler};
     use netconnect::status::dir::State;
-    use netconnect::topology::addr;
     use netconnect::world::{Settings, World};
     use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
 
@@ -507,7 +507,7 @@ pub mod udn {
         serde_json::json!({"default": {
             "mode": "shared",
             "bridge-id": "breth0",
-            "mac-address": netconnect::topology::mac::from_ip(first.addr()),
+            "mac-address": netconnect::ovnk::mac::from_ip(first.addr()),
             "ip-addresses": ips,
             "next-hops": next_hops,
             "node-port-enable": "true",
@@ -608,7 +608,7 @@ spec:
             .iter()
             .map(|s| ipnet::IpNet::new(addr::nth(s, 2).unwrap(), s.prefix_len()).unwrap())
             .collect();
-        let mac = netconnect::topology::mac::from_ip(ips[0].addr());
+        let mac = netconnect::ovnk::mac::from_ip(ips[0].addr());
         let port = chassis
             .add_management_port(&format!("k8s-{}_{node}", on.net), &mac, &ips)
             .unwrap();
@@ -662,7 +662,7 @@ spec:
         gateways: &[&str],
     ) -> ovn_sandbox::Pod {
         let nets: Vec<ipnet::IpNet> = ips.iter().map(|s| s.parse().unwrap()).collect();
-        let mac = netconnect::topology::mac::from_ip(nets[0].addr());
+        let mac = netconnect::ovnk::mac::from_ip(nets[0].addr());
         let mut addresses = mac.clone();
         for n in &nets {
             addresses.push(' ');
@@ -702,7 +702,7 @@ spec:
                     .map(|(uuid, mut row)| {
                         // Columns OVN's own daemons write (northd sets `up`) are not ours
                         // to compare.
-                        for c in netconnect::reconcile::planner::WRITTEN_BY_OVN {
+                        for c in netconnect::reconcile::left::WRITTEN_BY_OVN {
                             row.remove(*c);
                         }
                         (uuid.to_string(), serde_json::to_value(&row).unwrap())

@@ -55,6 +55,7 @@ fn nodes() -> String {
     s
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn layer3_and_layer2_networks_are_accepted_by_northd_and_idempotent() {
     let sb = sandbox();
@@ -192,6 +193,7 @@ fn ip(s: &str) -> std::net::IpAddr {
     s.parse().unwrap()
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_ping_across_nodes_of_their_network_and_not_into_another() {
     use integration_tests::udn;
@@ -235,18 +237,10 @@ spec:
     let mut blue_pods = Vec::new();
     for n in ["node-a", "node-b", "node-c"] {
         let s = &blue[n];
-        let v4 = netconnect::topology::addr::nth(&s[0], 5)
-            .unwrap()
-            .to_string();
-        let v6 = netconnect::topology::addr::nth(&s[1], 5)
-            .unwrap()
-            .to_string();
-        let gw4 = netconnect::topology::addr::nth(&s[0], 1)
-            .unwrap()
-            .to_string();
-        let gw6 = netconnect::topology::addr::nth(&s[1], 1)
-            .unwrap()
-            .to_string();
+        let v4 = netconnect::ovnk::addr::nth(&s[0], 5).unwrap().to_string();
+        let v6 = netconnect::ovnk::addr::nth(&s[1], 5).unwrap().to_string();
+        let gw4 = netconnect::ovnk::addr::nth(&s[0], 1).unwrap().to_string();
+        let gw6 = netconnect::ovnk::addr::nth(&s[1], 1).unwrap().to_string();
         let pod = add_pod(
             &sb,
             &mut chassis,
@@ -413,7 +407,7 @@ async fn two_zones_agree_on_remote_ports_and_keys_and_traffic_leaves_through_the
     // remote transit switch port.
     let sa = &world_a.allocations.host_subnets["cluster_udn_blue"]["node-a"][0];
     let other = &world_a.allocations.host_subnets["cluster_udn_blue"]["node-b"][0];
-    let dst = netconnect::topology::addr::nth(other, 5).unwrap();
+    let dst = netconnect::ovnk::addr::nth(other, 5).unwrap();
     let trace =
         integration_tests::trace_from_new_pod(a, "cluster_udn_blue_node-a", "pod-a", sa, dst);
     assert!(
@@ -592,7 +586,7 @@ async fn rows_of_other_owners_are_kept_byte_for_byte() {
     let outcomes = netconnect::controller::once(&r2, &world, 1, Default::default(), 4).await;
     let green = outcomes
         .iter()
-        .find(|o| o.key == netconnect::world::Key::Network("cluster_udn_green".into()))
+        .find(|o| o.key == netconnect::keys::Key::Network("cluster_udn_green".into()))
         .unwrap();
     let e = green.result.as_ref().unwrap_err().to_string();
     assert!(
@@ -682,9 +676,8 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
         .nbctl(&["ls-list"])
         .unwrap()
         .contains("cluster_udn_blue_n1"));
-    let report = reports.lock().unwrap()
-        [&netconnect::world::Key::Network("cluster_udn_blue".into())]
-        .clone();
+    let report =
+        reports.lock().unwrap()[&netconnect::keys::Key::Network("cluster_udn_blue".into())].clone();
     assert!(report.result.is_ok(), "{report:?}");
     running.abort();
 
@@ -697,8 +690,8 @@ async fn the_controller_repairs_rows_deleted_behind_its_back_and_a_restart_sends
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_the_cache_has_not_shown_is_never_sent_twice() {
     use integration_tests::udn;
+    use netconnect::keys::Key;
     use netconnect::reconcile::ReconcileError;
-    use netconnect::world::Key;
     let sb = sandbox();
     let yaml = udn::node("n1", "c1", &[]) + &l3("blue", "[{cidr: 10.10.0.0/16}]");
     let world = udn::world(&yaml, &netconnect::status::dir::State::default(), None);
@@ -768,7 +761,7 @@ async fn waiting_for_save(
     let reconciled = {
         let (r, world) = (r.clone(), world.clone());
         tokio::spawn(async move {
-            let key = netconnect::world::Key::Cluster;
+            let key = netconnect::keys::Key::Cluster;
             netconnect::controller::reconcile_key(&r, &world, &key).await
         })
     };
@@ -795,7 +788,7 @@ async fn once_saved(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_world_being_saved_writes_nothing_until_its_save_is_done() {
     use integration_tests::udn;
-    use netconnect::world::Key;
+    use netconnect::keys::Key;
     let sb = sandbox();
     let yaml = udn::node("n1", "c1", &[]) + &l3("blue", "[{cidr: 10.10.0.0/16}]");
     let world = udn::world(&yaml, &netconnect::status::dir::State::default(), None);

@@ -15,6 +15,7 @@ fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_and_services_reach_across_two_chassis_through_geneve() {
     let sb = sandbox();
@@ -28,7 +29,7 @@ async fn pods_and_services_reach_across_two_chassis_through_geneve() {
         None,
     );
     let on_b = udn::blue_and_yellow_on(&plain, "node-b");
-    let blue_b = netconnect::topology::addr::nth(&on_b[0].subnets[0], 5).unwrap();
+    let blue_b = netconnect::ovnk::addr::nth(&on_b[0].subnets[0], 5).unwrap();
     // A ClusterIP service in a namespace of the networks' (both select every
     // namespace, so it goes to the first, blue), its endpoint the blue pod on node-b.
     let yaml = udn::BLUE_AND_YELLOW.to_string()

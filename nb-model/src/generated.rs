@@ -14,6 +14,7 @@ pub struct OvnNorthbound;
 impl ::ovsdb_proto::model::Database for OvnNorthbound {
     const NAME: &'static str = "OVN_Northbound";
     const VERSION: &'static str = "7.18.0";
+    #[allow(clippy::too_many_lines)]
     fn tables() -> ::std::vec::Vec<
         (&'static str, ::std::vec::Vec<::ovsdb_proto::model::ColumnDesc>),
     > {

@@ -230,12 +230,12 @@ async fn changed_keys(
 ) {
     let done = &done;
     use futures_util::stream::{self, StreamExt};
-    use netconnect::world::Key;
+    use netconnect::keys::Key;
     let keys = match previous {
         Some(p) => netconnect::controller::changed_keys(p, w, r),
         None => netconnect::controller::all_keys(w, r),
     };
-    for p in 0..netconnect::controller::key::PHASES {
+    for p in 0..netconnect::keys::PHASES {
         let these: Vec<Key> = keys.iter().filter(|k| k.phase() == p).cloned().collect();
         stream::iter(these)
             .map(|k| async move {
@@ -477,24 +477,7 @@ impl Figures {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let Some(i) = args.iter().position(|a| a == "--child") {
-        let a = &args[i + 1..];
-        return match a[0].as_str() {
-            "library" => library(
-                &a[1],
-                a[2].parse().unwrap(),
-                a[3].parse().unwrap(),
-                &a[4],
-                a[5].parse().unwrap(),
-            ),
-            "floor" => floor(
-                &a[1],
-                &a[2],
-                a[3].parse().unwrap(),
-                a.get(4).is_some_and(|m| m == "monitored"),
-            ),
-            "cache" => cache_alone(&a[1]),
-            other => panic!("unknown child {other}"),
-        };
+        return run_child(&args[i + 1..]);
     }
     let counts: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let networks = counts.first().copied().unwrap_or(500);
@@ -506,10 +489,59 @@ fn main() {
     let record = record.to_str().unwrap();
     let rounds = rounds();
     let steps = steps(networks, nodes, rounds);
+    let lib = run_library(&install, record, networks, nodes, steps.len());
+    let floor = run_floor(&install, record, "");
+    let monitored = run_floor(&install, record, "monitored");
+    let daemon = run_daemon(&install, dir.path(), &steps, &lib.steps);
+    report(&steps, rounds, &lib, (&floor, &monitored), &daemon);
+}
 
-    // The library, then a cache alone of what it left.
-    let a = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
-    let pid_of = |s: &OvsdbServer| s.pid().expect("the server's process").to_string();
+/// A child process of the bench: the library's run, a floor's, or a cache alone.
+fn run_child(a: &[String]) {
+    match a[0].as_str() {
+        "library" => library(
+            &a[1],
+            a[2].parse().unwrap(),
+            a[3].parse().unwrap(),
+            &a[4],
+            a[5].parse().unwrap(),
+        ),
+        "floor" => floor(
+            &a[1],
+            &a[2],
+            a[3].parse().unwrap(),
+            a.get(4).is_some_and(|m| m == "monitored"),
+        ),
+        "cache" => cache_alone(&a[1]),
+        other => panic!("unknown child {other}"),
+    }
+}
+
+/// The library's run of every step, and a cache alone of what it left.
+struct LibraryRun {
+    /// Each step's seconds, rows, transactions and the server's CPU seconds.
+    steps: Vec<(f64, f64, f64, f64)>,
+    /// Its peak memory, MiB.
+    peak: f64,
+    /// The cache alone: its peak, its rows, its resident memory once synced.
+    cache: (f64, f64, f64),
+}
+
+/// The process id of `s`, as text.
+fn pid_of(s: &OvsdbServer) -> String {
+    s.pid().expect("the server's process").to_string()
+}
+
+/// The library's steps on a server of their own (recording its transactions to
+/// `record`), then a cache alone syncing what they left.
+fn run_library(
+    install: &Installation,
+    record: &str,
+    networks: usize,
+    nodes: usize,
+    steps: usize,
+) -> LibraryRun {
+    let a = OvsdbServer::start(install, &ServerOptions::default()).unwrap();
     let out = child(&[
         "library",
         &a.unix_remote(),
@@ -518,8 +550,7 @@ fn main() {
         record,
         &pid_of(&a),
     ]);
-    // Seconds, rows, transactions, the server's CPU seconds.
-    let lib: Vec<(f64, f64, f64, f64)> = out[..steps.len()]
+    let lib = out[..steps]
         .iter()
         .map(|l| {
             (
@@ -530,32 +561,55 @@ fn main() {
             )
         })
         .collect();
-    let lib_peak: f64 = out[steps.len()][1].parse().unwrap();
+    let peak: f64 = out[steps][1].parse().unwrap();
     let cache = child(&["cache", &a.unix_remote()]);
-    let (cache_peak, cache_rows, cache_now): (f64, f64, f64) = (
-        cache[0][1].parse().unwrap(),
-        cache[0][2].parse().unwrap(),
-        cache[0][3].parse().unwrap(),
-    );
-    drop(a);
+    LibraryRun {
+        steps: lib,
+        peak,
+        cache: (
+            cache[0][1].parse().unwrap(),
+            cache[0][2].parse().unwrap(),
+            cache[0][3].parse().unwrap(),
+        ),
+    }
+}
 
-    // The floor, without and with a monitor.
-    // Seconds, the server's CPU seconds.
-    let floor_run = |monitored: &str| -> Vec<(f64, f64)> {
-        let f = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
-        let path = f.unix_remote().trim_start_matches("unix:").to_owned();
-        child(&["floor", &path, record, &pid_of(&f), monitored])
-            .iter()
-            .map(|l| (l[1].parse().unwrap(), l[3].parse().unwrap()))
-            .collect()
-    };
-    let floor = floor_run("");
-    let monitored = floor_run("monitored");
+/// A step of a floor's run: its seconds and the server's CPU seconds.
+type FloorStep = (f64, f64);
 
-    // The daemon.
-    let b = OvsdbServer::start(&install, &ServerOptions::default()).unwrap();
-    let m = dir.path().join("manifests");
-    let s = dir.path().join("status");
+/// The floor's run of the recorded transactions on a server of its own (`monitored`:
+/// with a monitor on its connection): each step's seconds and the server's CPU seconds.
+fn run_floor(install: &Installation, record: &str, monitored: &str) -> Vec<FloorStep> {
+    let f = OvsdbServer::start(install, &ServerOptions::default()).unwrap();
+    let path = f.unix_remote().trim_start_matches("unix:").to_owned();
+    child(&["floor", &path, record, &pid_of(&f), monitored])
+        .iter()
+        .map(|l| (l[1].parse().unwrap(), l[3].parse().unwrap()))
+        .collect()
+}
+
+/// netconnectd's run of every step.
+struct DaemonRun {
+    /// Each step's time, and the server's CPU time in it.
+    steps: Vec<(Duration, Duration)>,
+    /// Its peak memory at ready and at the end, and its resident memory at the end, MiB.
+    peak_ready: f64,
+    peak: f64,
+    resident: f64,
+}
+
+/// netconnectd from empty to ready over the first step's manifests in `dir`, then
+/// each later step's file saved as editors save it, the step lasting until it wrote
+/// what the library wrote for it (`lib`).
+fn run_daemon(
+    install: &Installation,
+    dir: &std::path::Path,
+    steps: &[Step],
+    lib: &[(f64, f64, f64, f64)],
+) -> DaemonRun {
+    let b = OvsdbServer::start(install, &ServerOptions::default()).unwrap();
+    let m = dir.join("manifests");
+    let s = dir.join("status");
     std::fs::create_dir_all(&m).unwrap();
     std::fs::write(m.join("networks.yaml"), steps[0].inputs.networks_yaml()).unwrap();
     std::fs::write(m.join("nodes.yaml"), steps[0].inputs.nodes_yaml()).unwrap();
@@ -583,8 +637,7 @@ fn main() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let peak_ready = bench_common::mib(&pid, "VmHWM");
-    let mut daemon = vec![ready];
-    let mut daemon_cpu = vec![server_cpu_since(server, cpu)];
+    let mut times = vec![(ready, server_cpu_since(server, cpu))];
     let mut total = metric(&addr, "netconnect_rows_written_total").unwrap();
     let mut previous = steps[0].inputs;
     for (i, inputs) in steps.iter().map(|s| &s.inputs).enumerate().skip(1) {
@@ -598,8 +651,8 @@ fn main() {
         cpu = bench_common::cpu_of_tree(server);
         let t = Instant::now();
         std::fs::rename(m.join(".tmp"), m.join(file)).unwrap();
-        daemon.push(written_by_daemon(&addr, total + lib[i].1, t));
-        daemon_cpu.push(server_cpu_since(server, cpu));
+        let took = written_by_daemon(&addr, total + lib[i].1, t);
+        times.push((took, server_cpu_since(server, cpu)));
         total = metric(&addr, "netconnect_rows_written_total").unwrap();
         previous = *inputs;
     }
@@ -607,16 +660,33 @@ fn main() {
     let resident = bench_common::mib(&pid, "VmRSS");
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
     let _ = child.wait();
+    DaemonRun {
+        steps: times,
+        peak_ready,
+        peak,
+        resident,
+    }
+}
 
-    // Each step's figures, then each kind's medians over the rounds.
+/// Each step's line, then each kind's medians over the rounds, then memory.
+fn report(
+    steps: &[Step],
+    rounds: usize,
+    lib: &LibraryRun,
+    (floor, monitored): (&[FloorStep], &[FloorStep]),
+    daemon: &DaemonRun,
+) {
     let figures: Vec<Figures> = (0..steps.len())
         .map(|i| Figures {
-            rows: lib[i].1,
-            transactions: lib[i].2,
+            rows: lib.steps[i].1,
+            transactions: lib.steps[i].2,
             floor: floor[i],
             monitored: monitored[i],
-            library: (lib[i].0, lib[i].3),
-            daemon: (daemon[i].as_secs_f64(), daemon_cpu[i].as_secs_f64()),
+            library: (lib.steps[i].0, lib.steps[i].3),
+            daemon: (
+                daemon.steps[i].0.as_secs_f64(),
+                daemon.steps[i].1.as_secs_f64(),
+            ),
         })
         .collect();
     let from_empty = figures[0].daemon.0;
@@ -643,6 +713,9 @@ fn main() {
             );
         }
     }
+    let (cache_peak, cache_rows, cache_now) = lib.cache;
+    let (lib_peak, peak_ready, peak, resident) =
+        (lib.peak, daemon.peak_ready, daemon.peak, daemon.resident);
     println!(
         "peak memory: a cache alone of the {cache_rows} rows {cache_peak:.0} MiB (resident once synced {cache_now:.0} MiB); library {lib_peak:.0} MiB ({:.2}x the cache's peak); daemon {peak_ready:.0} MiB at ready, {peak:.0} MiB at the end ({:.2}x), resident at the end {resident:.0} MiB ({:.2}x the cache's)",
         lib_peak / cache_peak,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ovn_sandbox::{Chassis, Container, ContainerSpec, Sandbox};
+use ovn_sandbox::{Chassis, Container, ContainerSpec, Pod, Sandbox};
 
 const NAMESPACES: &str = "\
 apiVersion: v1
@@ -251,7 +251,7 @@ fn pod(
     gateway: &str,
 ) -> Result<(ovn_sandbox::Pod, IpAddr), String> {
     let addr: IpAddr = ip.parse().map_err(|e| format!("{ip}: {e}"))?;
-    let mac = netconnect::topology::mac::from_ip(addr);
+    let mac = netconnect::ovnk::mac::from_ip(addr);
     let addresses = format!("{mac} {ip}");
     sb.nbctl(&[
         "lsp-add",
@@ -348,78 +348,16 @@ fn run() -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let manifests = dir.path().join("manifests");
     let status = dir.path().join("status");
-    std::fs::create_dir_all(&manifests).map_err(|e| e.to_string())?;
-    for (file, text) in [
-        ("namespaces.yaml", NAMESPACES),
-        ("nodes.yaml", &nodes()),
-        ("networks.yaml", NETWORKS),
-        ("connect.yaml", CONNECT),
-    ] {
-        std::fs::write(manifests.join(file), text).map_err(|e| e.to_string())?;
-    }
-    // A ClusterIP service in yellow and one in red, served by the pods made below.
-    let services = service(
-        "yellow",
-        "10.96.0.50",
-        "yellow_yellow-network",
-        "105.105.0.10",
-    ) + &service("red", "10.96.0.60", "red_red-network", "106.106.2.5");
-    std::fs::write(manifests.join("services.yaml"), services).map_err(|e| e.to_string())?;
-    print!("{CONNECT}");
-
+    write_manifests(&manifests)?;
     let daemon = start_netconnectd(&sb, &manifests, &status)?;
     let status_file = status.join("ClusterNetworkConnect/colored-enterprise.yaml");
     wait_until("the connect to be ready", || {
         std::fs::read_to_string(&status_file).is_ok_and(|t| t.contains("OVNSetupSucceeded"))
     })?;
-
-    step("the ClusterNetworkConnect as netconnectd wrote it back (annotations and status)");
-    print!(
-        "{}",
-        std::fs::read_to_string(&status_file).map_err(|e| e.to_string())?
-    );
-
-    step("ovn-nbctl show connect_router_colored-enterprise");
-    print!(
-        "{}",
-        sb.nbctl(&["show", "connect_router_colored-enterprise"])
-            .map_err(|e| e.to_string())?
-    );
+    show_connect(&sb, &status_file)?;
 
     step("pods: blue on ovn-worker, yellow (Layer2) and red, each of the last two serving its network's ClusterIP service");
-    let (blue, _) = pod(
-        &sb,
-        &mut chassis,
-        "cluster_udn_blue.network_ovn-worker",
-        "blue-pod",
-        "103.103.1.5",
-        24,
-        "103.103.1.1",
-    )?;
-    let (yellow, yellow_ip) = pod(
-        &sb,
-        &mut chassis,
-        "yellow_yellow.network_ovn_layer2_switch",
-        "yellow-pod",
-        "105.105.0.10",
-        16,
-        "105.105.0.1",
-    )?;
-    let (red, red_ip) = pod(
-        &sb,
-        &mut chassis,
-        "red_red.network_ovn-worker2",
-        "red-pod",
-        "106.106.2.5",
-        24,
-        "106.106.2.1",
-    )?;
-    for (p, reply) in [(&yellow, "yellow-web"), (&red, "red-web")] {
-        chassis
-            .serve_tcp(p, 8080, reply)
-            .map_err(|e| e.to_string())?;
-    }
-    sb.sync_hv().map_err(|e| e.to_string())?;
+    let (blue, yellow_ip, red_ip) = pods(&sb, &mut chassis)?;
     let connected = ping(&chassis, &blue, "yellow, connected", yellow_ip)?;
     let unconnected = ping(&chassis, &blue, "red, not connected", red_ip)?;
     let yellow_web = request(&chassis, &blue, "yellow's service, connected", "10.96.0.50")?;
@@ -449,6 +387,85 @@ fn run() -> Result<(), String> {
     } else {
         Err("the pings did not go as expected".into())
     }
+}
+
+/// The OKEP-5224 example's objects and two ClusterIP services, written into
+/// `manifests`.
+fn write_manifests(manifests: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(manifests).map_err(|e| e.to_string())?;
+    for (file, text) in [
+        ("namespaces.yaml", NAMESPACES),
+        ("nodes.yaml", &nodes()),
+        ("networks.yaml", NETWORKS),
+        ("connect.yaml", CONNECT),
+    ] {
+        std::fs::write(manifests.join(file), text).map_err(|e| e.to_string())?;
+    }
+    // A ClusterIP service in yellow and one in red, served by the pods made below.
+    let services = service(
+        "yellow",
+        "10.96.0.50",
+        "yellow_yellow-network",
+        "105.105.0.10",
+    ) + &service("red", "10.96.0.60", "red_red-network", "106.106.2.5");
+    std::fs::write(manifests.join("services.yaml"), services).map_err(|e| e.to_string())?;
+    print!("{CONNECT}");
+    Ok(())
+}
+
+/// What netconnectd wrote: the connect's status file and its router.
+fn show_connect(sb: &Sandbox, status_file: &Path) -> Result<(), String> {
+    step("the ClusterNetworkConnect as netconnectd wrote it back (annotations and status)");
+    print!(
+        "{}",
+        std::fs::read_to_string(status_file).map_err(|e| e.to_string())?
+    );
+    step("ovn-nbctl show connect_router_colored-enterprise");
+    print!(
+        "{}",
+        sb.nbctl(&["show", "connect_router_colored-enterprise"])
+            .map_err(|e| e.to_string())?
+    );
+    Ok(())
+}
+
+/// A blue pod, and a yellow and a red one serving their networks' services; the blue
+/// pod and the others' addresses.
+fn pods(sb: &Sandbox, chassis: &mut Chassis) -> Result<(Pod, IpAddr, IpAddr), String> {
+    let (blue, _) = pod(
+        sb,
+        chassis,
+        "cluster_udn_blue.network_ovn-worker",
+        "blue-pod",
+        "103.103.1.5",
+        24,
+        "103.103.1.1",
+    )?;
+    let (yellow, yellow_ip) = pod(
+        sb,
+        chassis,
+        "yellow_yellow.network_ovn_layer2_switch",
+        "yellow-pod",
+        "105.105.0.10",
+        16,
+        "105.105.0.1",
+    )?;
+    let (red, red_ip) = pod(
+        sb,
+        chassis,
+        "red_red.network_ovn-worker2",
+        "red-pod",
+        "106.106.2.5",
+        24,
+        "106.106.2.1",
+    )?;
+    for (p, reply) in [(&yellow, "yellow-web"), (&red, "red-web")] {
+        chassis
+            .serve_tcp(p, 8080, reply)
+            .map_err(|e| e.to_string())?;
+    }
+    sb.sync_hv().map_err(|e| e.to_string())?;
+    Ok((blue, yellow_ip, red_ip))
 }
 
 fn main() {

@@ -26,8 +26,8 @@ use ovsdb_proto::cache::{Cache, Snapshot};
 use ovsdb_proto::model::{Ref, Table};
 use ovsdb_proto::{Atom, Condition, Datum, Operation, WaitUntil};
 
+use crate::ovnk::mac;
 use crate::topology::desired::{OWNER_CONTROLLER, OWNER_NAME, OWNER_TYPE};
-use crate::topology::mac;
 
 /// The owner controller of virtual network rows.
 pub const CONTROLLER: &str = "networking-plugin";
@@ -125,7 +125,7 @@ pub fn check(subnet: &str, gateway: &str) -> Result<(IpNet, IpNet), VlError> {
             let ip: IpAddr = gateway
                 .parse()
                 .map_err(|_| VlError::Invalid(format!("gateway {gateway:?} is not an address")))?;
-            crate::topology::addr::with_len(ip, s.prefix_len())
+            crate::ovnk::addr::with_len(ip, s.prefix_len())
         }
     };
     if !s.contains(&g.addr()) || g.prefix_len() != s.prefix_len() || g.addr() == s.network() {

@@ -45,7 +45,7 @@ fn contents(remote: &str) -> BTreeMap<String, Vec<String>> {
                         let mut row = row.clone();
                         row.remove("_uuid");
                         row.remove("_version");
-                        for c in netconnect::reconcile::planner::WRITTEN_BY_OVN {
+                        for c in netconnect::reconcile::left::WRITTEN_BY_OVN {
                             row.remove(*c);
                         }
                         uuid(&serde_json::to_string(&row).unwrap())

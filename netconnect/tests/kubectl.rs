@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use nb_model::LoadBalancer;
 use netconnect::api::load::{parse_file, Object};
+use netconnect::keys::Key;
 use netconnect::status::dir::State;
-use netconnect::world::{Key, Settings, World};
+use netconnect::world::{Settings, World};
 
 fn dumps() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/kubectl");

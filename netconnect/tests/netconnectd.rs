@@ -213,6 +213,7 @@ fn connect_status(dir: &Path, name: &str) -> serde_json::Value {
     v["status"].clone()
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[test]
 fn connect_status_reports_acceptance_and_each_zone_as_the_okep_shows_it() {
     let sb = sandbox();
@@ -326,6 +327,7 @@ fn connect_status_reports_acceptance_and_each_zone_as_the_okep_shows_it() {
     );
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[test]
 fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_sigterm() {
     let sb = sandbox();

@@ -214,32 +214,28 @@ fn ip(args: &[&str]) -> Result<()> {
     .map(|_| ())
 }
 
-impl Chassis {
-    /// Starts a chassis named `system_id` whose ovn-controller follows `sandbox`'s
-    /// Southbound database.
-    pub fn start(sandbox: &Sandbox, system_id: &str) -> Result<Chassis> {
-        Chassis::start_at(sandbox, system_id, "127.0.0.1".parse().expect("constant"))
-    }
+/// What starting a chassis' daemons needs: its installation and directory, the root
+/// filesystem and run directory as the programs see them, its database's socket.
+struct Launch<'a> {
+    install: &'a Installation,
+    dir: &'a WorkDir,
+    root: String,
+    rundir: String,
+    sock: PathBuf,
+}
 
-    /// [`Chassis::start`] with tunnel endpoint `encap_ip` (`ovn-encap-ip`): chassis of
-    /// one sandbox need distinct ones; [`Chassis::link`] puts them on an underlay.
-    pub fn start_at(sandbox: &Sandbox, system_id: &str, encap_ip: IpAddr) -> Result<Chassis> {
-        let install = sandbox.nb.installation().clone();
-        let root = install.root().map(|r| r.to_path_buf()).ok_or_else(|| {
-            SandboxError("a chassis needs the sandbox root filesystem (OVN_SANDBOX_ROOT)".into())
-        })?;
-        // SAFETY: geteuid(2) takes no arguments, touches no memory and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            return fail("a chassis needs root (network namespaces, mounts)");
-        }
-        let dir = install.workdir()?;
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let tag = format!("{}{:x}{}", NETNS_PREFIX, std::process::id() % 0xfff, n);
-        std::fs::create_dir_all(root.join("run/openvswitch"))
-            .map_err(|e| SandboxError(format!("cannot create run/openvswitch: {e}")))?;
+impl Launch<'_> {
+    /// The chassis' ovsdb-server, ready, with a new Open_vSwitch database: the program
+    /// of a container at `place` (whose network namespace is then the node's), or a
+    /// process in a namespace of its own; with the container and the node.
+    fn database(
+        &self,
+        place: Option<&Place>,
+        tag: &str,
+    ) -> Result<(Option<Container>, Daemon, Netns)> {
+        let dir = self.dir;
         let db = dir.inner("conf.db");
-        let sock = dir.inner("db.sock");
-        install.output(
+        self.install.output(
             "ovsdb-tool",
             &[
                 "create",
@@ -247,35 +243,17 @@ impl Chassis {
                 "/usr/share/openvswitch/vswitch.ovsschema",
             ],
         )?;
-        let rundir = dir.inner("");
-        let rundir_s = path_str(&rundir)?.trim_end_matches('/').to_owned();
-        let root_s = path_str(&root)?.to_owned();
         let ovsdb_args = vec![
             path_str(&db)?.into(),
-            format!("--remote=punix:{}", sock.display()),
+            format!("--remote=punix:{}", self.sock.display()),
             format!("--unixctl={}", dir.inner("ovsdb.ctl").display()),
             format!("--log-file={}", dir.inner("ovsdb.log").display()),
             "-vconsole:off".into(),
         ];
-        // With the sandbox in containers, the chassis is one too, on the sandbox's
-        // network: its database server is the container's program, ovs-vswitchd and
-        // ovn-controller are started in it detached, and its network namespace is the
-        // node's (named on the host, so that pods and the tools reach it as they reach
-        // a namespace of their own). Its directory is mounted at the path the tools see
-        // it by, so they reach the daemons' sockets from the host either way.
-        let place = match (&install.image, &sandbox.nb.place) {
-            (Some(image), Some(central)) => Some(Place {
-                image: image.clone(),
-                network: central.network.clone(),
-                host: 20 + (n % 230) as u8,
-                name: tag.clone(),
-            }),
-            _ => None,
-        };
-        let (container, mut ovsdb, node) = match &place {
+        let (container, mut ovsdb, node) = match place {
             Some(place) => {
                 let container = place.start(
-                    &dir,
+                    dir,
                     [vec!["ovsdb-server".to_owned()], ovsdb_args].concat(),
                     ContainerSpec {
                         // The userspace datapath's internal ports are tap devices.
@@ -302,8 +280,8 @@ impl Chassis {
             None => {
                 let node = Netns::add(format!("{tag}n"))?;
                 let ovsdb = spawn_chrooted(
-                    &root_s,
-                    &rundir_s,
+                    &self.root,
+                    &self.rundir,
                     "ovsdb-server (chassis)",
                     "ovsdb-server",
                     &ovsdb_args,
@@ -312,31 +290,6 @@ impl Chassis {
                 (None, ovsdb, node)
             }
         };
-        let spawn =
-            |name: &str, program: &str, args: Vec<String>, in_node: bool| -> Result<Daemon> {
-                match &container {
-                    Some(c) => {
-                        // Detached: the program returns once the daemon is ready.
-                        let cmd: Vec<String> = ["env".to_owned()]
-                            .into_iter()
-                            .chain(run_env(&rundir_s))
-                            .chain([
-                                program.to_owned(),
-                                "--detach".into(),
-                                "--no-chdir".into(),
-                                format!("--pidfile={rundir_s}/{program}.pid"),
-                            ])
-                            .chain(args)
-                            .collect();
-                        c.exec(&cmd.iter().map(String::as_str).collect::<Vec<_>>())?;
-                        Ok(Daemon::detached(name))
-                    }
-                    None => {
-                        let netns = in_node.then_some(node.0.as_str());
-                        spawn_chrooted(&root_s, &rundir_s, name, program, &args, netns)
-                    }
-                }
-            };
         let host_sock = dir.host("db.sock");
         let log = dir.host("ovsdb.log");
         wait_until("the chassis ovsdb-server", || {
@@ -345,64 +298,90 @@ impl Chassis {
                 .is_ok()
                 .then_some(()))
         })?;
-        let vsctl = |args: &[&str]| -> Result<String> {
-            let db = format!("--db=unix:{}", sock.display());
-            let mut all = vec![db.as_str()];
-            all.extend_from_slice(args);
-            install.output("ovs-vsctl", &all)
-        };
-        vsctl(&["--no-wait", "init"])?;
-        let mut vswitchd = spawn(
-            "ovs-vswitchd",
-            "ovs-vswitchd",
-            vec![
-                format!("unix:{}", sock.display()),
-                "--disable-system".into(),
-                format!("--unixctl={}", dir.inner("vswitchd.ctl").display()),
-                format!("--log-file={}", dir.inner("vswitchd.log").display()),
-                "-vconsole:off".into(),
-            ],
-            true,
-        )?;
+        self.vsctl(&["--no-wait", "init"])?;
+        Ok((container, ovsdb, node))
+    }
+
+    /// `ovs-vsctl` against the chassis' database.
+    fn vsctl(&self, args: &[&str]) -> Result<String> {
+        let db = format!("--db=unix:{}", self.sock.display());
+        let mut all = vec![db.as_str()];
+        all.extend_from_slice(args);
+        self.install.output("ovs-vsctl", &all)
+    }
+
+    /// Starts `program` as daemon `name`: detached in `container` (the program returns
+    /// once the daemon is ready), else a process, in the node's namespace if `in_node`.
+    fn spawn(
+        &self,
+        container: Option<&Container>,
+        node: &Netns,
+        (name, program): (&str, &str),
+        args: Vec<String>,
+        in_node: bool,
+    ) -> Result<Daemon> {
+        match container {
+            Some(c) => {
+                let cmd: Vec<String> = ["env".to_owned()]
+                    .into_iter()
+                    .chain(run_env(&self.rundir))
+                    .chain([
+                        program.to_owned(),
+                        "--detach".into(),
+                        "--no-chdir".into(),
+                        format!("--pidfile={}/{program}.pid", self.rundir),
+                    ])
+                    .chain(args)
+                    .collect();
+                c.exec(&cmd.iter().map(String::as_str).collect::<Vec<_>>())?;
+                Ok(Daemon::detached(name))
+            }
+            None => {
+                let netns = in_node.then_some(node.0.as_str());
+                spawn_chrooted(&self.root, &self.rundir, name, program, &args, netns)
+            }
+        }
+    }
+
+    /// ovs-vswitchd with the userspace datapath, in the node's namespace, ready.
+    fn vswitchd(&self, container: Option<&Container>, node: &Netns) -> Result<Daemon> {
+        let dir = self.dir;
+        let args = vec![
+            format!("unix:{}", self.sock.display()),
+            "--disable-system".into(),
+            format!("--unixctl={}", dir.inner("vswitchd.ctl").display()),
+            format!("--log-file={}", dir.inner("vswitchd.log").display()),
+            "-vconsole:off".into(),
+        ];
+        let names = ("ovs-vswitchd", "ovs-vswitchd");
+        let mut vswitchd = self.spawn(container, node, names, args, true)?;
         let vlog = dir.host("vswitchd.log");
         wait_until("ovs-vswitchd", || {
             vswitchd.check_running(&vlog)?;
             let text = std::fs::read_to_string(&vlog).unwrap_or_default();
             Ok(text.contains("ovs-vswitchd (Open vSwitch)").then_some(()))
         })?;
-        // The integration bridge is named after the chassis: with the userspace datapath
-        // its internal port is a tap device of the host, so two chassis (tests running
-        // side by side) cannot both call it br-int.
-        let bridge = format!("{tag}b");
-        // A chassis container reaches the Southbound server at its address.
-        let sb_remote = match &container {
-            Some(_) => sandbox.sb.tcp_remote(),
-            None => sandbox.sb.tool_unix_remote(),
-        };
-        vsctl(&add_bridge(&bridge).each_ref().map(String::as_str))?;
-        vsctl(&[
-            "set",
-            "open",
-            ".",
-            &format!("external_ids:system-id={system_id}"),
-            &format!("external_ids:ovn-remote={sb_remote}"),
-            "external_ids:ovn-encap-type=geneve",
-            &format!("external_ids:ovn-encap-ip={encap_ip}"),
-            "external_ids:ovn-bridge-datapath-type=netdev",
-            &format!("external_ids:ovn-bridge={bridge}"),
-            &format!("external_ids:hostname={system_id}"),
-        ])?;
-        let mut controller = spawn(
-            "ovn-controller",
-            "ovn-controller",
-            vec![
-                format!("unix:{}", sock.display()),
-                format!("--unixctl={}", dir.inner("ovn-controller.ctl").display()),
-                format!("--log-file={}", dir.inner("ovn-controller.log").display()),
-                "-vconsole:off".into(),
-            ],
-            false,
-        )?;
+        Ok(vswitchd)
+    }
+
+    /// ovn-controller, once it registered chassis `system_id` in `sandbox`'s
+    /// Southbound database.
+    fn controller(
+        &self,
+        sandbox: &Sandbox,
+        container: Option<&Container>,
+        node: &Netns,
+        system_id: &str,
+    ) -> Result<Daemon> {
+        let dir = self.dir;
+        let args = vec![
+            format!("unix:{}", self.sock.display()),
+            format!("--unixctl={}", dir.inner("ovn-controller.ctl").display()),
+            format!("--log-file={}", dir.inner("ovn-controller.log").display()),
+            "-vconsole:off".into(),
+        ];
+        let names = ("ovn-controller", "ovn-controller");
+        let mut controller = self.spawn(container, node, names, args, false)?;
         let clog = dir.host("ovn-controller.log");
         wait_until("ovn-controller to register its chassis", || {
             controller.check_running(&clog)?;
@@ -418,6 +397,82 @@ impl Chassis {
                 .filter(|o| o.trim() == system_id)
                 .map(|_| ()))
         })?;
+        Ok(controller)
+    }
+}
+
+impl Chassis {
+    /// Starts a chassis named `system_id` whose ovn-controller follows `sandbox`'s
+    /// Southbound database.
+    pub fn start(sandbox: &Sandbox, system_id: &str) -> Result<Chassis> {
+        Chassis::start_at(sandbox, system_id, "127.0.0.1".parse().expect("constant"))
+    }
+
+    /// [`Chassis::start`] with tunnel endpoint `encap_ip` (`ovn-encap-ip`): chassis of
+    /// one sandbox need distinct ones; [`Chassis::link`] puts them on an underlay.
+    pub fn start_at(sandbox: &Sandbox, system_id: &str, encap_ip: IpAddr) -> Result<Chassis> {
+        let install = sandbox.nb.installation().clone();
+        let root = install.root().map(|r| r.to_path_buf()).ok_or_else(|| {
+            SandboxError("a chassis needs the sandbox root filesystem (OVN_SANDBOX_ROOT)".into())
+        })?;
+        // SAFETY: geteuid(2) takes no arguments, touches no memory and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return fail("a chassis needs root (network namespaces, mounts)");
+        }
+        let dir = install.workdir()?;
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("{}{:x}{}", NETNS_PREFIX, std::process::id() % 0xfff, n);
+        std::fs::create_dir_all(root.join("run/openvswitch"))
+            .map_err(|e| SandboxError(format!("cannot create run/openvswitch: {e}")))?;
+        let sock = dir.inner("db.sock");
+        let rundir = dir.inner("");
+        let launch = Launch {
+            install: &install,
+            dir: &dir,
+            root: path_str(&root)?.to_owned(),
+            rundir: path_str(&rundir)?.trim_end_matches('/').to_owned(),
+            sock: sock.clone(),
+        };
+        // With the sandbox in containers, the chassis is one too, on the sandbox's
+        // network: its database server is the container's program, ovs-vswitchd and
+        // ovn-controller are started in it detached, and its network namespace is the
+        // node's (named on the host, so that pods and the tools reach it as they reach
+        // a namespace of their own). Its directory is mounted at the path the tools see
+        // it by, so they reach the daemons' sockets from the host either way.
+        let place = match (&install.image, &sandbox.nb.place) {
+            (Some(image), Some(central)) => Some(Place {
+                image: image.clone(),
+                network: central.network.clone(),
+                host: 20 + (n % 230) as u8,
+                name: tag.clone(),
+            }),
+            _ => None,
+        };
+        let (container, ovsdb, node) = launch.database(place.as_ref(), &tag)?;
+        let vswitchd = launch.vswitchd(container.as_ref(), &node)?;
+        // The integration bridge is named after the chassis: with the userspace datapath
+        // its internal port is a tap device of the host, so two chassis (tests running
+        // side by side) cannot both call it br-int.
+        let bridge = format!("{tag}b");
+        // A chassis container reaches the Southbound server at its address.
+        let sb_remote = match &container {
+            Some(_) => sandbox.sb.tcp_remote(),
+            None => sandbox.sb.tool_unix_remote(),
+        };
+        launch.vsctl(&add_bridge(&bridge).each_ref().map(String::as_str))?;
+        launch.vsctl(&[
+            "set",
+            "open",
+            ".",
+            &format!("external_ids:system-id={system_id}"),
+            &format!("external_ids:ovn-remote={sb_remote}"),
+            "external_ids:ovn-encap-type=geneve",
+            &format!("external_ids:ovn-encap-ip={encap_ip}"),
+            "external_ids:ovn-bridge-datapath-type=netdev",
+            &format!("external_ids:ovn-bridge={bridge}"),
+            &format!("external_ids:hostname={system_id}"),
+        ])?;
+        let controller = launch.controller(sandbox, container.as_ref(), &node, system_id)?;
         Ok(Chassis {
             install,
             system_id: system_id.to_owned(),

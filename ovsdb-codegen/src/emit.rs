@@ -106,6 +106,8 @@ pub fn schema_items(schema: &DatabaseSchema, docs: &Docs) -> Result<TokenStream,
         impl ::ovsdb_proto::model::Database for #db {
             const NAME: &'static str = #db_name;
             const VERSION: &'static str = #version;
+            // One entry per table.
+            #[allow(clippy::too_many_lines)]
             fn tables() -> ::std::vec::Vec<(&'static str, ::std::vec::Vec<::ovsdb_proto::model::ColumnDesc>)> {
                 ::std::vec::Vec::from([ #(#db_entries,)* ])
             }

@@ -328,120 +328,135 @@ impl JsonRpcCodec {
         let len = buf.len();
         while i < len {
             if self.in_string {
-                // Jump to the next quote or backslash.
-                if self.escaped {
-                    self.escaped = false;
-                    i += 1;
-                    continue;
-                }
-                match memchr::memchr2(b'"', b'\\', &buf[i..]) {
-                    None => {
-                        i = len;
-                        break;
-                    }
-                    Some(off) => {
-                        i += off;
-                        if buf[i] == b'\\' {
-                            self.escaped = true;
-                        } else {
-                            self.in_string = false;
-                            if self.depth == 1 && self.expect == Expect::Colon {
-                                self.key = self.key_start..i + 1;
-                            }
-                        }
-                        i += 1;
-                        continue;
-                    }
-                }
+                i = self.skip_string(buf, i);
+                continue;
             }
             let b = buf[i];
             if self.depth == 1 {
-                match self.expect {
-                    Expect::Key => match b {
-                        b'"' => {
-                            self.key_start = i;
-                            self.expect = Expect::Colon;
-                            self.in_string = true;
-                        }
-                        b'}' => {
-                            self.depth = 0;
-                            return Ok(Some(i + 1));
-                        }
-                        b',' if !self.members.is_empty() => {}
-                        c if c.is_ascii_whitespace() => {}
-                        c => {
-                            return Err(self.syntax(
-                                i,
-                                format!("expected a member name, found '{}'", c as char),
-                            ))
-                        }
-                    },
-                    Expect::Colon => match b {
-                        b':' => self.expect = Expect::Value,
-                        c if c.is_ascii_whitespace() => {}
-                        c => {
-                            return Err(
-                                self.syntax(i, format!("expected ':', found '{}'", c as char))
-                            )
-                        }
-                    },
-                    Expect::Value => {
-                        if b == b',' || b == b'}' {
-                            return Err(self.syntax(i, "a member has no value"));
-                        }
-                        if !b.is_ascii_whitespace() {
-                            self.value_start = i;
-                            self.expect = Expect::InValue;
-                            continue; // look at this byte again as part of the value
-                        }
-                    }
-                    Expect::InValue => match b {
-                        b',' => {
-                            self.end_value(i, buf);
-                            self.expect = Expect::Key;
-                        }
-                        b'}' => {
-                            self.end_value(i, buf);
-                            self.depth = 0;
-                            return Ok(Some(i + 1));
-                        }
-                        b'"' => self.in_string = true,
-                        b'{' | b'[' => {
-                            self.open.push(b);
-                            self.depth += 1;
-                            self.check_depth(i)?;
-                        }
-                        b']' => return Err(self.syntax(i, "unbalanced ']'")),
-                        _ => {}
-                    },
+                match self.top_level(b, i, buf)? {
+                    Step::Next => i += 1,
+                    Step::Again => {}
+                    Step::Done(end) => return Ok(Some(end)),
                 }
-                i += 1;
                 continue;
             }
-            match b {
+            self.nested(b, i)?;
+            i += 1;
+        }
+        self.pos = i;
+        Ok(None)
+    }
+
+    /// Inside a string at `i`: the offset after the next quote or backslash (or the
+    /// end of `buf`), the state updated for what was found.
+    #[inline]
+    fn skip_string(&mut self, buf: &[u8], i: usize) -> usize {
+        if self.escaped {
+            self.escaped = false;
+            return i + 1;
+        }
+        match memchr::memchr2(b'"', b'\\', &buf[i..]) {
+            None => buf.len(),
+            Some(off) => {
+                let at = i + off;
+                if buf[at] == b'\\' {
+                    self.escaped = true;
+                } else {
+                    self.in_string = false;
+                    if self.depth == 1 && self.expect == Expect::Colon {
+                        self.key = self.key_start..at + 1;
+                    }
+                }
+                at + 1
+            }
+        }
+    }
+
+    /// Byte `b` at `i` among the message's members (depth 1): names, colons, the
+    /// start and end of each value.
+    #[inline]
+    fn top_level(&mut self, b: u8, i: usize, buf: &[u8]) -> Result<Step, CodecError> {
+        match self.expect {
+            Expect::Key => match b {
+                b'"' => {
+                    self.key_start = i;
+                    self.expect = Expect::Colon;
+                    self.in_string = true;
+                }
+                b'}' => {
+                    self.depth = 0;
+                    return Ok(Step::Done(i + 1));
+                }
+                b',' if !self.members.is_empty() => {}
+                c if c.is_ascii_whitespace() => {}
+                c => {
+                    return Err(
+                        self.syntax(i, format!("expected a member name, found '{}'", c as char))
+                    )
+                }
+            },
+            Expect::Colon => match b {
+                b':' => self.expect = Expect::Value,
+                c if c.is_ascii_whitespace() => {}
+                c => return Err(self.syntax(i, format!("expected ':', found '{}'", c as char))),
+            },
+            Expect::Value => {
+                if b == b',' || b == b'}' {
+                    return Err(self.syntax(i, "a member has no value"));
+                }
+                if !b.is_ascii_whitespace() {
+                    self.value_start = i;
+                    self.expect = Expect::InValue;
+                    return Ok(Step::Again); // this byte again, as part of the value
+                }
+            }
+            Expect::InValue => match b {
+                b',' => {
+                    self.end_value(i, buf);
+                    self.expect = Expect::Key;
+                }
+                b'}' => {
+                    self.end_value(i, buf);
+                    self.depth = 0;
+                    return Ok(Step::Done(i + 1));
+                }
                 b'"' => self.in_string = true,
                 b'{' | b'[' => {
                     self.open.push(b);
                     self.depth += 1;
                     self.check_depth(i)?;
                 }
-                b'}' | b']' => {
-                    // Even in a member nobody reads, brackets must match.
-                    let opener = if b == b'}' { b'{' } else { b'[' };
-                    if self.open.pop() != Some(opener) {
-                        return Err(self.syntax(
-                            i,
-                            format!("'{}' does not close '{}'", b as char, opener as char),
-                        ));
-                    }
-                    self.depth -= 1;
-                }
+                b']' => return Err(self.syntax(i, "unbalanced ']'")),
                 _ => {}
-            }
-            i += 1;
+            },
         }
-        self.pos = i;
-        Ok(None)
+        Ok(Step::Next)
+    }
+
+    /// Byte `b` at `i` inside a member's value (depth 2 and more): strings and
+    /// brackets, which must match even in a member nobody reads.
+    #[inline]
+    fn nested(&mut self, b: u8, i: usize) -> Result<(), CodecError> {
+        match b {
+            b'"' => self.in_string = true,
+            b'{' | b'[' => {
+                self.open.push(b);
+                self.depth += 1;
+                self.check_depth(i)?;
+            }
+            b'}' | b']' => {
+                let opener = if b == b'}' { b'{' } else { b'[' };
+                if self.open.pop() != Some(opener) {
+                    return Err(self.syntax(
+                        i,
+                        format!("'{}' does not close '{}'", b as char, opener as char),
+                    ));
+                }
+                self.depth -= 1;
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     fn reset(&mut self) {
@@ -454,6 +469,16 @@ impl JsonRpcCodec {
         self.expect = Expect::Key;
         self.members = Vec::new();
     }
+}
+
+/// What [`JsonRpcCodec::scan`] does after a byte among the members.
+enum Step {
+    /// Go on with the next byte.
+    Next,
+    /// Look at this byte again (a value starts at it).
+    Again,
+    /// The message ends just before this offset.
+    Done(usize),
 }
 
 impl Decoder for JsonRpcCodec {

@@ -197,206 +197,231 @@ impl<I: Iterator<Item = Bytes>> RowCutter<I> {
     fn scan(&mut self, piece: &Bytes) {
         let mut i = 0;
         while i < piece.len() {
-            match &mut self.mode {
-                Mode::Row {
-                    depth,
-                    string,
-                    escaped,
-                } => {
-                    let start = self.row_start.take().unwrap_or(i);
-                    let mut done = false;
-                    while i < piece.len() {
-                        if *escaped {
-                            *escaped = false;
-                            i += 1;
-                        } else if *string {
-                            match memchr::memchr2(b'"', b'\\', &piece[i..]) {
-                                None => i = piece.len(),
-                                Some(j) => {
-                                    i += j;
-                                    if piece[i] == b'\\' {
-                                        *escaped = true;
-                                    } else {
-                                        *string = false;
-                                    }
-                                    i += 1;
-                                }
-                            }
-                        } else {
-                            match memchr::memchr3(b'"', b'{', b'}', &piece[i..]) {
-                                None => i = piece.len(),
-                                Some(j) => {
-                                    i += j;
-                                    match piece[i] {
-                                        b'"' => *string = true,
-                                        b'{' => *depth += 1,
-                                        _ => {
-                                            *depth -= 1;
-                                            if *depth == 0 {
-                                                i += 1;
-                                                done = true;
-                                                break;
-                                            }
-                                        }
-                                    }
-                                    i += 1;
-                                }
-                            }
-                        }
-                    }
-                    if !done {
-                        self.row.extend_from_slice(&piece[start..i]);
-                    } else {
-                        let text = if self.row.is_empty() {
-                            piece.slice(start..i)
-                        } else {
-                            self.row.extend_from_slice(&piece[start..i]);
-                            Bytes::from(std::mem::take(&mut self.row))
-                        };
-                        self.rows.put(CutRow::Row(self.cut, text));
-                        // Cannot fail: writing to a vector.
-                        let _ = write!(self.out, "{}", self.cut);
-                        self.cut += 1;
-                        self.mode = Mode::Structure;
-                        self.value_done();
-                    }
-                }
-                Mode::String { key, escaped } => {
-                    let start = i;
-                    let mut ended = false;
-                    while i < piece.len() {
-                        if *escaped {
-                            *escaped = false;
-                            i += 1;
-                            continue;
-                        }
-                        match memchr::memchr2(b'"', b'\\', &piece[i..]) {
-                            None => i = piece.len(),
-                            Some(j) => {
-                                i += j;
-                                if piece[i] == b'\\' {
-                                    *escaped = true;
-                                    i += 1;
-                                } else {
-                                    ended = true;
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    let key = *key;
-                    self.out.extend_from_slice(&piece[start..i]);
-                    if key {
-                        if let Some(top) = self.stack.last_mut() {
-                            // Past the longest name a path has, a member name cannot
-                            // match: what is kept stops growing there.
-                            let room = KEPT_KEY - top.key.len().min(KEPT_KEY);
-                            let part = &piece[start..i];
-                            top.key.extend_from_slice(&part[..part.len().min(room)]);
-                        }
-                    }
-                    if ended {
-                        self.out.push(b'"');
-                        i += 1;
-                        self.mode = Mode::Structure;
-                        if key {
-                            if let Some(top) = self.stack.last_mut() {
-                                unescape_name(&mut top.key);
-                            }
-                        }
-                        match self.stack.last_mut() {
-                            Some(top) if top.object && top.expect == Expect::Key => {
-                                top.expect = Expect::Colon
-                            }
-                            _ => self.value_done(),
-                        }
-                    }
-                }
-                Mode::Structure => {
-                    let b = piece[i];
-                    i += 1;
-                    match b {
-                        b'"' => {
-                            self.out.push(b);
-                            let key = self
-                                .stack
-                                .last()
-                                .is_some_and(|t| t.object && t.expect == Expect::Key);
-                            let keep = key && self.keeps_key();
-                            if let Some(top) = self.stack.last_mut() {
-                                top.key.clear();
-                            }
-                            self.mode = Mode::String {
-                                key: keep,
-                                escaped: false,
-                            };
-                        }
-                        b'{' | b'[' => {
-                            let (on_path, row) = self.value_on_path();
-                            if row && b == b'{' {
-                                self.row_start = Some(i - 1);
-                                self.mode = Mode::Row {
-                                    depth: 1,
-                                    string: false,
-                                    escaped: false,
-                                };
-                            } else if self.stack.len() >= DEEPEST {
-                                self.out.push(b);
-                                self.deeper += 1;
-                            } else {
-                                self.out.push(b);
-                                let object = b == b'{';
-                                self.stack.push(Level {
-                                    object,
-                                    index: 0,
-                                    key: Vec::new(),
-                                    expect: if object { Expect::Key } else { Expect::Value },
-                                    on_path,
-                                });
-                            }
-                        }
-                        b'}' | b']' => {
-                            self.out.push(b);
-                            if self.deeper > 0 {
-                                self.deeper -= 1;
-                            } else {
-                                self.stack.pop();
-                            }
-                            self.value_done();
-                        }
-                        b':' => {
-                            self.out.push(b);
-                            if let Some(top) = self.stack.last_mut() {
-                                top.expect = Expect::Value;
-                            }
-                        }
-                        b',' => {
-                            self.out.push(b);
-                            if let Some(top) = self.stack.last_mut() {
-                                if top.object {
-                                    top.expect = Expect::Key;
-                                } else {
-                                    top.index += 1;
-                                    top.expect = Expect::Value;
-                                }
-                            }
-                        }
-                        _ => {
-                            self.out.push(b);
-                            let starts_value = !b.is_ascii_whitespace()
-                                && self.stack.last().is_some_and(|t| t.expect == Expect::Value);
-                            if starts_value && self.value_on_path().1 {
-                                self.rows.put(CutRow::Scalar);
-                                self.value_done();
-                            }
-                        }
-                    }
-                }
-            }
+            i = match self.mode {
+                Mode::Row { .. } => self.scan_row(piece, i),
+                Mode::String { .. } => self.scan_string(piece, i),
+                Mode::Structure => self.scan_structure(piece, i),
+            };
         }
         // A row whose `{` ended the piece goes on in the next one.
         if let Some(start) = self.row_start.take() {
             self.row.extend_from_slice(&piece[start..]);
+        }
+    }
+
+    /// In a row, from `i`: to its end (cut out, its number written in its place) or
+    /// to the end of the piece (kept for the next). Returns where scanning goes on.
+    #[inline]
+    fn scan_row(&mut self, piece: &Bytes, mut i: usize) -> usize {
+        let Mode::Row {
+            depth,
+            string,
+            escaped,
+        } = &mut self.mode
+        else {
+            return i;
+        };
+        let start = self.row_start.take().unwrap_or(i);
+        let mut done = false;
+        while i < piece.len() {
+            if *escaped {
+                *escaped = false;
+                i += 1;
+            } else if *string {
+                match memchr::memchr2(b'"', b'\\', &piece[i..]) {
+                    None => i = piece.len(),
+                    Some(j) => {
+                        i += j;
+                        if piece[i] == b'\\' {
+                            *escaped = true;
+                        } else {
+                            *string = false;
+                        }
+                        i += 1;
+                    }
+                }
+            } else {
+                match memchr::memchr3(b'"', b'{', b'}', &piece[i..]) {
+                    None => i = piece.len(),
+                    Some(j) => {
+                        i += j;
+                        match piece[i] {
+                            b'"' => *string = true,
+                            b'{' => *depth += 1,
+                            _ => {
+                                *depth -= 1;
+                                if *depth == 0 {
+                                    i += 1;
+                                    done = true;
+                                    break;
+                                }
+                            }
+                        }
+                        i += 1;
+                    }
+                }
+            }
+        }
+        if !done {
+            self.row.extend_from_slice(&piece[start..i]);
+            return i;
+        }
+        let text = if self.row.is_empty() {
+            piece.slice(start..i)
+        } else {
+            self.row.extend_from_slice(&piece[start..i]);
+            Bytes::from(std::mem::take(&mut self.row))
+        };
+        self.rows.put(CutRow::Row(self.cut, text));
+        // Cannot fail: writing to a vector.
+        let _ = write!(self.out, "{}", self.cut);
+        self.cut += 1;
+        self.mode = Mode::Structure;
+        self.value_done();
+        i
+    }
+
+    /// In a string of the structure, from `i`: to its closing quote or the end of the
+    /// piece; a member name on the path is kept. Returns where scanning goes on.
+    #[inline]
+    fn scan_string(&mut self, piece: &Bytes, mut i: usize) -> usize {
+        let Mode::String { key, escaped } = &mut self.mode else {
+            return i;
+        };
+        let start = i;
+        let mut ended = false;
+        while i < piece.len() {
+            if *escaped {
+                *escaped = false;
+                i += 1;
+                continue;
+            }
+            match memchr::memchr2(b'"', b'\\', &piece[i..]) {
+                None => i = piece.len(),
+                Some(j) => {
+                    i += j;
+                    if piece[i] == b'\\' {
+                        *escaped = true;
+                        i += 1;
+                    } else {
+                        ended = true;
+                        break;
+                    }
+                }
+            }
+        }
+        let key = *key;
+        self.out.extend_from_slice(&piece[start..i]);
+        if key {
+            if let Some(top) = self.stack.last_mut() {
+                // Past the longest name a path has, a member name cannot match: what
+                // is kept stops growing there.
+                let room = KEPT_KEY - top.key.len().min(KEPT_KEY);
+                let part = &piece[start..i];
+                top.key.extend_from_slice(&part[..part.len().min(room)]);
+            }
+        }
+        if !ended {
+            return i;
+        }
+        self.out.push(b'"');
+        self.mode = Mode::Structure;
+        if key {
+            if let Some(top) = self.stack.last_mut() {
+                unescape_name(&mut top.key);
+            }
+        }
+        match self.stack.last_mut() {
+            Some(top) if top.object && top.expect == Expect::Key => top.expect = Expect::Colon,
+            _ => self.value_done(),
+        }
+        i + 1
+    }
+
+    /// One byte of the structure at `i`. Returns where scanning goes on.
+    #[inline]
+    fn scan_structure(&mut self, piece: &Bytes, i: usize) -> usize {
+        let b = piece[i];
+        match b {
+            b'"' => {
+                self.out.push(b);
+                let key = self
+                    .stack
+                    .last()
+                    .is_some_and(|t| t.object && t.expect == Expect::Key);
+                let keep = key && self.keeps_key();
+                if let Some(top) = self.stack.last_mut() {
+                    top.key.clear();
+                }
+                self.mode = Mode::String {
+                    key: keep,
+                    escaped: false,
+                };
+            }
+            b'{' | b'[' => self.open(b, i),
+            b'}' | b']' => {
+                self.out.push(b);
+                if self.deeper > 0 {
+                    self.deeper -= 1;
+                } else {
+                    self.stack.pop();
+                }
+                self.value_done();
+            }
+            b':' => {
+                self.out.push(b);
+                if let Some(top) = self.stack.last_mut() {
+                    top.expect = Expect::Value;
+                }
+            }
+            b',' => {
+                self.out.push(b);
+                if let Some(top) = self.stack.last_mut() {
+                    if top.object {
+                        top.expect = Expect::Key;
+                    } else {
+                        top.index += 1;
+                        top.expect = Expect::Value;
+                    }
+                }
+            }
+            _ => {
+                self.out.push(b);
+                let starts_value = !b.is_ascii_whitespace()
+                    && self.stack.last().is_some_and(|t| t.expect == Expect::Value);
+                if starts_value && self.value_on_path().1 {
+                    self.rows.put(CutRow::Scalar);
+                    self.value_done();
+                }
+            }
+        }
+        i + 1
+    }
+
+    /// `b`, a `{` or `[` at `i`, opens a row or a container of the structure.
+    #[inline]
+    fn open(&mut self, b: u8, i: usize) {
+        let (on_path, row) = self.value_on_path();
+        if row && b == b'{' {
+            self.row_start = Some(i);
+            self.mode = Mode::Row {
+                depth: 1,
+                string: false,
+                escaped: false,
+            };
+        } else if self.stack.len() >= DEEPEST {
+            self.out.push(b);
+            self.deeper += 1;
+        } else {
+            self.out.push(b);
+            let object = b == b'{';
+            self.stack.push(Level {
+                object,
+                index: 0,
+                key: Vec::new(),
+                expect: if object { Expect::Key } else { Expect::Value },
+                on_path,
+            });
         }
     }
 

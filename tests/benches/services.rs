@@ -21,9 +21,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use netconnect::api::load::parse_file;
+use netconnect::keys::Key;
 use netconnect::reconcile::Reconciler;
 use netconnect::status::dir::State;
-use netconnect::world::{Key, Settings, World};
+use netconnect::world::{Settings, World};
 use ovn_sandbox::{Installation, OvsdbServer, ServerOptions};
 
 mod common;

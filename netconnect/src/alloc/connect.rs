@@ -18,7 +18,7 @@ use ipnet::IpNet;
 
 use super::subnets::{SubnetAllocator, SubnetError};
 use crate::api::Topology;
-use crate::topology::addr::{p2p_pair, to_u128, with_len};
+use crate::ovnk::addr::{p2p_pair, to_u128, with_len};
 
 /// OVN's highest tunnel key for a logical port with Geneve (15 bits); the default of
 /// [`crate::topology::TopologyConfig::max_port_tunnel_key`].

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use ipnet::IpNet;
 
 use crate::api::{Inventory, Problem, Role, Topology};
-use crate::topology::addr::nth_in;
+use crate::ovnk::addr::nth_in;
 
 pub use ids::{IdAllocator, IdError};
 pub use subnets::{SubnetAllocator, SubnetError};
@@ -397,7 +397,7 @@ fn subnets(
                 }
                 passed_over = 0;
                 let mut nodes = annotated.iter_mut().map(|(node_name, node, given)| {
-                    let mine = crate::topology::in_step(given, name);
+                    let mine = crate::ovnk::in_step(given, name);
                     (*node_name, *node, mine.map_or(&[][..], Vec::as_slice))
                 });
                 // The host subnets before, when every node is annotated with them.

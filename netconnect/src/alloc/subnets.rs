@@ -16,7 +16,7 @@
 
 use ipnet::IpNet;
 
-use crate::topology::addr::{from_u128, to_u128, with_len};
+use crate::ovnk::addr::{from_u128, to_u128, with_len};
 
 /// One cluster subnet and the host subnets handed out of it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use ipnet::IpNet;
 
 use crate::api::validate::overlaps;
 use crate::api::Network;
-use crate::topology::addr::{from_u128, p2p_pair, to_u128, with_len};
+use crate::ovnk::addr::{from_u128, p2p_pair, to_u128, with_len};
 
 /// The transit subnets of a Layer2 network, one per family it has, IPv4 first.
 pub fn transit_subnets(net: &Network, defaults: &[IpNet]) -> Result<Vec<IpNet>, String> {

@@ -631,7 +631,7 @@ pub fn parse_l3_gateway_config(value: &str) -> Result<Option<L3GatewayConfig>, B
                 .map_err(|_| bad(key, value, format!("next-hops {s:?} is not an address")))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if !crate::topology::mac::is_mac(&raw.mac_address) {
+    if !crate::ovnk::mac::is_mac(&raw.mac_address) {
         return Err(bad(
             key,
             value,

@@ -412,7 +412,7 @@ impl Inventory {
         prefixes: &mut BTreeMap<String, String>,
     ) -> Result<(), String> {
         let name = info.network.name();
-        let prefix = crate::topology::names::prefix(&name);
+        let prefix = crate::ovnk::names::prefix(&name);
         if let Some(other) = prefixes.get(&prefix) {
             return Err(format!(
                 "network {name} would share the OVN name prefix {prefix} with network {other}"
@@ -613,12 +613,7 @@ fn node_info(
         .unwrap_or_else(|| node.metadata.name().to_owned());
     let chassis_id = a.get(NODE_CHASSIS_ID).filter(|c| !c.is_empty()).cloned();
     let gateway_mtu = a.get(GATEWAY_MTU_SUPPORT).is_none_or(|v| v != "false");
-    let facts = crate::topology::connect::fingerprint((
-        &chassis_id,
-        &gateway,
-        &host_addresses,
-        gateway_mtu,
-    ));
+    let facts = crate::ovnk::fingerprint((&chassis_id, &gateway, &host_addresses, gateway_mtu));
     Ok(NodeInfo {
         origin: origin.clone(),
         object: node.clone(),

@@ -5,9 +5,7 @@
 //! reconcile, and rows changed behind netconnect's back (a port deleted by hand) are
 //! put back because the cache's events queue the key that owns them.
 
-pub mod key;
 pub mod queue;
-pub mod triggers;
 pub mod worker;
 
 use std::collections::{BTreeMap, HashSet};
@@ -19,10 +17,9 @@ use ovsdb_proto::Uuid;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::keys::{self, Key, Wake};
 use crate::reconcile::{ReconcileError, Reconciler, SeenRows};
 use crate::world::World;
-use key::Key;
-use triggers::Wake;
 
 pub use queue::{Backoff, Queue};
 
@@ -245,7 +242,7 @@ impl Controller {
                     Change::Delete { old } => old,
                 };
                 let w = world.borrow().clone();
-                for wake in triggers::woken(&w, &e.table, row) {
+                for wake in keys::woken(&w, &e.table, row) {
                     match wake {
                         Wake::Own(key) => {
                             // Most changes are the key's own writes coming back (a
@@ -411,7 +408,7 @@ pub async fn once(
     // The cluster rows first, then the networks (and what is gone), then the
     // connects, whose rows go on the networks' routers and switches.
     let mut out = Vec::with_capacity(keys.len());
-    for p in 0..key::PHASES {
+    for p in 0..keys::PHASES {
         let these: Vec<Key> = keys.iter().filter(|k| k.phase() == p).cloned().collect();
         let mut done: Vec<Outcome> = stream::iter(these)
             .map(one)

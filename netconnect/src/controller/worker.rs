@@ -10,8 +10,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::key::{Key, PHASES};
 use super::{reconcile_key, KeyQueue, KeyReport, OutcomeHook, Reported, Reports};
+use crate::keys::{Key, PHASES};
 use crate::reconcile::Reconciler;
 use crate::world::World;
 

@@ -22,7 +22,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::world::{Key, World};
+use crate::keys::Key;
+use crate::world::World;
 
 type Labels = Vec<(String, String)>;
 
@@ -49,14 +50,7 @@ fn histogram() -> Histogram {
 
 /// The `kind` label of a key.
 pub fn kind(key: &Key) -> &'static str {
-    match key {
-        Key::Cluster => "cluster",
-        Key::Network(_) => "network",
-        Key::Connect(_) => "connect",
-        Key::ConnectNetwork(..) => "connect_network",
-        Key::Service(_) => "service",
-        Key::Gone(_) => "gone",
-    }
+    key.kind()
 }
 
 impl Default for Metrics {

@@ -193,23 +193,83 @@ fn exit_code(failed: bool) -> ExitCode {
 async fn serve(
     args: Args,
     world: World,
-    mut current: Current,
-    mut manifests: ManifestDir,
+    current: Current,
+    manifests: ManifestDir,
     events: CacheEvents,
     reconciler: Arc<Reconciler>,
 ) -> Result<ExitCode, String> {
     let (tx, rx) = tokio::sync::watch::channel(Arc::new(world));
+    let shutdown = CancellationToken::new();
+    let run = start_controller(&args, rx, events, reconciler, &shutdown).await?;
+    let (changed_tx, mut changed) = tokio::sync::mpsc::channel(1);
+    let _watcher = manifests::watch(&args.manifests, Duration::from_millis(100), changed_tx)
+        .map_err(|e| format!("cannot watch {}: {e}", args.manifests.display()))?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    let mut serving = Serving {
+        args,
+        tx,
+        current,
+        manifests,
+        quiet: Quiet::default(),
+        files: Arc::new(Vec::new()),
+        read_beside: None,
+        saving: None,
+    };
+    loop {
+        let at = serving.quiet.at;
+        let quiet_due = async {
+            match at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let saving = serving.saving.as_mut();
+        let saved_now = async {
+            match saving {
+                Some(task) => task.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break,
+            _ = terminate.recv() => break,
+            done = saved_now => {
+                serving.saving = None;
+                serving.settle(done);
+            }
+            () = quiet_due => serving.when_quiet(&|| changed.is_empty()),
+            Some(()) = changed.recv() => serving.reload().await,
+        }
+    }
+    serving.finish().await;
+    // Stop taking keys; let the reconciles in flight finish their transactions.
+    tracing::info!("stopping: finishing the reconciles in flight");
+    shutdown.cancel();
+    let _ = run.await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the controller over the worlds `rx` serves, the `--listen` server, and what
+/// marks the daemon ready once the first pass is through (the queue idle for a
+/// moment); the controller's task.
+async fn start_controller(
+    args: &Args,
+    rx: tokio::sync::watch::Receiver<Arc<World>>,
+    events: CacheEvents,
+    reconciler: Arc<Reconciler>,
+    shutdown: &CancellationToken,
+) -> Result<tokio::task::JoinHandle<()>, String> {
     let controller = Controller::new(reconciler.clone(), rx.clone(), Backoff::default());
     let shared = Arc::new(http::Shared {
         ready: AtomicBool::new(false),
         reports: controller.reports(),
         world: rx,
-        reconciler: reconciler.clone(),
+        reconciler,
         metrics: Metrics::new(),
     });
     let controller = controller.with_hook(outcome_hook(shared.clone(), args.status_dir.clone()));
     let queue = controller.queue();
-    let shutdown = CancellationToken::new();
     let run = tokio::spawn(controller.run_until(events, args.workers.into(), shutdown.clone()));
     if let Some(addr) = args.listen {
         let listener = tokio::net::TcpListener::bind(addr)
@@ -218,7 +278,6 @@ async fn serve(
         tracing::info!(%addr, "serving /healthz, /readyz, /status, /metrics");
         tokio::spawn(http::serve(listener, shared.clone(), shutdown.clone()));
     }
-    // Ready once the first pass is through: the queue idle for a moment.
     tokio::spawn(async move {
         while !controller::settle(
             &queue,
@@ -230,124 +289,117 @@ async fn serve(
         shared.ready.store(true, Ordering::Relaxed);
         tracing::info!("first pass done: ready");
     });
-    let (changed_tx, mut changed) = tokio::sync::mpsc::channel(1);
-    let _watcher = manifests::watch(&args.manifests, Duration::from_millis(100), changed_tx)
-        .map_err(|e| format!("cannot watch {}: {e}", args.manifests.display()))?;
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
-    // What waits until the manifests have been quiet a moment after a reload.
-    let mut quiet = Quiet::default();
-    // The files the world served was built from, and that world read again beside the
-    // state saved after it (when the Nodes' annotations changed: the next reload then
-    // finds each node as it reads it, instead of reading every node's host subnets
-    // again on the next change).
-    let mut files = Arc::new(Vec::new());
-    let mut read_beside: Option<tokio::task::JoinHandle<World>> = None;
-    // The state of the world served, being worked out and saved beside its reconciles.
-    let mut saving: Option<tokio::task::JoinHandle<Saved>> = None;
-    loop {
-        let quiet_due = async {
-            match quiet.at {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        let saved_now = async {
-            match saving.as_mut() {
-                Some(task) => task.await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => break,
-            _ = terminate.recv() => break,
-            done = saved_now => {
-                saving = None;
-                current = settle(done, current, &mut quiet);
-                continue;
-            }
-            () = quiet_due => {
-                // Each part yields to a change come meanwhile: the reload it brings
-                // comes first (and arms the quiet again for what is left).
-                quiet.at = None;
-                if std::mem::take(&mut quiet.read_again) && changed.is_empty() {
-                    // On a thread of its own: a change come meanwhile does not wait for
-                    // it (its reload takes the world served instead).
-                    let (files, context) = (files.clone(), current.context.clone());
-                    let (served, settings) = (tx.borrow().clone(), args.settings());
-                    read_beside = Some(tokio::task::spawn_blocking(move || {
-                        let started = std::time::Instant::now();
-                        let world = World::build_in(&files, &context, settings, Some(&served));
-                        tracing::debug!(took = ?started.elapsed(), "world read beside the state saved");
-                        world
-                    }));
-                }
-                if quiet.fold && changed.is_empty() {
-                    (current.saved, quiet.fold) =
-                        fold(&args, &current.state, &|| changed.is_empty());
-                }
-                continue;
-            }
-            Some(()) = changed.recv() => {}
+    Ok(run)
+}
+
+/// The daemon's state between manifest reloads.
+struct Serving {
+    args: Args,
+    /// The world served to the controller.
+    tx: tokio::sync::watch::Sender<Arc<World>>,
+    /// The state last worked out.
+    current: Current,
+    manifests: ManifestDir,
+    /// What waits until the manifests have been quiet a moment after a reload.
+    quiet: Quiet,
+    /// The files the world served was built from.
+    files: Arc<Vec<FileObjects>>,
+    /// That world read again beside the state saved after it (when the Nodes'
+    /// annotations changed: the next reload then finds each node as it reads it,
+    /// instead of reading every node's host subnets again on the next change).
+    read_beside: Option<tokio::task::JoinHandle<World>>,
+    /// The state of the world served, being worked out and saved beside its
+    /// reconciles.
+    saving: Option<tokio::task::JoinHandle<Saved>>,
+}
+
+impl Serving {
+    /// Takes what a save left.
+    fn settle(&mut self, done: Result<Saved, tokio::task::JoinError>) {
+        let before = self.current.clone();
+        self.current = settle(done, before, &mut self.quiet);
+    }
+
+    /// The manifests have been quiet since the last reload: the world is read again
+    /// beside the state saved, and the journal folded, each unless a change came
+    /// meanwhile (`quiet` says there is none), whose reload then comes first (and arms
+    /// the quiet again for what is left).
+    fn when_quiet(&mut self, quiet: &dyn Fn() -> bool) {
+        self.quiet.at = None;
+        if std::mem::take(&mut self.quiet.read_again) && quiet() {
+            // On a thread of its own: a change come meanwhile does not wait for it (its
+            // reload takes the world served instead).
+            let (files, context) = (self.files.clone(), self.current.context.clone());
+            let (served, settings) = (self.tx.borrow().clone(), self.args.settings());
+            self.read_beside = Some(tokio::task::spawn_blocking(move || {
+                let started = std::time::Instant::now();
+                let world = World::build_in(&files, &context, settings, Some(&served));
+                tracing::debug!(took = ?started.elapsed(), "world read beside the state saved");
+                world
+            }));
         }
-        // A world is read beside the state saved last.
-        if let Some(task) = saving.take() {
-            current = settle(task.await, current, &mut quiet);
+        if self.quiet.fold && quiet() {
+            (self.current.saved, self.quiet.fold) = fold(&self.args, &self.current.state, quiet);
         }
-        let served = tx.borrow().clone();
-        let previous = match read_beside.take() {
+    }
+
+    /// The manifests changed: they are read again, and the world they give served at
+    /// once, its state saved beside its reconciles (read beside the state saved last).
+    async fn reload(&mut self) {
+        if let Some(task) = self.saving.take() {
+            self.settle(task.await);
+        }
+        let served = self.tx.borrow().clone();
+        let previous = match self.read_beside.take() {
             Some(task) if task.is_finished() => task.await.ok(),
             _ => None,
         };
         let started = std::time::Instant::now();
-        let read = read_manifests(&args, &mut manifests).map(|f| {
+        let read = read_manifests(&self.args, &mut self.manifests).map(|f| {
             let world = World::build_in(
                 &f,
-                &current.context,
-                args.settings(),
+                &self.current.context,
+                self.args.settings(),
                 Some(previous.as_ref().unwrap_or(&served)),
             );
             (f, world)
         });
         drop(previous);
-        match read {
-            Ok((read_files, world)) => {
-                files = Arc::new(read_files);
-                for p in &world.problems {
-                    tracing::warn!(problem = %p, "input");
-                }
-                tracing::debug!(built = ?started.elapsed(), "manifests reloaded");
-                // Served at once: its rows are built while its state is saved, and
-                // written after ([`World::saving`]).
-                let (world, gate) = world.saving();
-                let world = Arc::new(world);
-                tx.send_replace(world.clone());
-                // What waits for quiet waits for this save too (it arms the quiet
-                // again).
-                quiet.at = None;
-                let since = Current {
-                    of: current.of.take(),
-                    ..current.clone()
-                };
-                let (dir, reserved) = (args.status_dir.clone(), args.settings().reserved);
-                saving = Some(tokio::task::spawn_blocking(move || {
-                    save_state(world, since, dir.as_deref(), reserved, gate)
-                }));
-            }
-            Err(e) => tracing::error!(error = %e, "manifests not reloaded"),
+        let (read_files, world) = match read {
+            Ok(read) => read,
+            Err(e) => return tracing::error!(error = %e, "manifests not reloaded"),
+        };
+        self.files = Arc::new(read_files);
+        for p in &world.problems {
+            tracing::warn!(problem = %p, "input");
+        }
+        tracing::debug!(built = ?started.elapsed(), "manifests reloaded");
+        // Served at once: its rows are built while its state is saved, and written
+        // after ([`World::saving`]).
+        let (world, gate) = world.saving();
+        let world = Arc::new(world);
+        self.tx.send_replace(world.clone());
+        // What waits for quiet waits for this save too (it arms the quiet again).
+        self.quiet.at = None;
+        let since = Current {
+            of: self.current.of.take(),
+            ..self.current.clone()
+        };
+        let (dir, reserved) = (self.args.status_dir.clone(), self.args.settings().reserved);
+        self.saving = Some(tokio::task::spawn_blocking(move || {
+            save_state(world, since, dir.as_deref(), reserved, gate)
+        }));
+    }
+
+    /// Before stopping: the save under way finished, the journal folded.
+    async fn finish(mut self) {
+        if let Some(task) = self.saving.take() {
+            self.settle(task.await);
+        }
+        if self.quiet.fold {
+            fold(&self.args, &self.current.state, &|| true);
         }
     }
-    if let Some(task) = saving.take() {
-        current = settle(task.await, current, &mut quiet);
-    }
-    if quiet.fold {
-        fold(&args, &current.state, &|| true);
-    }
-    // Stop taking keys; let the reconciles in flight finish their transactions.
-    tracing::info!("stopping: finishing the reconciles in flight");
-    shutdown.cancel();
-    let _ = run.await;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// How long the manifests stay unchanged after a reload before what waits for quiet

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use ovsdb_proto::cache::{CacheConfig, CachedRow, IndexedRows, RowIndex, Snapshot};
 use ovsdb_proto::{Atom, Uuid};
 
-pub use crate::ownership::partition_of;
-use crate::ownership::{Owner, Scope};
+pub use crate::ovnk::ownership::partition_of;
+use crate::ovnk::ownership::{Owner, Scope};
 
 /// The tables whose rows netconnect owns or refers to.
 pub const TABLES: &[&str] = &[
@@ -134,7 +134,7 @@ fn binding_names(row: &CachedRow) -> Vec<Arc<str>> {
     };
     vec![
         port.into(),
-        crate::ownership::binding_identity(port, ip).into(),
+        crate::ovnk::ownership::binding_identity(port, ip).into(),
     ]
 }
 

@@ -2,7 +2,7 @@
 //! an account of them for people (`--plan`, `--once` output, logs).
 
 use std::fmt;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use ovsdb_proto::cache::{CachedRow, IndexedRows};
 use ovsdb_proto::{Operation, Uuid};
@@ -66,9 +66,7 @@ impl SeenRows {
     /// (deleted) and not seen.
     pub fn saw(&self, uuid: &Uuid, row: Option<&Arc<CachedRow>>) -> bool {
         match (self.get(uuid), row) {
-            (Some(seen), Some(now)) => {
-                Arc::ptr_eq(seen, now) || super::same_but_where_ovn_writes(seen, now)
-            }
+            (Some(seen), Some(now)) => super::left::saw_as_left(seen, now),
             (None, None) => true,
             _ => false,
         }
@@ -83,11 +81,6 @@ impl SeenRows {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-/// True when `row` is the very version `held` refers to.
-pub(crate) fn is_version(row: &Arc<CachedRow>, held: &Weak<CachedRow>) -> bool {
-    std::ptr::eq(Arc::as_ptr(row), held.as_ptr())
 }
 
 impl fmt::Debug for SeenRows {

@@ -24,19 +24,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use ovsdb_proto::cache::{CachedRow, SetElements, Snapshot};
-use ovsdb_proto::schema::{DatabaseSchema, Max, TableSchema};
+use ovsdb_proto::schema::DatabaseSchema;
 use ovsdb_proto::{Atom, Condition, Datum, Function, Mutation, Mutator, Operation, Row, Uuid};
 
-use super::nb::{NbIndexes, ATTACHABLE, TABLES};
+use super::left::written_by_ovn;
+use super::nb::{NbIndexes, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
-use super::{KeptRows, KeyRow, KeyRows};
-use crate::ownership::{binding_identity, binding_port};
+use super::rows::{KeptRows, KeyRow, KeyRows};
+use crate::ovnk::ownership::{binding_identity, binding_port};
 use crate::topology::desired::{
     foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
 };
-
-/// Columns OVN's own daemons write; never compared or written.
-pub const WRITTEN_BY_OVN: &[&str] = &["up", "dynamic_addresses", "tag", "status", "ipv6_prefix"];
 
 /// Why a key cannot be reconciled now.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -78,104 +76,6 @@ struct Existing {
 /// What a plan takes out of and puts into the sets of the rows of a skipped base
 /// fragment ([`DesiredRow::kept`]), by the row's position then column.
 type KeptChanges = BTreeMap<usize, BTreeMap<String, (Vec<Atom>, Vec<Atom>)>>;
-
-/// What the planner needs to know of one table, worked out once per schema.
-struct TableInfo {
-    schema: TableSchema,
-    /// Each column's default value, in the order of the schema's columns (by name).
-    defaults: Vec<Datum>,
-    /// Columns holding sets of references (changed by mutation), sorted.
-    ref_sets: Vec<String>,
-    /// Columns holding any references.
-    refs: Vec<String>,
-    /// The [`ATTACHABLE`] tables and columns that can hold this table's rows.
-    held_in: Vec<(&'static str, Vec<&'static str>)>,
-}
-
-fn table_info(schema: &DatabaseSchema) -> HashMap<String, TableInfo> {
-    schema
-        .tables
-        .iter()
-        .map(|(name, t)| {
-            let mut ref_sets = Vec::new();
-            let mut refs = Vec::new();
-            for (c, cs) in &t.columns {
-                let ty = &cs.column_type;
-                if ty.key.ref_table.is_some()
-                    || ty.value.as_ref().is_some_and(|v| v.ref_table.is_some())
-                {
-                    refs.push(c.clone());
-                }
-                if ty.value.is_none()
-                    && ty.key.ref_table.is_some()
-                    && !matches!(ty.max, Max::Limited(0 | 1))
-                {
-                    ref_sets.push(c.clone());
-                }
-            }
-            let held_in = ATTACHABLE
-                .iter()
-                .filter_map(|&(parent, columns)| {
-                    let ps = schema.tables.get(parent)?;
-                    let cols: Vec<&'static str> = columns
-                        .iter()
-                        .copied()
-                        .filter(|c| {
-                            ps.columns.get(*c).is_some_and(|cs| {
-                                cs.column_type.key.ref_table.as_deref() == Some(name.as_str())
-                            })
-                        })
-                        .collect();
-                    (!cols.is_empty()).then_some((parent, cols))
-                })
-                .collect();
-            (
-                name.clone(),
-                TableInfo {
-                    schema: t.clone(),
-                    defaults: t
-                        .columns
-                        .values()
-                        .map(|c| c.column_type.default_datum())
-                        .collect(),
-                    ref_sets,
-                    refs,
-                    held_in,
-                },
-            )
-        })
-        .collect()
-}
-
-/// The (table, column) pairs that refer to rows of `table`.
-fn referrers<'a>(
-    schema: &'a DatabaseSchema,
-    table: &'a str,
-) -> impl Iterator<Item = (&'a str, &'a str)> {
-    schema.tables.values().flat_map(move |t| {
-        t.columns.values().filter_map(move |c| {
-            (c.column_type.key.ref_table.as_deref() == Some(table))
-                .then_some((t.name.as_str(), c.name.as_str()))
-        })
-    })
-}
-
-/// The atoms of a datum: a set's elements, a map's keys and values.
-fn atoms(d: &Datum) -> impl Iterator<Item = &Atom> {
-    let (set, map): (&[Atom], &[(Atom, Atom)]) = match d {
-        Datum::Set(s) => (s, &[]),
-        Datum::Map(m) => (&[], m),
-    };
-    set.iter().chain(map.iter().flat_map(|(k, v)| [k, v]))
-}
-
-/// The placeholders a datum holds.
-fn placeholders(d: &Datum) -> impl Iterator<Item = &str> {
-    atoms(d).filter_map(|a| match a {
-        Atom::NamedUuid(p) => Some(&**p),
-        _ => None,
-    })
-}
 
 /// What the planner knows of a schema, worked out once and used for every key.
 pub struct Planner {
@@ -604,7 +504,7 @@ impl<'a> Planning<'a> {
             let mut server = info.schema.columns.keys().zip(&info.defaults).peekable();
             let mut columns = Vec::with_capacity(r.row.len());
             for (at, (column, value)) in r.row.iter().enumerate() {
-                let Some(default) = crate::topology::in_step(&mut server, column) else {
+                let Some(default) = crate::ovnk::in_step(&mut server, column) else {
                     if r.defaults.at(at) {
                         continue;
                     }
@@ -692,7 +592,7 @@ impl<'a> Planning<'a> {
         let mut muts = Vec::new();
         let mut changed = Vec::new();
         for (at, (column, value)) in r.row.iter().enumerate() {
-            if WRITTEN_BY_OVN.contains(&column.as_str()) {
+            if written_by_ovn(column) {
                 continue;
             }
             let ref_set = ti
@@ -795,350 +695,11 @@ impl<'a> Planning<'a> {
         }
         Ok((drop, add))
     }
-
-    /// The row of the skipped base fragment at position `at` of the key's rows, as the
-    /// NB holds it.
-    fn kept_row(&self, at: usize) -> Option<(&'a DesiredRow, Uuid, Arc<CachedRow>)> {
-        let r = self.desired.rows().nth(at).filter(|r| r.kept)?;
-        let uuid = self.resolved.get(r.placeholder.as_str())?.as_uuid()?;
-        let row = self.snap.get(r.table, &uuid)?;
-        Some((r, uuid, row))
-    }
-
-    /// Phase 6b: what the rows built now put into the sets of the rows of a skipped
-    /// base fragment ([`Desired::growth`]) that they lack.
-    fn grow_kept(&self) -> Result<KeptChanges, PlanError> {
-        let mut changes = KeptChanges::new();
-        for g in self.desired.growth() {
-            let Some((r, _, row)) = self.kept_row(g.row) else {
-                let r = self.desired.rows().nth(g.row);
-                return Err(PlanError::MissingDependency {
-                    table: r.map_or("?", |r| r.table).to_owned(),
-                    name: r.map(|r| r.identity.clone()).unwrap_or_default(),
-                });
-            };
-            debug_assert!(r.kept);
-            let have = row.set(&g.column);
-            let mut add = Vec::new();
-            for p in &g.elements {
-                // The rows built now resolve to a uuid or a named uuid of this plan.
-                let a =
-                    self.resolved
-                        .get(p.as_str())
-                        .ok_or_else(|| PlanError::MissingDependency {
-                            table: r.table.to_owned(),
-                            name: p.clone(),
-                        })?;
-                if !have.is_some_and(|h| h.contains(a)) {
-                    add.push(a.clone());
-                }
-            }
-            if !add.is_empty() {
-                let entry = changes.entry(g.row).or_default();
-                entry.entry(g.column.clone()).or_default().1.extend(add);
-            }
-        }
-        Ok(changes)
-    }
-
-    /// Phase 10: the mutations of the skipped base fragment's rows, each told as an
-    /// update of its columns (as the row built whole would have been).
-    fn change_kept(&self, plan: &mut Plan, changes: KeptChanges) {
-        for (at, columns) in changes {
-            let Some((r, uuid, _)) = self.kept_row(at) else {
-                continue;
-            };
-            let names: Vec<String> = columns.keys().cloned().collect();
-            let mut muts = Vec::new();
-            for (column, (drop, add)) in columns {
-                if !drop.is_empty() {
-                    let drop = Datum::set(drop);
-                    muts.push(Mutation::new(column.clone(), Mutator::Delete, drop));
-                }
-                if !add.is_empty() {
-                    muts.push(Mutation::new(column, Mutator::Insert, Datum::set(add)));
-                }
-            }
-            plan.operations.push(Operation::Mutate {
-                table: r.table.into(),
-                conditions: vec![Condition::uuid(uuid)],
-                mutations: muts,
-            });
-            plan.updated.push((
-                RowName {
-                    table: r.table.into(),
-                    identity: r.identity.clone(),
-                },
-                names,
-            ));
-        }
-    }
-
-    /// The rows of the skipped base fragment as the NB holds them, with their
-    /// positions.
-    fn kept_rows(&self) -> Vec<(usize, &'a DesiredRow, Arc<CachedRow>)> {
-        let kept = self.desired.rows().enumerate().filter(|(_, r)| r.kept);
-        kept.filter_map(|(at, _)| self.kept_row(at).map(|(r, _, row)| (at, r, row)))
-            .collect()
-    }
-
-    /// Of the rows of the skipped base fragment `kept` ([`Self::kept_rows`]), those
-    /// holding `child` (of `table`) in a set of references, with the column.
-    fn kept_holders(
-        &self,
-        kept: &[(usize, &DesiredRow, Arc<CachedRow>)],
-        table: &str,
-        child: Uuid,
-    ) -> Vec<(usize, String)> {
-        let mut out = Vec::new();
-        let child = Atom::Uuid(child);
-        for (at, r, row) in kept {
-            let at = *at;
-            for c in &self.info[r.table].ref_sets {
-                let refers = self.info[r.table]
-                    .schema
-                    .column(c)
-                    .is_some_and(|cs| cs.column_type.key.ref_table.as_deref() == Some(table));
-                if refers && row.set(c).is_some_and(|s| s.contains(&child)) {
-                    out.push((at, c.clone()));
-                }
-            }
-        }
-        out
-    }
-
-    /// Phase 7: the key's rows put into the sets of rows it does not own where it wants
-    /// them. Returns every (parent, column, child) wanted, attached now or before.
-    fn attach(&self, plan: &mut Plan) -> Result<HashSet<(Uuid, &'static str, Atom)>, PlanError> {
-        let mut attached = HashSet::new();
-        for (att, children) in self.desired.attachments() {
-            let Some((parent, row)) = self
-                .nb
-                .named(self.snap, att.table, &att.parent)
-                .into_iter()
-                .next()
-            else {
-                return Err(PlanError::MissingDependency {
-                    table: att.table.to_owned(),
-                    name: att.parent.clone(),
-                });
-            };
-            // Read where it is: a router's 250k ports are searched, not copied.
-            let have = row.set(att.column);
-            let mut add = Vec::new();
-            for p in children {
-                // A row not wanted after all (a shared row another party holds) is not
-                // attached.
-                let Some(child) = self.resolved.get(&**p) else {
-                    continue;
-                };
-                attached.insert((parent, att.column, child.clone()));
-                if !have.is_some_and(|h| h.contains(child)) {
-                    add.push(child.clone());
-                }
-            }
-            if !add.is_empty() {
-                plan.foreign.push(ForeignMutation {
-                    row: RowName {
-                        table: att.table.into(),
-                        identity: att.parent.clone(),
-                    },
-                    column: att.column.into(),
-                    inserted: add.len(),
-                    deleted: 0,
-                });
-                plan.operations.push(Operation::Mutate {
-                    table: att.table.into(),
-                    conditions: vec![Condition::uuid(parent)],
-                    mutations: vec![Mutation::new(att.column, Mutator::Insert, Datum::set(add))],
-                });
-            }
-        }
-        Ok(attached)
-    }
-
-    /// Phase 8: the key's rows still wanted taken out of rows it does not own that
-    /// should no longer hold them (those no longer wanted go in [`Self::delete_stale`]).
-    fn detach(&self, plan: &mut Plan, attached: &HashSet<(Uuid, &'static str, Atom)>) {
-        for r in &self.wanted {
-            let Some(e) = self.find(r.table, &r.identity) else {
-                continue;
-            };
-            self.let_go_of(plan, r.table, e.uuid, |parent, column| {
-                attached.contains(&(parent, column, Atom::Uuid(e.uuid)))
-            });
-        }
-    }
-
-    /// Takes row `child` of `table` out of the rows the key does not own that hold it
-    /// in an [`ATTACHABLE`] column, but for those `keep` (parent, column) says stay.
-    fn let_go_of(
-        &self,
-        plan: &mut Plan,
-        table: &str,
-        child: Uuid,
-        keep: impl Fn(Uuid, &'static str) -> bool,
-    ) {
-        for (parent_table, parent, column) in
-            holders(self.nb, self.snap, self.info.get(table), child)
-        {
-            if !self.owns(&parent) && !keep(parent, column) {
-                let_go(
-                    plan,
-                    parent_table,
-                    Condition::uuid(parent),
-                    parent.to_string(),
-                    column,
-                    child,
-                );
-            }
-        }
-    }
-
-    /// Phase 9: the rows the key holds and no longer wants go: a root row explicitly
-    /// (let go of first by the rows of other parties holding it), any other by taking
-    /// the references to it out (the server then collects it); a stale child referred
-    /// to by one of the key's rows goes with that reference.
-    fn delete_stale(&self, plan: &mut Plan, kept_changes: &mut KeptChanges) {
-        let kept: HashSet<(&str, &str)> = self
-            .wanted
-            .iter()
-            .map(|r| (r.table, r.identity.as_str()))
-            .collect();
-        let mut stale: Vec<(&str, &str, &Existing)> = self
-            .existing
-            .iter()
-            .flat_map(|(t, rows)| rows.iter().map(move |(i, e)| (*t, i.as_str(), e)))
-            .filter(|(t, i, e)| !kept.contains(&(*t, *i)) && !self.keep.contains(&e.uuid))
-            .collect();
-        stale.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-        let needs_held = stale
-            .iter()
-            .any(|(t, _, _)| self.info.get(*t).is_some_and(|i| !i.schema.is_root));
-        let held = if needs_held {
-            self.held_by_the_key()
-        } else {
-            HashSet::new()
-        };
-        let kept_rows = match stale.is_empty() {
-            true => Vec::new(),
-            false => self.kept_rows(),
-        };
-        for (table, identity, e) in stale {
-            let root = self.info.get(table).is_none_or(|t| t.schema.is_root);
-            // Held by a row of the skipped base fragment: taken out of it, as that
-            // row built whole would no longer hold it.
-            let by_kept = self.kept_holders(&kept_rows, table, e.uuid);
-            for (at, column) in &by_kept {
-                let entry = kept_changes.entry(*at).or_default();
-                entry
-                    .entry(column.clone())
-                    .or_default()
-                    .0
-                    .push(Atom::Uuid(e.uuid));
-            }
-            if root {
-                self.let_go_of(plan, table, e.uuid, |_, _| false);
-                plan.operations.push(Operation::Delete {
-                    table: table.to_owned(),
-                    conditions: vec![Condition::uuid(e.uuid)],
-                });
-            } else if !held.contains(&e.uuid) && by_kept.is_empty() {
-                // Held by a row the key does not own: take the reference out of it.
-                for (parent, column) in referrers(self.schema, table) {
-                    let_go(
-                        plan,
-                        parent,
-                        Condition::new(column, Function::Includes, Datum::uuid(e.uuid)),
-                        format!("(any row referring to {table} {identity})"),
-                        column,
-                        e.uuid,
-                    );
-                }
-            }
-            plan.deleted.push(RowName {
-                table: table.to_owned(),
-                identity: identity.to_owned(),
-            });
-        }
-    }
-
-    /// Every row the key's rows refer to.
-    fn held_by_the_key(&self) -> HashSet<Uuid> {
-        self.existing
-            .values()
-            .flat_map(|rows| rows.values())
-            .flat_map(|e| {
-                let refs = self
-                    .info
-                    .get(e.row.table())
-                    .map(|i| i.refs.as_slice())
-                    .unwrap_or(&[]);
-                // A set is read where it is (a router's large `ports` are not made
-                // flat); a map through its keys and values.
-                refs.iter().flat_map(|c| {
-                    let set = e.row.set(c);
-                    let map = set.is_none().then(|| e.row.get(c)).flatten();
-                    (set.into_iter().flat_map(|s| s.iter()))
-                        .chain(map.into_iter().flat_map(atoms))
-                        .filter_map(Atom::as_uuid)
-                })
-            })
-            .collect()
-    }
-}
-
-/// Takes `child` out of `column` of the rows of `parent_table` that `parent` selects
-/// (rows the key does not own), named `parent_name` in the plan's account.
-fn let_go(
-    plan: &mut Plan,
-    parent_table: &str,
-    parent: Condition,
-    parent_name: String,
-    column: &str,
-    child: Uuid,
-) {
-    plan.foreign.push(ForeignMutation {
-        row: RowName {
-            table: parent_table.into(),
-            identity: parent_name,
-        },
-        column: column.into(),
-        inserted: 0,
-        deleted: 1,
-    });
-    plan.operations.push(Operation::Mutate {
-        table: parent_table.into(),
-        conditions: vec![parent],
-        mutations: vec![Mutation::new(column, Mutator::Delete, Datum::uuid(child))],
-    });
 }
 
 /// True when `d` holds a placeholder.
 fn has_placeholder(d: &Datum) -> bool {
     atoms(d).any(|a| matches!(a, Atom::NamedUuid(_)))
-}
-
-/// The rows of the [`ATTACHABLE`] tables holding row `child` (of the table `info`
-/// describes), with the column holding it.
-fn holders(
-    nb: &NbIndexes,
-    snap: &Snapshot,
-    info: Option<&TableInfo>,
-    child: Uuid,
-) -> Vec<(&'static str, Uuid, &'static str)> {
-    let mut out = Vec::new();
-    for (parent_table, columns) in info.map(|i| i.held_in.as_slice()).unwrap_or(&[]) {
-        for (uuid, row) in nb.holders(snap, parent_table, &child) {
-            for &c in columns {
-                let holds = row.set(c).is_some_and(|s| s.contains(&Atom::Uuid(child)));
-                if holds {
-                    out.push((*parent_table, uuid, c));
-                }
-            }
-        }
-    }
-    out
 }
 
 /// New rows ordered so that a row comes after the new rows it refers to.
@@ -1178,5 +739,10 @@ fn dependency_order(rows: Vec<&DesiredRow>) -> Vec<&DesiredRow> {
     out
 }
 
+mod kept;
+mod schema;
+mod stale;
+
+use schema::{atoms, placeholders, referrers, table_info, TableInfo};
 #[cfg(test)]
 mod tests;

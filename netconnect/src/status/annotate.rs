@@ -212,7 +212,7 @@ fn host_subnets_by_node<'a>(
         for ((name, _, _), mine) in wanted.filter(|((_, _, kept), _)| !kept) {
             let s = match few {
                 true => by_node.get(name.as_str()),
-                false => crate::topology::in_step(&mut given, name),
+                false => crate::ovnk::in_step(&mut given, name),
             };
             if let Some(s) = s {
                 mine.push((net.as_str(), &**s));

@@ -1028,6 +1028,7 @@ mod tests {
             .count()
     }
 
+    #[allow(clippy::too_many_lines)] // a test: one story, start to end
     #[test]
     fn a_world_built_after_another_is_the_world_built_afresh() {
         use crate::api::load::FileObjects;
@@ -1150,6 +1151,7 @@ mod tests {
         );
     }
 
+    #[allow(clippy::too_many_lines)] // a test: one story, start to end
     #[test]
     fn a_state_worked_out_after_the_one_before_is_the_state_worked_out_whole() {
         // Random steps (a fixed seed): nodes and networks come and go, nodes carry

@@ -9,12 +9,12 @@ use ipnet::IpNet;
 use nb_model::{Copp, LogicalRouter, LogicalSwitch};
 use ovsdb_proto::model::Ref;
 
-use super::addr::nth_in;
 use super::desired::Desired;
-use super::names::Names;
 use super::rows::{lb_groups, map, route, LbGroups};
 use super::{cluster, GatewayMode, Inputs, TopologyConfig};
 use crate::api::Network;
+use crate::ovnk::addr::nth_in;
+use crate::ovnk::names::Names;
 use nb_model::keys::ls_other_config;
 use nb_model::keys::ovn_k8s::{NETWORK, ROLE, TOPOLOGY};
 

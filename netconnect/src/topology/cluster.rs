@@ -11,7 +11,7 @@ use nb_model::{Copp, Meter, MeterBand, MeterBandAction, MeterUnit};
 
 use super::desired::{Desired, Owner};
 
-pub use crate::ownership::DEFAULT_COPP;
+pub use crate::ovnk::ownership::DEFAULT_COPP;
 /// The meter ACLs log through.
 pub const ACL_LOGGING_METER: &str = "acl-logging";
 /// The protocols rate-limited by the default COPP, in OVN-Kubernetes' order.
@@ -29,7 +29,7 @@ pub const PROTOCOLS: [&str; 9] = [
 
 /// The owner of the shared rows.
 pub fn owner() -> Owner {
-    crate::ownership::cluster_owner()
+    crate::ovnk::ownership::cluster_owner()
 }
 
 /// The shared rows.

@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-pub use crate::ownership::{
+pub use crate::ovnk::ownership::{
     IdForm, Owner, Scope, OWNER_CONTROLLER, OWNER_ID, OWNER_NAME, OWNER_TYPE,
 };
 use ovsdb_proto::model::{Ref, RefTarget, Table};
@@ -773,7 +773,7 @@ mod tests {
         ] {
             assert_eq!(
                 label_hash(format_args!("node:{node}")),
-                crate::topology::connect::fingerprint(text(node)),
+                crate::ovnk::fingerprint(text(node)),
                 "{node}"
             );
         }

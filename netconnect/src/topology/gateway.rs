@@ -12,12 +12,13 @@ use nb_model::{
     LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort, StaticMacBinding,
 };
 
-use super::addr::with_len;
 use super::builder::NetworkBuilder;
 use super::rows::{add_nat, add_route, map, snat};
-use super::{mac, masquerade_host_ip, masquerade_ip, masquerade_next_hop, NodeView};
+use super::{masquerade_host_ip, masquerade_ip, masquerade_next_hop, NodeView};
 use crate::api::annotations::L3GatewayConfig;
-use crate::ownership::binding_identity;
+use crate::ovnk::addr::with_len;
+use crate::ovnk::mac;
+use crate::ovnk::ownership::binding_identity;
 
 impl NetworkBuilder<'_> {
     /// The gateway router of `node` on `chassis`, without ports or routes: its options,

@@ -27,14 +27,14 @@ use nb_model::{
 };
 use ovsdb_proto::model::Ref;
 
-use super::addr::nth_in;
 use super::builder::NetworkBuilder;
-use super::mac;
 use super::rows::{
     add_nat, add_policy, add_route, ip_match_family, port_addresses, same_family, snat,
 };
 use super::{masquerade_ip, GatewayMode};
 use crate::api::annotations::L3GatewayConfig;
+use crate::ovnk::addr::nth_in;
+use crate::ovnk::mac;
 
 /// The priority of the policies sending traffic for the node's own addresses to the
 /// management port (OVN-Kubernetes' `NodeSubnetPolicyPriority`).

@@ -9,12 +9,12 @@ use ipnet::IpNet;
 use nb_model::keys::{lrp_options, lsp_external_ids, lsp_options};
 use nb_model::{LogicalRouter, LogicalSwitch, LogicalSwitchPort};
 
-use super::addr::{nth, with_len};
 use super::builder::NetworkBuilder;
-use super::mac;
 use super::rows::{add_route, map, port_addresses, route, router_port, same_family};
 use super::NodeView;
 use crate::alloc::BASE_TRANSIT_SWITCH_TUNNEL_KEY;
+use crate::ovnk::addr::{nth, with_len};
+use crate::ovnk::mac;
 use nb_model::keys::ovn_k8s::{NETWORK, NODE};
 
 /// Layer3's transit switch, its tunnel key `BASE_TRANSIT_SWITCH_TUNNEL_KEY + id`.
@@ -55,7 +55,7 @@ pub(crate) fn local_pair(
 /// only when these change: a cluster subnet appended to the network changes none.
 pub(crate) fn remote_node_inputs(b: &NetworkBuilder) -> u64 {
     let net = b.net;
-    super::connect::fingerprint(("layer3 remote", net.name(), net.join_subnets_in_use()))
+    crate::ovnk::fingerprint(("layer3 remote", net.name(), net.join_subnets_in_use()))
 }
 
 /// A remote Layer3 node: its `type=remote` port on the transit switch `ts`, bound to

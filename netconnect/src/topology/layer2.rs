@@ -24,9 +24,7 @@ use ipnet::IpNet;
 use nb_model::keys::{lr_options, lrp_options, ls_other_config};
 use nb_model::{LogicalRouter, LogicalSwitch, LogicalSwitchPort};
 
-use super::addr::{nth_in, with_len};
 use super::builder::NetworkBuilder;
-use super::connect::fingerprint;
 use super::desired::{Desired, Fragments};
 use super::host::{self, HostSide};
 use super::rows::{add_route, bind_to_chassis, map, router_port, same_family};
@@ -34,6 +32,8 @@ use super::{interconnect, BuildError, GatewayMode, Inputs, NodeView};
 use crate::alloc::transit::node_pair;
 use crate::api::annotations::L3GatewayConfig;
 use crate::api::Network;
+use crate::ovnk::addr::{nth_in, with_len};
+use crate::ovnk::fingerprint;
 
 /// The tunnel key of every zone's `trtos-` port.
 pub const TRANSIT_ROUTER_TO_SWITCH_KEY: u32 = 1;

@@ -22,18 +22,18 @@ use nb_model::{
 };
 use ovsdb_proto::model::Ref;
 
-use super::addr::nth_in;
 use super::builder::NetworkBuilder;
-use super::connect::fingerprint;
 use super::desired::{Desired, Fragments};
 use super::host::{self, HostSide};
-use super::names::Names;
 use super::rows::{
     add_policy, add_route, bind_to_chassis, ip_match_family, map, router_port, same_family,
 };
 use super::{interconnect, GatewayMode, Inputs, NodeView};
 use crate::api::annotations::L3GatewayConfig;
 use crate::api::Network;
+use crate::ovnk::addr::nth_in;
+use crate::ovnk::fingerprint;
+use crate::ovnk::names::Names;
 
 /// The priority of the EgressIP no-reroute policies.
 pub const NO_REROUTE_PRIORITY: i64 = 102;

@@ -15,7 +15,6 @@
 //! Every builder fills a [`Desired`] for one reconcile key. The row helpers per NB
 //! table are in [`rows`]; a network's builders share one context (`builder`).
 
-pub mod addr;
 pub(crate) mod builder;
 pub mod cluster;
 pub mod connect;
@@ -25,8 +24,6 @@ pub mod host;
 pub mod interconnect;
 pub mod layer2;
 pub mod layer3;
-pub mod mac;
-pub mod names;
 pub mod rows;
 pub mod services;
 
@@ -37,6 +34,7 @@ use ipnet::IpNet;
 use crate::alloc::Allocations;
 use crate::api::annotations::L3GatewayConfig;
 use crate::api::{Inventory, Network, NodeInfo, Role, Topology};
+use crate::ovnk::{addr, in_step, names};
 
 pub use desired::{Desired, DesiredRow, Owner};
 
@@ -153,7 +151,7 @@ pub struct NodeDigest {
 impl NodeDigest {
     fn of(name: &str, id: u32, local: bool, transit: &[IpNet], facts: u64) -> NodeDigest {
         NodeDigest {
-            view: connect::fingerprint((name, id, local, transit, facts)),
+            view: crate::ovnk::fingerprint((name, id, local, transit, facts)),
             label: desired::label_hash(format_args!("node:{name}")),
         }
     }
@@ -319,25 +317,6 @@ impl<'a> Inputs<'a> {
     }
 }
 
-/// The value of `name` in `map`, a map walked in name order beside a walk through
-/// names in the same order: the entries before `name` are passed over. Each entry's
-/// name is compared once (a network's build walks every node's entry).
-pub(crate) fn in_step<'a, K: std::borrow::Borrow<str> + 'a, V: 'a>(
-    map: &mut std::iter::Peekable<impl Iterator<Item = (&'a K, &'a V)>>,
-    name: &str,
-) -> Option<&'a V> {
-    use std::cmp::Ordering;
-    loop {
-        match (*map.peek()?.0).borrow().cmp(name) {
-            Ordering::Less => {
-                map.next();
-            }
-            Ordering::Equal => return map.next().map(|(_, v)| v),
-            Ordering::Greater => return None,
-        }
-    }
-}
-
 /// A node of the inventory (its name and what was read of it) with its id, whether it
 /// is in the zone and its transit addresses, when it has an id ([`Inputs::nodes`]).
 type Walked<'a> = (&'a String, &'a NodeInfo, Option<(u32, bool, &'a [IpNet])>);
@@ -497,7 +476,7 @@ fn masquerade_subnet(config: &TopologyConfig, ipv4: bool) -> Option<&IpNet> {
 
 #[cfg(test)]
 mod tests {
-    use super::in_step;
+    use crate::ovnk::in_step;
     use std::collections::BTreeMap;
 
     #[test]

@@ -16,8 +16,8 @@ use nb_model::{
 use ovsdb_proto::model::Ref;
 
 use super::desired::Desired;
-use super::mac;
-use super::names::Names;
+use crate::ovnk::mac;
+use crate::ovnk::names::Names;
 
 /// `external_ids` (or options) from pairs.
 pub(crate) fn map<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {

@@ -33,22 +33,22 @@ use nb_model::{
 
 pub mod node;
 
-use super::addr::nth;
 use super::desired::Desired;
-use super::names::Names;
 use super::rows::map;
 use super::{BuildError, Inputs, TopologyConfig};
 use crate::api::service::{
     endpoints_of, PortEndpoints, Protocol, ServiceInfo, MAX_AFFINITY_TIMEOUT,
 };
 use crate::api::{Network, Topology};
+use crate::ovnk::addr::nth;
+use crate::ovnk::names::Names;
 use nb_model::keys::ovn_k8s::{NETWORK, ROLE};
 
 /// `external_ids` key: the kind of object a load balancer is for (`Service`).
 pub const KIND: &str = "k8s.ovn.org/kind";
 /// `external_ids` key: the service a load balancer is for (`<ns>/<name>`).
 pub const OWNER: &str = "k8s.ovn.org/owner";
-pub use crate::ownership::{service_owner as owner, SERVICE_OWNER_TYPE as OWNER_TYPE};
+pub use crate::ovnk::ownership::{service_owner as owner, SERVICE_OWNER_TYPE as OWNER_TYPE};
 /// The protocols, in the order their load balancers are made.
 pub const PROTOCOLS: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp];
 

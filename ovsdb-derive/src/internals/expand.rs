@@ -28,20 +28,12 @@ pub fn table(input: &syn::DeriveInput) -> Result<TokenStream, Vec<syn::Error>> {
 }
 
 fn expand_table(m: &Table) -> TokenStream {
-    let ident = &m.input.ident;
-    let vis = &m.input.vis;
-    let columns_ident = format_ident!("{}Columns", ident);
-    let table = &m.table;
-    let uuid_field = m.uuid_fields[0].ident;
-    let fields: Vec<_> = m.columns.iter().map(|c| c.ident).collect();
-    let names: Vec<_> = m.columns.iter().map(|c| c.column.as_str()).collect();
-    let types: Vec<_> = m.columns.iter().map(|c| &c.field.ty).collect();
-    let column_docs: Vec<String> = names.iter().map(|n| format!("Column `{n}`.")).collect();
-    let struct_doc = format!(
-        "The typed columns of [`{ident}`] (table `{table}`), for conditions and mutations."
-    );
+    let columns = columns_struct(m);
+    let table_impl = table_impl(m);
+    let deserialize = deserialize_impl(m);
     // Each field type must be a column value; the error, if any, points at the type.
-    let assertions = types.iter().map(|ty| {
+    let assertions = m.columns.iter().map(|c| {
+        let ty = &c.field.ty;
         quote_spanned! {ty.span()=>
             const _: fn() = || {
                 fn column_value<V: ::ovsdb_proto::model::ColumnValue>() {}
@@ -49,6 +41,39 @@ fn expand_table(m: &Table) -> TokenStream {
             };
         }
     });
+    quote! {
+        #columns
+
+        const _: () = {
+            #(#assertions)*
+            #table_impl
+            #deserialize
+        };
+    }
+}
+
+/// The fields, column names and field types of `m`'s columns, in order.
+type Parts<'a> = (Vec<&'a syn::Ident>, Vec<&'a str>, Vec<&'a syn::Type>);
+
+fn parts<'a>(m: &'a Table<'a>) -> Parts<'a> {
+    let fields = m.columns.iter().map(|c| c.ident).collect();
+    let names = m.columns.iter().map(|c| c.column.as_str()).collect();
+    let types = m.columns.iter().map(|c| &c.field.ty).collect();
+    (fields, names, types)
+}
+
+/// `<Row>Columns`: the typed columns, for conditions and mutations.
+fn columns_struct(m: &Table) -> TokenStream {
+    let ident = &m.input.ident;
+    let vis = &m.input.vis;
+    let columns_ident = format_ident!("{}Columns", ident);
+    let table = &m.table;
+    let uuid_field = m.uuid_fields[0].ident;
+    let (fields, names, types) = parts(m);
+    let column_docs: Vec<String> = names.iter().map(|n| format!("Column `{n}`.")).collect();
+    let struct_doc = format!(
+        "The typed columns of [`{ident}`] (table `{table}`), for conditions and mutations."
+    );
     quote! {
         #[doc = #struct_doc]
         #[derive(Clone, Copy, Debug)]
@@ -60,116 +85,131 @@ fn expand_table(m: &Table) -> TokenStream {
                 pub #fields: ::ovsdb_proto::model::Column<#ident, #types>,
             )*
         }
+    }
+}
 
-        const _: () = {
-            #(#assertions)*
+/// `impl Table`: the table's name and columns, and a row to and from its columns.
+fn table_impl(m: &Table) -> TokenStream {
+    let ident = &m.input.ident;
+    let columns_ident = format_ident!("{}Columns", ident);
+    let table = &m.table;
+    let uuid_field = m.uuid_fields[0].ident;
+    let (fields, names, types) = parts(m);
+    quote! {
+        #[automatically_derived]
+        impl ::ovsdb_proto::model::Table for #ident {
+            const NAME: &'static str = #table;
+            type Columns = #columns_ident;
+            const COLUMNS: #columns_ident = #columns_ident {
+                #uuid_field: ::ovsdb_proto::model::Column::new("_uuid"),
+                #( #fields: ::ovsdb_proto::model::Column::new(#names), )*
+            };
 
-            #[automatically_derived]
-            impl ::ovsdb_proto::model::Table for #ident {
-                const NAME: &'static str = #table;
-                type Columns = #columns_ident;
-                const COLUMNS: #columns_ident = #columns_ident {
-                    #uuid_field: ::ovsdb_proto::model::Column::new("_uuid"),
-                    #( #fields: ::ovsdb_proto::model::Column::new(#names), )*
-                };
-
-                fn columns() -> ::std::vec::Vec<::ovsdb_proto::model::ColumnDesc> {
-                    ::std::vec![
-                        #(
-                            ::ovsdb_proto::model::ColumnDesc {
-                                name: #names,
-                                kind: <#types as ::ovsdb_proto::model::ColumnValue>::kind(),
-                            },
-                        )*
-                    ]
-                }
-
-                fn uuid(&self) -> ::ovsdb_proto::Uuid {
-                    self.#uuid_field
-                }
-
-                fn set_uuid(&mut self, uuid: ::ovsdb_proto::Uuid) {
-                    self.#uuid_field = uuid;
-                }
-
-                fn from_row(
-                    uuid: ::ovsdb_proto::Uuid,
-                    row: &dyn ::ovsdb_proto::model::ColumnSource,
-                ) -> ::std::result::Result<Self, ::ovsdb_proto::model::DecodeError> {
-                    let mut this = <Self as ::std::default::Default>::default();
-                    this.#uuid_field = uuid;
-                    #( ::ovsdb_proto::model::__decode_column(#table, row, #names, &mut this.#fields)?; )*
-                    ::std::result::Result::Ok(this)
-                }
-
-                fn apply_diff(
-                    &mut self,
-                    diff: &::ovsdb_proto::Row,
-                ) -> ::std::result::Result<(), ::ovsdb_proto::model::DecodeError> {
-                    // Applied to a copy, so a bad diff leaves the row as it was.
-                    let mut next = ::std::clone::Clone::clone(self);
-                    #( ::ovsdb_proto::model::__apply_column(#table, diff, #names, &mut next.#fields)?; )*
-                    *self = next;
-                    ::std::result::Result::Ok(())
-                }
-
-                fn to_row(&self) -> ::ovsdb_proto::Row {
-                    let mut row = ::ovsdb_proto::Row::new();
+            fn columns() -> ::std::vec::Vec<::ovsdb_proto::model::ColumnDesc> {
+                ::std::vec![
                     #(
-                        row.insert(
-                            ::std::string::String::from(#names),
-                            ::ovsdb_proto::model::ColumnValue::to_datum(&self.#fields),
-                        );
+                        ::ovsdb_proto::model::ColumnDesc {
+                            name: #names,
+                            kind: <#types as ::ovsdb_proto::model::ColumnValue>::kind(),
+                        },
                     )*
-                    row
-                }
+                ]
             }
 
-            /// Decodes a row straight from its wire JSON (`{"column": value, …}`, with
-            /// `_uuid` if present): columns the model does not know are skipped, columns
-            /// the row lacks keep their defaults.
-            #[automatically_derived]
-            impl<'de> ::ovsdb_proto::__private::serde::Deserialize<'de> for #ident {
-                fn deserialize<__D: ::ovsdb_proto::__private::serde::Deserializer<'de>>(
-                    __d: __D,
-                ) -> ::std::result::Result<Self, __D::Error> {
-                    struct __Visitor;
-                    impl<'de> ::ovsdb_proto::__private::serde::de::Visitor<'de> for __Visitor {
-                        type Value = #ident;
-                        fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                            f.write_str(::std::concat!("a row of table ", #table))
-                        }
-                        fn visit_map<__A: ::ovsdb_proto::__private::serde::de::MapAccess<'de>>(
-                            self,
-                            mut __map: __A,
-                        ) -> ::std::result::Result<#ident, __A::Error> {
-                            let mut this = <#ident as ::std::default::Default>::default();
-                            while let ::std::option::Option::Some(__key) =
-                                __map.next_key::<::ovsdb_proto::model::__Key<'de>>()?
-                            {
-                                match __key.as_str() {
-                                    "_uuid" => {
-                                        this.#uuid_field = __map.next_value::<::ovsdb_proto::model::__UuidAtom>()?.0;
+            fn uuid(&self) -> ::ovsdb_proto::Uuid {
+                self.#uuid_field
+            }
+
+            fn set_uuid(&mut self, uuid: ::ovsdb_proto::Uuid) {
+                self.#uuid_field = uuid;
+            }
+
+            fn from_row(
+                uuid: ::ovsdb_proto::Uuid,
+                row: &dyn ::ovsdb_proto::model::ColumnSource,
+            ) -> ::std::result::Result<Self, ::ovsdb_proto::model::DecodeError> {
+                let mut this = <Self as ::std::default::Default>::default();
+                this.#uuid_field = uuid;
+                #( ::ovsdb_proto::model::__decode_column(#table, row, #names, &mut this.#fields)?; )*
+                ::std::result::Result::Ok(this)
+            }
+
+            fn apply_diff(
+                &mut self,
+                diff: &::ovsdb_proto::Row,
+            ) -> ::std::result::Result<(), ::ovsdb_proto::model::DecodeError> {
+                // Applied to a copy, so a bad diff leaves the row as it was.
+                let mut next = ::std::clone::Clone::clone(self);
+                #( ::ovsdb_proto::model::__apply_column(#table, diff, #names, &mut next.#fields)?; )*
+                *self = next;
+                ::std::result::Result::Ok(())
+            }
+
+            fn to_row(&self) -> ::ovsdb_proto::Row {
+                let mut row = ::ovsdb_proto::Row::new();
+                #(
+                    row.insert(
+                        ::std::string::String::from(#names),
+                        ::ovsdb_proto::model::ColumnValue::to_datum(&self.#fields),
+                    );
+                )*
+                row
+            }
+        }
+    }
+}
+
+/// `impl Deserialize`: a row straight from its wire JSON.
+fn deserialize_impl(m: &Table) -> TokenStream {
+    let ident = &m.input.ident;
+    let table = &m.table;
+    let uuid_field = m.uuid_fields[0].ident;
+    let (fields, names, types) = parts(m);
+    quote! {
+        /// Decodes a row straight from its wire JSON (`{"column": value, …}`, with
+        /// `_uuid` if present): columns the model does not know are skipped, columns
+        /// the row lacks keep their defaults.
+        #[automatically_derived]
+        impl<'de> ::ovsdb_proto::__private::serde::Deserialize<'de> for #ident {
+            fn deserialize<__D: ::ovsdb_proto::__private::serde::Deserializer<'de>>(
+                __d: __D,
+            ) -> ::std::result::Result<Self, __D::Error> {
+                struct __Visitor;
+                impl<'de> ::ovsdb_proto::__private::serde::de::Visitor<'de> for __Visitor {
+                    type Value = #ident;
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str(::std::concat!("a row of table ", #table))
+                    }
+                    fn visit_map<__A: ::ovsdb_proto::__private::serde::de::MapAccess<'de>>(
+                        self,
+                        mut __map: __A,
+                    ) -> ::std::result::Result<#ident, __A::Error> {
+                        let mut this = <#ident as ::std::default::Default>::default();
+                        while let ::std::option::Option::Some(__key) =
+                            __map.next_key::<::ovsdb_proto::model::__Key<'de>>()?
+                        {
+                            match __key.as_str() {
+                                "_uuid" => {
+                                    this.#uuid_field = __map.next_value::<::ovsdb_proto::model::__UuidAtom>()?.0;
+                                }
+                                #(
+                                    #names => {
+                                        this.#fields = __map.next_value_seed(
+                                            ::ovsdb_proto::model::__ColumnSeed::<#types>::new(#table, #names),
+                                        )?;
                                     }
-                                    #(
-                                        #names => {
-                                            this.#fields = __map.next_value_seed(
-                                                ::ovsdb_proto::model::__ColumnSeed::<#types>::new(#table, #names),
-                                            )?;
-                                        }
-                                    )*
-                                    _ => {
-                                        __map.next_value::<::ovsdb_proto::__private::serde::de::IgnoredAny>()?;
-                                    }
+                                )*
+                                _ => {
+                                    __map.next_value::<::ovsdb_proto::__private::serde::de::IgnoredAny>()?;
                                 }
                             }
-                            ::std::result::Result::Ok(this)
                         }
+                        ::std::result::Result::Ok(this)
                     }
-                    __d.deserialize_map(__Visitor)
                 }
+                __d.deserialize_map(__Visitor)
             }
-        };
+        }
     }
 }
 

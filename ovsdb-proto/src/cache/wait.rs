@@ -135,6 +135,52 @@ fn let_go(
     })
 }
 
+/// What mutations of row `uuid` of `table` left: each element inserted present, each
+/// deleted absent, per column; later mutations of a column win over earlier ones.
+fn mutated(
+    table: &str,
+    uuid: Uuid,
+    mutations: &[crate::ops::Mutation],
+    named: &BTreeMap<String, Uuid>,
+) -> Vec<Expect> {
+    // The last word for each atom.
+    let mut last: BTreeMap<(String, Atom), bool> = BTreeMap::new();
+    for m in mutations {
+        let present = match m.mutator {
+            Mutator::Insert => true,
+            Mutator::Delete => false,
+            _ => continue,
+        };
+        let Some(value) = resolve(&m.value, named) else {
+            continue;
+        };
+        let atoms: Vec<Atom> = match &value {
+            Datum::Set(s) => s.to_vec(),
+            // Inserted pairs: their keys are present. Deleted pairs or keys: only a key
+            // deletion is sure to remove the key.
+            Datum::Map(pairs) if present => pairs.iter().map(|(k, _)| k.clone()).collect(),
+            Datum::Map(_) => continue,
+        };
+        for a in atoms {
+            last.insert((m.column.clone(), a), present);
+        }
+    }
+    let mut grouped: BTreeMap<(String, bool), Vec<Atom>> = BTreeMap::new();
+    for ((column, atom), present) in last {
+        grouped.entry((column, present)).or_default().push(atom);
+    }
+    grouped
+        .into_iter()
+        .map(|((column, present), atoms)| Expect::Elements {
+            table: table.to_owned(),
+            uuid,
+            column,
+            atoms,
+            present,
+        })
+        .collect()
+}
+
 /// The expectations of a committed transaction.
 pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Vec<Expect> {
     let named: BTreeMap<String, Uuid> = ops
@@ -189,44 +235,7 @@ pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Ve
                     out.extend(let_go(ops, table, conditions, mutations));
                     continue;
                 };
-                // Later mutations of a column win over earlier ones: keep the last
-                // word for each atom.
-                let mut last: BTreeMap<(String, Atom), bool> = BTreeMap::new();
-                for m in mutations {
-                    let present = match m.mutator {
-                        Mutator::Insert => true,
-                        Mutator::Delete => false,
-                        _ => continue,
-                    };
-                    let Some(value) = resolve(&m.value, &named) else {
-                        continue;
-                    };
-                    let atoms: Vec<Atom> = match &value {
-                        Datum::Set(s) => s.to_vec(),
-                        // Inserted pairs: their keys are present. Deleted pairs or keys:
-                        // only a key deletion is sure to remove the key.
-                        Datum::Map(pairs) if present => {
-                            pairs.iter().map(|(k, _)| k.clone()).collect()
-                        }
-                        Datum::Map(_) => continue,
-                    };
-                    for a in atoms {
-                        last.insert((m.column.clone(), a), present);
-                    }
-                }
-                let mut grouped: BTreeMap<(String, bool), Vec<Atom>> = BTreeMap::new();
-                for ((column, atom), present) in last {
-                    grouped.entry((column, present)).or_default().push(atom);
-                }
-                for ((column, present), atoms) in grouped {
-                    out.push(Expect::Elements {
-                        table: table.clone(),
-                        uuid,
-                        column,
-                        atoms,
-                        present,
-                    });
-                }
+                out.extend(mutated(table, uuid, mutations, &named));
             }
             Operation::Delete { table, conditions } => {
                 if let Some(uuid) = by_uuid(conditions) {

@@ -197,117 +197,115 @@ impl Watcher {
     }
 
     async fn run(mut self) {
-        // Rounds in a row in which every server failed.
-        let mut failed_rounds: u32 = 0;
-        // Since when servers have been refused for being behind, with no sync since;
-        // whether that was reported.
-        let mut behind_since: Option<std::time::Instant> = None;
-        let mut behind_reported = false;
-        // Servers that sent what does not fit the schema (rows whose values do not fit
-        // their columns, updates that do not apply): tried after the others until one
-        // of their sessions ends without such an error.
-        let mut suspects: Vec<Remote> = Vec::new();
-        // The remotes tried since the last session that synced.
-        let mut tried: Vec<Remote> = Vec::new();
-        let mut order = shuffled(&self.config.remotes);
-        let mut next = 0usize;
+        let mut rounds = Rounds::new(&self.config.remotes);
         loop {
-            if order.is_empty() {
+            if rounds.order.is_empty() {
                 tracing::error!("cache: no remote to connect to");
                 return;
             }
             if self.events.is_closed() {
                 return;
             }
-            if tried.len() >= order.len() {
-                // Every server failed: a new round, in a new order.
-                tried.clear();
-                order = shuffled(&self.config.remotes);
-            }
-            let at = pick(&order, next, &tried, &suspects);
-            let remote = order[at].clone();
-            next = at + 1;
-            tried.push(remote.clone());
+            let remote = rounds.pick(&self.config.remotes);
             self.synced = false;
             self.serving = Some(remote.clone());
             let end = self.session(&remote).await.unwrap_or_else(End::Failed);
             self.emit(WatchEvent::Disconnected).await;
-            // A session that synced was healthy: what failed before it is forgotten,
-            // and the reconnect after it waits the minimum.
-            if self.synced {
-                failed_rounds = 0;
-                tried.clear();
-                behind_since = None;
-                behind_reported = false;
-                self.probe_scale = 1;
-            } else if matches!(&end, End::Failed(e) if e.is_inactivity_timeout())
-                && self.probe_scale < MAX_PROBE_SCALE
-            {
-                self.probe_scale *= 2;
-                let probe = self
-                    .config
-                    .connect
-                    .inactivity_probe
-                    .map(|p| p * self.probe_scale);
-                tracing::warn!(
-                    %remote,
-                    ?probe,
-                    "cache: the server was silent past the inactivity probe before the cache synced \
-                     (busy composing a big monitor reply?); the next attempts wait longer"
+            self.learn(&mut rounds, &remote, &end).await;
+            self.finish(&mut rounds, &remote, end).await;
+        }
+    }
+
+    /// What the session with `remote` that ended with `end` tells of the servers: a
+    /// session that synced was healthy (what failed before it is forgotten, and the
+    /// reconnect after it waits the minimum); one silent past the inactivity probe
+    /// before it synced makes the next attempts wait longer; servers refused for being
+    /// behind long enough are reported; a server that sent what does not fit the
+    /// schema is a suspect, tried after the others until a session of it ends without
+    /// such an error.
+    async fn learn(&mut self, rounds: &mut Rounds, remote: &Remote, end: &End) {
+        if self.synced {
+            rounds.failed_rounds = 0;
+            rounds.tried.clear();
+            rounds.behind_since = None;
+            rounds.behind_reported = false;
+            self.probe_scale = 1;
+        } else if matches!(end, End::Failed(e) if e.is_inactivity_timeout())
+            && self.probe_scale < MAX_PROBE_SCALE
+        {
+            self.probe_scale *= 2;
+            let probe = self
+                .config
+                .connect
+                .inactivity_probe
+                .map(|p| p * self.probe_scale);
+            tracing::warn!(
+                %remote,
+                ?probe,
+                "cache: the server was silent past the inactivity probe before the cache synced \
+                 (busy composing a big monitor reply?); the next attempts wait longer"
+            );
+        }
+        if matches!(end, End::Failed(_)) && self.progress.raft.take_refused_behind() {
+            let since = *rounds
+                .behind_since
+                .get_or_insert_with(std::time::Instant::now);
+            if !rounds.behind_reported && since.elapsed() >= self.config.behind_limit {
+                self.report_behind(since.elapsed()).await;
+                rounds.behind_reported = true;
+                if self.config.reset_when_behind {
+                    self.progress.raft.forget();
+                    rounds.behind_since = None;
+                    rounds.behind_reported = false;
+                    rounds.tried.clear();
+                }
+            }
+        }
+        let malformed = matches!(end, End::Failed(e) if e.kind() == ErrorKind::Protocol);
+        let was_suspect = rounds.suspects.contains(remote);
+        if malformed && !was_suspect {
+            rounds.suspects.push(remote.clone());
+        } else if !malformed && was_suspect {
+            rounds.suspects.retain(|r| r != remote);
+        }
+    }
+
+    /// Reports how the session with `remote` ended (`Unusable`, but for a cancel) and
+    /// waits before the next: the minimum after starting over, a backoff after a
+    /// failure.
+    async fn finish(&mut self, rounds: &mut Rounds, remote: &Remote, end: End) {
+        let trouble = match &end {
+            End::Again(why) => Some(why.clone()),
+            End::Canceled(_) => None,
+            // The event names the server: its reason need not again.
+            End::Failed(e) => Some(e.to_string().replace(&format!("{remote}: "), "")),
+        };
+        if let Some(error) = trouble {
+            self.emit(WatchEvent::Unusable {
+                remote: remote.to_string(),
+                error,
+            })
+            .await;
+        }
+        match end {
+            End::Again(why) | End::Canceled(why) => {
+                tracing::info!(%remote, %why, "cache: starting over");
+                rounds.failed_rounds = 0;
+            }
+            End::Failed(e) => {
+                let malformed = e.kind() == ErrorKind::Protocol;
+                let wait = after_failure(
+                    self.config.min_backoff,
+                    self.config.max_backoff,
+                    rounds.tried.len() >= rounds.order.len(),
+                    &mut rounds.failed_rounds,
                 );
-            }
-            if matches!(end, End::Failed(_)) && self.progress.raft.take_refused_behind() {
-                let since = *behind_since.get_or_insert_with(std::time::Instant::now);
-                if !behind_reported && since.elapsed() >= self.config.behind_limit {
-                    self.report_behind(since.elapsed()).await;
-                    behind_reported = true;
-                    if self.config.reset_when_behind {
-                        self.progress.raft.forget();
-                        behind_since = None;
-                        behind_reported = false;
-                        tried.clear();
-                    }
+                if malformed {
+                    tracing::warn!(%remote, error = %e, ?wait, "cache: malformed data from the server; trying the next one");
+                } else {
+                    tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
                 }
-            }
-            let malformed = matches!(&end, End::Failed(e) if e.kind() == ErrorKind::Protocol);
-            let was_suspect = suspects.contains(&remote);
-            if malformed && !was_suspect {
-                suspects.push(remote.clone());
-            } else if !malformed && was_suspect {
-                suspects.retain(|r| *r != remote);
-            }
-            let trouble = match &end {
-                End::Again(why) => Some(why.clone()),
-                End::Canceled(_) => None,
-                // The event names the server: its reason need not again.
-                End::Failed(e) => Some(e.to_string().replace(&format!("{remote}: "), "")),
-            };
-            if let Some(error) = trouble {
-                self.emit(WatchEvent::Unusable {
-                    remote: remote.to_string(),
-                    error,
-                })
-                .await;
-            }
-            match end {
-                End::Again(why) | End::Canceled(why) => {
-                    tracing::info!(%remote, %why, "cache: starting over");
-                    failed_rounds = 0;
-                }
-                End::Failed(e) => {
-                    let wait = after_failure(
-                        self.config.min_backoff,
-                        self.config.max_backoff,
-                        tried.len() >= order.len(),
-                        &mut failed_rounds,
-                    );
-                    if malformed {
-                        tracing::warn!(%remote, error = %e, ?wait, "cache: malformed data from the server; trying the next one");
-                    } else {
-                        tracing::info!(%remote, error = %e, ?wait, "cache: server unusable, trying the next one");
-                    }
-                    tokio::time::sleep(wait).await;
-                }
+                tokio::time::sleep(wait).await;
             }
         }
     }
@@ -391,6 +389,13 @@ impl Watcher {
         notes: &mut Notifications,
         server: &mut Option<ServerWatch>,
     ) -> Result<End, Error> {
+        let layouts = self.sync(client).await?;
+        self.follow(client, notes, server, &layouts).await
+    }
+
+    /// Sends the monitor request (since the last transaction seen, unless the tables'
+    /// layouts changed) and hands its reply on; the layouts the rows are cached with.
+    async fn sync(&mut self, client: &Client) -> Result<Layouts, Error> {
         let db = self.config.database.clone();
         let schema = client.get_schema(&db).await?;
         let (requests, layouts, skew) = fit(&db, &self.progress.requests, &schema)?;
@@ -451,7 +456,18 @@ impl Watcher {
         self.synced = true;
         self.progress.raft.trust();
         self.progress.last_txn_id = Some(reply.last_txn_id).filter(|u| !u.is_nil());
+        Ok(layouts)
+    }
 
+    /// Follows the monitor's updates and the commands of the cache's handles until
+    /// the session ends.
+    async fn follow(
+        &mut self,
+        client: &Client,
+        notes: &mut Notifications,
+        server: &mut Option<ServerWatch>,
+        layouts: &Layouts,
+    ) -> Result<End, Error> {
         loop {
             let raw = tokio::select! {
                 raw = notes.recv_raw() => raw,
@@ -470,13 +486,8 @@ impl Watcher {
                 return Ok(End::Failed(client.closed().await));
             };
             let current = self.progress.monitor_id.as_str();
-            let note = match decode_note(
-                &raw.method,
-                &raw.params,
-                current,
-                SERVER_MONITOR,
-                &layouts,
-            ) {
+            let note = match decode_note(&raw.method, &raw.params, current, SERVER_MONITOR, layouts)
+            {
                 Some(Ok(note)) => note,
                 // A malformed update: the cache may have missed it, so the next
                 // session fetches everything.
@@ -485,63 +496,56 @@ impl Watcher {
                     notes.fail(e.clone());
                     return Err(Error::protocol(e));
                 }
-                None => {
-                    let note = match raw.decode() {
-                        Ok(note) => note,
-                        Err(e) => {
-                            notes.fail(e.to_string());
-                            return Err(Error::protocol(e));
-                        }
-                    };
-                    match note {
-                        Notification::MonitorCanceled(id) if id == current => {
-                            return Ok(End::Canceled(format!("the server canceled monitor {id}")));
-                        }
-                        Notification::MonitorCanceled(id) if id == SERVER_MONITOR => {
-                            // Without it leadership changes go unseen: a new connection,
-                            // after a backoff.
-                            return Ok(End::Failed(unusable(
-                                "the server canceled the _Server monitor",
-                            )));
-                        }
-                        Notification::MonitorCanceled(id) => {
-                            tracing::debug!(%id, "cache: a cancel of a monitor this cache does not have, ignored");
-                        }
-                        other => tracing::debug!(?other, "cache: notification ignored"),
-                    }
-                    continue;
-                }
+                None => match other_notification(&raw, current, notes)? {
+                    Some(end) => return Ok(end),
+                    None => continue,
+                },
             };
-            match note {
-                Note::Data { txn, changes } => {
-                    self.emit_rows(|ack| WatchEvent::Changed { changes, ack })
-                        .await?;
-                    if let Some(t) = txn {
-                        self.progress.last_txn_id = Some(t).filter(|u| !u.is_nil());
-                    }
-                }
-                Note::Server(updates) => {
-                    let Some(watch) = server.as_mut() else {
-                        continue;
-                    };
-                    if let Some(state) = watch.apply(updates)? {
-                        // Leadership or connectivity lost: look for a usable server.
-                        if let Err(why) =
-                            self.progress
-                                .raft
-                                .admit(&state, self.config.leader_only, false)
-                        {
-                            return Ok(End::Again(format!("the server became unusable: {why}")));
-                        }
-                        // The server the cache is synced with.
-                        self.progress.raft.trust();
-                    }
-                }
-                Note::Other(id) => {
-                    tracing::debug!(%id, "cache: an update for a monitor this cache does not have, ignored");
-                }
+            if let Some(end) = self.take(note, server).await? {
+                return Ok(end);
             }
         }
+    }
+
+    /// Takes one update of the data or of the `_Server` database; `Some` when it ends
+    /// the session (the server became unusable).
+    async fn take(
+        &mut self,
+        note: Note,
+        server: &mut Option<ServerWatch>,
+    ) -> Result<Option<End>, Error> {
+        match note {
+            Note::Data { txn, changes } => {
+                self.emit_rows(|ack| WatchEvent::Changed { changes, ack })
+                    .await?;
+                if let Some(t) = txn {
+                    self.progress.last_txn_id = Some(t).filter(|u| !u.is_nil());
+                }
+            }
+            Note::Server(updates) => {
+                let Some(watch) = server.as_mut() else {
+                    return Ok(None);
+                };
+                if let Some(state) = watch.apply(updates)? {
+                    // Leadership or connectivity lost: look for a usable server.
+                    if let Err(why) =
+                        self.progress
+                            .raft
+                            .admit(&state, self.config.leader_only, false)
+                    {
+                        return Ok(Some(End::Again(format!(
+                            "the server became unusable: {why}"
+                        ))));
+                    }
+                    // The server the cache is synced with.
+                    self.progress.raft.trust();
+                }
+            }
+            Note::Other(id) => {
+                tracing::debug!(%id, "cache: an update for a monitor this cache does not have, ignored");
+            }
+        }
+        Ok(None)
     }
 
     /// Changes a live monitor's conditions with `monitor_cond_change`; the server then
@@ -575,5 +579,89 @@ impl Watcher {
         self.progress.use_id(new);
         self.progress.set_conditions(table, conditions);
         Ok(())
+    }
+}
+
+/// A notification that is no update of the cache's monitors (`current`, the data's):
+/// `Some` when it ends the session (one of them canceled), `None` when it is ignored.
+fn other_notification(
+    raw: &crate::monitor::RawNotification,
+    current: &str,
+    notes: &mut Notifications,
+) -> Result<Option<End>, Error> {
+    let note = match raw.decode() {
+        Ok(note) => note,
+        Err(e) => {
+            notes.fail(e.to_string());
+            return Err(Error::protocol(e));
+        }
+    };
+    match note {
+        Notification::MonitorCanceled(id) if id == current => Ok(Some(End::Canceled(format!(
+            "the server canceled monitor {id}"
+        )))),
+        Notification::MonitorCanceled(id) if id == SERVER_MONITOR => {
+            // Without it leadership changes go unseen: a new connection, after a
+            // backoff.
+            Ok(Some(End::Failed(unusable(
+                "the server canceled the _Server monitor",
+            ))))
+        }
+        Notification::MonitorCanceled(id) => {
+            tracing::debug!(%id, "cache: a cancel of a monitor this cache does not have, ignored");
+            Ok(None)
+        }
+        other => {
+            tracing::debug!(?other, "cache: notification ignored");
+            Ok(None)
+        }
+    }
+}
+
+/// Which server the watcher tries next, and what failed since the last session that
+/// synced.
+struct Rounds {
+    /// Rounds in a row in which every server failed.
+    failed_rounds: u32,
+    /// Since when servers have been refused for being behind, with no sync since.
+    behind_since: Option<std::time::Instant>,
+    /// Whether that was reported.
+    behind_reported: bool,
+    /// Servers that sent what does not fit the schema (rows whose values do not fit
+    /// their columns, updates that do not apply): tried after the others until one of
+    /// their sessions ends without such an error.
+    suspects: Vec<Remote>,
+    /// The remotes tried since the last session that synced.
+    tried: Vec<Remote>,
+    /// This round's order.
+    order: Vec<Remote>,
+    /// Where in `order` the next pick starts.
+    next: usize,
+}
+
+impl Rounds {
+    fn new(remotes: &[Remote]) -> Rounds {
+        Rounds {
+            failed_rounds: 0,
+            behind_since: None,
+            behind_reported: false,
+            suspects: Vec::new(),
+            tried: Vec::new(),
+            order: shuffled(remotes),
+            next: 0,
+        }
+    }
+
+    /// The server to try next; when every server failed, a new round in a new order.
+    fn pick(&mut self, remotes: &[Remote]) -> Remote {
+        if self.tried.len() >= self.order.len() {
+            self.tried.clear();
+            self.order = shuffled(remotes);
+        }
+        let at = pick(&self.order, self.next, &self.tried, &self.suspects);
+        let remote = self.order[at].clone();
+        self.next = at + 1;
+        self.tried.push(remote.clone());
+        remote
     }
 }

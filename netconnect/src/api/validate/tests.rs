@@ -243,6 +243,7 @@ fn svc(spec_yaml: &str) -> Result<Option<crate::api::service::ServiceInfo>, Fiel
     }
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[test]
 fn services_follow_the_api_servers_rules() {
     let ok = svc("  clusterIP: 10.96.0.10\n  ports: [{port: 80, targetPort: 8080}]\n")

@@ -377,7 +377,7 @@ fn network_with_bindings(name: &str, bindings: &[&str]) -> Desired {
     d.add(format!("{name}-gr"), router);
     for ip in bindings {
         d.add(
-            crate::ownership::binding_identity(&port, ip),
+            crate::ovnk::ownership::binding_identity(&port, ip),
             StaticMacBinding {
                 logical_port: port.clone(),
                 ip: (*ip).into(),
@@ -436,7 +436,8 @@ fn static_mac_bindings_on_the_keys_router_ports_are_the_keys_and_go_with_them() 
 /// the other party's change is repaired.
 #[test]
 fn a_change_by_another_party_while_the_keys_transaction_is_in_flight_is_seen() {
-    use crate::reconcile::{changed_only_by, KeyRows};
+    use crate::reconcile::left::changed_only_by;
+    use crate::reconcile::KeyRows;
     use ovsdb_proto::OperationResult;
 
     // The key's rows as planned, then as the cache shows them after the transaction

@@ -16,7 +16,7 @@ use nb_model::{Acl, AclAction, AclDirection, AddressSet, LogicalSwitch};
 use ovsdb_proto::model::Ref;
 
 use super::{family, Connected};
-use crate::ownership::{CONNECT_CONTROLLER, CONNECT_OWNER_TYPE, IP_FAMILY};
+use crate::ovnk::ownership::{CONNECT_CONTROLLER, CONNECT_OWNER_TYPE, IP_FAMILY};
 use crate::topology::desired::Desired;
 use crate::topology::rows::{ip_match_family, map};
 use crate::topology::{cluster, Inputs};

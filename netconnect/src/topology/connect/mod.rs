@@ -37,7 +37,7 @@ use super::names::Names;
 use super::{cluster, BuildError, Inputs, NodeView};
 use crate::alloc::admission::ConnectAllocation;
 use crate::api::{Network, Topology};
-pub use crate::ownership::connect_owner as owner;
+pub use crate::ovnk::ownership::connect_owner as owner;
 use router::{targets, Partition};
 
 /// The priority of the policies toward the connect router.
@@ -64,13 +64,6 @@ pub fn rtocr(net: &str, node: Option<&str>, cnc: &str) -> String {
         Some(n) => format!("rtocr-{net}_{n}_{cnc}"),
         None => format!("rtocr-{net}_{cnc}"),
     }
-}
-
-/// A fingerprint of a fragment's inputs (stable within one process, which is where
-/// reconcilers remember them).
-pub(crate) fn fingerprint(inputs: impl std::hash::Hash) -> u64 {
-    use std::hash::{BuildHasher, BuildHasherDefault};
-    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(inputs)
 }
 
 /// `v4` or `v6`.

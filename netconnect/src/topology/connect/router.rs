@@ -12,10 +12,11 @@ use nb_model::{
     LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterStaticRoute,
 };
 
-use super::{crtor, family, fingerprint, rtocr, Connected, Peer, POLICY_PRIORITY};
+use super::{crtor, family, rtocr, Connected, Peer, POLICY_PRIORITY};
 use crate::alloc::connect::{pair, port_tunnel_key};
 use crate::api::Topology;
-use crate::ownership::{
+use crate::ovnk::fingerprint;
+use crate::ovnk::ownership::{
     DESTINATION_NETWORK_ID, IP_FAMILY, NETWORK_ID, NODE_ID, ROUTER_NAME, SOURCE_NETWORK_ID,
 };
 use crate::topology::desired::{Desired, Fragments};

@@ -185,6 +185,7 @@ fn switches_carry_their_subnets_and_ports() {
     assert_eq!(tstor.external_ids["node"], "test-node");
 }
 
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
 #[test]
 fn routes_policies_and_nat_match_the_reference() {
     let d = build(

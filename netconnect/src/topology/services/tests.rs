@@ -322,7 +322,7 @@ fn world(e1: &str, host_cidrs: &str) -> crate::world::World {
 
 #[test]
 fn a_world_change_looks_again_only_at_the_services_whose_inputs_changed() {
-    use crate::world::Key;
+    use crate::keys::Key;
     let changed = |a: &crate::world::World, b: &crate::world::World| -> Vec<String> {
         b.changed_since(a)
             .into_iter()

@@ -1,0 +1,298 @@
+//! The reconcile keys: a set of NB rows with one owner, written in one transaction.
+//! Each kind of key is one module here: the keys it makes from a [`World`], the owner
+//! its rows carry and how a row's owner maps back to its key, what it builds, when it
+//! is unchanged between two worlds, and which changes in the NB wake it ([`Kind`]).
+//! This module holds [`Key`] and the loops over the kinds; the matches on [`Key`] are
+//! exhaustive, so that a new kind does not compile until it is complete.
+//!
+//! To add a kind: a file with a unit struct implementing [`Kind`] and the functions
+//! its [`Key`] variant dispatches to, its variant in [`Key`], its entry in [`KINDS`];
+//! the compiler then names every match that needs its arm.
+
+mod cluster;
+mod connect;
+mod gone;
+mod network;
+mod service;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeSet;
+
+use ovsdb_proto::cache::{CachedRow, Snapshot};
+use ovsdb_proto::Datum;
+
+use crate::ovnk::ownership::{is_ours, Owner, Scope};
+use crate::reconcile::NbIndexes;
+use crate::topology::desired::{Fragments, NoFragments};
+use crate::topology::{BuildError, Desired};
+use crate::world::World;
+
+/// A reconcile key: a set of NB rows with one owner, written in one transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Key {
+    /// The rows every network refers to (the default COPP and its meters).
+    Cluster,
+    /// A network's topology, by network name.
+    Network(String),
+    /// A ClusterNetworkConnect's own rows in the zone (its router, services, ACLs), by
+    /// its name.
+    Connect(String),
+    /// A ClusterNetworkConnect's rows for one connected network: (CNC, network).
+    ConnectNetwork(String, String),
+    /// A service's load balancers on its namespace's primary network, by
+    /// `namespace/name`.
+    Service(String),
+    /// Rows whose owner no longer exists: they are removed.
+    Gone(Owner),
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Key::Cluster => f.write_str("cluster"),
+            Key::Network(n) => write!(f, "network {n}"),
+            Key::Connect(c) => write!(f, "connect {c}"),
+            Key::ConnectNetwork(c, n) => write!(f, "connect {c} network {n}"),
+            Key::Service(s) => write!(f, "service {s}"),
+            Key::Gone(o) => write!(f, "gone {o}"),
+        }
+    }
+}
+
+impl Key {
+    /// The key's place in the order keys depend on each other: the cluster rows (0)
+    /// before the networks, which refer to them, and rows of owners gone (1); the
+    /// networks before the services (2), whose load balancers go in the networks'
+    /// groups; those before the ClusterNetworkConnects' own rows (3), which refer to
+    /// the networks' routers and group the services' load balancers; those before a
+    /// connect's rows for each network (4), which go on both.
+    pub fn phase(&self) -> usize {
+        match self {
+            Key::Cluster => cluster::PHASE,
+            Key::Network(_) => network::PHASE,
+            Key::Gone(_) => gone::PHASE,
+            Key::Service(_) => service::PHASE,
+            Key::Connect(_) => connect::PHASE,
+            Key::ConnectNetwork(..) => connect::NETWORK_PHASE,
+        }
+    }
+
+    /// The key's kind, as metrics and logs label it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Key::Cluster => "cluster",
+            Key::Network(_) => "network",
+            Key::Connect(_) => "connect",
+            Key::ConnectNetwork(..) => "connect_network",
+            Key::Service(_) => "service",
+            Key::Gone(_) => "gone",
+        }
+    }
+}
+
+/// How many phases [`Key::phase`] has.
+pub const PHASES: usize = 5;
+
+/// A key a change in the NB wakes, and why.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wake {
+    /// The key's own rows changed (perhaps by its own transaction: the queue tells a
+    /// reconcile's own changes from others').
+    Own(Key),
+    /// A row the key refers to or builds on changed: it looks again.
+    Look(Key),
+}
+
+/// A change to a row of the NB, as the kinds read it: the row as it is now (or was
+/// when deleted), and, when netconnect owns it, its owner and the key that owns it.
+pub(crate) struct RowEvent<'a> {
+    /// The row's table.
+    pub(crate) table: &'a str,
+    /// The row.
+    pub(crate) row: &'a CachedRow,
+    /// Its owner, when it is one netconnect writes ([`is_ours`]).
+    pub(crate) owner: Option<&'a Owner>,
+    /// The key that owns it then.
+    pub(crate) key: Option<&'a Key>,
+}
+
+/// What each kind of key does across the kinds: the loops of this module ask every
+/// kind in turn ([`KINDS`]).
+trait Kind: Sync {
+    /// The keys of the kind `world` defines, in their order.
+    fn keys(&self, world: &World) -> Vec<Key>;
+
+    /// The keys of the kind in `now` that may write something other than what they
+    /// wrote against `previous` (all of them unless the kind tells).
+    fn changed(&self, _previous: &World, now: &World) -> Vec<Key> {
+        self.keys(now)
+    }
+
+    /// Every owner whose rows the kind's keys write in `world`.
+    fn owners(&self, world: &World) -> Vec<Owner>;
+
+    /// The key of a row of `owner` whose `external_ids` are `ids`, when `owner` is the
+    /// kind's: one of its keys, or [`Key::Gone`] for an owner of its type the inputs no
+    /// longer define; `None` for another kind's owner.
+    fn key_of(&self, world: &World, owner: &Owner, ids: Option<&Datum>) -> Option<Key>;
+
+    /// The kind's keys a change wakes, beside the key that owns the row.
+    fn woken(&self, _world: &World, _event: &RowEvent) -> Vec<Wake> {
+        Vec::new()
+    }
+
+    /// Owners of the kind found in `snap` by rows that carry no owner stamp (a table
+    /// without `external_ids`).
+    fn unstamped_owners(&self, _snap: &Snapshot) -> Vec<Owner> {
+        Vec::new()
+    }
+
+    /// The key that removes the rows of `owner`, gone, when `owner` is the kind's:
+    /// what it claims besides its stamped rows.
+    fn gone(&self, _owner: &Owner) -> Option<Desired> {
+        None
+    }
+}
+
+/// Every kind, in the order their keys come.
+const KINDS: [&dyn Kind; 4] = [
+    &cluster::Cluster,
+    &network::Networks,
+    &service::Services,
+    &connect::Connects,
+];
+
+impl World {
+    /// The keys the inputs define: the cluster rows, then each network in name order,
+    /// then the services on them, then each ClusterNetworkConnect (whose rows go on the
+    /// networks'), then each connected network of each.
+    pub fn keys(&self) -> Vec<Key> {
+        KINDS.iter().flat_map(|k| k.keys(self)).collect()
+    }
+
+    /// The keys of this world that may write something other than what they wrote
+    /// against `previous`: every key but the services and the networks whose inputs
+    /// are the same. (A key whose rows someone else changed is woken by the change
+    /// itself.)
+    pub fn changed_since(&self, previous: &World) -> Vec<Key> {
+        KINDS
+            .iter()
+            .flat_map(|k| k.changed(previous, self))
+            .collect()
+    }
+
+    /// The key of a row of `owner` whose `external_ids` are `ids`: [`World::key_of`],
+    /// except that a ClusterNetworkConnect's row for a network it connects now is that
+    /// network's key's.
+    pub fn key_of_row(&self, owner: &Owner, ids: &Datum) -> Key {
+        self.key_with(owner, Some(ids))
+    }
+
+    /// The key whose rows carry `owner`: one of [`World::keys`], or [`Key::Gone`] when
+    /// the inputs no longer define it.
+    pub fn key_of(&self, owner: &Owner) -> Key {
+        self.key_with(owner, None)
+    }
+
+    fn key_with(&self, owner: &Owner, ids: Option<&Datum>) -> Key {
+        KINDS
+            .iter()
+            .find_map(|k| k.key_of(self, owner, ids))
+            .unwrap_or_else(|| Key::Gone(owner.clone()))
+    }
+
+    /// Every owner whose rows a key of this world writes: exactly the owners
+    /// [`World::key_of`] gives a key that is not [`Key::Gone`].
+    pub fn owners(&self) -> &std::collections::HashSet<Owner> {
+        self.owners_once().get_or_init(|| {
+            KINDS
+                .iter()
+                .flat_map(|k| k.owners(self))
+                .filter(|o| !matches!(self.key_of(o), Key::Gone(_)))
+                .collect()
+        })
+    }
+
+    /// True when an owner `previous` wrote rows under is no key's in this world: only
+    /// then can this world leave owners gone that `previous` did not ([`World::gone_in`]
+    /// need not look again otherwise: what it found after `previous` was queued then,
+    /// and rows written since under an owner gone wake its key themselves).
+    pub fn lost_owners_of(&self, previous: &World) -> bool {
+        let now = self.owners();
+        previous.owners().iter().any(|o| !now.contains(o))
+    }
+
+    /// The keys that own rows in the NB but are no longer defined, from the owners
+    /// found there.
+    pub fn gone<'a>(&self, owners: impl IntoIterator<Item = &'a Owner>) -> BTreeSet<Key> {
+        owners
+            .into_iter()
+            .filter(|o| is_ours(o))
+            .map(|o| self.key_of(o))
+            .filter(|k| matches!(k, Key::Gone(_)))
+            .collect()
+    }
+
+    /// The keys with rows in the NB of `snap` that the inputs no longer define: owners
+    /// found by their stamps, and those the kinds find by rows without stamps (a
+    /// ClusterNetworkConnect's load balancer group).
+    pub fn gone_in(&self, snap: &Snapshot, nb: &NbIndexes) -> BTreeSet<Key> {
+        let mut gone = self.gone(nb.owners(snap));
+        for kind in KINDS {
+            gone.extend(self.gone(&kind.unstamped_owners(snap)));
+        }
+        gone
+    }
+
+    /// The owner and scope of a key whose rows come in fragments (a connect's rows for
+    /// one network, a primary Layer3 or Layer2 network's), known before its rows are
+    /// built.
+    pub fn fragment_scope(&self, key: &Key) -> Option<(Owner, Scope)> {
+        match key {
+            Key::ConnectNetwork(cnc, net) => connect::fragment_scope(self, cnc, net),
+            Key::Network(name) => network::fragment_scope(self, name),
+            Key::Cluster | Key::Connect(_) | Key::Service(_) | Key::Gone(_) => None,
+        }
+    }
+
+    /// What `key` wants in the NB.
+    pub fn desired(&self, key: &Key) -> Result<Desired, BuildError> {
+        self.desired_with(key, &NoFragments)
+    }
+
+    /// What `key` wants in the NB, leaving out the fragments `known` says are in the
+    /// NB as built before.
+    pub fn desired_with(&self, key: &Key, known: &dyn Fragments) -> Result<Desired, BuildError> {
+        match key {
+            Key::Cluster => Ok(cluster::desired()),
+            Key::Network(name) => network::desired(self, name, known),
+            Key::Connect(name) => connect::desired(self, name),
+            Key::ConnectNetwork(name, net) => connect::desired_network(self, name, net, known),
+            Key::Service(name) => service::desired(self, name),
+            Key::Gone(owner) => Ok(KINDS
+                .iter()
+                .find_map(|k| k.gone(owner))
+                .unwrap_or_else(|| gone::desired(owner))),
+        }
+    }
+}
+
+/// The keys a change to `row` of `table` wakes (the row as it is now, or as it was
+/// when deleted): the key that owns it, if netconnect does, and what each kind says.
+pub fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
+    let ids = row.get("external_ids");
+    let owner = ids.and_then(Owner::of).filter(is_ours);
+    let key = owner
+        .as_ref()
+        .map(|o| ids.map_or_else(|| world.key_of(o), |ids| world.key_of_row(o, ids)));
+    let event = RowEvent {
+        table,
+        row,
+        owner: owner.as_ref(),
+        key: key.as_ref(),
+    };
+    let mut out: Vec<Wake> = KINDS.iter().flat_map(|k| k.woken(world, &event)).collect();
+    out.extend(key.map(Wake::Own));
+    out
+}
