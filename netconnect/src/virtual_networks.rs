@@ -27,12 +27,12 @@ use ovsdb_proto::model::{Ref, Table};
 use ovsdb_proto::{Atom, Condition, Datum, Operation, WaitUntil};
 
 use crate::ovnk::mac;
-use crate::topology::desired::{OWNER_CONTROLLER, OWNER_NAME, OWNER_TYPE};
+use crate::ovnk::ownership::{OWNER_CONTROLLER, OWNER_NAME, OWNER_TYPE};
 
 /// The owner controller of virtual network rows.
-pub const CONTROLLER: &str = "networking-plugin";
+pub(crate) const CONTROLLER: &str = "networking-plugin";
 /// Their owner type.
-pub const KIND: &str = "VirtualNetwork";
+pub(crate) const KIND: &str = "VirtualNetwork";
 
 /// Where virtual networks attach.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub struct VirtualNetwork {
     /// The distributed router's port.
     pub router_port: LogicalRouterPort,
     /// The switch's port facing the router.
-    pub switch_port: LogicalSwitchPort,
+    pub(crate) switch_port: LogicalSwitchPort,
     /// The gateway router's route to the subnet.
     pub route: Option<LogicalRouterStaticRoute>,
     /// The gateway router's SNAT of the subnet.

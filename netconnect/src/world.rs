@@ -36,7 +36,7 @@ impl Settings {
     /// Sets the masquerade subnets everywhere they are used: the ranges networks must
     /// stay out of, and the masquerade addresses of gateway routers, management ports
     /// and service hairpins.
-    pub fn set_masquerade_subnets(&mut self, subnets: Vec<ipnet::IpNet>) {
+    pub(crate) fn set_masquerade_subnets(&mut self, subnets: Vec<ipnet::IpNet>) {
         self.reserved.masquerade = subnets.clone();
         self.topology.masquerade_subnets = subnets;
     }
@@ -98,7 +98,7 @@ impl World {
     /// [`World::build_after`] in the `context` of a state worked out beforehand
     /// ([`State::context`] with the settings' reserved ranges: netconnectd works it
     /// out once per state, after saving it, instead of on each reload).
-    pub fn build_in(
+    pub(crate) fn build_in(
         files: &[FileObjects],
         context: &Context,
         settings: Settings,
@@ -178,7 +178,7 @@ impl World {
 
     /// [`World::state`], where `previous` is the state of the world `from` (so that
     /// what changed since is all that is worked out again: [`State::next_after`]).
-    pub fn state_after(&self, previous: &State, from: Option<&World>) -> State {
+    pub(crate) fn state_after(&self, previous: &State, from: Option<&World>) -> State {
         // The problems after the inventory's are the allocations' (and the connects').
         State::next_after(
             &self.inventory,
@@ -191,7 +191,7 @@ impl World {
     }
 
     /// The zone's name in `Ready-In-Zone-<zone>` conditions.
-    pub fn zone_name(&self) -> &str {
+    pub(crate) fn zone_name(&self) -> &str {
         self.settings
             .zone
             .as_deref()

@@ -141,7 +141,9 @@ fn allocations(status: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
                 .as_object()
                 .map(|m| {
                     m.iter()
-                        .filter(|(k, _)| netconnect::status::dir::ALLOCATIONS.contains(&k.as_str()))
+                        .filter(|(k, _)| {
+                            netconnect::api::annotations::ALLOCATIONS.contains(&k.as_str())
+                        })
                         .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
                         .collect()
                 })

@@ -86,7 +86,7 @@ pub struct ConnectAllocation {
 
 /// The connect subnets, tunnel keys and acceptance of every ClusterNetworkConnect of
 /// `inv`, given the networks' allocations.
-pub fn admit(
+pub(crate) fn admit(
     inv: &Inventory,
     alloc: &Allocations,
     reserved: &Reserved,

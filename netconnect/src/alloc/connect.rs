@@ -1,14 +1,14 @@
 //! A ClusterNetworkConnect's addresses and keys (reference §5.2–5.3).
 //!
 //! The cluster manager cuts each connected network's *connect subnets* out of the
-//! CNC's `connectSubnets` ([`ConnectAllocator`]): a whole `/networkPrefix` block per
+//! CNC's `connectSubnets` (`ConnectAllocator`): a whole `/networkPrefix` block per
 //! family for a Layer3 network (a point-to-point pair per node is taken from it), one
 //! /31 (/127) for a Layer2 network, taken from a block shared by Layer2 networks. They
 //! are annotated on the CNC under the network's owner key, `layer3_<id>` or
-//! `layer2_<id>` ([`owner_key`]).
+//! `layer2_<id>` (`owner_key`).
 //!
 //! Every zone then derives the rest from the annotation alone, so that zones agree
-//! without talking ([`pair`], [`port_tunnel_key`]): the pair of node `n` is addresses
+//! without talking ([`pair`], `port_tunnel_key`): the pair of node `n` is addresses
 //! `2n` and `2n+1` of the network's block (the connect router takes the first), and the
 //! connect router's port keys follow from the block's position in the connect subnet.
 
@@ -22,14 +22,14 @@ use crate::ovnk::addr::{p2p_pair, to_u128, with_len};
 
 /// OVN's highest tunnel key for a logical port with Geneve (15 bits); the default of
 /// [`crate::topology::TopologyConfig::max_port_tunnel_key`].
-pub const MAX_PORT_TUNNEL_KEY: u32 = 32767;
+pub(crate) const MAX_PORT_TUNNEL_KEY: u32 = 32767;
 
 /// The highest number of nodes a block is sized for in the port key formula
 /// (OVN-Kubernetes' node id limit).
-pub const MAX_NODES_PER_BLOCK: u128 = 5000;
+pub(crate) const MAX_NODES_PER_BLOCK: u128 = 5000;
 
 /// A connected network's key in the subnet annotation: `layer3_<id>` or `layer2_<id>`.
-pub fn owner_key(topology: Topology, network_id: u32) -> String {
+pub(crate) fn owner_key(topology: Topology, network_id: u32) -> String {
     match topology {
         Topology::Layer2 => format!("layer2_{network_id}"),
         _ => format!("layer3_{network_id}"),
@@ -37,7 +37,7 @@ pub fn owner_key(topology: Topology, network_id: u32) -> String {
 }
 
 /// The topology and network id an owner key names.
-pub fn parse_owner_key(key: &str) -> Option<(Topology, u32)> {
+pub(crate) fn parse_owner_key(key: &str) -> Option<(Topology, u32)> {
     let (topology, id) = match key.split_once('_')? {
         ("layer3", id) => (Topology::Layer3, id),
         ("layer2", id) => (Topology::Layer2, id),
@@ -48,7 +48,7 @@ pub fn parse_owner_key(key: &str) -> Option<(Topology, u32)> {
 
 /// Why a connect subnet could not be had or kept.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ConnectAllocError {
+pub(crate) enum ConnectAllocError {
     /// No block (or no Layer2 pair) is left in a family.
     #[error("no connect subnet left in {0}")]
     Exhausted(String),
@@ -78,7 +78,7 @@ struct Layer2Block {
 
 /// The connect subnets of one CNC: which block or pair each network has.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConnectAllocator {
+pub(crate) struct ConnectAllocator {
     /// The CNC's connect subnets with their network prefix, IPv4 first.
     connect_subnets: Vec<(IpNet, u8)>,
     blocks: SubnetAllocator,
@@ -132,7 +132,7 @@ impl ConnectAllocator {
     }
 
     /// Records `subnets` as `owner`'s (read from the annotation).
-    pub fn mark(&mut self, owner: &str, subnets: &[IpNet]) -> Result<(), ConnectAllocError> {
+    pub(crate) fn mark(&mut self, owner: &str, subnets: &[IpNet]) -> Result<(), ConnectAllocError> {
         let (topology, _) =
             parse_owner_key(owner).ok_or_else(|| ConnectAllocError::BadOwner(owner.into()))?;
         let foreign = |subnet: IpNet, why: SubnetError| ConnectAllocError::Foreign {
@@ -313,7 +313,7 @@ pub fn pair(subnets: &[IpNet], idx: u32) -> Option<Vec<(IpNet, IpNet)>> {
 /// larger) and `n` the node id, or for Layer2 the pair's position in its block.
 /// `None` when the subnet is not inside a connect subnet or the key does not fit in
 /// 32 bits.
-pub fn port_tunnel_key(
+pub(crate) fn port_tunnel_key(
     connect_subnets: &[(IpNet, u8)],
     topology: Topology,
     subnets: &[IpNet],

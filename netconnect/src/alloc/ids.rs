@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 /// Ids of an inclusive range, some in use.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct IdAllocator {
+pub(crate) struct IdAllocator {
     first: u32,
     last: u32,
     used: BTreeSet<u32>,
@@ -19,7 +19,7 @@ pub struct IdAllocator {
 
 /// Why an id could not be had.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum IdError {
+pub(crate) enum IdError {
     /// Every id of the range is in use.
     #[error("all ids from {first} to {last} are in use")]
     Exhausted {
@@ -54,7 +54,7 @@ impl IdAllocator {
     }
 
     /// Marks `id` as in use (an id read from an annotation).
-    pub fn reserve(&mut self, id: u32) -> Result<(), IdError> {
+    pub(crate) fn reserve(&mut self, id: u32) -> Result<(), IdError> {
         if id < self.first || id > self.last {
             return Err(IdError::OutOfRange {
                 id,
@@ -86,13 +86,15 @@ impl IdAllocator {
         Ok(id)
     }
 
+    #[cfg(test)]
     /// Frees `id`.
     pub fn release(&mut self, id: u32) {
         self.used.remove(&id);
     }
 
+    #[cfg(test)]
     /// True when `id` is in use.
-    pub fn is_used(&self, id: u32) -> bool {
+    pub(crate) fn is_used(&self, id: u32) -> bool {
         self.used.contains(&id)
     }
 }

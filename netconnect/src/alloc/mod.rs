@@ -23,28 +23,28 @@ use ipnet::IpNet;
 use crate::api::{Inventory, Problem, Role, Topology};
 use crate::ovnk::addr::nth_in;
 
-pub use ids::{IdAllocator, IdError};
-pub use subnets::{SubnetAllocator, SubnetError};
+pub(crate) use ids::IdAllocator;
+pub(crate) use subnets::SubnetAllocator;
 
 /// The highest node id (OVN-Kubernetes' `maxNodeIDs`); ids 0 and 1 are reserved.
-pub const MAX_NODE_ID: u32 = 5000;
+pub(crate) const MAX_NODE_ID: u32 = 5000;
 /// Network ids are below this (OVN-Kubernetes' `MaxNetworks`); 0 is the default
 /// network's.
-pub const MAX_NETWORKS: u32 = 4096;
+pub(crate) const MAX_NETWORKS: u32 = 4096;
 /// Transit switches' tunnel keys are this plus the network id (reference §2.5).
-pub const BASE_TRANSIT_SWITCH_TUNNEL_KEY: u32 = 16_711_683;
+pub(crate) const BASE_TRANSIT_SWITCH_TUNNEL_KEY: u32 = 16_711_683;
 /// The first tunnel key of the shared allocator, after the keys kept for transit
 /// switches (`16711683 + 4096`).
-pub const FIRST_ALLOCATED_TUNNEL_KEY: u32 = BASE_TRANSIT_SWITCH_TUNNEL_KEY + MAX_NETWORKS;
+pub(crate) const FIRST_ALLOCATED_TUNNEL_KEY: u32 = BASE_TRANSIT_SWITCH_TUNNEL_KEY + MAX_NETWORKS;
 /// The highest datapath tunnel key OVN accepts (2^24 - 1).
-pub const MAX_DATAPATH_TUNNEL_KEY: u32 = (1 << 24) - 1;
+pub(crate) const MAX_DATAPATH_TUNNEL_KEY: u32 = (1 << 24) - 1;
 
 /// Cluster-wide settings the allocations depend on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterConfig {
     /// The transit switch subnets (default `100.88.0.0/16`, `fd97::/64`); also the
     /// default Layer2 transit subnets.
-    pub transit_subnets: Vec<IpNet>,
+    pub(crate) transit_subnets: Vec<IpNet>,
 }
 
 impl Default for ClusterConfig {
@@ -61,7 +61,7 @@ impl Default for ClusterConfig {
 /// A Layer3 network's host subnets by node name (IPv4 first): a persistent map, so the
 /// map of a network a node joined or left shares every other node's entry with the map
 /// before.
-pub type HostSubnets = imbl::OrdMap<Arc<str>, Arc<[IpNet]>>;
+pub(crate) type HostSubnets = imbl::OrdMap<Arc<str>, Arc<[IpNet]>>;
 
 /// Everything allocated.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,19 +69,19 @@ pub struct Allocations {
     /// Node ids by node name.
     pub node_ids: BTreeMap<String, u32>,
     /// Each node's transit switch port addresses (IPv4 first).
-    pub node_transit: BTreeMap<String, Vec<IpNet>>,
+    pub(crate) node_transit: BTreeMap<String, Vec<IpNet>>,
     /// Network ids by network name.
     pub network_ids: BTreeMap<String, u32>,
     /// Host subnets by network name, then node name. A network's map is taken from
     /// the allocations before when its nodes are annotated with what they were given
-    /// then, and edited when nodes came or went ([`allocate_after`]).
+    /// then, and edited when nodes came or went (`allocate_after`).
     pub host_subnets: BTreeMap<String, HostSubnets>,
     /// Primary Layer2 networks' tunnel keys: `[switch, transit router]`.
     pub tunnel_keys: BTreeMap<String, Vec<u32>>,
     /// Primary Layer2 networks' transit subnets (IPv4 first).
-    pub transit_subnets: BTreeMap<String, Vec<IpNet>>,
+    pub(crate) transit_subnets: BTreeMap<String, Vec<IpNet>>,
     /// ClusterNetworkConnects' acceptance, tunnel keys and connect subnets, by name
-    /// ([`admission::admit`]).
+    /// (`admission::admit`).
     pub connects: BTreeMap<String, admission::ConnectAllocation>,
     /// Each Layer3 network's host subnet allocator as handing out its host subnets left
     /// it: what a node added is given next.
@@ -110,7 +110,11 @@ impl Allocations {
     /// True when `node`, reading host subnets `read`, is annotated with exactly the
     /// host subnets it has in every Layer3 network and with no others: its host
     /// subnets annotation says what would be written.
-    pub fn annotated_exactly(&self, node: &str, read: &Arc<BTreeMap<String, Vec<IpNet>>>) -> bool {
+    pub(crate) fn annotated_exactly(
+        &self,
+        node: &str,
+        read: &Arc<BTreeMap<String, Vec<IpNet>>>,
+    ) -> bool {
         self.as_annotated
             .get(node)
             .is_some_and(|a| Arc::ptr_eq(a, read))
@@ -139,7 +143,7 @@ pub fn allocate(inv: &Inventory, config: &ClusterConfig) -> (Allocations, Vec<Pr
 /// The answer is the one [`allocate`] gives, with no problem. (A node added beside 500
 /// networks then costs 500 subnets handed out, not the 250k of every node compared
 /// and copied; a network added allocates its own host subnets.)
-pub fn allocate_after(
+pub(crate) fn allocate_after(
     inv: &Inventory,
     config: &ClusterConfig,
     before: Option<(&Inventory, &Allocations)>,

@@ -20,7 +20,7 @@ use crate::ovnk::addr::{from_u128, to_u128, with_len};
 
 /// One cluster subnet and the host subnets handed out of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SubnetRange {
+pub(crate) struct SubnetRange {
     network: IpNet,
     host_bits: u32,
     subnet_bits: u32,
@@ -34,7 +34,7 @@ pub struct SubnetRange {
 
 /// Why a host subnet could not be had or kept.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SubnetError {
+pub(crate) enum SubnetError {
     /// No range of the family has a free subnet.
     #[error("no subnets available")]
     Exhausted,
@@ -128,11 +128,6 @@ impl SubnetRange {
         (n < self.count() && !skipped).then_some(n)
     }
 
-    /// True when `subnet` is one this range hands out.
-    pub fn contains(&self, subnet: &IpNet) -> bool {
-        self.index(subnet).is_some()
-    }
-
     fn mark(&mut self, subnet: &IpNet) -> Result<bool, SubnetError> {
         match self.index(subnet) {
             None => Ok(false),
@@ -169,7 +164,7 @@ impl SubnetRange {
 
 /// A network's host subnet allocator: its ranges, per family in the order added.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SubnetAllocator {
+pub(crate) struct SubnetAllocator {
     ranges: Vec<SubnetRange>,
 }
 
@@ -180,26 +175,26 @@ impl SubnetAllocator {
     }
 
     /// Adds a range (a cluster subnet and its host subnet length) after the others.
-    pub fn add_range(&mut self, network: IpNet, host_len: u8) {
+    pub(crate) fn add_range(&mut self, network: IpNet, host_len: u8) {
         self.ranges.push(SubnetRange::new(network, host_len));
     }
 
     /// True when a range of the family of `ipv4` exists.
-    pub fn has_family(&self, ipv4: bool) -> bool {
+    pub(crate) fn has_family(&self, ipv4: bool) -> bool {
         self.ranges
             .iter()
             .any(|r| r.network.addr().is_ipv4() == ipv4)
     }
 
     /// True when `subnets` hold one of each family this allocator has a range of.
-    pub fn covers(&self, subnets: &[IpNet]) -> bool {
+    pub(crate) fn covers(&self, subnets: &[IpNet]) -> bool {
         [true, false]
             .into_iter()
             .all(|v4| !self.has_family(v4) || subnets.iter().any(|s| s.addr().is_ipv4() == v4))
     }
 
     /// Marks `subnet` as handed out (read from an annotation).
-    pub fn mark(&mut self, subnet: &IpNet) -> Result<(), SubnetError> {
+    pub(crate) fn mark(&mut self, subnet: &IpNet) -> Result<(), SubnetError> {
         for r in &mut self.ranges {
             if r.mark(subnet)? {
                 return Ok(());

@@ -14,7 +14,7 @@ use crate::api::Network;
 use crate::ovnk::addr::{from_u128, p2p_pair, to_u128, with_len};
 
 /// The transit subnets of a Layer2 network, one per family it has, IPv4 first.
-pub fn transit_subnets(net: &Network, defaults: &[IpNet]) -> Result<Vec<IpNet>, String> {
+pub(crate) fn transit_subnets(net: &Network, defaults: &[IpNet]) -> Result<Vec<IpNet>, String> {
     let mut out = Vec::new();
     for ipv4 in [true, false] {
         if !net.subnets.iter().any(|s| s.cidr.addr().is_ipv4() == ipv4) {
@@ -69,7 +69,7 @@ pub fn transit_subnets(net: &Network, defaults: &[IpNet]) -> Result<Vec<IpNet>, 
 /// A node's pair on a Layer2 transit subnet: the transit router's side (`trtor-`,
 /// the even address) and the gateway router's side (`rtotr-`, the odd one), as
 /// /31 or /127, at `2 · node id`.
-pub fn node_pair(transit: &IpNet, node_id: u32) -> Option<(IpNet, IpNet)> {
+pub(crate) fn node_pair(transit: &IpNet, node_id: u32) -> Option<(IpNet, IpNet)> {
     p2p_pair(transit, node_id as u128)
 }
 

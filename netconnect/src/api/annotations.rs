@@ -9,18 +9,19 @@ use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
 /// On Nodes: the node's id, a decimal integer from 2 (0 and 1 are reserved).
-pub const NODE_ID: &str = "k8s.ovn.org/node-id";
+pub(crate) const NODE_ID: &str = "k8s.ovn.org/node-id";
 /// On Nodes: the interconnect zone the node is in (default: the node's own name).
-pub const ZONE_NAME: &str = "k8s.ovn.org/zone-name";
+pub(crate) const ZONE_NAME: &str = "k8s.ovn.org/zone-name";
 /// On Nodes: the OVS system-id of the node's chassis.
-pub const NODE_CHASSIS_ID: &str = "k8s.ovn.org/node-chassis-id";
+pub(crate) const NODE_CHASSIS_ID: &str = "k8s.ovn.org/node-chassis-id";
 /// On Nodes: host subnets by network name, `{"<netName>": ["<cidr>", …]}`.
-pub const NODE_SUBNETS: &str = "k8s.ovn.org/node-subnets";
+pub(crate) const NODE_SUBNETS: &str = "k8s.ovn.org/node-subnets";
 /// On Nodes: the node's transit switch port addresses,
 /// `{"ipv4":"100.88.0.<id>/16","ipv6":"fd97::<id>/64"}`.
-pub const NODE_TRANSIT_SWITCH_PORT_IFADDR: &str = "k8s.ovn.org/node-transit-switch-port-ifaddr";
+pub(crate) const NODE_TRANSIT_SWITCH_PORT_IFADDR: &str =
+    "k8s.ovn.org/node-transit-switch-port-ifaddr";
 /// On Nodes: the gateway configuration, `{"default": {"mode": …, …}}`.
-pub const L3_GATEWAY_CONFIG: &str = "k8s.ovn.org/l3-gateway-config";
+pub(crate) const L3_GATEWAY_CONFIG: &str = "k8s.ovn.org/l3-gateway-config";
 
 /// The annotations that hold allocations (what OVN-Kubernetes' cluster manager writes
 /// and the daemon saves in its status directory).
@@ -35,23 +36,23 @@ pub const ALLOCATIONS: &[&str] = &[
 ];
 /// Node annotation: every address of the node's host, as CIDRs (a JSON list); the
 /// addresses a NodePort answers on.
-pub const HOST_CIDRS: &str = "k8s.ovn.org/host-cidrs";
+pub(crate) const HOST_CIDRS: &str = "k8s.ovn.org/host-cidrs";
 /// On Nodes: `false` when the node's gateway cannot set the MTU of what it sends
 /// (gateway-facing ports then carry no `gateway_mtu`).
-pub const GATEWAY_MTU_SUPPORT: &str = "k8s.ovn.org/gateway-mtu-support";
+pub(crate) const GATEWAY_MTU_SUPPORT: &str = "k8s.ovn.org/gateway-mtu-support";
 /// On networks (a NAD in OVN-Kubernetes; here the UDN or CUDN): the network id.
-pub const NETWORK_ID: &str = "k8s.ovn.org/network-id";
+pub(crate) const NETWORK_ID: &str = "k8s.ovn.org/network-id";
 /// On primary Layer2 networks: `[<switch key>, <transit router key>]`.
-pub const TUNNEL_KEYS: &str = "k8s.ovn.org/tunnel-keys";
+pub(crate) const TUNNEL_KEYS: &str = "k8s.ovn.org/tunnel-keys";
 /// On ClusterNetworkConnects: the connect router's tunnel key.
-pub const CONNECT_ROUTER_TUNNEL_KEY: &str = "k8s.ovn.org/connect-router-tunnel-key";
+pub(crate) const CONNECT_ROUTER_TUNNEL_KEY: &str = "k8s.ovn.org/connect-router-tunnel-key";
 /// On ClusterNetworkConnects: each connected network's connect subnets,
 /// `{"layer3_1":{"ipv4":"192.168.0.0/24","ipv6":"fd00::/120"}}`.
-pub const NETWORK_CONNECT_SUBNET: &str = "k8s.ovn.org/network-connect-subnet";
+pub(crate) const NETWORK_CONNECT_SUBNET: &str = "k8s.ovn.org/network-connect-subnet";
 
 /// Why an annotation could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BadAnnotation {
+pub(crate) struct BadAnnotation {
     /// The annotation key.
     pub key: &'static str,
     /// Its value.
@@ -79,7 +80,7 @@ fn bad(key: &'static str, value: &str, reason: impl Into<String>) -> BadAnnotati
 }
 
 /// Reads an integer annotation such as [`NODE_ID`] or [`NETWORK_ID`].
-pub fn parse_id(key: &'static str, value: &str) -> Result<u32, BadAnnotation> {
+pub(crate) fn parse_id(key: &'static str, value: &str) -> Result<u32, BadAnnotation> {
     value
         .trim()
         .parse::<u32>()
@@ -88,7 +89,9 @@ pub fn parse_id(key: &'static str, value: &str) -> Result<u32, BadAnnotation> {
 
 /// Reads [`NODE_SUBNETS`]: each network's subnets, given as a list or (older,
 /// single-stack) as one string.
-pub fn parse_node_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, BadAnnotation> {
+pub(crate) fn parse_node_subnets(
+    value: &str,
+) -> Result<BTreeMap<String, Vec<IpNet>>, BadAnnotation> {
     use serde::de::DeserializeSeed;
     // A CIDR that does not parse stops the reading; why is kept here.
     let mut not_cidr = None;
@@ -109,7 +112,7 @@ pub fn parse_node_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, B
 }
 
 /// Writes [`NODE_SUBNETS`] as OVN-Kubernetes does: every network as a list.
-pub fn format_node_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
+pub(crate) fn format_node_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
     let entries: Vec<(&str, &[IpNet])> = subnets
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_slice()))
@@ -118,7 +121,7 @@ pub fn format_node_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
 }
 
 /// [`format_node_subnets`] of entries given in name order (each name once).
-pub fn write_node_subnets(entries: &[(&str, &[IpNet])]) -> String {
+pub(crate) fn write_node_subnets(entries: &[(&str, &[IpNet])]) -> String {
     // Written by hand: at 500 networks x 500 nodes a reload writes 250k CIDRs, and
     // their text through `Display` and a serializer was most of the time it took.
     // `"name":["a.b.c.d/len",…]`: the name, its quotes and brackets, 20 bytes a CIDR.
@@ -161,7 +164,10 @@ fn push_entry(out: &mut String, net: &str, cidrs: &[IpNet]) {
 ///
 /// Each entry is found by a binary search through the text, so that a network added
 /// to a node's 500 costs a look-up and a copy of the text, not 500 entries written.
-pub fn splice_node_subnets(text: &str, changes: &[(&str, Option<&[IpNet]>)]) -> Option<String> {
+pub(crate) fn splice_node_subnets(
+    text: &str,
+    changes: &[(&str, Option<&[IpNet]>)],
+) -> Option<String> {
     let t = text.as_bytes();
     if t.len() < 2 || t[0] != b'{' || t[t.len() - 1] != b'}' {
         return None;
@@ -239,7 +245,12 @@ mod entries {
     /// The first entry in `from..close` (from an entry start, or `close`) whose name
     /// is not below `net`; `close` when there is none. `None` when the text does not
     /// read as entries where looked at.
-    pub fn first_not_below(t: &[u8], from: usize, close: usize, net: &[u8]) -> Option<usize> {
+    pub(crate) fn first_not_below(
+        t: &[u8],
+        from: usize,
+        close: usize,
+        net: &[u8],
+    ) -> Option<usize> {
         let (mut lo, mut hi) = (from, close);
         // The answer lies in `lo..=hi`; both are entry starts or `close`.
         loop {
@@ -276,12 +287,12 @@ mod cidr_text {
 
     /// True when `s` is written as a JSON string between quotes as it is (no byte of
     /// it needs an escape).
-    pub fn written_plain(s: &str) -> bool {
+    pub(crate) fn written_plain(s: &str) -> bool {
         s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\')
     }
 
     /// Appends `s` as a JSON string.
-    pub fn push_json_str(out: &mut String, s: &str) {
+    pub(crate) fn push_json_str(out: &mut String, s: &str) {
         if written_plain(s) {
             out.push('"');
             out.push_str(s);
@@ -292,7 +303,7 @@ mod cidr_text {
     }
 
     /// Appends the text of `net` (`a.b.c.d/len`, or IPv6 as `Display` writes it).
-    pub fn push_cidr(out: &mut String, net: &IpNet) {
+    pub(crate) fn push_cidr(out: &mut String, net: &IpNet) {
         match net {
             IpNet::V4(v4) => {
                 for (i, octet) in v4.addr().octets().into_iter().enumerate() {
@@ -321,7 +332,7 @@ mod cidr_text {
     /// The whole annotation: a map of network names to their CIDRs, each parsed where
     /// it is read. The first text that is not a CIDR is described in `not_cidr`.
     pub struct Subnets<'a> {
-        pub not_cidr: &'a mut Option<String>,
+        pub(crate) not_cidr: &'a mut Option<String>,
     }
 
     impl<'de> DeserializeSeed<'de> for Subnets<'_> {
@@ -416,17 +427,17 @@ mod cidr_text {
 
 /// [`NODE_TRANSIT_SWITCH_PORT_IFADDR`]: one address per family.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PrimaryIfAddr {
+pub(crate) struct PrimaryIfAddr {
     /// The IPv4 address with its prefix length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipv4: Option<String>,
     /// The IPv6 address with its prefix length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ipv6: Option<String>,
+    pub(crate) ipv6: Option<String>,
 }
 
 /// Reads [`NODE_TRANSIT_SWITCH_PORT_IFADDR`] into its addresses (IPv4 first).
-pub fn parse_transit_ifaddr(value: &str) -> Result<Vec<IpNet>, BadAnnotation> {
+pub(crate) fn parse_transit_ifaddr(value: &str) -> Result<Vec<IpNet>, BadAnnotation> {
     let key = NODE_TRANSIT_SWITCH_PORT_IFADDR;
     let raw: PrimaryIfAddr = serde_json::from_str(value)
         .map_err(|e| bad(key, value, format!("not {{\"ipv4\":…,\"ipv6\":…}} ({e})")))?;
@@ -453,7 +464,7 @@ pub fn parse_transit_ifaddr(value: &str) -> Result<Vec<IpNet>, BadAnnotation> {
 }
 
 /// Writes [`NODE_TRANSIT_SWITCH_PORT_IFADDR`].
-pub fn format_transit_ifaddr(addrs: &[IpNet]) -> String {
+pub(crate) fn format_transit_ifaddr(addrs: &[IpNet]) -> String {
     let mut v = PrimaryIfAddr::default();
     for a in addrs {
         if a.addr().is_ipv4() {
@@ -466,19 +477,21 @@ pub fn format_transit_ifaddr(addrs: &[IpNet]) -> String {
 }
 
 /// Reads [`TUNNEL_KEYS`], a JSON list of integers.
-pub fn parse_tunnel_keys(value: &str) -> Result<Vec<u32>, BadAnnotation> {
+pub(crate) fn parse_tunnel_keys(value: &str) -> Result<Vec<u32>, BadAnnotation> {
     serde_json::from_str(value)
         .map_err(|e| bad(TUNNEL_KEYS, value, format!("not a JSON list of keys ({e})")))
 }
 
 /// Writes [`TUNNEL_KEYS`].
-pub fn format_tunnel_keys(keys: &[u32]) -> String {
+pub(crate) fn format_tunnel_keys(keys: &[u32]) -> String {
     serde_json::to_string(keys).expect("integers serialize")
 }
 
 /// Reads [`NETWORK_CONNECT_SUBNET`]: each connected network's connect subnets (IPv4
 /// first) by owner key (`layer3_<id>`, `layer2_<id>`).
-pub fn parse_connect_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>, BadAnnotation> {
+pub(crate) fn parse_connect_subnets(
+    value: &str,
+) -> Result<BTreeMap<String, Vec<IpNet>>, BadAnnotation> {
     let key = NETWORK_CONNECT_SUBNET;
     let raw: BTreeMap<String, PrimaryIfAddr> = serde_json::from_str(value).map_err(|e| {
         bad(
@@ -509,7 +522,7 @@ pub fn parse_connect_subnets(value: &str) -> Result<BTreeMap<String, Vec<IpNet>>
 }
 
 /// Writes [`NETWORK_CONNECT_SUBNET`].
-pub fn format_connect_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
+pub(crate) fn format_connect_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String {
     let raw: BTreeMap<&String, PrimaryIfAddr> = subnets
         .iter()
         .map(|(owner, nets)| {
@@ -527,30 +540,30 @@ pub fn format_connect_subnets(subnets: &BTreeMap<String, Vec<IpNet>>) -> String 
     serde_json::to_string(&raw).expect("strings serialize")
 }
 
-/// The node's gateway, from [`L3_GATEWAY_CONFIG`] (its `default` entry).
+/// The node's gateway, from `L3_GATEWAY_CONFIG` (its `default` entry).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct L3GatewayConfig {
     /// `shared` or `local`.
     pub mode: String,
     /// The external bridge, e.g. `breth0`.
-    pub bridge_id: String,
+    pub(crate) bridge_id: String,
     /// The OVS interface id of the gateway's external port.
-    pub interface_id: String,
+    pub(crate) interface_id: String,
     /// The external port's MAC.
-    pub mac_address: String,
+    pub(crate) mac_address: String,
     /// The node's addresses on the external network, with prefix lengths.
-    pub ip_addresses: Vec<IpNet>,
+    pub(crate) ip_addresses: Vec<IpNet>,
     /// The default gateways.
     pub next_hops: Vec<IpAddr>,
     /// Whether NodePort services are served.
-    pub node_port_enable: bool,
+    pub(crate) node_port_enable: bool,
     /// The VLAN of the external network, if any.
-    pub vlan_id: Option<u16>,
+    pub(crate) vlan_id: Option<u16>,
 }
 
 /// Reads [`HOST_CIDRS`]: the addresses without their prefix lengths, each once, in
 /// the order of their text (as OVN-Kubernetes lists them).
-pub fn parse_host_cidrs(value: &str) -> Result<Vec<IpAddr>, BadAnnotation> {
+pub(crate) fn parse_host_cidrs(value: &str) -> Result<Vec<IpAddr>, BadAnnotation> {
     let cidrs: Vec<String> = serde_json::from_str(value)
         .map_err(|e| bad(HOST_CIDRS, value, format!("not a JSON list of CIDRs ({e})")))?;
     let mut by_text = BTreeMap::new();
@@ -564,7 +577,9 @@ pub fn parse_host_cidrs(value: &str) -> Result<Vec<IpAddr>, BadAnnotation> {
 }
 
 /// Reads [`L3_GATEWAY_CONFIG`]. `None` for `mode: disabled` (no gateway).
-pub fn parse_l3_gateway_config(value: &str) -> Result<Option<L3GatewayConfig>, BadAnnotation> {
+pub(crate) fn parse_l3_gateway_config(
+    value: &str,
+) -> Result<Option<L3GatewayConfig>, BadAnnotation> {
     let key = L3_GATEWAY_CONFIG;
     #[derive(Deserialize)]
     struct Raw {

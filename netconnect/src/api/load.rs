@@ -94,7 +94,7 @@ impl Object {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
     /// Where the object was read.
-    pub origin: Origin,
+    pub(crate) origin: Origin,
     /// `Kind namespace/name`, when the document got that far.
     pub object: Option<String>,
     /// The field's path, e.g. `spec.layer3.subnets[1]`.
@@ -129,14 +129,14 @@ pub struct FileObjects {
     pub problems: Vec<Problem>,
     /// Set when the file as a whole could not be read or parsed as YAML; then
     /// `objects` holds what came before the error, if anything.
-    pub unreadable: Option<String>,
+    pub(crate) unreadable: Option<String>,
 }
 
 /// The files of `dir` ending in `.yaml` or `.yml` (not its subdirectories), in name
 /// order. A symbolic link is taken for what it points to (a Kubernetes ConfigMap
 /// volume holds its files as links into a directory it swaps): a link to a directory
 /// is left out, a link to nothing is kept, so that reading it reports it.
-pub fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+pub(crate) fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
@@ -154,7 +154,7 @@ pub fn manifest_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 /// True when a file at `path` is read as a manifest ([`manifest_files`]): its name
 /// ends in `.yaml` or `.yml` and does not begin with a dot (an editor's swap file or
 /// a save's temporary file is not one).
-pub fn is_manifest_name(path: &Path) -> bool {
+pub(crate) fn is_manifest_name(path: &Path) -> bool {
     let is_yaml = path
         .extension()
         .and_then(|e| e.to_str())
@@ -166,13 +166,13 @@ pub fn is_manifest_name(path: &Path) -> bool {
     is_yaml && !hidden
 }
 
-/// Reads every manifest file of `dir` (see [`manifest_files`]).
+/// Reads every manifest file of `dir` (see `manifest_files`).
 pub fn read_dir(dir: &Path) -> std::io::Result<Vec<FileObjects>> {
     read_dir_with(dir, parse_file)
 }
 
 /// [`read_dir`], each file's text given to `parse` (with the file's name in `dir`).
-pub fn read_dir_with(
+pub(crate) fn read_dir_with(
     dir: &Path,
     mut parse: impl FnMut(&Path, &str) -> FileObjects,
 ) -> std::io::Result<Vec<FileObjects>> {
@@ -199,7 +199,7 @@ pub fn parse_file(file: &Path, text: &str) -> FileObjects {
 
 /// A file's documents as parsed, by their text ([`parse_file_reusing`]).
 #[derive(Clone, Debug, Default)]
-pub struct ParsedDocs(std::collections::HashMap<String, (FileObjects, usize)>);
+pub(crate) struct ParsedDocs(std::collections::HashMap<String, (FileObjects, usize)>);
 
 /// [`parse_file`], taking each document whose text `known` holds as it was parsed then
 /// (a file of 500 objects one of which changed parses that one; `known` is used up);
@@ -207,7 +207,7 @@ pub struct ParsedDocs(std::collections::HashMap<String, (FileObjects, usize)>);
 /// lines that are `---` alone: a file with another line starting `---`, `...` or `%`
 /// (markers with content, document ends, directives), or a document of which is not
 /// valid YAML, is parsed whole.
-pub fn parse_file_reusing(
+pub(crate) fn parse_file_reusing(
     file: &Path,
     text: &str,
     mut known: ParsedDocs,

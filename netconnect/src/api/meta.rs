@@ -1,6 +1,6 @@
 //! The parts every Kubernetes object shares: `metadata` (k8s-openapi's `ObjectMeta`,
-//! read through [`Meta`]), status conditions, and the rule that a list or map Go
-//! writes without `omitempty` may arrive as `null` ([`null_as_empty`]).
+//! read through `Meta`), status conditions, and the rule that a list or map Go
+//! writes without `omitempty` may arrive as `null` (`null_as_empty`).
 
 use std::collections::BTreeMap;
 
@@ -13,7 +13,7 @@ static EMPTY: BTreeMap<String, String> = BTreeMap::new();
 
 /// What netconnect reads of an object's `metadata`, each absent field as empty: the API
 /// server omits an empty map, and a client may write one as `null`.
-pub trait Meta {
+pub(crate) trait Meta {
     /// The object's name (empty when absent).
     fn name(&self) -> &str;
     /// Its namespace, for namespaced kinds.
@@ -57,7 +57,7 @@ impl Meta for ObjectMeta {
 
 /// True when `a` and `b` are the same but for their annotations. Every field is named,
 /// so that a field k8s-openapi adds must be compared here.
-pub fn same_but_annotations(a: &ObjectMeta, b: &ObjectMeta) -> bool {
+pub(crate) fn same_but_annotations(a: &ObjectMeta, b: &ObjectMeta) -> bool {
     let ObjectMeta {
         annotations: _,
         creation_timestamp,
@@ -91,19 +91,10 @@ pub fn same_but_annotations(a: &ObjectMeta, b: &ObjectMeta) -> bool {
         && *uid == b.uid
 }
 
-/// `metadata` named `name` in `namespace` (a test's or an example's object).
-pub fn object_meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name.to_owned()),
-        namespace: namespace.map(str::to_owned),
-        ..Default::default()
-    }
-}
-
 /// Reads a list or map field that may be `null` as empty (`#[serde(default,
 /// deserialize_with = "null_as_empty")]`): Go writes a nil slice or map without
 /// `omitempty` as `null`, and the API server prints what it stored.
-pub fn null_as_empty<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(crate) fn null_as_empty<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de> + Default,
@@ -117,7 +108,7 @@ where
 pub struct Condition {
     /// What the condition is about, e.g. `Accepted`.
     #[serde(rename = "type")]
-    pub type_: String,
+    pub(crate) type_: String,
     /// `True`, `False` or `Unknown`.
     pub status: String,
     /// A CamelCase reason.
@@ -128,16 +119,16 @@ pub struct Condition {
     pub message: String,
     /// When `status` last changed (RFC 3339).
     #[serde(default)]
-    pub last_transition_time: String,
+    pub(crate) last_transition_time: String,
     /// The object's `metadata.generation` the condition was set for, when its writer
     /// says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observed_generation: Option<i64>,
+    pub(crate) observed_generation: Option<i64>,
 }
 
 /// Whether `s` is a DNS-1123 label, as namespace names must be: at most 63 lowercase
 /// letters, digits and `-`, starting and ending with a letter or digit.
-pub fn is_dns_label(s: &str) -> bool {
+pub(crate) fn is_dns_label(s: &str) -> bool {
     let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
     !s.is_empty()
         && s.len() <= 63
@@ -149,12 +140,12 @@ pub fn is_dns_label(s: &str) -> bool {
 
 /// Whether `s` is a DNS-1123 subdomain, as most object names must be: at most 253
 /// characters, labels joined by `.`.
-pub fn is_dns_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 /// Parses `namespace/name`, naming what is wrong with it.
-pub fn parse_namespaced_name(s: &str) -> Result<(&str, &str), String> {
+pub(crate) fn parse_namespaced_name(s: &str) -> Result<(&str, &str), String> {
     let Some((namespace, name)) = s.split_once('/') else {
         return Err(format!("{s:?} is not namespace/name"));
     };

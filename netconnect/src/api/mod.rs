@@ -19,43 +19,45 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 
-pub use load::{FileObjects, Object, Origin, Problem};
-pub use meta::{Condition, Meta, ObjectMeta};
-pub use network::{ClusterSubnet, Network, NetworkOwner};
-pub use objects::{
-    ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, Node, Role, Topology,
-    UserDefinedNetwork,
-};
-pub use selector::LabelSelector;
+pub use load::Object;
+pub(crate) use load::{FileObjects, Origin, Problem};
+pub(crate) use meta::Meta;
+pub use meta::{Condition, ObjectMeta};
+pub use network::Network;
+pub(crate) use network::NetworkOwner;
+
+pub(crate) use objects::{ClusterNetworkConnect, Role, Topology};
+pub use objects::{Namespace, Node};
+pub(crate) use selector::LabelSelector;
 
 use annotations::{BadAnnotation, L3GatewayConfig};
 
 /// Where an endpoint slice is kept: namespace, service, network, slice name.
-pub type SliceKey = (String, String, String, String);
+pub(crate) type SliceKey = (String, String, String, String);
 
 /// A node with OVN-Kubernetes' annotations read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeInfo {
     /// Where it was read.
-    pub origin: Origin,
+    pub(crate) origin: Origin,
     /// The object as read.
     pub object: Node,
     /// `k8s.ovn.org/node-id`, if annotated.
-    pub node_id: Option<u32>,
+    pub(crate) node_id: Option<u32>,
     /// `k8s.ovn.org/zone-name`, else the node's name.
     pub zone: String,
     /// `k8s.ovn.org/node-chassis-id`, if annotated.
-    pub chassis_id: Option<String>,
+    pub(crate) chassis_id: Option<String>,
     /// `k8s.ovn.org/node-subnets`: host subnets by network name.
     pub subnets: Arc<BTreeMap<String, Vec<IpNet>>>,
     /// `k8s.ovn.org/node-transit-switch-port-ifaddr`, if annotated.
-    pub transit_ifaddr: Option<Vec<IpNet>>,
+    pub(crate) transit_ifaddr: Option<Vec<IpNet>>,
     /// `k8s.ovn.org/l3-gateway-config`, unless absent or disabled.
     pub gateway: Option<L3GatewayConfig>,
     /// `k8s.ovn.org/host-cidrs`: the host's addresses, in the order of their text.
-    pub host_addresses: Vec<std::net::IpAddr>,
+    pub(crate) host_addresses: Vec<std::net::IpAddr>,
     /// `k8s.ovn.org/gateway-mtu-support` is not `false`.
-    pub gateway_mtu: bool,
+    pub(crate) gateway_mtu: bool,
     /// The annotations this was read from: the node's own, completed by those
     /// remembered ([`Context::annotations`]).
     pub read: Arc<BTreeMap<String, String>>,
@@ -64,7 +66,7 @@ pub struct NodeInfo {
     /// taken once as it is read: every network's key fingerprints every node's inputs
     /// ([`crate::topology::NodeView`]), and hashing the gateway config 250k times was
     /// a tenth of a node added's build at 500 × 500.
-    pub facts: u64,
+    pub(crate) facts: u64,
 }
 
 impl NodeInfo {
@@ -78,7 +80,7 @@ impl NodeInfo {
 #[derive(Clone, Debug, PartialEq)]
 pub struct NetworkInfo {
     /// Where its object was read.
-    pub origin: Origin,
+    pub(crate) origin: Origin,
     /// The object as read (a UserDefinedNetwork or ClusterUserDefinedNetwork).
     pub object: Object,
     /// The definition in force: the object's, or the last accepted one when the
@@ -87,9 +89,9 @@ pub struct NetworkInfo {
     /// The object's labels (CUDNs are selected by them).
     pub labels: BTreeMap<String, String>,
     /// A CUDN's namespace selector.
-    pub namespace_selector: Option<LabelSelector>,
+    pub(crate) namespace_selector: Option<LabelSelector>,
     /// `k8s.ovn.org/network-id`, if annotated.
-    pub network_id: Option<u32>,
+    pub(crate) network_id: Option<u32>,
     /// `k8s.ovn.org/tunnel-keys`, if annotated.
     pub tunnel_keys: Option<Vec<u32>>,
 }
@@ -98,7 +100,7 @@ pub struct NetworkInfo {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConnectInfo {
     /// Where it was read.
-    pub origin: Origin,
+    pub(crate) origin: Origin,
     /// The object as read.
     pub object: ClusterNetworkConnect,
     /// The spec in force: the object's, with the connect subnets accepted first (they
@@ -127,14 +129,14 @@ pub struct Inventory {
     /// Each namespace's primary user-defined network, by namespace: its primary
     /// UserDefinedNetwork, else the first primary ClusterUserDefinedNetwork by name
     /// that selects it (resolved once, when the inventory is built).
-    pub primary_networks: BTreeMap<String, String>,
+    pub(crate) primary_networks: BTreeMap<String, String>,
     /// The endpoint slices mirrored for user-defined networks, by namespace, service,
     /// network and slice name (the default network's slices are not kept).
-    pub endpoint_slices: BTreeMap<SliceKey, service::EndpointSlice>,
+    pub(crate) endpoint_slices: BTreeMap<SliceKey, service::EndpointSlice>,
     /// Objects skipped or partly refused, with why.
     pub problems: Vec<Problem>,
     /// Network objects refused as a whole (their reasons are among the problems).
-    pub refused_networks: Vec<Object>,
+    pub(crate) refused_networks: Vec<Object>,
 }
 
 /// What the inventory is built against: the definitions accepted before (for the
@@ -144,9 +146,9 @@ pub struct Context {
     /// Each network's last accepted definition, by network name.
     pub accepted: BTreeMap<String, Network>,
     /// Each ClusterNetworkConnect's last accepted spec, by name.
-    pub accepted_connects: BTreeMap<String, validate::ConnectSpec>,
+    pub(crate) accepted_connects: BTreeMap<String, validate::ConnectSpec>,
     /// Reserved ranges.
-    pub reserved: validate::Reserved,
+    pub(crate) reserved: validate::Reserved,
     /// Annotations remembered from an earlier run (the allocations persisted), by
     /// kind and `namespace/name`; an object's own annotations win over them.
     pub remembered: BTreeMap<(String, String), Remembered>,
@@ -235,7 +237,7 @@ impl Context {
     /// them when the object and what is remembered for it do not both have
     /// `k8s.ovn.org/node-subnets` (a node's lists every network's: 20 MB copied to
     /// be compared at 500 networks × 500 nodes).
-    pub fn annotations_are(
+    pub(crate) fn annotations_are(
         &self,
         kind: &str,
         meta: &ObjectMeta,
@@ -430,18 +432,22 @@ impl Inventory {
 
     /// The nodes whose zone is `zone`; every node when `zone` is `None` (one NB for the
     /// whole cluster).
-    pub fn is_local(&self, node: &NodeInfo, zone: Option<&str>) -> bool {
+    pub(crate) fn is_local(&self, node: &NodeInfo, zone: Option<&str>) -> bool {
         zone.is_none_or(|z| node.zone == z)
     }
 
     /// The network service `svc` is programmed on: its namespace's primary
     /// user-defined network (`None` for the default network's services).
-    pub fn network_of_service(&self, svc: &service::ServiceInfo) -> Option<&str> {
+    pub(crate) fn network_of_service(&self, svc: &service::ServiceInfo) -> Option<&str> {
         self.primary_network_of(&svc.namespace)
     }
 
     /// The endpoint slices of `svc` mirrored for network `net`.
-    pub fn slices_of(&self, svc: &service::ServiceInfo, net: &str) -> Vec<&service::EndpointSlice> {
+    pub(crate) fn slices_of(
+        &self,
+        svc: &service::ServiceInfo,
+        net: &str,
+    ) -> Vec<&service::EndpointSlice> {
         let first = (
             svc.namespace.clone(),
             svc.name.clone(),
@@ -460,14 +466,14 @@ impl Inventory {
     /// The primary network of namespace `ns` ([`Inventory::primary_networks`]). A
     /// namespace has at most one; when several claim it, this one is used and the
     /// others are reported ([`Inventory::build`]).
-    pub fn primary_network_of(&self, ns: &str) -> Option<&str> {
+    pub(crate) fn primary_network_of(&self, ns: &str) -> Option<&str> {
         self.primary_networks.get(ns).map(String::as_str)
     }
 
     /// Every primary network that claims namespace `ns`, the one in force first: its
     /// primary UserDefinedNetworks, then the primary ClusterUserDefinedNetworks that
     /// select it, each in name order.
-    pub fn primary_networks_of(&self, ns: &str) -> Vec<&str> {
+    pub(crate) fn primary_networks_of(&self, ns: &str) -> Vec<&str> {
         let Some(namespace) = self.namespaces.get(ns) else {
             return Vec::new();
         };
@@ -523,7 +529,7 @@ impl Inventory {
     /// ClusterUserDefinedNetworks by their labels (whatever their role and topology, so
     /// that an unsupported one can be refused), and the primary network of each
     /// namespace a namespace selector selects.
-    pub fn selected_networks(&self, cnc: &ClusterNetworkConnect) -> Vec<&str> {
+    pub(crate) fn selected_networks(&self, cnc: &ClusterNetworkConnect) -> Vec<&str> {
         let mut out = BTreeSet::new();
         for sel in &cnc.spec.network_selectors {
             if let Some(c) = &sel.cluster_user_defined_network_selector {
@@ -549,7 +555,7 @@ impl Inventory {
     }
 
     /// The namespaces a CUDN selects.
-    pub fn selected_namespaces(&self, selector: &LabelSelector) -> Vec<&str> {
+    pub(crate) fn selected_namespaces(&self, selector: &LabelSelector) -> Vec<&str> {
         self.namespaces
             .values()
             .filter(|ns| selector.matches(ns.metadata.labels()))

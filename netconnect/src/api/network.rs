@@ -37,7 +37,7 @@ impl NetworkOwner {
     }
 
     /// `namespace/name` or `name`.
-    pub fn qualified_name(&self) -> String {
+    pub(crate) fn qualified_name(&self) -> String {
         match self {
             NetworkOwner::UserDefinedNetwork { namespace, name } => format!("{namespace}/{name}"),
             NetworkOwner::ClusterUserDefinedNetwork { name } => name.clone(),
@@ -46,7 +46,7 @@ impl NetworkOwner {
 
     /// The network's name in OVN-Kubernetes: `<namespace>_<name>` for a UDN,
     /// `cluster_udn_<name>` for a CUDN.
-    pub fn network_name(&self) -> String {
+    pub(crate) fn network_name(&self) -> String {
         match self {
             NetworkOwner::UserDefinedNetwork { namespace, name } => format!("{namespace}_{name}"),
             NetworkOwner::ClusterUserDefinedNetwork { name } => format!("cluster_udn_{name}"),
@@ -67,40 +67,40 @@ pub struct ClusterSubnet {
     /// The subnet, masked.
     pub cidr: IpNet,
     /// The host subnets' prefix length.
-    pub host_len: u8,
+    pub(crate) host_len: u8,
 }
 
 /// The default MTU of a user-defined network.
-pub const DEFAULT_MTU: u32 = 1400;
+pub(crate) const DEFAULT_MTU: u32 = 1400;
 /// The default IPv4 join subnet of user-defined networks.
-pub const DEFAULT_JOIN_V4: &str = "100.65.0.0/16";
+pub(crate) const DEFAULT_JOIN_V4: &str = "100.65.0.0/16";
 /// The default IPv6 join subnet of user-defined networks.
-pub const DEFAULT_JOIN_V6: &str = "fd99::/64";
+pub(crate) const DEFAULT_JOIN_V6: &str = "fd99::/64";
 /// The cluster's service CIDR when none is configured (`--service-cidr`).
-pub const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/16";
+pub(crate) const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/16";
 /// The masquerade subnets (IPv4, IPv6): OVN-Kubernetes' defaults.
-pub const DEFAULT_MASQUERADE: [&str; 2] = ["169.254.0.0/17", "fd69::/112"];
+pub(crate) const DEFAULT_MASQUERADE: [&str; 2] = ["169.254.0.0/17", "fd69::/112"];
 
 /// The cluster defaults above, parsed.
-pub fn default_service_cidrs() -> Vec<ipnet::IpNet> {
+pub(crate) fn default_service_cidrs() -> Vec<ipnet::IpNet> {
     vec![DEFAULT_SERVICE_CIDR.parse().expect("constant")]
 }
 
 /// The default network's cluster subnets (OVN-Kubernetes' `--cluster-subnets`
 /// default, `10.128.0.0/14`): user-defined networks and connect subnets stay out of
 /// them.
-pub const DEFAULT_CLUSTER_SUBNETS: [&str; 1] = ["10.128.0.0/14"];
+pub(crate) const DEFAULT_CLUSTER_SUBNETS: [&str; 1] = ["10.128.0.0/14"];
 /// The default network's join subnets (OVN-Kubernetes' `--gateway-v4-join-subnet` and
 /// `--gateway-v6-join-subnet` defaults).
-pub const DEFAULT_NETWORK_JOIN: [&str; 2] = ["100.64.0.0/16", "fd98::/64"];
+pub(crate) const DEFAULT_NETWORK_JOIN: [&str; 2] = ["100.64.0.0/16", "fd98::/64"];
 
 /// [`DEFAULT_CLUSTER_SUBNETS`], parsed.
-pub fn default_cluster_subnets() -> Vec<ipnet::IpNet> {
+pub(crate) fn default_cluster_subnets() -> Vec<ipnet::IpNet> {
     parse_all(&DEFAULT_CLUSTER_SUBNETS)
 }
 
 /// [`DEFAULT_NETWORK_JOIN`], parsed.
-pub fn default_network_join() -> Vec<ipnet::IpNet> {
+pub(crate) fn default_network_join() -> Vec<ipnet::IpNet> {
     parse_all(&DEFAULT_NETWORK_JOIN)
 }
 
@@ -109,7 +109,7 @@ fn parse_all(cidrs: &[&str]) -> Vec<ipnet::IpNet> {
 }
 
 /// [`DEFAULT_MASQUERADE`], parsed.
-pub fn default_masquerade() -> Vec<ipnet::IpNet> {
+pub(crate) fn default_masquerade() -> Vec<ipnet::IpNet> {
     DEFAULT_MASQUERADE
         .iter()
         .map(|m| m.parse().expect("constant"))
@@ -126,42 +126,42 @@ pub struct Network {
     /// Primary or Secondary.
     pub role: Role,
     /// MTU.
-    pub mtu: u32,
+    pub(crate) mtu: u32,
     /// Cluster subnets in spec order (IPv4 and IPv6 interleaved as written).
     pub subnets: Vec<ClusterSubnet>,
     /// Join subnets, IPv4 first.
-    pub join_subnets: Vec<IpNet>,
+    pub(crate) join_subnets: Vec<IpNet>,
     /// Layer2: the gateway address of each family, if given.
-    pub default_gateway_ips: Vec<IpAddr>,
+    pub(crate) default_gateway_ips: Vec<IpAddr>,
     /// `Geneve` unless the spec says otherwise.
     pub transport: String,
 }
 
 impl Network {
-    /// The network's OVN-Kubernetes name (see [`NetworkOwner::network_name`]).
+    /// The network's OVN-Kubernetes name (see `NetworkOwner::network_name`).
     pub fn name(&self) -> String {
         self.owner.network_name()
     }
 
     /// True when the network has IPv4 subnets.
-    pub fn has_ipv4(&self) -> bool {
+    pub(crate) fn has_ipv4(&self) -> bool {
         self.subnets.iter().any(|s| s.cidr.addr().is_ipv4())
     }
 
     /// True when the network has IPv6 subnets.
-    pub fn has_ipv6(&self) -> bool {
+    pub(crate) fn has_ipv6(&self) -> bool {
         self.subnets.iter().any(|s| s.cidr.addr().is_ipv6())
     }
 
     /// The cluster subnets of one family, in spec order.
-    pub fn subnets_of(&self, ipv4: bool) -> impl Iterator<Item = &ClusterSubnet> {
+    pub(crate) fn subnets_of(&self, ipv4: bool) -> impl Iterator<Item = &ClusterSubnet> {
         self.subnets
             .iter()
             .filter(move |s| s.cidr.addr().is_ipv4() == ipv4)
     }
 
     /// The join subnets of the families the network has, IPv4 first.
-    pub fn join_subnets_in_use(&self) -> Vec<IpNet> {
+    pub(crate) fn join_subnets_in_use(&self) -> Vec<IpNet> {
         self.join_subnets
             .iter()
             .filter(|j| {

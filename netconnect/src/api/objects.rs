@@ -6,7 +6,7 @@
 //!
 //! Field names are the CRDs' own. Values are kept as written (CIDRs as strings);
 //! [`super::validate`] checks them and turns them into typed networks. Every list or map
-//! field reads `null` as empty ([`null_as_empty`]).
+//! field reads `null` as empty (`null_as_empty`).
 
 use kube::CustomResource;
 use serde::{Deserialize, Serialize};
@@ -63,7 +63,7 @@ pub struct Layer3Config {
     pub role: Role,
     /// MTU of the network's interfaces (default 1400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<u32>,
+    pub(crate) mtu: Option<u32>,
     /// Cluster subnets; with OKEP-5377 several per family, append-only.
     #[serde(default, deserialize_with = "null_as_empty")]
     pub subnets: Vec<Layer3Subnet>,
@@ -73,7 +73,7 @@ pub struct Layer3Config {
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub join_subnets: Vec<String>,
+    pub(crate) join_subnets: Vec<String>,
 }
 
 /// One `layer3.subnets` entry.
@@ -84,7 +84,7 @@ pub struct Layer3Subnet {
     pub cidr: String,
     /// The prefix length of each node's host subnet (default 24 for IPv4, 64 for IPv6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_subnet: Option<u8>,
+    pub(crate) host_subnet: Option<u8>,
 }
 
 /// `layer2`: one subnet shared by every node.
@@ -95,7 +95,7 @@ pub struct Layer2Config {
     pub role: Role,
     /// MTU (default 1400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mtu: Option<u32>,
+    pub(crate) mtu: Option<u32>,
     /// The subnets, at most one per family.
     #[serde(
         default,
@@ -109,14 +109,14 @@ pub struct Layer2Config {
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub reserved_subnets: Vec<String>,
+    pub(crate) reserved_subnets: Vec<String>,
     /// Subnets for infrastructure addresses.
     #[serde(
         default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub infrastructure_subnets: Vec<String>,
+    pub(crate) infrastructure_subnets: Vec<String>,
     /// Gateway addresses, one per family (default: the first address of each subnet).
     #[serde(
         default,
@@ -124,17 +124,17 @@ pub struct Layer2Config {
         rename = "defaultGatewayIPs",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub default_gateway_ips: Vec<String>,
+    pub(crate) default_gateway_ips: Vec<String>,
     /// Join subnets.
     #[serde(
         default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub join_subnets: Vec<String>,
+    pub(crate) join_subnets: Vec<String>,
     /// IPAM settings (`mode`, `lifecycle`), kept as written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ipam: Option<serde_json::Value>,
+    pub(crate) ipam: Option<serde_json::Value>,
 }
 
 /// A network's definition: the spec of a `k8s.ovn.org/v1 UserDefinedNetwork` (a
@@ -203,7 +203,7 @@ pub struct NetworkStatus {
 #[serde(rename_all = "camelCase")]
 pub struct ClusterUserDefinedNetworkSpec {
     /// The namespaces the network is for.
-    pub namespace_selector: LabelSelector,
+    pub(crate) namespace_selector: LabelSelector,
     /// The network.
     pub network: NetworkSpec,
     /// Fields netconnect does not use, kept as written.
@@ -214,41 +214,41 @@ pub struct ClusterUserDefinedNetworkSpec {
 /// One `networkSelectors` entry of a ClusterNetworkConnect.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NetworkSelector {
+pub(crate) struct NetworkSelector {
     /// `ClusterUserDefinedNetworks` or `PrimaryUserDefinedNetworks`.
-    pub network_selection_type: String,
+    pub(crate) network_selection_type: String,
     /// For `ClusterUserDefinedNetworks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cluster_user_defined_network_selector: Option<ClusterUserDefinedNetworkSelector>,
+    pub(crate) cluster_user_defined_network_selector: Option<ClusterUserDefinedNetworkSelector>,
     /// For `PrimaryUserDefinedNetworks`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub primary_user_defined_network_selector: Option<PrimaryUserDefinedNetworkSelector>,
+    pub(crate) primary_user_defined_network_selector: Option<PrimaryUserDefinedNetworkSelector>,
 }
 
 /// Selects ClusterUserDefinedNetworks by their labels.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ClusterUserDefinedNetworkSelector {
+pub(crate) struct ClusterUserDefinedNetworkSelector {
     /// The CUDNs' labels.
-    pub network_selector: LabelSelector,
+    pub(crate) network_selector: LabelSelector,
 }
 
 /// Selects the primary network of each namespace whose labels match.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PrimaryUserDefinedNetworkSelector {
+pub(crate) struct PrimaryUserDefinedNetworkSelector {
     /// The namespaces' labels.
-    pub namespace_selector: LabelSelector,
+    pub(crate) namespace_selector: LabelSelector,
 }
 
 /// One `connectSubnets` entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ConnectSubnet {
+pub(crate) struct ConnectSubnet {
     /// The whole range, e.g. `192.168.0.0/16`.
     pub cidr: String,
     /// The prefix length each connected network gets.
-    pub network_prefix: u8,
+    pub(crate) network_prefix: u8,
 }
 
 /// `spec` of a ClusterNetworkConnect (the derive makes [`ClusterNetworkConnect`]).
@@ -266,10 +266,10 @@ pub struct ConnectSubnet {
 pub struct ClusterNetworkConnectSpec {
     /// Which networks to connect.
     #[serde(default, deserialize_with = "null_as_empty")]
-    pub network_selectors: Vec<NetworkSelector>,
+    pub(crate) network_selectors: Vec<NetworkSelector>,
     /// Where the connecting addresses come from (one per family).
     #[serde(default, deserialize_with = "null_as_empty")]
-    pub connect_subnets: Vec<ConnectSubnet>,
+    pub(crate) connect_subnets: Vec<ConnectSubnet>,
     /// `PodNetwork` and/or `ServiceNetwork`. The OKEP's field name
     /// `connectivityEnabled` is accepted too.
     #[serde(

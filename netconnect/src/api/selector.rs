@@ -14,27 +14,27 @@ use super::meta::null_as_empty;
 /// A label selector as it appears in a spec.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     /// Labels that must be present with exactly these values.
     #[serde(
         default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "BTreeMap::is_empty"
     )]
-    pub match_labels: BTreeMap<String, String>,
+    pub(crate) match_labels: BTreeMap<String, String>,
     /// Requirements that must all hold.
     #[serde(
         default,
         deserialize_with = "null_as_empty",
         skip_serializing_if = "Vec::is_empty"
     )]
-    pub match_expressions: Vec<LabelSelectorRequirement>,
+    pub(crate) match_expressions: Vec<LabelSelectorRequirement>,
 }
 
 /// One `matchExpressions` entry.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LabelSelectorRequirement {
+pub(crate) struct LabelSelectorRequirement {
     /// The label key.
     pub key: String,
     /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
@@ -51,7 +51,7 @@ pub struct LabelSelectorRequirement {
 impl LabelSelector {
     /// Why the selector is invalid, as the API server would refuse it; `field` is the
     /// selector's path, used in the message.
-    pub fn validate(&self, field: &str) -> Result<(), (String, String)> {
+    pub(crate) fn validate(&self, field: &str) -> Result<(), (String, String)> {
         for (i, r) in self.match_expressions.iter().enumerate() {
             let at = format!("{field}.matchExpressions[{i}]");
             if r.key.is_empty() {
@@ -93,6 +93,7 @@ impl LabelSelector {
             && self.match_expressions.iter().all(|r| r.matches(labels))
     }
 
+    #[cfg(test)]
     /// True when the selector has no requirement at all (it then selects everything).
     pub fn is_empty(&self) -> bool {
         self.match_labels.is_empty() && self.match_expressions.is_empty()

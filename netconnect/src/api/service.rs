@@ -20,25 +20,23 @@ pub use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 use super::meta::Meta;
 
 /// `endpointslice.kubernetes.io/managed-by` of the slices mirrored for a network.
-pub const MIRROR_CONTROLLER: &str = "endpointslice-mirror-controller.k8s.ovn.org";
+pub(crate) const MIRROR_CONTROLLER: &str = "endpointslice-mirror-controller.k8s.ovn.org";
 /// The label naming the service a slice is for.
-pub const SERVICE_NAME_LABEL: &str = "k8s.ovn.org/service-name";
-/// The standard label naming the service a slice is for.
-pub const KUBERNETES_SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+pub(crate) const SERVICE_NAME_LABEL: &str = "k8s.ovn.org/service-name";
 /// The label naming the controller that manages a slice.
-pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+pub(crate) const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
 /// The annotation naming the network a mirrored slice is for (a label of the same key
 /// in OVN-Kubernetes after 1.3).
-pub const SLICE_NETWORK_ANNOTATION: &str = "k8s.ovn.org/endpointslice-network";
+pub(crate) const SLICE_NETWORK_ANNOTATION: &str = "k8s.ovn.org/endpointslice-network";
 /// The largest `sessionAffinityConfig.clientIP.timeoutSeconds` (one day); at it, OVN
 /// selects by source and destination address instead of a timeout.
-pub const MAX_AFFINITY_TIMEOUT: i32 = 86400;
+pub(crate) const MAX_AFFINITY_TIMEOUT: i32 = 86400;
 /// The default `timeoutSeconds` of `sessionAffinity: ClientIP` (three hours).
-pub const DEFAULT_AFFINITY_TIMEOUT: i32 = 10800;
+pub(crate) const DEFAULT_AFFINITY_TIMEOUT: i32 = 10800;
 
 /// The service and network a slice was mirrored for, if it is one OVN-Kubernetes'
 /// mirroring controller wrote.
-pub fn mirrored_for(slice: &EndpointSlice) -> Option<(&str, &str)> {
+pub(crate) fn mirrored_for(slice: &EndpointSlice) -> Option<(&str, &str)> {
     let m = &slice.metadata;
     if m.labels().get(MANAGED_BY_LABEL).map(String::as_str) != Some(MIRROR_CONTROLLER) {
         return None;
@@ -100,7 +98,7 @@ pub struct PortInfo {
 
 /// The endpoints of one service port: per target port number (a rolling update may
 /// have two), the eligible addresses in the order of their text, each with its node.
-pub type PortEndpoints = BTreeMap<u16, Vec<(IpAddr, Option<String>)>>;
+pub(crate) type PortEndpoints = BTreeMap<u16, Vec<(IpAddr, Option<String>)>>;
 
 /// A service as netconnect programs it.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,17 +110,17 @@ pub struct ServiceInfo {
     /// Its cluster IPs (none for a headless service).
     pub cluster_ips: Vec<IpAddr>,
     /// `externalIPs` and the load balancer ingress addresses.
-    pub external_ips: Vec<IpAddr>,
+    pub(crate) external_ips: Vec<IpAddr>,
     /// Its ports.
     pub ports: Vec<PortInfo>,
     /// `sessionAffinity: ClientIP`'s timeout in seconds.
-    pub affinity_timeout: Option<i32>,
+    pub(crate) affinity_timeout: Option<i32>,
     /// `externalTrafficPolicy: Local`.
-    pub external_local: bool,
+    pub(crate) external_local: bool,
     /// `internalTrafficPolicy: Local`.
-    pub internal_local: bool,
+    pub(crate) internal_local: bool,
     /// `publishNotReadyAddresses`.
-    pub publish_not_ready: bool,
+    pub(crate) publish_not_ready: bool,
 }
 
 impl ServiceInfo {
@@ -163,7 +161,7 @@ fn eligible<'a>(endpoints: &[&'a Endpoint], publish_not_ready: bool) -> Vec<&'a 
 /// service), as OVN-Kubernetes reads them: a slice port matches a service port by name
 /// and protocol; per target port number, the eligible endpoints' addresses, each once,
 /// sorted.
-pub fn endpoints_of(svc: &ServiceInfo, slices: &[&EndpointSlice]) -> Vec<PortEndpoints> {
+pub(crate) fn endpoints_of(svc: &ServiceInfo, slices: &[&EndpointSlice]) -> Vec<PortEndpoints> {
     svc.ports
         .iter()
         .map(|p| {

@@ -21,7 +21,8 @@ use crate::keys::{self, Key, Wake};
 use crate::reconcile::{ReconcileError, Reconciler, SeenRows};
 use crate::world::World;
 
-pub use queue::{Backoff, Queue};
+pub use queue::Backoff;
+pub(crate) use queue::Queue;
 
 /// A change the cache reported to one of a key's rows: the row as the change left it.
 #[derive(Clone, Debug)]
@@ -46,13 +47,13 @@ impl Reported {
 
     /// What a reconcile that saw `rows` saw, for [`Queue::done_after`]: the changes
     /// that leave a row as it was seen.
-    pub fn seen_in(rows: SeenRows) -> queue::Seen<Reported> {
+    pub(crate) fn seen_in(rows: SeenRows) -> queue::Seen<Reported> {
         Arc::new(move |c: &Reported| rows.saw(&c.uuid, c.row.as_ref()))
     }
 }
 
 /// The controller's queue: reconcile keys, told of the changes to their rows.
-pub type KeyQueue = Queue<Key, Reported>;
+pub(crate) type KeyQueue = Queue<Key, Reported>;
 
 /// What happened the last time a key was reconciled.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,13 +61,13 @@ pub struct KeyReport {
     /// `Ok` with what was written (`+3 ~1 -2`, or `unchanged`), or the error.
     pub result: Result<String, String>,
     /// Failures in a row.
-    pub failures: u32,
+    pub(crate) failures: u32,
     /// Transactions this key sent so far.
     pub transactions: u64,
 }
 
 /// Reports by key.
-pub type Reports = Arc<Mutex<BTreeMap<Key, KeyReport>>>;
+pub(crate) type Reports = Arc<Mutex<BTreeMap<Key, KeyReport>>>;
 
 /// Reconciles one key against `world` now. Of a key whose rows come in fragments,
 /// only the fragments whose inputs changed since the reconciler last applied it (or
@@ -104,7 +105,7 @@ pub async fn reconcile_key(
 /// Called after every reconcile with the world used, the key, the outcome and how
 /// long it took (the daemon records ClusterNetworkConnects' zone conditions and its
 /// metrics with it).
-pub type OutcomeHook = Arc<
+pub(crate) type OutcomeHook = Arc<
     dyn Fn(&World, &Key, &Result<crate::reconcile::Plan, ReconcileError>, Duration) + Send + Sync,
 >;
 
@@ -112,7 +113,7 @@ pub type OutcomeHook = Arc<
 /// connect is ready in the zone once its own key and the key of each network it
 /// connects reconciled completely; the first failure is reported as it comes.
 #[derive(Debug, Default)]
-pub struct ReadyTracker {
+pub(crate) struct ReadyTracker {
     outcomes: Mutex<BTreeMap<Key, Result<Vec<String>, String>>>,
 }
 
@@ -173,7 +174,7 @@ impl Controller {
     }
 
     /// Calls `hook` after every reconcile.
-    pub fn with_hook(mut self, hook: OutcomeHook) -> Controller {
+    pub(crate) fn with_hook(mut self, hook: OutcomeHook) -> Controller {
         self.hook = Some(hook);
         self
     }
@@ -188,12 +189,6 @@ impl Controller {
         self.queue.clone()
     }
 
-    /// Queues every key of the current world, and the keys of owners in the NB that
-    /// the world no longer defines.
-    pub fn enqueue_all(&self) {
-        enqueue_all(&self.queue, &self.world.borrow(), &self.reconciler);
-    }
-
     /// Runs until the returned future is dropped: `workers` tasks reconciling keys,
     /// one task turning cache `events` into keys, one turning new worlds into keys.
     pub async fn run(self, events: CacheEvents, workers: usize) {
@@ -204,7 +199,7 @@ impl Controller {
     /// [`Controller::run`] until `shutdown` is cancelled: then no new key is taken,
     /// the reconciles in flight finish (their transactions are not cut short), and the
     /// future returns.
-    pub async fn run_until(
+    pub(crate) async fn run_until(
         self,
         mut events: CacheEvents,
         workers: usize,
@@ -309,7 +304,7 @@ impl Controller {
 /// since `previous` ([`World::changed_since`]: a service whose inputs are the same is
 /// not looked at again when another service's endpoints move), and the keys of owners
 /// in the NB that `world` no longer defines, looked for only when `world` lost an
-/// owner `previous` had ([`World::lost_owners_of`]: those gone before were among the
+/// owner `previous` had (`World::lost_owners_of`: those gone before were among the
 /// keys `previous` made).
 pub fn changed_keys(previous: &World, world: &World, reconciler: &Reconciler) -> Vec<Key> {
     let mut keys = world.changed_since(previous);
@@ -354,12 +349,6 @@ pub fn all_keys(world: &World, reconciler: &Reconciler) -> Vec<Key> {
     keys
 }
 
-fn enqueue_all(queue: &KeyQueue, world: &World, reconciler: &Reconciler) {
-    for k in all_keys(world, reconciler) {
-        queue.add(k);
-    }
-}
-
 /// The outcome of reconciling one key in [`once`].
 #[derive(Debug)]
 pub struct Outcome {
@@ -368,7 +357,7 @@ pub struct Outcome {
     /// What was written, or the last error.
     pub result: Result<crate::reconcile::Plan, ReconcileError>,
     /// Attempts made.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
 }
 
 /// Reconciles every key of `world` (and the keys of owners it no longer defines) once,

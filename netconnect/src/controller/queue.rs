@@ -5,7 +5,7 @@
 //!
 //! A level-driven controller hears of its own writes: the rows a reconcile wrote come
 //! back as changes. The queue tells them from others' changes by what the reconcile saw
-//! ([`Queue::done_after`]): a change that left a row as the reconcile last saw it
+//! (`Queue::done_after`): a change that left a row as the reconcile last saw it
 //! (whenever it is reported, while the key runs or after) needs no second look; any
 //! other change queues the key again.
 
@@ -44,7 +44,7 @@ impl Backoff {
 }
 
 /// Tells whether a reported change is one a reconcile already saw (see
-/// [`Queue::done_after`]).
+/// `Queue::done_after`).
 pub type Seen<C> = Arc<dyn Fn(&C) -> bool + Send + Sync>;
 
 struct State<K, C> {
@@ -109,7 +109,7 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
     /// reconciled the change is held for [`Queue::done_after`] to judge. True when the
     /// change is one the key's last reconcile did not see: the key is queued for it (or
     /// was queued already); false for a change held or seen.
-    pub fn add_change(&self, key: K, change: C) -> bool {
+    pub(crate) fn add_change(&self, key: K, change: C) -> bool {
         let mut s = self.lock();
         if s.running.contains(&key) {
             s.changed.entry(key).or_default().push(change);
@@ -128,7 +128,7 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
     }
 
     /// Queues `key` after `delay` (unless it is queued before then).
-    pub fn add_after(&self, key: K, delay: Duration) {
+    pub(crate) fn add_after(&self, key: K, delay: Duration) {
         let mut s = self.lock();
         s.delayed
             .entry(Instant::now() + delay)
@@ -185,7 +185,7 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
     /// the key again only when `seen` does not hold for them. It is judged here, under
     /// the queue's lock, so that a change reported after the reconcile's judgement and
     /// before this call is not lost.
-    pub fn done_after(&self, key: &K, ok: bool, seen: Option<Seen<C>>) {
+    pub(crate) fn done_after(&self, key: &K, ok: bool, seen: Option<Seen<C>>) {
         let mut s = self.lock();
         s.running.remove(key);
         let changes = s.changed.remove(key).unwrap_or_default();
@@ -223,17 +223,18 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
     }
 
     /// Forgets what the last reconciles of the keys `keep` refuses saw (keys gone).
-    pub fn retain_seen(&self, keep: impl Fn(&K) -> bool) {
+    pub(crate) fn retain_seen(&self, keep: impl Fn(&K) -> bool) {
         self.lock().seen.retain(|k, _| keep(k));
     }
 
+    #[cfg(test)]
     /// Failures in a row of `key`.
-    pub fn failures(&self, key: &K) -> u32 {
+    pub(crate) fn failures(&self, key: &K) -> u32 {
         self.lock().failures.get(key).copied().unwrap_or(0)
     }
 
     /// True when nothing is queued, delayed or running.
-    pub fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         let s = self.lock();
         s.ready.is_empty() && s.running.is_empty() && s.delayed.is_empty()
     }

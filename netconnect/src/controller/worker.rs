@@ -20,7 +20,7 @@ use crate::world::World;
 /// that a clean start does not try a connect before the network routers it goes on
 /// exist. Keys that come later (from changes) are never held.
 #[derive(Default)]
-pub struct FirstPass(Mutex<Vec<HashSet<Key>>>);
+pub(crate) struct FirstPass(Mutex<Vec<HashSet<Key>>>);
 
 impl FirstPass {
     /// The first pass over `keys`.
@@ -57,7 +57,7 @@ const HELD: Duration = Duration::from_millis(20);
 
 /// What a worker shares with the others.
 #[derive(Clone)]
-pub struct Worker {
+pub(crate) struct Worker {
     /// The keys to reconcile.
     pub queue: Arc<KeyQueue>,
     /// The current inputs.
@@ -67,7 +67,7 @@ pub struct Worker {
     /// Each key's last outcome.
     pub reports: Reports,
     /// Called after every reconcile.
-    pub hook: Option<OutcomeHook>,
+    pub(crate) hook: Option<OutcomeHook>,
     /// The first pass's order.
     pub first: Arc<FirstPass>,
 }

@@ -29,7 +29,7 @@ pub struct Args {
     /// The status files: each network, node and connect as annotated, with its status
     /// (also where allocations are kept between runs).
     #[arg(long, value_name = "DIR", env = "NETCONNECTD_STATUS_DIR")]
-    pub status_dir: Option<PathBuf>,
+    pub(crate) status_dir: Option<PathBuf>,
     /// Reconcile everything once, then exit: 0 when every key converged and every
     /// object was valid, 1 otherwise.
     #[arg(long)]
@@ -53,7 +53,7 @@ pub struct Args {
         env = "NETCONNECTD_SERVICE_CIDRS",
         value_delimiter = ','
     )]
-    pub service_cidrs: Vec<ipnet::IpNet>,
+    pub(crate) service_cidrs: Vec<ipnet::IpNet>,
     /// The default network's cluster subnets, which networks and connect subnets must
     /// stay out of (default `10.128.0.0/14`).
     #[arg(
@@ -62,7 +62,7 @@ pub struct Args {
         env = "NETCONNECTD_CLUSTER_SUBNETS",
         value_delimiter = ','
     )]
-    pub cluster_subnets: Vec<ipnet::IpNet>,
+    pub(crate) cluster_subnets: Vec<ipnet::IpNet>,
     /// The default network's join subnets (default `100.64.0.0/16,fd98::/64`).
     #[arg(
         long = "default-join-subnet",
@@ -70,7 +70,7 @@ pub struct Args {
         env = "NETCONNECTD_DEFAULT_JOIN_SUBNETS",
         value_delimiter = ','
     )]
-    pub default_join_subnets: Vec<ipnet::IpNet>,
+    pub(crate) default_join_subnets: Vec<ipnet::IpNet>,
     /// The masquerade subnets, one per family (default `169.254.0.0/17,fd69::/112`).
     #[arg(
         long = "masquerade-subnet",
@@ -78,7 +78,7 @@ pub struct Args {
         env = "NETCONNECTD_MASQUERADE_SUBNETS",
         value_delimiter = ','
     )]
-    pub masquerade_subnets: Vec<ipnet::IpNet>,
+    pub(crate) masquerade_subnets: Vec<ipnet::IpNet>,
     /// The transit switch subnets, one per family, also the default Layer2 transit
     /// subnets (default `100.88.0.0/16,fd97::/64`).
     #[arg(
@@ -87,7 +87,7 @@ pub struct Args {
         env = "NETCONNECTD_TRANSIT_SUBNETS",
         value_delimiter = ','
     )]
-    pub transit_subnets: Vec<ipnet::IpNet>,
+    pub(crate) transit_subnets: Vec<ipnet::IpNet>,
     /// How pods' traffic leaves the cluster: `shared` (through the gateway router) or
     /// `local` (through the node's host).
     #[arg(
@@ -108,10 +108,10 @@ pub struct Args {
         value_delimiter = ',',
         value_parser = allowed_service
     )]
-    pub udn_allowed_default_services: Option<Vec<String>>,
+    pub(crate) udn_allowed_default_services: Option<Vec<String>>,
     /// The cluster MTU, written as `gateway_mtu` on gateway-facing router ports.
     #[arg(long, value_name = "BYTES", default_value_t = crate::api::network::DEFAULT_MTU, env = "NETCONNECTD_MTU")]
-    pub mtu: u32,
+    pub(crate) mtu: u32,
     /// Serve `/healthz`, `/readyz`, `/status` and `/metrics` on this address (e.g.
     /// `127.0.0.1:9476`).
     #[arg(long, value_name = "ADDR", env = "NETCONNECTD_LISTEN")]

@@ -145,7 +145,7 @@ impl Metrics {
     }
 
     /// The text exposition, with the totals kept elsewhere brought up to date.
-    pub fn render(
+    pub(crate) fn render(
         &self,
         world: &World,
         transactions: u64,

@@ -156,7 +156,7 @@ impl World {
     /// For a ClusterNetworkConnect key whose CNC has a connect router to set up, its
     /// name and the outcome its `Ready-In-Zone-<zone>` condition reports: what could
     /// not be built (nothing when complete), or why the reconcile failed.
-    pub fn ready_outcome<'a>(
+    pub(crate) fn ready_outcome<'a>(
         &self,
         key: &'a Key,
         result: &Result<crate::reconcile::Plan, crate::reconcile::ReconcileError>,

@@ -1,12 +1,12 @@
 //! The reconcile keys: a set of NB rows with one owner, written in one transaction.
 //! Each kind of key is one module here: the keys it makes from a [`World`], the owner
 //! its rows carry and how a row's owner maps back to its key, what it builds, when it
-//! is unchanged between two worlds, and which changes in the NB wake it ([`Kind`]).
+//! is unchanged between two worlds, and which changes in the NB wake it (`Kind`).
 //! This module holds [`Key`] and the loops over the kinds; the matches on [`Key`] are
 //! exhaustive, so that a new kind does not compile until it is complete.
 //!
-//! To add a kind: a file with a unit struct implementing [`Kind`] and the functions
-//! its [`Key`] variant dispatches to, its variant in [`Key`], its entry in [`KINDS`];
+//! To add a kind: a file with a unit struct implementing `Kind` and the functions
+//! its [`Key`] variant dispatches to, its variant in [`Key`], its entry in `KINDS`;
 //! the compiler then names every match that needs its arm.
 
 mod cluster;
@@ -96,7 +96,7 @@ pub const PHASES: usize = 5;
 
 /// A key a change in the NB wakes, and why.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Wake {
+pub(crate) enum Wake {
     /// The key's own rows changed (perhaps by its own transaction: the queue tells a
     /// reconcile's own changes from others').
     Own(Key),
@@ -185,13 +185,13 @@ impl World {
     /// The key of a row of `owner` whose `external_ids` are `ids`: [`World::key_of`],
     /// except that a ClusterNetworkConnect's row for a network it connects now is that
     /// network's key's.
-    pub fn key_of_row(&self, owner: &Owner, ids: &Datum) -> Key {
+    pub(crate) fn key_of_row(&self, owner: &Owner, ids: &Datum) -> Key {
         self.key_with(owner, Some(ids))
     }
 
     /// The key whose rows carry `owner`: one of [`World::keys`], or [`Key::Gone`] when
     /// the inputs no longer define it.
-    pub fn key_of(&self, owner: &Owner) -> Key {
+    pub(crate) fn key_of(&self, owner: &Owner) -> Key {
         self.key_with(owner, None)
     }
 
@@ -203,7 +203,7 @@ impl World {
     }
 
     /// Every owner whose rows a key of this world writes: exactly the owners
-    /// [`World::key_of`] gives a key that is not [`Key::Gone`].
+    /// `World::key_of` gives a key that is not [`Key::Gone`].
     pub fn owners(&self) -> &std::collections::HashSet<Owner> {
         self.owners_once().get_or_init(|| {
             KINDS
@@ -218,7 +218,7 @@ impl World {
     /// then can this world leave owners gone that `previous` did not ([`World::gone_in`]
     /// need not look again otherwise: what it found after `previous` was queued then,
     /// and rows written since under an owner gone wake its key themselves).
-    pub fn lost_owners_of(&self, previous: &World) -> bool {
+    pub(crate) fn lost_owners_of(&self, previous: &World) -> bool {
         let now = self.owners();
         previous.owners().iter().any(|o| !now.contains(o))
     }
@@ -237,7 +237,7 @@ impl World {
     /// The keys with rows in the NB of `snap` that the inputs no longer define: owners
     /// found by their stamps, and those the kinds find by rows without stamps (a
     /// ClusterNetworkConnect's load balancer group).
-    pub fn gone_in(&self, snap: &Snapshot, nb: &NbIndexes) -> BTreeSet<Key> {
+    pub(crate) fn gone_in(&self, snap: &Snapshot, nb: &NbIndexes) -> BTreeSet<Key> {
         let mut gone = self.gone(nb.owners(snap));
         for kind in KINDS {
             gone.extend(self.gone(&kind.unstamped_owners(snap)));
@@ -280,7 +280,7 @@ impl World {
 
 /// The keys a change to `row` of `table` wakes (the row as it is now, or as it was
 /// when deleted): the key that owns it, if netconnect does, and what each kind says.
-pub fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
+pub(crate) fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
     let ids = row.get("external_ids");
     let owner = ids.and_then(Owner::of).filter(is_ours);
     let key = owner

@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 
 /// An address as a number (IPv4 in the low 32 bits).
-pub fn to_u128(ip: IpAddr) -> u128 {
+pub(crate) fn to_u128(ip: IpAddr) -> u128 {
     match ip {
         IpAddr::V4(v4) => u32::from(v4) as u128,
         IpAddr::V6(v6) => u128::from(v6),
@@ -13,7 +13,7 @@ pub fn to_u128(ip: IpAddr) -> u128 {
 }
 
 /// The address `n` of the same family as `like`; `None` when it does not fit.
-pub fn from_u128(like: IpAddr, n: u128) -> Option<IpAddr> {
+pub(crate) fn from_u128(like: IpAddr, n: u128) -> Option<IpAddr> {
     match like {
         IpAddr::V4(_) => u32::try_from(n).ok().map(|v| IpAddr::V4(Ipv4Addr::from(v))),
         IpAddr::V6(_) => Some(IpAddr::V6(Ipv6Addr::from(n))),
@@ -28,7 +28,7 @@ pub fn nth(net: &IpNet, n: u128) -> Option<IpAddr> {
 }
 
 /// `ip` with prefix length `len` (the address kept, not masked).
-pub fn with_len(ip: IpAddr, len: u8) -> IpNet {
+pub(crate) fn with_len(ip: IpAddr, len: u8) -> IpNet {
     match ip {
         IpAddr::V4(v4) => IpNet::V4(Ipv4Net::new(v4, len.min(32)).expect("length bounded")),
         IpAddr::V6(v6) => IpNet::V6(Ipv6Net::new(v6, len.min(128)).expect("length bounded")),
@@ -36,13 +36,13 @@ pub fn with_len(ip: IpAddr, len: u8) -> IpNet {
 }
 
 /// The `n`-th address of `net` with `net`'s prefix length (`10.1.0.1/24` for n = 1).
-pub fn nth_in(net: &IpNet, n: u128) -> Option<IpNet> {
+pub(crate) fn nth_in(net: &IpNet, n: u128) -> Option<IpNet> {
     nth(net, n).map(|ip| with_len(ip, net.prefix_len()))
 }
 
 /// The point-to-point pair `idx` of `net`: addresses `2·idx` and `2·idx + 1` with a
 /// /31 (IPv4) or /127 (IPv6) mask. `None` when the pair is outside `net`.
-pub fn p2p_pair(net: &IpNet, idx: u128) -> Option<(IpNet, IpNet)> {
+pub(crate) fn p2p_pair(net: &IpNet, idx: u128) -> Option<(IpNet, IpNet)> {
     let len = if net.addr().is_ipv4() { 31 } else { 127 };
     let first = nth(net, idx.checked_mul(2)?)?;
     let second = nth(net, idx * 2 + 1)?;

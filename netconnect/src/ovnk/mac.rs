@@ -27,7 +27,7 @@ pub fn from_ip(ip: IpAddr) -> String {
 }
 
 /// True when `s` is a MAC address (six pairs of hex digits separated by `:`).
-pub fn is_mac(s: &str) -> bool {
+pub(crate) fn is_mac(s: &str) -> bool {
     let parts: Vec<&str> = s.split(':').collect();
     parts.len() == 6
         && parts

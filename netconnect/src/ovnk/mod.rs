@@ -11,7 +11,7 @@ pub mod ownership;
 
 /// A fingerprint of a fragment's inputs (stable within one process, which is where
 /// reconcilers remember them).
-pub fn fingerprint(inputs: impl std::hash::Hash) -> u64 {
+pub(crate) fn fingerprint(inputs: impl std::hash::Hash) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(inputs)
 }
@@ -19,7 +19,7 @@ pub fn fingerprint(inputs: impl std::hash::Hash) -> u64 {
 /// The value of `name` in `map`, a map walked in name order beside a walk through
 /// names in the same order: the entries before `name` are passed over. Each entry's
 /// name is compared once (a network's build walks every node's entry).
-pub fn in_step<'a, K: std::borrow::Borrow<str> + 'a, V: 'a>(
+pub(crate) fn in_step<'a, K: std::borrow::Borrow<str> + 'a, V: 'a>(
     map: &mut std::iter::Peekable<impl Iterator<Item = (&'a K, &'a V)>>,
     name: &str,
 ) -> Option<&'a V> {

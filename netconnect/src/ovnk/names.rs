@@ -14,7 +14,7 @@ pub fn prefix(net: &str) -> String {
 
 /// The names of one network's objects.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Names {
+pub(crate) struct Names {
     /// The network name, e.g. `red_net1`.
     pub net: String,
     /// Its prefix, e.g. `red_net1_`.
@@ -31,32 +31,32 @@ impl Names {
     }
 
     /// `<prefix>ovn_cluster_router` (Layer3).
-    pub fn cluster_router(&self) -> String {
+    pub(crate) fn cluster_router(&self) -> String {
         format!("{}ovn_cluster_router", self.prefix)
     }
 
     /// `<prefix>transit_router` (Layer2, OKEP-5094).
-    pub fn transit_router(&self) -> String {
+    pub(crate) fn transit_router(&self) -> String {
         format!("{}transit_router", self.prefix)
     }
 
     /// `<prefix><node>`: a Layer3 node switch.
-    pub fn node_switch(&self, node: &str) -> String {
+    pub(crate) fn node_switch(&self, node: &str) -> String {
         format!("{}{node}", self.prefix)
     }
 
     /// `<prefix>ovn_layer2_switch`.
-    pub fn layer2_switch(&self) -> String {
+    pub(crate) fn layer2_switch(&self) -> String {
         format!("{}ovn_layer2_switch", self.prefix)
     }
 
     /// `<prefix>join`.
-    pub fn join_switch(&self) -> String {
+    pub(crate) fn join_switch(&self) -> String {
         format!("{}join", self.prefix)
     }
 
     /// `<prefix>transit_switch` (Layer3 interconnect).
-    pub fn transit_switch(&self) -> String {
+    pub(crate) fn transit_switch(&self) -> String {
         format!("{}transit_switch", self.prefix)
     }
 
@@ -66,7 +66,7 @@ impl Names {
     }
 
     /// `ext_<prefix><node>`.
-    pub fn external_switch(&self, node: &str) -> String {
+    pub(crate) fn external_switch(&self, node: &str) -> String {
         format!("ext_{}{node}", self.prefix)
     }
 
@@ -86,32 +86,32 @@ impl Names {
     }
 
     /// `stotr-<prefix>ovn_layer2_switch`: Layer2 switch to transit router.
-    pub fn stotr(&self) -> String {
+    pub(crate) fn stotr(&self) -> String {
         format!("stotr-{}", self.layer2_switch())
     }
 
     /// `rtoj-<prefix>ovn_cluster_router`: cluster router to join switch.
-    pub fn rtoj_cluster(&self) -> String {
+    pub(crate) fn rtoj_cluster(&self) -> String {
         format!("rtoj-{}", self.cluster_router())
     }
 
     /// `jtor-<prefix>ovn_cluster_router`: join switch to cluster router.
-    pub fn jtor_cluster(&self) -> String {
+    pub(crate) fn jtor_cluster(&self) -> String {
         format!("jtor-{}", self.cluster_router())
     }
 
     /// `rtoj-GR_<prefix><node>`: gateway router to join switch.
-    pub fn rtoj_gateway(&self, node: &str) -> String {
+    pub(crate) fn rtoj_gateway(&self, node: &str) -> String {
         format!("rtoj-{}", self.gateway_router(node))
     }
 
     /// `jtor-GR_<prefix><node>`: join switch to gateway router.
-    pub fn jtor_gateway(&self, node: &str) -> String {
+    pub(crate) fn jtor_gateway(&self, node: &str) -> String {
         format!("jtor-{}", self.gateway_router(node))
     }
 
     /// `rtotr-GR_<prefix><node>`: gateway router to transit router (Layer2).
-    pub fn rtotr(&self, node: &str) -> String {
+    pub(crate) fn rtotr(&self, node: &str) -> String {
         format!("rtotr-{}", self.gateway_router(node))
     }
 
@@ -126,44 +126,44 @@ impl Names {
     }
 
     /// `etor-GR_<prefix><node>`: external switch to gateway router.
-    pub fn etor(&self, node: &str) -> String {
+    pub(crate) fn etor(&self, node: &str) -> String {
         format!("etor-{}", self.gateway_router(node))
     }
 
     /// `<bridge>_<prefix><node>`: the localnet port of the external switch.
-    pub fn localnet_port(&self, bridge: &str, node: &str) -> String {
+    pub(crate) fn localnet_port(&self, bridge: &str, node: &str) -> String {
         format!("{bridge}_{}{node}", self.prefix)
     }
 
     /// `<prefix>rtots-<node>`: cluster router to transit switch. The prefix comes
     /// first here, unlike `rtos-`.
-    pub fn rtots(&self, node: &str) -> String {
+    pub(crate) fn rtots(&self, node: &str) -> String {
         format!("{}rtots-{node}", self.prefix)
     }
 
     /// `<prefix>tstor-<node>`: transit switch to cluster router (or the remote node's
     /// port).
-    pub fn tstor(&self, node: &str) -> String {
+    pub(crate) fn tstor(&self, node: &str) -> String {
         format!("{}tstor-{node}", self.prefix)
     }
 
     /// `k8s-<prefix><node>`: the management port.
-    pub fn management_port(&self, node: &str) -> String {
+    pub(crate) fn management_port(&self, node: &str) -> String {
         format!("k8s-{}{node}", self.prefix)
     }
 
     /// `<prefix>clusterLBGroup`.
-    pub fn cluster_lb_group(&self) -> String {
+    pub(crate) fn cluster_lb_group(&self) -> String {
         format!("{}clusterLBGroup", self.prefix)
     }
 
     /// `<prefix>clusterSwitchLBGroup`.
-    pub fn cluster_switch_lb_group(&self) -> String {
+    pub(crate) fn cluster_switch_lb_group(&self) -> String {
         format!("{}clusterSwitchLBGroup", self.prefix)
     }
 
     /// `<prefix>clusterRouterLBGroup`.
-    pub fn cluster_router_lb_group(&self) -> String {
+    pub(crate) fn cluster_router_lb_group(&self) -> String {
         format!("{}clusterRouterLBGroup", self.prefix)
     }
 

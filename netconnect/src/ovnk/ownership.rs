@@ -12,23 +12,23 @@ use std::collections::BTreeSet;
 use ovsdb_proto::{Atom, Datum};
 
 /// `external_ids` key: the controller that owns a row.
-pub const OWNER_CONTROLLER: &str = "k8s.ovn.org/owner-controller";
+pub(crate) const OWNER_CONTROLLER: &str = "k8s.ovn.org/owner-controller";
 /// `external_ids` key: the kind of object that owns a row.
-pub const OWNER_TYPE: &str = "k8s.ovn.org/owner-type";
+pub(crate) const OWNER_TYPE: &str = "k8s.ovn.org/owner-type";
 /// `external_ids` key: the name of the object that owns a row.
-pub const OWNER_NAME: &str = "k8s.ovn.org/name";
+pub(crate) const OWNER_NAME: &str = "k8s.ovn.org/name";
 /// `external_ids` key: a row's unique id.
-pub const OWNER_ID: &str = "k8s.ovn.org/id";
+pub(crate) const OWNER_ID: &str = "k8s.ovn.org/id";
 
 /// A static MAC binding's identity in a key, and what the NB indexes find it by: its
 /// port and address (the table's unique index), space-separated. The table has no
 /// `external_ids`: a binding is a key's when it sits on one of the key's router ports.
-pub fn binding_identity(port: &str, ip: &str) -> String {
+pub(crate) fn binding_identity(port: &str, ip: &str) -> String {
     format!("{port} {ip}")
 }
 
 /// The port of a binding identity ([`binding_identity`]).
-pub fn binding_port(identity: &str) -> &str {
+pub(crate) fn binding_port(identity: &str) -> &str {
     identity.split_once(' ').map_or(identity, |(port, _)| port)
 }
 
@@ -73,7 +73,7 @@ impl Owner {
 
 /// How a key's rows' `k8s.ovn.org/id` is formed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IdForm {
+pub(crate) enum IdForm {
     /// `<controller>:<owner-type>:<name>:<table>:<identity>`: the form of the rows of
     /// netconnect's network keys.
     #[default]
@@ -102,13 +102,13 @@ pub enum Scope {
 
 /// The name of the default COPP every network's routers refer to; the rows every
 /// network refers to (it and its meters) are owned under this name.
-pub const DEFAULT_COPP: &str = "ovnkube-default";
+pub(crate) const DEFAULT_COPP: &str = "ovnkube-default";
 
 /// The controller of the rows every network refers to (the default COPP and meters).
-pub const CLUSTER_CONTROLLER: &str = "default-network-controller";
+pub(crate) const CLUSTER_CONTROLLER: &str = "default-network-controller";
 
 /// The owner of the rows every network refers to (the default COPP, named so).
-pub fn cluster_owner() -> Owner {
+pub(crate) fn cluster_owner() -> Owner {
     Owner {
         controller: CLUSTER_CONTROLLER.into(),
         kind: "Cluster".into(),
@@ -117,12 +117,12 @@ pub fn cluster_owner() -> Owner {
 }
 
 /// The controller that owns a ClusterNetworkConnect's rows.
-pub const CONNECT_CONTROLLER: &str = "ovnkube-network-connect-controller";
+pub(crate) const CONNECT_CONTROLLER: &str = "ovnkube-network-connect-controller";
 /// The owner type of a ClusterNetworkConnect's rows (the value of [`OWNER_TYPE`]).
-pub const CONNECT_OWNER_TYPE: &str = "ClusterNetworkConnect";
+pub(crate) const CONNECT_OWNER_TYPE: &str = "ClusterNetworkConnect";
 
 /// The owner of ClusterNetworkConnect `cnc`'s rows.
-pub fn connect_owner(cnc: &str) -> Owner {
+pub(crate) fn connect_owner(cnc: &str) -> Owner {
     Owner {
         controller: CONNECT_CONTROLLER.into(),
         kind: CONNECT_OWNER_TYPE.into(),
@@ -132,14 +132,14 @@ pub fn connect_owner(cnc: &str) -> Owner {
 
 /// What a network's controller is called after its network:
 /// `<network>-network-controller`.
-pub const NETWORK_CONTROLLER_SUFFIX: &str = "-network-controller";
+pub(crate) const NETWORK_CONTROLLER_SUFFIX: &str = "-network-controller";
 
 /// The owner type of a service's load balancers (written by its network's
 /// controller).
-pub const SERVICE_OWNER_TYPE: &str = "Service";
+pub(crate) const SERVICE_OWNER_TYPE: &str = "Service";
 
 /// The owner of the rows of service `key` (`namespace/name`) on network `net`.
-pub fn service_owner(key: &str, net: &str) -> Owner {
+pub(crate) fn service_owner(key: &str, net: &str) -> Owner {
     Owner {
         controller: format!("{net}{NETWORK_CONTROLLER_SUFFIX}"),
         kind: SERVICE_OWNER_TYPE.into(),
@@ -149,7 +149,7 @@ pub fn service_owner(key: &str, net: &str) -> Owner {
 
 /// For the owner of a network's own rows (owner type `UserDefinedNetwork` or
 /// `ClusterUserDefinedNetwork`, controller `<network>-network-controller`), the network.
-pub fn network_of_owner(owner: &Owner) -> Option<&str> {
+pub(crate) fn network_of_owner(owner: &Owner) -> Option<&str> {
     let net = owner.controller.strip_suffix(NETWORK_CONTROLLER_SUFFIX)?;
     matches!(
         owner.kind.as_str(),
@@ -160,7 +160,7 @@ pub fn network_of_owner(owner: &Owner) -> Option<&str> {
 
 /// True for owners netconnect writes (and so may remove): the cluster rows, the
 /// networks' rows, their services' rows and the ClusterNetworkConnects' rows.
-pub fn is_ours(owner: &Owner) -> bool {
+pub(crate) fn is_ours(owner: &Owner) -> bool {
     *owner == cluster_owner()
         || *owner == connect_owner(&owner.name)
         || network_of_owner(owner).is_some()
@@ -169,24 +169,24 @@ pub fn is_ours(owner: &Owner) -> bool {
 }
 
 /// `external_ids` key of a ClusterNetworkConnect's row: a connected network's id.
-pub const NETWORK_ID: &str = "network-id";
+pub(crate) const NETWORK_ID: &str = "network-id";
 /// `external_ids` key: a node's id (`0` for a Layer2 network's port).
-pub const NODE_ID: &str = "node-id";
+pub(crate) const NODE_ID: &str = "node-id";
 /// `external_ids` key: the router a port or policy is on.
-pub const ROUTER_NAME: &str = "router-name";
+pub(crate) const ROUTER_NAME: &str = "router-name";
 /// `external_ids` key: a policy's source network id.
-pub const SOURCE_NETWORK_ID: &str = "source-network-id";
+pub(crate) const SOURCE_NETWORK_ID: &str = "source-network-id";
 /// `external_ids` key: a policy's destination network id.
-pub const DESTINATION_NETWORK_ID: &str = "destination-network-id";
+pub(crate) const DESTINATION_NETWORK_ID: &str = "destination-network-id";
 /// `external_ids` key: `v4` or `v6`.
-pub const IP_FAMILY: &str = "ip-family";
+pub(crate) const IP_FAMILY: &str = "ip-family";
 
 /// The `external_ids` keys whose value is the partition of a ClusterNetworkConnect's
 /// row (see [`crate::reconcile::nb`]).
-pub const PARTITION_KEYS: &[&str] = &[NETWORK_ID, SOURCE_NETWORK_ID];
+pub(crate) const PARTITION_KEYS: &[&str] = &[NETWORK_ID, SOURCE_NETWORK_ID];
 
 /// The partition of a row: for a ClusterNetworkConnect's row, the network id it is for.
-pub fn partition_of(external_ids: &Datum) -> Option<String> {
+pub(crate) fn partition_of(external_ids: &Datum) -> Option<String> {
     let kind = external_ids.get_str(OWNER_TYPE).and_then(Atom::as_str)?;
     if kind != CONNECT_OWNER_TYPE {
         return None;

@@ -13,7 +13,8 @@ use super::left::LeftRow;
 use super::nb::NbIndexes;
 use super::rows::{with_current, KeptIdentities, KeptRows, KeyRows, UuidSet};
 use super::Plan;
-use crate::topology::desired::{Fragments, Owner, Scope};
+use crate::ovnk::ownership::{Owner, Scope};
+use crate::topology::desired::Fragments;
 use crate::topology::Desired;
 
 /// What is remembered of every key with fragments, by owner and scope.

@@ -1,5 +1,5 @@
 //! Writing what a key wants: diff its desired rows against a snapshot of the NB
-//! ([`planner::Planner`], pure) and send the result as one transaction over the cache's
+//! (`planner::Planner`, pure) and send the result as one transaction over the cache's
 //! connection, waiting until the cache shows it so that the key's next reconcile reads
 //! its own writes.
 
@@ -19,17 +19,18 @@ use futures_util::FutureExt;
 use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, Expected, Snapshot};
 use ovsdb_proto::Operation;
 
-pub use memo::KnownFragments;
+pub(crate) use memo::KnownFragments;
 pub use nb::NbIndexes;
-pub use plan::{Plan, SeenRows};
-pub use planner::PlanError;
-pub use rows::{KeyRow, KeyRows};
+pub use plan::Plan;
+pub(crate) use plan::SeenRows;
+pub(crate) use planner::PlanError;
+pub(crate) use rows::KeyRows;
 
 use left::changed_only_by;
 use memo::{memo_key, Memo};
 use rows::same_rows;
 
-use crate::topology::desired::{Owner, Scope};
+use crate::ovnk::ownership::{Owner, Scope};
 use crate::topology::Desired;
 
 /// Where a write's time went, for netconnectd's debug log: the plan (the key's rows
@@ -74,14 +75,14 @@ fn comment(desired: &Desired) -> Operation {
 
 /// From how many rows a key's desired rows, and the snapshot its transaction was
 /// planned in, are freed apart ([`free_apart`]).
-pub const FREED_APART: usize = 256;
+pub(crate) const FREED_APART: usize = 256;
 
 /// Frees `v` on a blocking thread, off the caller's path: a network added at 500 nodes
 /// (1519 rows) spent 5.7 ms of its 80 ms reconcile after its rows were shown freeing
 /// the snapshot it was planned in (3.7 ms: the last holder of the versions its
 /// transaction replaced) and its desired rows (2 ms). Dropped at once outside a Tokio
 /// runtime.
-pub fn free_apart<T: Send + 'static>(v: T) {
+pub(crate) fn free_apart<T: Send + 'static>(v: T) {
     if let Ok(rt) = tokio::runtime::Handle::try_current() {
         rt.spawn_blocking(move || drop(v));
     }
@@ -217,7 +218,10 @@ impl Reconciler {
     /// Forgets what was remembered of the keys with fragments other than those of
     /// `scopes` (each key's owner and scope): the memo holds a key's rows as it left
     /// them, and a key the inputs no longer define must not keep them alive.
-    pub fn retain_known<'a>(&self, scopes: impl IntoIterator<Item = (&'a Owner, &'a Scope)>) {
+    pub(crate) fn retain_known<'a>(
+        &self,
+        scopes: impl IntoIterator<Item = (&'a Owner, &'a Scope)>,
+    ) {
         self.memo.retain_known(scopes);
     }
 
@@ -275,7 +279,7 @@ impl Reconciler {
     /// and returning no error before it either (netconnectd plans a world's keys while
     /// it saves the world's allocations); the plan is made again if the cache moved
     /// meanwhile.
-    pub async fn apply_when(
+    pub(crate) async fn apply_when(
         &self,
         desired: &Desired,
         ready: impl std::future::Future<Output = ()>,

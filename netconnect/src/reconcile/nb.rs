@@ -14,7 +14,7 @@ use std::sync::Arc;
 use ovsdb_proto::cache::{CacheConfig, CachedRow, IndexedRows, RowIndex, Snapshot};
 use ovsdb_proto::{Atom, Uuid};
 
-pub use crate::ovnk::ownership::partition_of;
+use crate::ovnk::ownership::partition_of;
 use crate::ovnk::ownership::{Owner, Scope};
 
 /// The tables whose rows netconnect owns or refers to.
@@ -53,7 +53,7 @@ const UNSTAMPED: &[&str] = &["Load_Balancer_Group", "Static_MAC_Binding"];
 /// whose current holders the reconciler must find (to take a row out of a parent that
 /// should no longer hold it): a switch's ACLs, load balancer groups and load
 /// balancers, a router's load balancers.
-pub const ATTACHABLE: &[(&str, &[&str])] = &[
+pub(crate) const ATTACHABLE: &[(&str, &[&str])] = &[
     (
         "Logical_Switch",
         &["acls", "load_balancer_group", "load_balancer"],
@@ -62,7 +62,7 @@ pub const ATTACHABLE: &[(&str, &[&str])] = &[
 ];
 
 /// The tables whose rows may have a partition.
-pub const PARTITIONED: &[&str] = &[
+pub(crate) const PARTITIONED: &[&str] = &[
     "Logical_Router_Policy",
     "Logical_Router_Port",
     "Logical_Router_Static_Route",
@@ -179,7 +179,7 @@ impl NbIndexes {
         }
     }
 
-    /// The rows of `table` (one of [`ATTACHABLE`]) whose attachable columns hold `child`.
+    /// The rows of `table` (one of `ATTACHABLE`) whose attachable columns hold `child`.
     pub fn holders(
         &self,
         snap: &Snapshot,
@@ -197,7 +197,7 @@ impl NbIndexes {
     /// nothing copied. A scope of the whole owner holds its rows outside partitions and
     /// in every partition; [`Scope::Part`] one partition's; [`Scope::Rest`] those
     /// outside partitions and in the partitions other keys do not hold.
-    pub fn key_parts(&self, snap: &Snapshot, owner: &Owner, scope: &Scope) -> Vec<KeyPart> {
+    pub(crate) fn key_parts(&self, snap: &Snapshot, owner: &Owner, scope: &Scope) -> Vec<KeyPart> {
         let mut out = Vec::new();
         let mut put = |table: usize, source: PartSource, rows: Option<IndexedRows>| {
             if let Some(rows) = rows.filter(|r| !r.is_empty()) {
@@ -282,7 +282,7 @@ impl NbIndexes {
 
 /// Which index entry a [`KeyPart`] is.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PartSource {
+pub(crate) enum PartSource {
     /// The owner's rows outside any partition.
     Owner,
     /// The owner's rows in every partition.
@@ -293,7 +293,7 @@ pub enum PartSource {
 
 /// The rows of one table of a key under one index entry, shared with the snapshot.
 #[derive(Clone, Debug)]
-pub struct KeyPart {
+pub(crate) struct KeyPart {
     /// The table, an index in [`TABLES`].
     pub table: usize,
     /// The entry.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ovsdb_proto::cache::{CachedRow, IndexedRows};
 use ovsdb_proto::{Operation, Uuid};
 
-use crate::topology::desired::{Owner, Scope};
+use crate::ovnk::ownership::{Owner, Scope};
 
 /// A row's table and identity (its name, or its owner-scoped identity).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -15,7 +15,7 @@ pub struct RowName {
     /// The table.
     pub table: String,
     /// The identity.
-    pub identity: String,
+    pub(crate) identity: String,
 }
 
 impl fmt::Display for RowName {
@@ -139,7 +139,7 @@ pub struct Plan {
 impl Plan {
     /// True when, from planning until the cache showed the transaction, the key's rows
     /// changed only as the transaction changed them ([`Plan::seen`]).
-    pub fn only_own_changes(&self) -> bool {
+    pub(crate) fn only_own_changes(&self) -> bool {
         self.seen.is_some()
     }
 
@@ -149,7 +149,7 @@ impl Plan {
     }
 
     /// A one-line account: `+3 ~1 -2 (foreign 1)`.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let mut s = format!(
             "+{} ~{} -{}",
             self.inserted.len(),

@@ -31,10 +31,8 @@ use super::left::written_by_ovn;
 use super::nb::{NbIndexes, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
 use super::rows::{KeptRows, KeyRow, KeyRows};
-use crate::ovnk::ownership::{binding_identity, binding_port};
-use crate::topology::desired::{
-    foreign_placeholder, parse_foreign, Desired, DesiredRow, Owner, OWNER_ID,
-};
+use crate::ovnk::ownership::{binding_identity, binding_port, Owner, OWNER_ID};
+use crate::topology::desired::{foreign_placeholder, parse_foreign, Desired, DesiredRow};
 
 /// Why a key cannot be reconciled now.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -78,7 +76,7 @@ struct Existing {
 type KeptChanges = BTreeMap<usize, BTreeMap<String, (Vec<Atom>, Vec<Atom>)>>;
 
 /// What the planner knows of a schema, worked out once and used for every key.
-pub struct Planner {
+pub(crate) struct Planner {
     schema: Arc<DatabaseSchema>,
     info: HashMap<String, TableInfo>,
 }
@@ -95,6 +93,7 @@ impl Planner {
         &self.schema
     }
 
+    #[cfg(test)]
     /// Computes the transaction that makes the NB hold what `desired` wants.
     pub fn plan(
         &self,
@@ -108,7 +107,7 @@ impl Planner {
 
     /// [`Planner::plan`] where the key's rows are `rows` (read in `snap`), with the rows
     /// `keep` (those of fragments `desired` skipped) kept as they are.
-    pub fn plan_keeping(
+    pub(crate) fn plan_keeping(
         &self,
         desired: &Desired,
         snap: &Snapshot,

@@ -8,7 +8,7 @@ use ovsdb_proto::cache::{CachedRow, IndexedRows, RowChange, Snapshot};
 use ovsdb_proto::Uuid;
 
 use super::nb::{self, NbIndexes};
-use crate::topology::desired::{Owner, Scope};
+use crate::ovnk::ownership::{Owner, Scope};
 
 /// A key's rows in one snapshot (its scope in every table), each with its table: the
 /// entries of the owner indexes that hold them, shared with the snapshot, so that
@@ -17,7 +17,7 @@ use crate::topology::desired::{Owner, Scope};
 /// Read once per snapshot and shared by the planner, the fragment memo and the checks
 /// of who changed what.
 #[derive(Clone, Debug, Default)]
-pub struct KeyRows {
+pub(crate) struct KeyRows {
     /// In [`nb::KeyPart::label`] order.
     parts: Vec<nb::KeyPart>,
     len: usize,
@@ -25,7 +25,7 @@ pub struct KeyRows {
 
 /// One of a key's rows.
 #[derive(Clone, Copy, Debug)]
-pub struct KeyRow<'a> {
+pub(crate) struct KeyRow<'a> {
     /// Its address.
     pub uuid: Uuid,
     /// Its table, an index in [`nb::TABLES`].
@@ -73,14 +73,9 @@ impl KeyRows {
         self.len
     }
 
-    /// True when the key has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// True when every part of these rows is the same entry as in `earlier` (a read
     /// of the same key): none of the rows changed since.
-    pub fn untouched_since(&self, earlier: &KeyRows) -> bool {
+    pub(crate) fn untouched_since(&self, earlier: &KeyRows) -> bool {
         self.parts.len() == earlier.parts.len()
             && self
                 .parts
@@ -90,7 +85,7 @@ impl KeyRows {
     }
 
     /// The key's row at `uuid`, with the position of its part, if it is one.
-    pub fn locate(&self, uuid: &Uuid) -> Option<(usize, KeyRow<'_>)> {
+    pub(crate) fn locate(&self, uuid: &Uuid) -> Option<(usize, KeyRow<'_>)> {
         self.parts.iter().enumerate().find_map(|(at, p)| {
             let row = p.rows.get(uuid)?;
             Some((
@@ -147,12 +142,12 @@ impl KeyRows {
 }
 
 /// The rows of a skipped base fragment by table and identity.
-pub type KeptIdentities = HashMap<&'static str, HashMap<String, Uuid>>;
+pub(crate) type KeptIdentities = HashMap<&'static str, HashMap<String, Uuid>>;
 
 /// Row addresses in order (as integers), for looking up a few thousand of them
 /// without hashing each.
 #[derive(Clone, Debug, Default)]
-pub struct UuidSet(Vec<u128>);
+pub(crate) struct UuidSet(Vec<u128>);
 
 impl UuidSet {
     /// True when `uuid` is in the set.
@@ -166,7 +161,7 @@ impl UuidSet {
 
     /// Membership tests of addresses asked in ascending order, each searching only
     /// past the one asked before.
-    pub fn ascending(&self) -> Ascending<'_> {
+    pub(crate) fn ascending(&self) -> Ascending<'_> {
         Ascending(&self.0)
     }
 
@@ -175,14 +170,10 @@ impl UuidSet {
         self.0.iter().map(|&u| Uuid::from_u128(u))
     }
 
+    #[cfg(test)]
     /// How many addresses the set holds.
     pub fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// True when the set is empty.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 
     /// This set without the addresses of `removed` and with those of `added`: one
@@ -218,7 +209,7 @@ impl FromIterator<Uuid> for UuidSet {
 
 /// [`UuidSet::ascending`]: what is left of the set past the last address asked.
 #[derive(Clone, Copy, Debug)]
-pub struct Ascending<'a>(&'a [u128]);
+pub(crate) struct Ascending<'a>(&'a [u128]);
 
 impl Ascending<'_> {
     /// True when `uuid` is in the set; `uuid` must not be below one asked before.
@@ -235,7 +226,7 @@ impl Ascending<'_> {
 /// not skipped now (built again, or no longer built). A node added skips all of its
 /// network's fragments but its own: the few rows of the others are all that is read.
 #[derive(Clone, Debug, Default)]
-pub struct KeptRows {
+pub(crate) struct KeptRows {
     pub(super) all: Arc<UuidSet>,
     pub(super) except: UuidSet,
     /// When the key's rows are known to be those remembered, untouched since: the
@@ -248,7 +239,7 @@ pub struct KeptRows {
 
 impl KeptRows {
     /// The row of the skipped base fragment of `table` known as `identity`.
-    pub fn base_row(&self, table: &str, identity: &str) -> Option<Uuid> {
+    pub(crate) fn base_row(&self, table: &str, identity: &str) -> Option<Uuid> {
         self.base.as_ref()?.get(table)?.get(identity).copied()
     }
 
@@ -264,7 +255,7 @@ impl KeptRows {
     }
 
     /// Membership tests of addresses asked in ascending order ([`UuidSet::ascending`]).
-    pub fn ascending(&self) -> KeptAscending<'_> {
+    pub(crate) fn ascending(&self) -> KeptAscending<'_> {
         KeptAscending {
             all: self.all.ascending(),
             except: self.except.ascending(),
@@ -274,7 +265,7 @@ impl KeptRows {
 
 /// [`KeptRows::ascending`].
 #[derive(Clone, Copy, Debug)]
-pub struct KeptAscending<'a> {
+pub(crate) struct KeptAscending<'a> {
     all: Ascending<'a>,
     except: Ascending<'a>,
 }

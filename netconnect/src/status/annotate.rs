@@ -38,7 +38,7 @@ impl State {
     /// networks' entries spliced into the text it had in `previous`
     /// ([`splice_node_subnets`]) instead of its every network's written again (250k
     /// CIDRs at 500 x 500). The state is the one [`State::next`] gives.
-    pub fn next_after(
+    pub(crate) fn next_after(
         inv: &Inventory,
         alloc: &Allocations,
         allocation_problems: &[Problem],
@@ -482,7 +482,7 @@ fn with_network_status(
 /// The condition a node's status carries while an annotation of it is replaced by an
 /// allocation (a reserved or duplicate `k8s.ovn.org/node-id`): the node keeps its rows
 /// with the new value, and the status says which annotation was not used and why.
-pub const NODE_ANNOTATIONS_ACCEPTED: &str = "OVNAnnotationsAccepted";
+pub(crate) const NODE_ANNOTATIONS_ACCEPTED: &str = "OVNAnnotationsAccepted";
 
 /// Puts [`NODE_ANNOTATIONS_ACCEPTED`] (False, with `why`) into `node`'s status, or takes
 /// it out when `why` is empty; the transition time is kept from `previous`, else `now`

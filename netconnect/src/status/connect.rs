@@ -9,18 +9,18 @@ use crate::api::objects::ClusterNetworkConnectStatus;
 use crate::api::Condition;
 
 /// The cluster manager's condition.
-pub const ACCEPTED: &str = "Accepted";
+pub(crate) const ACCEPTED: &str = "Accepted";
 /// `Accepted`'s reason when every check passed.
-pub const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
+pub(crate) const VALIDATION_SUCCEEDED: &str = "ValidationSucceeded";
 /// `Ready-In-Zone-<zone>`'s reason when the zone holds every row.
-pub const OVN_SETUP_SUCCEEDED: &str = "OVNSetupSucceeded";
+pub(crate) const OVN_SETUP_SUCCEEDED: &str = "OVNSetupSucceeded";
 /// `Ready-In-Zone-<zone>`'s reason when it does not.
-pub const OVN_SETUP_FAILED: &str = "OVNSetupFailed";
+pub(crate) const OVN_SETUP_FAILED: &str = "OVNSetupFailed";
 /// The zone name used when one NB serves the whole cluster (OVN-Kubernetes' default).
-pub const GLOBAL_ZONE: &str = "global";
+pub(crate) const GLOBAL_ZONE: &str = "global";
 
 /// The condition type of zone `zone`.
-pub fn ready_type(zone: &str) -> String {
+pub(crate) fn ready_type(zone: &str) -> String {
     format!("Ready-In-Zone-{zone}")
 }
 
@@ -86,7 +86,7 @@ pub fn ready(zone: &str, outcome: &Result<Vec<String>, String>) -> Condition {
 /// programmed stays, so the message says so and names the networks still connected
 /// (`held`, from the connect's `k8s.ovn.org/network-connect-subnet` annotation), lest
 /// `Ready: True` beside `Accepted: False` read as "the refused change is in force".
-pub fn ready_while_refused(condition: &mut Condition, held: &[String]) {
+pub(crate) fn ready_while_refused(condition: &mut Condition, held: &[String]) {
     let what = if held.is_empty() {
         "nothing is programmed (no definition was ever accepted)".to_owned()
     } else {
@@ -133,7 +133,7 @@ pub fn put(conditions: &mut Vec<Condition>, mut condition: Condition, now: &str)
 
 /// Orders the conditions (`Accepted` first, then the zones by name) and sets
 /// `status.status` from them.
-pub fn summarize(status: &mut ClusterNetworkConnectStatus) {
+pub(crate) fn summarize(status: &mut ClusterNetworkConnectStatus) {
     status
         .conditions
         .sort_by(|a, b| (a.type_ != ACCEPTED, &a.type_).cmp(&(b.type_ != ACCEPTED, &b.type_)));

@@ -16,7 +16,7 @@
 //! A ClusterNetworkConnect's file also holds its status ([`crate::status`]): the
 //! `Accepted` condition written with the allocations, and each zone's
 //! `Ready-In-Zone-<zone>` condition written by that zone's reconciler
-//! ([`record_ready`]); writers serialize on `DIR/.lock`, so daemons of several zones
+//! (`record_ready`); writers serialize on `DIR/.lock`, so daemons of several zones
 //! may share a directory.
 //!
 //! Each file is the object read from the manifests with the allocation annotations
@@ -48,7 +48,7 @@ use crate::api::{Context, Network, Remembered};
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct State {
     /// The objects, each shared with the states before and after it that hold it
-    /// alike ([`State::next_after`]): a change to a few objects copies those, not the
+    /// alike (`State::next_after`): a change to a few objects copies those, not the
     /// hundreds of Nodes whose annotations list every network.
     pub objects: BTreeMap<(String, String), Arc<Object>>,
 }
@@ -59,7 +59,7 @@ pub(super) fn key(o: &Object) -> (String, String) {
 }
 
 /// The file of an object in a state directory.
-pub fn path_of(dir: &Path, object: &Object) -> PathBuf {
+pub(crate) fn path_of(dir: &Path, object: &Object) -> PathBuf {
     let (kind, name) = key(object);
     match name.split_once('/') {
         Some((ns, n)) => dir.join(kind).join(ns).join(format!("{n}.yaml")),
@@ -87,7 +87,7 @@ impl State {
     /// read are reported and otherwise ignored. A Node's `k8s.ovn.org/node-subnets` is
     /// taken in the form this program writes (the same subnets): the state may differ
     /// in form from its files, so it is [`State::save`]d before a later state is saved
-    /// [`State::save_since`] it.
+    /// `State::save_since` it.
     pub fn load(dir: &Path) -> io::Result<(State, Vec<Problem>)> {
         let mut files = Vec::new();
         yaml_files(dir, &mut files)?;
@@ -134,14 +134,14 @@ impl State {
 
     /// True when this state holds `o` under `key`, or an object equal to it (an
     /// object shared with another state is told by its address first).
-    pub fn holds_alike(&self, key: &(String, String), o: &Arc<Object>) -> bool {
+    pub(crate) fn holds_alike(&self, key: &(String, String), o: &Arc<Object>) -> bool {
         self.objects.get(key).is_some_and(|b| alike(b, o))
     }
 
     /// The context an inventory is built in from this state: the accepted network
     /// definitions and the remembered annotations (each object's allocations, read
     /// where this state holds the object).
-    pub fn context(&self, reserved: Reserved) -> Context {
+    pub(crate) fn context(&self, reserved: Reserved) -> Context {
         let mut accepted = BTreeMap::new();
         let mut accepted_connects = BTreeMap::new();
         let mut remembered = BTreeMap::new();
@@ -204,7 +204,7 @@ impl State {
     /// node's). When only annotation values of many Nodes changed (a network came or
     /// went), their edits go to the directory's journal ([`journal`]) instead of their
     /// files; true then, until [`State::fold`] writes them.
-    pub fn save_since(&self, previous: &State, dir: &Path) -> io::Result<bool> {
+    pub(crate) fn save_since(&self, previous: &State, dir: &Path) -> io::Result<bool> {
         std::fs::create_dir_all(dir)?;
         let _lock = lock(dir)?;
         let mut whole: Vec<&Object> = Vec::new();
@@ -258,7 +258,7 @@ impl State {
         Ok(pending)
     }
 
-    /// After [`State::save_since`] left edits in the journal of `dir` (this state being
+    /// After `State::save_since` left edits in the journal of `dir` (this state being
     /// the one saved): writes the files of the Nodes they edit and removes the journal.
     pub fn fold(&self, dir: &Path) -> io::Result<()> {
         self.fold_while(dir, &|| true).map(|_| ())
@@ -267,7 +267,7 @@ impl State {
     /// [`State::fold`] a few files at a time while `go_on()` holds; false when it
     /// stopped before the end (the journal is kept then: the files written hold what
     /// its edits lead to, which reading it again allows for).
-    pub fn fold_while(&self, dir: &Path, go_on: &dyn Fn() -> bool) -> io::Result<bool> {
+    pub(crate) fn fold_while(&self, dir: &Path, go_on: &dyn Fn() -> bool) -> io::Result<bool> {
         let _lock = lock(dir)?;
         self.fold_locked(dir, go_on)
     }
@@ -370,7 +370,7 @@ fn read_connect(path: &Path) -> Option<crate::api::ClusterNetworkConnect> {
 /// Records zone `zone`'s outcome of reconciling ClusterNetworkConnect `cnc` as its
 /// `Ready-In-Zone-<zone>` condition in `dir` (nothing when the connect has no file, or
 /// nothing changes). True when the file changed.
-pub fn record_ready(
+pub(crate) fn record_ready(
     dir: &Path,
     cnc: &str,
     zone: &str,
@@ -421,8 +421,6 @@ fn alike(a: &Arc<Object>, b: &Arc<Object>) -> bool {
     Arc::ptr_eq(a, b) || a == b
 }
 
-pub use crate::api::annotations::ALLOCATIONS;
-
 fn to_yaml(o: &Object) -> io::Result<String> {
     fn y<T: Serialize>(t: &T) -> io::Result<String> {
         serde_yaml_ng::to_string(t).map_err(io::Error::other)
@@ -440,7 +438,7 @@ fn to_yaml(o: &Object) -> io::Result<String> {
 
 /// Writes `bytes` to `path` by writing a file beside it and renaming it into place, so
 /// a reader sees the old file or the new one, never half of one.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;

@@ -17,15 +17,15 @@ use crate::api::objects::NetworkStatus;
 use crate::api::Condition;
 
 /// The condition telling whether the network is in force.
-pub const NETWORK_CREATED: &str = "NetworkCreated";
+pub(crate) const NETWORK_CREATED: &str = "NetworkCreated";
 /// The condition telling whether every allocation of the network succeeded.
-pub const NETWORK_ALLOCATION_SUCCEEDED: &str = "NetworkAllocationSucceeded";
+pub(crate) const NETWORK_ALLOCATION_SUCCEEDED: &str = "NetworkAllocationSucceeded";
 /// `NetworkCreated`'s reason for a network in force.
-pub const NETWORK_ACCEPTED: &str = "NetworkAccepted";
+pub(crate) const NETWORK_ACCEPTED: &str = "NetworkAccepted";
 /// `NetworkCreated`'s reason for a refused network (OVN-Kubernetes' reason too).
-pub const SYNC_ERROR: &str = "SyncError";
+pub(crate) const SYNC_ERROR: &str = "SyncError";
 /// `NetworkAllocationSucceeded`'s reason when some allocation failed.
-pub const ALLOCATION_FAILED: &str = "NetworkAllocationFailed";
+pub(crate) const ALLOCATION_FAILED: &str = "NetworkAllocationFailed";
 
 /// What became of a network object.
 #[derive(Clone, Debug, PartialEq)]
@@ -120,7 +120,7 @@ pub fn apply(status: &NetworkStatus, verdict: &Verdict, now: &str) -> NetworkSta
 
 /// True when a status says its network was refused (`NetworkCreated` is `False`): the
 /// definition it carries was never in force.
-pub fn is_refused(status: Option<&NetworkStatus>) -> bool {
+pub(crate) fn is_refused(status: Option<&NetworkStatus>) -> bool {
     status
         .iter()
         .flat_map(|s| &s.conditions)

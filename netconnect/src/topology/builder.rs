@@ -11,7 +11,7 @@ use ovsdb_proto::model::Ref;
 
 use super::desired::Desired;
 use super::rows::{lb_groups, map, route, LbGroups};
-use super::{cluster, GatewayMode, Inputs, TopologyConfig};
+use super::{GatewayMode, Inputs, TopologyConfig};
 use crate::api::Network;
 use crate::ovnk::addr::nth_in;
 use crate::ovnk::names::Names;
@@ -31,7 +31,7 @@ pub(crate) struct NetworkBuilder<'a> {
     /// `layer3` or `layer2`, as written in `k8s.ovn.org/topology`.
     pub topology: &'static str,
     /// Its load balancer groups.
-    pub lb_groups: LbGroups,
+    pub(crate) lb_groups: LbGroups,
     /// Where the rows go.
     pub d: &'a mut Desired,
 }
@@ -67,7 +67,7 @@ impl<'a> NetworkBuilder<'a> {
     }
 
     /// `{network, role, topology}`, on switches and routers.
-    pub fn switch_ids(&self) -> BTreeMap<String, String> {
+    pub(crate) fn switch_ids(&self) -> BTreeMap<String, String> {
         map([
             (NETWORK, self.net.name().as_str()),
             (ROLE, "primary"),
@@ -76,13 +76,13 @@ impl<'a> NetworkBuilder<'a> {
     }
 
     /// A reference to the default COPP.
-    pub fn copp(&mut self) -> Ref<Copp> {
-        self.d.refer::<Copp>(cluster::DEFAULT_COPP)
+    pub(crate) fn copp(&mut self) -> Ref<Copp> {
+        self.d.refer::<Copp>(crate::ovnk::ownership::DEFAULT_COPP)
     }
 
     /// The network's router (Layer3's cluster router, Layer2's transit router): the
     /// default COPP, `k8s-cluster-router`, and `ct-commit-all` in local gateway mode.
-    pub fn network_router(
+    pub(crate) fn network_router(
         &mut self,
         name: String,
         options: BTreeMap<String, String>,
@@ -105,7 +105,7 @@ impl<'a> NetworkBuilder<'a> {
 
     /// A switch stretched over zones (Layer3's transit switch, Layer2's switch): its
     /// interconnect name, tunnel key and multicast settings in `other_config`.
-    pub fn interconnect_switch(&self, name: String, tunnel_key: u32) -> LogicalSwitch {
+    pub(crate) fn interconnect_switch(&self, name: String, tunnel_key: u32) -> LogicalSwitch {
         let mut switch = LogicalSwitch {
             other_config: map([
                 (ls_other_config::INTERCONN_TS, name.as_str()),
@@ -132,7 +132,7 @@ impl<'a> NetworkBuilder<'a> {
 
     /// A source route: what comes from `prefix` goes via `nexthop`, with the network's
     /// ids.
-    pub fn source_route(
+    pub(crate) fn source_route(
         &self,
         prefix: impl ToString,
         nexthop: impl ToString,
@@ -144,7 +144,7 @@ impl<'a> NetworkBuilder<'a> {
 
     /// The gateway router's join addresses of node `node_id`: its id-th address in
     /// each join subnet in use.
-    pub fn gateway_join(&self, node_id: u32) -> Vec<IpNet> {
+    pub(crate) fn gateway_join(&self, node_id: u32) -> Vec<IpNet> {
         self.net
             .join_subnets_in_use()
             .iter()

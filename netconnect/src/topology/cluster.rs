@@ -9,13 +9,14 @@
 
 use nb_model::{Copp, Meter, MeterBand, MeterBandAction, MeterUnit};
 
-use super::desired::{Desired, Owner};
+use super::desired::Desired;
+use crate::ovnk::ownership::Owner;
 
-pub use crate::ovnk::ownership::DEFAULT_COPP;
+use crate::ovnk::ownership::DEFAULT_COPP;
 /// The meter ACLs log through.
-pub const ACL_LOGGING_METER: &str = "acl-logging";
+pub(crate) const ACL_LOGGING_METER: &str = "acl-logging";
 /// The protocols rate-limited by the default COPP, in OVN-Kubernetes' order.
-pub const PROTOCOLS: [&str; 9] = [
+pub(crate) const PROTOCOLS: [&str; 9] = [
     "arp",
     "arp-resolve",
     "bfd",

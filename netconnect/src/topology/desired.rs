@@ -12,7 +12,7 @@
 //! - `k8s.ovn.org/name`: that object's name;
 //! - `k8s.ovn.org/id`: `<controller>:<owner-type>:<name>:<table>:<identity>`, unique.
 //!
-//! (A key may use OVN-Kubernetes' own id form instead, [`IdForm::ObjectIds`], so that it
+//! (A key may use OVN-Kubernetes' own id form instead, `IdForm::ObjectIds`, so that it
 //! writes the rows OVN-Kubernetes writes, ids included.)
 //!
 //! References between rows are placeholders until the reconciler resolves them: to a
@@ -24,7 +24,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-pub use crate::ovnk::ownership::{
+use crate::ovnk::ownership::{
     IdForm, Owner, Scope, OWNER_CONTROLLER, OWNER_ID, OWNER_NAME, OWNER_TYPE,
 };
 use ovsdb_proto::model::{Ref, RefTarget, Table};
@@ -40,7 +40,7 @@ pub struct Selection {
     /// Keys and values every selected row's `external_ids` hold.
     pub external_ids: Vec<(String, String)>,
     /// What every selected row's name ends with.
-    pub name_suffix: String,
+    pub(crate) name_suffix: String,
 }
 
 impl Selection {
@@ -63,7 +63,7 @@ impl Selection {
 
 /// The placeholder of selection `n` of a key: it stands for every row the selection
 /// matches, in a set of references.
-pub fn selection_placeholder(n: usize) -> String {
+pub(crate) fn selection_placeholder(n: usize) -> String {
     format!("${n}")
 }
 
@@ -78,7 +78,7 @@ pub trait Fragments {
 }
 
 /// No fragment is known: every fragment is built.
-pub struct NoFragments;
+pub(crate) struct NoFragments;
 
 impl Fragments for NoFragments {
     fn unchanged(&self, _: u64, _: u64) -> bool {
@@ -90,14 +90,14 @@ impl Fragments for NoFragments {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fragment {
     /// The hash of its label (unique in the key), by which reconcilers remember it
-    /// ([`label_hash`]). The label's text is never kept: a node added formats 500
+    /// (`label_hash`). The label's text is never kept: a node added formats 500
     /// labels on each of 500 keys, and comparing texts that share long prefixes was a
     /// tenth of a node added. Two labels of a key with one hash would only be built
     /// again more often: a fragment is known only when its fingerprint is the one
     /// remembered too.
     pub key: u64,
     /// The fingerprint of its inputs.
-    pub fingerprint: u64,
+    pub(crate) fingerprint: u64,
     /// True when it was not built (its rows are in the NB as last applied).
     pub skipped: bool,
     /// True for a key's base fragment ([`Desired::base_fragment`]): the rows the
@@ -108,19 +108,19 @@ pub struct Fragment {
 /// Elements a key's rows built now put into a set column of a row of its skipped base
 /// fragment ([`Desired::base_fragment`]): the reconciler inserts those the row lacks.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Growth {
+pub(crate) struct Growth {
     /// The position of the base fragment's row (a [`DesiredRow::kept`] one) among the
     /// key's rows.
     pub row: usize,
     /// The set column.
     pub column: String,
     /// The placeholders of the rows put in.
-    pub elements: Vec<String>,
+    pub(crate) elements: Vec<String>,
 }
 
 /// One set of references of a row the key does not own that the key puts its rows into.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Attachment {
+pub(crate) struct Attachment {
     /// The parent's table.
     pub table: &'static str,
     /// The parent's name.
@@ -132,12 +132,12 @@ pub struct Attachment {
 /// The placeholder a reference to the row of `table` named `name` that the key does
 /// not own holds until resolved. (A reference to one of the key's own rows holds
 /// `#<n>`, the row's position: short, so that sets of references sort fast.)
-pub fn foreign_placeholder(table: &str, name: &str) -> String {
+pub(crate) fn foreign_placeholder(table: &str, name: &str) -> String {
     format!("@{table}:{name}")
 }
 
 /// The table and name a foreign placeholder stands for.
-pub fn parse_foreign(p: &str) -> Option<(&str, &str)> {
+pub(crate) fn parse_foreign(p: &str) -> Option<(&str, &str)> {
     p.strip_prefix('@')?.split_once(':')
 }
 
@@ -147,7 +147,7 @@ pub struct DesiredRow {
     /// The table.
     pub table: &'static str,
     /// The identity, unique within the table for this owner.
-    pub identity: String,
+    pub(crate) identity: String,
     /// Every column the row sets, ownership stamped, references as placeholders.
     pub row: Row,
     /// A row several parties may create under one name (the default COPP and its
@@ -156,25 +156,25 @@ pub struct DesiredRow {
     pub shared: bool,
     /// False for tables without `external_ids` (`Load_Balancer_Group`): such a row
     /// is the key's by its name ([`Desired::claims`]).
-    pub stamped: bool,
+    pub(crate) stamped: bool,
     /// The columns left at the model's default (so that a server whose schema lacks
     /// them can be written to).
     pub defaults: Defaults,
     /// The placeholder other rows refer to this one by.
-    pub placeholder: String,
+    pub(crate) placeholder: String,
     /// True when the key owns every element of the row's sets of references (a
     /// ClusterNetworkConnect's load balancer group): elements it does not want are
     /// removed whoever added them.
-    pub exclusive: bool,
+    pub(crate) exclusive: bool,
     /// True for a row stamped without `k8s.ovn.org/id` (OVN-Kubernetes writes its
     /// connect routers so): it is the key's by its owner keys and its name.
-    pub unidentified: bool,
+    pub(crate) unidentified: bool,
     /// The fragment the row belongs to (its position in [`Desired::fragments`]).
     pub fragment: Option<u32>,
     /// True for a row of a skipped base fragment ([`Desired::base_fragment`]): only
     /// its table, identity and placeholder are known (`row` is empty), so that the
     /// rows built now can refer to it; it is in the NB as last applied, and is neither
-    /// compared nor written but for the [`Growth`] its sets get.
+    /// compared nor written but for the `Growth` its sets get.
     pub kept: bool,
 }
 
@@ -272,7 +272,7 @@ impl Desired {
     }
 
     /// No row yet, for `owner`, whose rows' ids have the form `id_form`.
-    pub fn with_id_form(owner: Owner, id_form: IdForm) -> Desired {
+    pub(crate) fn with_id_form(owner: Owner, id_form: IdForm) -> Desired {
         Desired {
             owner,
             rows: Vec::new(),
@@ -302,7 +302,7 @@ impl Desired {
     }
 
     /// What every id of the key's rows of `table` starts with (the identity follows).
-    pub fn id_prefix(&self, table: &str) -> String {
+    pub(crate) fn id_prefix(&self, table: &str) -> String {
         self.id(table, "")
     }
 
@@ -313,7 +313,7 @@ impl Desired {
     }
 
     /// Adds a row several parties may create under one name ([`DesiredRow::shared`]).
-    pub fn add_shared<T: Table>(&mut self, identity: impl Into<String>, row: T) -> Ref<T> {
+    pub(crate) fn add_shared<T: Table>(&mut self, identity: impl Into<String>, row: T) -> Ref<T> {
         let kind = Kind {
             shared: true,
             ..Kind::default()
@@ -323,7 +323,11 @@ impl Desired {
 
     /// Adds a row whose sets of references the key owns whole
     /// ([`DesiredRow::exclusive`]).
-    pub fn add_exclusive<T: Table>(&mut self, identity: impl Into<String>, row: T) -> Ref<T> {
+    pub(crate) fn add_exclusive<T: Table>(
+        &mut self,
+        identity: impl Into<String>,
+        row: T,
+    ) -> Ref<T> {
         let kind = Kind {
             exclusive: true,
             ..Kind::default()
@@ -333,7 +337,7 @@ impl Desired {
 
     /// Adds a named row stamped with its owner but without `k8s.ovn.org/id`
     /// ([`DesiredRow::unidentified`]); its identity is its name.
-    pub fn add_unidentified<T: Table>(&mut self, name: impl Into<String>, row: T) -> Ref<T> {
+    pub(crate) fn add_unidentified<T: Table>(&mut self, name: impl Into<String>, row: T) -> Ref<T> {
         let kind = Kind {
             unidentified: true,
             ..Kind::default()
@@ -356,7 +360,7 @@ impl Desired {
     }
 
     /// The selection a placeholder stands for.
-    pub fn selection(&self, placeholder: &str) -> Option<&Selection> {
+    pub(crate) fn selection(&self, placeholder: &str) -> Option<&Selection> {
         self.selections
             .get(placeholder.strip_prefix('$')?.parse::<usize>().ok()?)
     }
@@ -397,7 +401,12 @@ impl Desired {
     }
 
     /// [`Desired::fragment`] for the label whose [`label_hash`] is `key`.
-    pub fn fragment_hashed(&mut self, known: &dyn Fragments, key: u64, fingerprint: u64) -> bool {
+    pub(crate) fn fragment_hashed(
+        &mut self,
+        known: &dyn Fragments,
+        key: u64,
+        fingerprint: u64,
+    ) -> bool {
         debug_assert!(self.open == self.base, "fragments nest only in the base");
         let (at, skipped) = self.push_fragment(known, key, fingerprint, false);
         if !skipped {
@@ -432,10 +441,10 @@ impl Desired {
     /// built. When `known` says it is in the NB as built before, its rows are added
     /// all the same but kept ([`DesiredRow::kept`]: what the builder gives of them is
     /// not converted, compared or written), and the references its sets get to the
-    /// rows of the fragments built now are recorded as [`Growth`]: a node added then
+    /// rows of the fragments built now are recorded as `Growth`: a node added then
     /// costs its own rows and the elements it adds, however large the router. Its rows
     /// must not hold selections ([`Desired::select`]): what those match may change
-    /// while the fragment's inputs do not; nor be exclusive ([`Desired::add_exclusive`]):
+    /// while the fragment's inputs do not; nor be exclusive (`Desired::add_exclusive`):
     /// a kept row's sets lose only the key's rows no longer wanted.
     pub fn base_fragment(&mut self, known: &dyn Fragments, fingerprint: u64) -> bool {
         debug_assert!(self.open.is_none() && self.base.is_none());
@@ -455,7 +464,7 @@ impl Desired {
     }
 
     /// What the rows built now put into the sets of the skipped base fragment's rows.
-    pub fn growth(&self) -> &[Growth] {
+    pub(crate) fn growth(&self) -> &[Growth] {
         &self.growth
     }
 
@@ -500,7 +509,7 @@ impl Desired {
     }
 
     /// The attachments, each with the placeholders of the rows put there.
-    pub fn attachments(&self) -> impl Iterator<Item = (&Attachment, &[String])> {
+    pub(crate) fn attachments(&self) -> impl Iterator<Item = (&Attachment, &[String])> {
         self.attachments.iter().map(|(a, l)| (a, l.as_slice()))
     }
 
@@ -614,7 +623,7 @@ impl Desired {
 
     /// Claims the row named `name` of `T`'s table, a table without `external_ids`, for
     /// this key even when the key does not want it (it is then deleted).
-    pub fn claim<T: Table>(&mut self, name: &str) {
+    pub(crate) fn claim<T: Table>(&mut self, name: &str) {
         self.claims.insert((T::NAME, name.to_owned()));
     }
 
@@ -631,15 +640,16 @@ impl Desired {
     }
 
     /// The row `identity` of `T`'s table, decoded (references stay placeholders: read
-    /// them with [`Desired::identity_of`]).
+    /// them with `Desired::identity_of`).
     pub fn get<T: Table>(&self, identity: &str) -> Option<T> {
         let at = *self.index.get(&(T::NAME, identity.to_owned()))?;
         T::from_row(ovsdb_proto::Uuid::nil(), &self.rows[at].row).ok()
     }
 
+    #[cfg(test)]
     /// The identity (or, for a row the key does not own, the name) a reference of one
     /// of this key's rows points at.
-    pub fn identity_of<'a, T>(&'a self, r: &'a Ref<T>) -> Option<&'a str> {
+    pub(crate) fn identity_of<'a, T>(&'a self, r: &'a Ref<T>) -> Option<&'a str> {
         match r.target() {
             RefTarget::Named(n) => match n.strip_prefix('#') {
                 Some(at) => self
@@ -653,7 +663,7 @@ impl Desired {
     }
 
     /// The row a placeholder of this key stands for.
-    pub fn by_placeholder(&self, p: &str) -> Option<&DesiredRow> {
+    pub(crate) fn by_placeholder(&self, p: &str) -> Option<&DesiredRow> {
         self.rows.get(p.strip_prefix('#')?.parse::<usize>().ok()?)
     }
 
@@ -683,7 +693,7 @@ impl Desired {
     }
 
     /// The desired row `identity` of `table` (a table name the key writes), by index.
-    pub fn get_row(&self, table: &'static str, identity: &str) -> Option<&DesiredRow> {
+    pub(crate) fn get_row(&self, table: &'static str, identity: &str) -> Option<&DesiredRow> {
         let at = *self.index.get(&(table, identity.to_owned()))?;
         self.rows.get(at)
     }
@@ -710,7 +720,7 @@ impl Desired {
 }
 
 /// The label hash of a key's base fragment ([`Desired::base_fragment`]).
-pub fn base_label() -> u64 {
+pub(crate) fn base_label() -> u64 {
     static BASE: std::sync::LazyLock<u64> =
         std::sync::LazyLock::new(|| label_hash(format_args!("base")));
     *BASE
@@ -718,7 +728,7 @@ pub fn base_label() -> u64 {
 
 /// The hash of a fragment's label, as [`Fragment::key`] holds it: the hash its text
 /// has as a `str`, taken as the text is formatted, with no string made.
-pub fn label_hash(label: std::fmt::Arguments<'_>) -> u64 {
+pub(crate) fn label_hash(label: std::fmt::Arguments<'_>) -> u64 {
     use std::hash::Hasher;
     /// Feeds the text written to it to the hasher.
     struct Feed(std::collections::hash_map::DefaultHasher);

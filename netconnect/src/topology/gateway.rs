@@ -59,7 +59,7 @@ impl NetworkBuilder<'_> {
     /// The external side of `gr`: its port to the external switch, the switch with its
     /// localnet port, the routes out, and the SNAT of the network's subnets and of the
     /// gateway router's join addresses `gr_join` to the network's masquerade address.
-    pub fn external_side(
+    pub(crate) fn external_side(
         &mut self,
         node: &NodeView,
         gw: &L3GatewayConfig,

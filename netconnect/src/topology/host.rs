@@ -38,15 +38,15 @@ use crate::ovnk::mac;
 
 /// The priority of the policies sending traffic for the node's own addresses to the
 /// management port (OVN-Kubernetes' `NodeSubnetPolicyPriority`).
-pub const NODE_IP_REROUTE_PRIORITY: i64 = 1004;
+pub(crate) const NODE_IP_REROUTE_PRIORITY: i64 = 1004;
 
 /// The management port's addresses in `subnets`: the `.2` of each, in their order.
-pub fn management_addresses(subnets: &[IpNet]) -> Vec<IpNet> {
+pub(crate) fn management_addresses(subnets: &[IpNet]) -> Vec<IpNet> {
     subnets.iter().filter_map(|s| nth_in(s, 2)).collect()
 }
 
 /// The management port's MAC: derived from its first address.
-pub fn management_mac(addresses: &[IpNet]) -> String {
+pub(crate) fn management_mac(addresses: &[IpNet]) -> String {
     addresses
         .first()
         .map(|m| mac::from_ip(m.addr()))
@@ -59,19 +59,23 @@ pub(crate) struct HostSide<'r> {
     /// The router (Layer3's cluster router, Layer2's transit router).
     pub router: &'r mut LogicalRouter,
     /// Its name.
-    pub router_name: String,
+    pub(crate) router_name: String,
     /// Its port toward the management port's switch (`rtos-…`, `trtos-…`).
     pub port: String,
     /// That port's row, when the NAT must name it as its gateway port (a router with
     /// several distributed gateway ports).
-    pub gateway_port: Option<Ref<LogicalRouterPort>>,
+    pub(crate) gateway_port: Option<Ref<LogicalRouterPort>>,
     /// The switch (written in the policies' comment, as OVN-Kubernetes does).
     pub switch: String,
 }
 
 impl NetworkBuilder<'_> {
     /// `k8s-<p><node>` with `addresses` (MAC first), not yet on its switch.
-    pub fn management_port(&mut self, node: &str, addresses: &[IpNet]) -> Ref<LogicalSwitchPort> {
+    pub(crate) fn management_port(
+        &mut self,
+        node: &str,
+        addresses: &[IpNet],
+    ) -> Ref<LogicalSwitchPort> {
         let name = self.names.management_port(node);
         let port = LogicalSwitchPort {
             name: name.clone(),

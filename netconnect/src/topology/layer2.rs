@@ -36,13 +36,13 @@ use crate::ovnk::addr::{nth_in, with_len};
 use crate::ovnk::fingerprint;
 
 /// The tunnel key of every zone's `trtos-` port.
-pub const TRANSIT_ROUTER_TO_SWITCH_KEY: u32 = 1;
+pub(crate) const TRANSIT_ROUTER_TO_SWITCH_KEY: u32 = 1;
 /// `trtor-` ports take `node id + this` (keys 2 to 9 are reserved).
-pub const TRANSIT_ROUTER_PORT_KEY_OFFSET: u32 = 10;
+pub(crate) const TRANSIT_ROUTER_PORT_KEY_OFFSET: u32 = 10;
 
 /// The transit router's and the gateway router's addresses for `node_id`, one per
 /// transit subnet (IPv4 first).
-pub fn node_pairs(transit: &[IpNet], node_id: u32) -> (Vec<IpNet>, Vec<IpNet>) {
+pub(crate) fn node_pairs(transit: &[IpNet], node_id: u32) -> (Vec<IpNet>, Vec<IpNet>) {
     transit.iter().filter_map(|t| node_pair(t, node_id)).unzip()
 }
 

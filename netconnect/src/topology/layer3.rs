@@ -36,8 +36,7 @@ use crate::ovnk::fingerprint;
 use crate::ovnk::names::Names;
 
 /// The priority of the EgressIP no-reroute policies.
-pub const NO_REROUTE_PRIORITY: i64 = 102;
-pub use super::host::NODE_IP_REROUTE_PRIORITY;
+pub(crate) const NO_REROUTE_PRIORITY: i64 = 102;
 
 /// The priority-102 policies: every ordered pair of same-family cluster subnets
 /// (OKEP-5377, the pair with itself included), each subnet to the join subnet, and
@@ -46,7 +45,7 @@ pub use super::host::NODE_IP_REROUTE_PRIORITY;
 /// OVN-Kubernetes writes these from its EgressIP controller with owner type `EgressIP`
 /// and `k8s.ovn.org/name` set to the policy kind; here they belong to the network like
 /// its other rows, and keep the `priority`, `ip-family` and `network` keys.
-pub fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
+pub(crate) fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
     let mut out = Vec::new();
     let ids = |family: &str| {
         map([

@@ -34,9 +34,10 @@ use ipnet::IpNet;
 use crate::alloc::Allocations;
 use crate::api::annotations::L3GatewayConfig;
 use crate::api::{Inventory, Network, NodeInfo, Role, Topology};
+use crate::ovnk::ownership::Owner;
 use crate::ovnk::{addr, in_step, names};
 
-pub use desired::{Desired, DesiredRow, Owner};
+pub use desired::Desired;
 
 /// How pods' traffic leaves the cluster (OVN-Kubernetes' `--gateway-mode`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -54,34 +55,34 @@ pub struct TopologyConfig {
     /// Gateway mode.
     pub gateway_mode: GatewayMode,
     /// The cluster MTU, written as `gateway_mtu` on gateway-facing ports.
-    pub mtu: u32,
+    pub(crate) mtu: u32,
     /// Masquerade subnets (IPv4, IPv6) the per-network masquerade IPs come from.
-    pub masquerade_subnets: Vec<IpNet>,
+    pub(crate) masquerade_subnets: Vec<IpNet>,
     /// The physical network name of the gateways' localnet ports.
-    pub physical_network: String,
+    pub(crate) physical_network: String,
     /// Whether the EgressIP no-reroute policies (priority 102) are written.
-    pub egress_ip: bool,
+    pub(crate) egress_ip: bool,
     /// The cluster's service CIDRs (service-only ClusterNetworkConnects let traffic
     /// to them pass).
-    pub service_cidrs: Vec<IpNet>,
+    pub(crate) service_cidrs: Vec<IpNet>,
     /// The highest tunnel key OVN gives a logical port: 32767 with Geneve (the
     /// default), 2047 with VXLAN. Connect-router ports beyond it are refused.
     pub max_port_tunnel_key: u32,
     /// The source ports SNAT may use (`external_port_range` of every NAT rule),
     /// OVN-Kubernetes' `--ephemeral-port-range`.
-    pub ephemeral_port_range: String,
+    pub(crate) ephemeral_port_range: String,
     /// The default network's services (`namespace/name`) that primary networks reach
     /// through their node's host in shared gateway mode (OVN-Kubernetes'
     /// `--udn-allowed-default-services`).
-    pub allowed_default_services: Vec<String>,
+    pub(crate) allowed_default_services: Vec<String>,
 }
 
 /// OVN-Kubernetes' default `--ephemeral-port-range`: Linux's default ephemeral ports.
-pub const DEFAULT_EPHEMERAL_PORT_RANGE: &str = "32768-60999";
+pub(crate) const DEFAULT_EPHEMERAL_PORT_RANGE: &str = "32768-60999";
 
 /// OVN-Kubernetes' default `--udn-allowed-default-services`: the API server and
 /// cluster DNS.
-pub const DEFAULT_ALLOWED_DEFAULT_SERVICES: [&str; 2] =
+pub(crate) const DEFAULT_ALLOWED_DEFAULT_SERVICES: [&str; 2] =
     ["default/kubernetes", "kube-system/kube-dns"];
 
 impl Default for TopologyConfig {
@@ -103,7 +104,7 @@ impl Default for TopologyConfig {
     }
 }
 
-/// A node as the builders see it. Its hash is its [`NodeDigest::view`].
+/// A node as the builders see it. Its hash is its `NodeDigest::view`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeView<'a> {
     /// The node's name.
@@ -119,14 +120,14 @@ pub struct NodeView<'a> {
     /// Its gateway, if configured.
     pub gateway: Option<&'a L3GatewayConfig>,
     /// `k8s.ovn.org/gateway-mtu-support` is not `false`.
-    pub gateway_mtu: bool,
+    pub(crate) gateway_mtu: bool,
     /// The host's addresses (`k8s.ovn.org/host-cidrs`), in the order of their text.
-    pub host_addresses: &'a [IpAddr],
+    pub(crate) host_addresses: &'a [IpAddr],
     /// The hash of `chassis`, `gateway`, `host_addresses` and `gateway_mtu`
     /// ([`NodeInfo::facts`](crate::api::NodeInfo::facts)).
-    pub facts: u64,
+    pub(crate) facts: u64,
     /// What fragments hash of the node.
-    pub digest: NodeDigest,
+    pub(crate) digest: NodeDigest,
 }
 
 impl std::hash::Hash for NodeView<'_> {
@@ -139,10 +140,10 @@ impl std::hash::Hash for NodeView<'_> {
 /// same for every network: a world works them out once ([`Inputs::prepared`]) rather
 /// than each of its networks for each of its nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct NodeDigest {
+pub(crate) struct NodeDigest {
     /// The hash of the node's name, id, zone, transit addresses and
     /// [`NodeInfo::facts`](crate::api::NodeInfo::facts) (which stands for the rest).
-    pub view: u64,
+    pub(crate) view: u64,
     /// The hash of the node's fragment label, `node:<name>`
     /// ([`desired::label_hash`]).
     pub label: u64,
@@ -159,7 +160,7 @@ impl NodeDigest {
 
 /// What every network's builder reads of a node beside its object, the same for
 /// every network: its id, whether it is in the zone, its transit addresses and its
-/// [`NodeDigest`]. A world works them out once ([`Inputs::prepared`]): each of its
+/// `NodeDigest`. A world works them out once ([`Inputs::prepared`]): each of its
 /// networks' keys looked the node up in the allocations by name, and a node added
 /// reconciles every network.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -193,7 +194,7 @@ pub struct Inputs<'a> {
     pub zone: Option<&'a str>,
     /// Cluster-wide settings.
     pub config: &'a TopologyConfig,
-    /// For each node of the inventory, in its order, what [`Inputs::prepare_nodes`]
+    /// For each node of the inventory, in its order, what `Inputs::prepare_nodes`
     /// works out (`None` for a node without an id), when worked out already (by the
     /// world these inputs are of); `None` works it out for each key.
     pub prepared: Option<&'a [Option<PreparedNode>]>,
@@ -221,7 +222,7 @@ impl<'a> Inputs<'a> {
 
     /// [`Inputs::nodes`], one at a time (a network's builder walks them once, for
     /// each of its networks: 500 nodes are not gathered 500 times for a node added).
-    pub fn node_views(&self) -> Box<dyn Iterator<Item = NodeView<'a>> + 'a> {
+    pub(crate) fn node_views(&self) -> Box<dyn Iterator<Item = NodeView<'a>> + 'a> {
         // Debug builds (every test's) check that what was worked out before is what
         // would be now; release builds walk the nodes when it is plainly not (prepared
         // for a node more or less).
@@ -257,7 +258,7 @@ impl<'a> Inputs<'a> {
     /// For each node of the inventory, in its order, its id, whether it is in the
     /// zone, its transit addresses and its digest ([`PreparedNode`]); `None` for a node
     /// without an id. What [`Inputs::prepared`] holds.
-    pub fn prepare_nodes(&self) -> Vec<Option<PreparedNode>> {
+    pub(crate) fn prepare_nodes(&self) -> Vec<Option<PreparedNode>> {
         self.walk()
             .map(|(name, node, p)| {
                 let (id, local, transit) = p?;
@@ -292,7 +293,7 @@ impl<'a> Inputs<'a> {
     /// ([`TopologyConfig::allowed_default_services`]) that the inputs hold, with their
     /// cluster IPs, in the order of the setting. A service whose namespace has a
     /// primary user-defined network is not the default network's and is left out.
-    pub fn allowed_default_services(&self) -> Vec<(&'a str, &'a [IpAddr])> {
+    pub(crate) fn allowed_default_services(&self) -> Vec<(&'a str, &'a [IpAddr])> {
         let inv = self.inventory;
         self.config
             .allowed_default_services
@@ -345,7 +346,7 @@ fn view<'a>(
 }
 
 /// The reconcile key of a network's rows.
-pub fn network_owner(net: &Network) -> Owner {
+pub(crate) fn network_owner(net: &Network) -> Owner {
     Owner {
         controller: names::Names::new(&net.name()).controller(),
         kind: net.owner.kind().to_owned(),
@@ -362,7 +363,7 @@ pub fn network(inputs: &Inputs, name: &str) -> Result<Desired, BuildError> {
 
 /// [`network`], leaving out the fragments `known` says are in the NB as built before:
 /// a network's rows for each node are a fragment of their own.
-pub fn network_with(
+pub(crate) fn network_with(
     inputs: &Inputs,
     name: &str,
     known: &dyn desired::Fragments,
@@ -395,7 +396,7 @@ pub fn network_with(
 /// the nodes as the builders see them and the default services a network routes (for
 /// all networks at once), and each network's definition, id, host subnets, tunnel keys
 /// and transit subnets.
-pub fn unchanged_networks(a: &Inputs, b: &Inputs) -> std::collections::BTreeSet<String> {
+pub(crate) fn unchanged_networks(a: &Inputs, b: &Inputs) -> std::collections::BTreeSet<String> {
     let shared = a.config == b.config
         && a.zone == b.zone
         && a.nodes() == b.nodes()
@@ -451,19 +452,19 @@ pub fn masquerade_ip(
 }
 
 /// The masquerade subnet's dummy next hop (`…4`), the GR's route back to the host.
-pub fn masquerade_next_hop(config: &TopologyConfig, ipv4: bool) -> Option<(IpNet, IpAddr)> {
+pub(crate) fn masquerade_next_hop(config: &TopologyConfig, ipv4: bool) -> Option<(IpNet, IpAddr)> {
     let subnet = masquerade_subnet(config, ipv4)?;
     Some((*subnet, addr::nth(subnet, 4)?))
 }
 
 /// The host's masquerade address (`…2`), where the host's traffic to services comes
 /// from on the gateway bridge.
-pub fn masquerade_host_ip(config: &TopologyConfig, ipv4: bool) -> Option<IpAddr> {
+pub(crate) fn masquerade_host_ip(config: &TopologyConfig, ipv4: bool) -> Option<IpAddr> {
     addr::nth(masquerade_subnet(config, ipv4)?, 2)
 }
 
 /// The host's masquerade address for `externalTrafficPolicy: Local` NodePorts (`…3`).
-pub fn masquerade_etp_local_ip(config: &TopologyConfig, ipv4: bool) -> Option<IpAddr> {
+pub(crate) fn masquerade_etp_local_ip(config: &TopologyConfig, ipv4: bool) -> Option<IpAddr> {
     addr::nth(masquerade_subnet(config, ipv4)?, 3)
 }
 

@@ -85,7 +85,7 @@ pub(crate) fn bind_to_chassis(d: &mut Desired, port: &mut LogicalRouterPort, cha
 // Logical_Router_Static_Route.
 
 /// A static route's identity: router, policy, prefix, next hop.
-pub fn route_identity(router: &str, route: &LogicalRouterStaticRoute) -> String {
+pub(crate) fn route_identity(router: &str, route: &LogicalRouterStaticRoute) -> String {
     let policy = match route.policy {
         Some(LogicalRouterStaticRoutePolicy::SrcIp) => "src-ip",
         _ => "dst-ip",
@@ -121,7 +121,7 @@ pub(crate) fn add_route(
 // Logical_Router_Policy.
 
 /// A router policy's identity: router, priority, match.
-pub fn policy_identity(router: &str, p: &LogicalRouterPolicy) -> String {
+pub(crate) fn policy_identity(router: &str, p: &LogicalRouterPolicy) -> String {
     format!("{router}|{}|{}", p.priority, p.match_)
 }
 
@@ -139,7 +139,7 @@ pub(crate) fn add_policy(
 // NAT.
 
 /// A NAT rule's identity: router, type, logical and external address.
-pub fn nat_identity(router: &str, n: &Nat) -> String {
+pub(crate) fn nat_identity(router: &str, n: &Nat) -> String {
     let kind = match &n.type_ {
         NatType::Snat => "snat",
         NatType::Dnat => "dnat",
@@ -209,7 +209,7 @@ pub(crate) fn lb_groups(d: &mut Desired, names: &Names) -> LbGroups {
 
 /// Claims the network's load balancer groups (kept even when the network is gone, so
 /// that the reconciler deletes them).
-pub fn claim_lb_groups(d: &mut Desired, net_name: &str) {
+pub(crate) fn claim_lb_groups(d: &mut Desired, net_name: &str) {
     let names = Names::new(net_name);
     for n in [
         names.cluster_lb_group(),

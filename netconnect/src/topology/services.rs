@@ -45,16 +45,16 @@ use crate::ovnk::names::Names;
 use nb_model::keys::ovn_k8s::{NETWORK, ROLE};
 
 /// `external_ids` key: the kind of object a load balancer is for (`Service`).
-pub const KIND: &str = "k8s.ovn.org/kind";
+pub(crate) const KIND: &str = "k8s.ovn.org/kind";
 /// `external_ids` key: the service a load balancer is for (`<ns>/<name>`).
-pub const OWNER: &str = "k8s.ovn.org/owner";
-pub use crate::ovnk::ownership::{service_owner as owner, SERVICE_OWNER_TYPE as OWNER_TYPE};
+pub(crate) const OWNER: &str = "k8s.ovn.org/owner";
+use crate::ovnk::ownership::service_owner as owner;
 /// The protocols, in the order their load balancers are made.
-pub const PROTOCOLS: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp];
+pub(crate) const PROTOCOLS: [Protocol; 3] = [Protocol::Tcp, Protocol::Udp, Protocol::Sctp];
 
 /// The name of `svc`'s load balancer of `protocol` and `scope` (`cluster`, or a node's)
 /// on the network named by `names`.
-pub fn lb_name(names: &Names, svc: &ServiceInfo, protocol: Protocol, scope: &str) -> String {
+pub(crate) fn lb_name(names: &Names, svc: &ServiceInfo, protocol: Protocol, scope: &str) -> String {
     format!(
         "{}Service_{}/{}_{}_{scope}",
         names.prefix,
@@ -66,7 +66,7 @@ pub fn lb_name(names: &Names, svc: &ServiceInfo, protocol: Protocol, scope: &str
 
 /// The address a pod that reaches itself through a VIP is SNATed to: the `.5` of each
 /// masquerade subnet, IPv4 then IPv6, space-separated.
-pub fn hairpin_snat_ip(cfg: &TopologyConfig) -> String {
+pub(crate) fn hairpin_snat_ip(cfg: &TopologyConfig) -> String {
     let mut ips: Vec<&ipnet::IpNet> = cfg.masquerade_subnets.iter().collect();
     ips.sort_by_key(|s| s.addr().is_ipv6());
     let ips: Vec<String> = ips
@@ -148,7 +148,7 @@ pub(crate) fn cluster_vips(svc: &ServiceInfo) -> Vec<IpAddr> {
 /// [`crate::api::service::endpoints_of`] gives them), for the ports `cluster_wide`
 /// says keep their cluster IPs there ([`node::configs`]: not those with
 /// `internalTrafficPolicy: Local` or host-network endpoints).
-pub fn cluster_load_balancers(
+pub(crate) fn cluster_load_balancers(
     cfg: &TopologyConfig,
     net: &str,
     svc: &ServiceInfo,

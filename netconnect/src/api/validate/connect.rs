@@ -7,17 +7,17 @@ use crate::api::objects::{ConnectSubnet, NetworkSelector};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectSpec {
     /// The connect subnets with their network prefix, IPv4 first.
-    pub connect_subnets: Vec<(IpNet, u8)>,
+    pub(crate) connect_subnets: Vec<(IpNet, u8)>,
     /// `PodNetwork` requested.
-    pub pod_network: bool,
+    pub(crate) pod_network: bool,
     /// `ServiceNetwork` requested.
-    pub service_network: bool,
+    pub(crate) service_network: bool,
 }
 
 /// Checks a ClusterNetworkConnect against the CRD's rules (selectors, 1–2 connect
 /// subnets of different families, masked CIDRs, network prefix bounds, equal host bits
 /// in dual stack, 1–2 unique connectivity values).
-pub fn connect_spec(cnc: &ClusterNetworkConnect) -> Result<ConnectSpec, FieldError> {
+pub(crate) fn connect_spec(cnc: &ClusterNetworkConnect) -> Result<ConnectSpec, FieldError> {
     let spec = &cnc.spec;
     if spec.network_selectors.is_empty() {
         return err("spec.networkSelectors", "at least one selector is required");

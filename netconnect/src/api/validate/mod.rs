@@ -19,7 +19,7 @@ use super::objects::{
 };
 
 /// The most subnets a Layer3 network may list (OKEP-5377's CEL cost bound).
-pub const MAX_LAYER3_SUBNETS: usize = 400;
+pub(crate) const MAX_LAYER3_SUBNETS: usize = 400;
 
 /// A field and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,10 +99,11 @@ mod reserved;
 pub mod service;
 mod update;
 
-pub use connect::{connect_spec, ConnectSpec};
-pub use network::{cudn_network, udn_network};
-pub use reserved::{check_reserved, Reserved};
-pub use update::check_update;
+pub(crate) use connect::{connect_spec, ConnectSpec};
+pub(crate) use network::{cudn_network, udn_network};
+pub(crate) use reserved::check_reserved;
+pub use reserved::Reserved;
+pub(crate) use update::check_update;
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@ use super::*;
 use crate::api::meta::Meta;
 
 /// A UserDefinedNetwork's network.
-pub fn udn_network(udn: &UserDefinedNetwork) -> Result<Network, FieldError> {
+pub(crate) fn udn_network(udn: &UserDefinedNetwork) -> Result<Network, FieldError> {
     let owner = NetworkOwner::UserDefinedNetwork {
         namespace: udn.metadata.namespace().unwrap_or_default().to_owned(),
         name: udn.metadata.name().to_owned(),
@@ -20,7 +20,7 @@ pub fn udn_network(udn: &UserDefinedNetwork) -> Result<Network, FieldError> {
 }
 
 /// A ClusterUserDefinedNetwork's network.
-pub fn cudn_network(cudn: &ClusterUserDefinedNetwork) -> Result<Network, FieldError> {
+pub(crate) fn cudn_network(cudn: &ClusterUserDefinedNetwork) -> Result<Network, FieldError> {
     let owner = NetworkOwner::ClusterUserDefinedNetwork {
         name: cudn.metadata.name().to_owned(),
     };

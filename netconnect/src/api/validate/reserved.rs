@@ -10,11 +10,11 @@ pub struct Reserved {
     /// The masquerade subnets (default `169.254.0.0/17`, `fd69::/112`).
     pub masquerade: Vec<IpNet>,
     /// The cluster's service CIDRs (default `10.96.0.0/16`).
-    pub service_cidrs: Vec<IpNet>,
+    pub(crate) service_cidrs: Vec<IpNet>,
     /// The default network's cluster subnets (default `10.128.0.0/14`).
-    pub cluster_subnets: Vec<IpNet>,
+    pub(crate) cluster_subnets: Vec<IpNet>,
     /// The default network's join subnets (default `100.64.0.0/16`, `fd98::/64`).
-    pub default_join: Vec<IpNet>,
+    pub(crate) default_join: Vec<IpNet>,
 }
 
 impl Default for Reserved {
@@ -30,7 +30,11 @@ impl Default for Reserved {
 
 /// Checks a network's subnets against the reserved ranges and its own join subnets, as
 /// OVN-Kubernetes' cluster manager does after admission.
-pub fn check_reserved(net: &Network, reserved: &Reserved, at: &str) -> Result<(), FieldError> {
+pub(crate) fn check_reserved(
+    net: &Network,
+    reserved: &Reserved,
+    at: &str,
+) -> Result<(), FieldError> {
     let layer = match net.topology {
         Topology::Layer3 => "layer3",
         _ => "layer2",

@@ -6,7 +6,7 @@ use super::*;
 /// topology, role, MTU, join subnets and Layer2 subnets are immutable; Layer3 subnets
 /// may only be appended, each keeping its hostSubnet (OKEP-5377), and only for primary
 /// networks.
-pub fn check_update(old: &Network, new: &Network, at: &str) -> Result<(), FieldError> {
+pub(crate) fn check_update(old: &Network, new: &Network, at: &str) -> Result<(), FieldError> {
     if old.topology != new.topology {
         return err(
             format!("{at}.topology"),

@@ -10,9 +10,10 @@ use ovsdb_proto::model::Table;
 use ovsdb_proto::{Atom, DatabaseSchema, Datum, Operation, Row, Uuid};
 
 use super::{PlanError, Planner};
+use crate::ovnk::ownership::Owner;
 use crate::reconcile::nb::NbIndexes;
 use crate::reconcile::plan::Plan;
-use crate::topology::desired::{parse_foreign, Desired, Owner};
+use crate::topology::desired::{parse_foreign, Desired};
 
 /// An NB held in a cache's store, with the reconciler's indexes.
 struct Nb {

@@ -22,17 +22,17 @@ use crate::topology::rows::{ip_match_family, map};
 use crate::topology::{cluster, Inputs};
 
 /// The priority of `pass-service`.
-pub const PASS_SERVICE_PRIORITY: i64 = 500;
+pub(crate) const PASS_SERVICE_PRIORITY: i64 = 500;
 /// The priority of `pass-same-network-<id>`.
-pub const PASS_SAME_NETWORK_PRIORITY: i64 = 475;
+pub(crate) const PASS_SAME_NETWORK_PRIORITY: i64 = 475;
 /// The priority of `drop-pod`.
-pub const DROP_POD_PRIORITY: i64 = 450;
+pub(crate) const DROP_POD_PRIORITY: i64 = 450;
 
 /// `external_ids` key: the ACL's type.
-pub const TYPE: &str = "type";
+pub(crate) const TYPE: &str = "type";
 
 /// OVN-Kubernetes' hashed name for a row id: `a` and the decimal FNV-1a 64-bit hash.
-pub fn hash_name(id: &str) -> String {
+pub(crate) fn hash_name(id: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in id.bytes() {
         h ^= u64::from(b);

@@ -8,7 +8,7 @@
 //! - `connect_router_<c>`, `requested-tnl-key=K`, the default COPP;
 //! - Layer3, per node with an id: `crtor-<c>_<n>_<node>` on the connect router with the
 //!   first address of the node's pair in `S` and the port key of
-//!   [`port_tunnel_key`](crate::alloc::connect::port_tunnel_key);
+//!   `port_tunnel_key`;
 //!   for a local node its peer `rtocr-<n>_<node>_<c>` (the second address) on the
 //!   network's cluster router; for a remote node the connect router's port alone,
 //!   bound to the node's chassis (`requested-chassis`);
@@ -23,7 +23,7 @@
 //! type `ClusterNetworkConnect`, `k8s.ovn.org/id` in its `DbObjectIDs` form), so an NB
 //! either wrote can be taken over by the other. Services ([`services`]) and the
 //! service-only ACLs ([`isolation`]) are added by [`build`] too; one connected
-//! network's rows ([`build_network`]) by its `router` module.
+//! network's rows (`build_network`) by its `router` module.
 
 pub mod isolation;
 pub(crate) mod router;
@@ -32,19 +32,20 @@ pub mod services;
 use ipnet::IpNet;
 use nb_model::{Copp, LogicalRouter};
 
-use super::desired::{Desired, Fragments, IdForm, Scope};
+use super::desired::{Desired, Fragments};
 use super::names::Names;
-use super::{cluster, BuildError, Inputs, NodeView};
+use super::{BuildError, Inputs, NodeView};
 use crate::alloc::admission::ConnectAllocation;
 use crate::api::{Network, Topology};
-pub use crate::ovnk::ownership::connect_owner as owner;
+use crate::ovnk::ownership::connect_owner as owner;
+use crate::ovnk::ownership::{IdForm, Scope};
 use router::{targets, Partition};
 
 /// The priority of the policies toward the connect router.
-pub const POLICY_PRIORITY: i64 = 9001;
+pub(crate) const POLICY_PRIORITY: i64 = 9001;
 
 /// `connect_router_<cnc>`.
-pub fn router_name(cnc: &str) -> String {
+pub(crate) fn router_name(cnc: &str) -> String {
     format!("connect_router_{cnc}")
 }
 
@@ -86,7 +87,7 @@ pub(crate) struct Connected<'a> {
     /// The router the connect router is reached from.
     pub router: String,
     /// The switches of the zone: the local node switches (Layer3), or the Layer2 switch.
-    pub local_switches: Vec<String>,
+    pub(crate) local_switches: Vec<String>,
     /// Per local switch, the router port traffic enters from and the connect
     /// router's addresses on the matching pair (the policies' next hops).
     pub entries: Vec<(String, Vec<IpNet>)>,
@@ -210,7 +211,7 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
         nb_model::keys::lr_options::REQUESTED_TNL_KEY.into(),
         c.key.to_string(),
     );
-    connect_router.copp = Some(d.refer::<Copp>(cluster::DEFAULT_COPP));
+    connect_router.copp = Some(d.refer::<Copp>(crate::ovnk::ownership::DEFAULT_COPP));
     // The group is the CNC's whether or not it wants it now, so that it goes when
     // ServiceNetwork does.
     d.claim::<nb_model::LoadBalancerGroup>(&services::lb_group_name(cnc));
@@ -230,7 +231,7 @@ pub fn build(inputs: &Inputs, cnc: &str) -> Result<Desired, BuildError> {
 ///
 /// Its rows come in fragments (each node's ports and routes, the policies toward each
 /// other network) that `known` may say need not be built again.
-pub fn build_network(
+pub(crate) fn build_network(
     inputs: &Inputs,
     cnc: &str,
     net: &str,

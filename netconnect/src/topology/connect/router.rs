@@ -30,7 +30,7 @@ pub(crate) struct Target<'a> {
     /// The node, for Layer3.
     pub node: Option<&'a str>,
     /// The node's id (0 for Layer2).
-    pub node_id: u32,
+    pub(crate) node_id: u32,
     /// Whether its router is in the zone.
     pub local: bool,
     /// The node's chassis.
@@ -73,7 +73,7 @@ pub(crate) struct Partition<'a> {
     /// The connect's name.
     pub cnc: &'a str,
     /// Its connect subnets.
-    pub connect_subnets: &'a [(IpNet, u8)],
+    pub(crate) connect_subnets: &'a [(IpNet, u8)],
     /// `connect_router_<cnc>`.
     pub router: String,
     /// The fragments known to be in the NB as built before.

@@ -13,12 +13,12 @@ use super::Connected;
 use crate::topology::desired::{Desired, Selection};
 
 /// `cnc_svc_<cnc>`.
-pub fn lb_group_name(cnc: &str) -> String {
+pub(crate) fn lb_group_name(cnc: &str) -> String {
     format!("cnc_svc_{cnc}")
 }
 
 /// The ClusterIP load balancers of network `net`.
-pub fn cluster_ip_load_balancers(net: &str) -> Selection {
+pub(crate) fn cluster_ip_load_balancers(net: &str) -> Selection {
     Selection {
         table: "Load_Balancer",
         external_ids: vec![

@@ -56,16 +56,16 @@ pub struct Config<'e> {
     /// The endpoints, per target port.
     pub endpoints: &'e PortEndpoints,
     /// `externalTrafficPolicy: Local` applies (node ports, external IPs).
-    pub external_local: bool,
+    pub(crate) external_local: bool,
     /// `internalTrafficPolicy: Local` applies (cluster IPs).
-    pub internal_local: bool,
+    pub(crate) internal_local: bool,
     /// A node port.
     pub node_port: bool,
 }
 
 /// A node as a service's load balancers see it (OVN-Kubernetes' `nodeInfo`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServiceNode<'a> {
+pub(crate) struct ServiceNode<'a> {
     /// The node's name.
     pub name: &'a str,
     /// The network's switch its pods are on.
@@ -73,27 +73,27 @@ pub struct ServiceNode<'a> {
     /// Its gateway router, if it has one.
     pub router: Option<String>,
     /// Its gateway's addresses (`l3-gateway-config`).
-    pub gateway_addresses: Vec<IpAddr>,
+    pub(crate) gateway_addresses: Vec<IpAddr>,
     /// Its host's addresses (`host-cidrs`), where its node ports answer.
-    pub host_addresses: &'a [IpAddr],
+    pub(crate) host_addresses: &'a [IpAddr],
     /// Its gateway serves node ports.
     pub node_port: bool,
 }
 
 /// A rule: a VIP and port and their backends.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Rule {
+pub(crate) struct Rule {
     /// The VIP.
     pub vip: IpAddr,
     /// Its port.
     pub port: u16,
     /// The backends.
-    pub targets: Vec<(IpAddr, u16)>,
+    pub(crate) targets: Vec<(IpAddr, u16)>,
 }
 
 /// A per-node load balancer before it becomes a row.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeLb {
+pub(crate) struct NodeLb {
     /// Its scope, the part of the name after the protocol (`node_switch_<node>`, …).
     pub scope: String,
     /// Its protocol.
@@ -101,7 +101,7 @@ pub struct NodeLb {
     /// Its rules.
     pub rules: Vec<Rule>,
     /// `skip_snat=true` (an `externalTrafficPolicy: Local` router's).
-    pub skip_snat: bool,
+    pub(crate) skip_snat: bool,
     /// The switches it goes on.
     pub switches: Vec<String>,
     /// The routers it goes on.
@@ -116,7 +116,7 @@ fn is_host_endpoint(ip: &IpAddr, subnets: &[IpNet]) -> bool {
 /// The per-node configurations of `svc`'s ports (in port order: node port, external
 /// IPs, cluster IPs), and for each port whether its cluster IPs stay in the
 /// cluster-wide load balancer. `subnets` are the network's.
-pub fn configs<'e>(
+pub(crate) fn configs<'e>(
     svc: &ServiceInfo,
     endpoints: &'e [PortEndpoints],
     subnets: &[IpNet],
@@ -300,7 +300,7 @@ impl NodeRules {
 }
 
 /// The per-node load balancers of `configs` on `nodes` (in their order), merged.
-pub fn load_balancers(
+pub(crate) fn load_balancers(
     cfg: &TopologyConfig,
     configs: &[Config],
     nodes: &[ServiceNode],
