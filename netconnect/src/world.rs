@@ -204,3 +204,6 @@ impl World {
         &self.owners
     }
 }
+
+#[cfg(test)]
+mod tests;
