@@ -519,3 +519,6 @@ fn others_after(
     new.retain(|u| !fragment_rows.contains(u));
     others.edited(&gone.into_iter().collect(), &new.into_iter().collect())
 }
+
+#[cfg(test)]
+mod tests;

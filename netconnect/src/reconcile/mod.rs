@@ -9,6 +9,8 @@ pub mod nb;
 pub mod plan;
 pub mod planner;
 mod rows;
+#[cfg(test)]
+mod testing;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,110 +5,13 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use nb_model::{Copp, LogicalRouter, LogicalRouterStaticRoute, LogicalSwitch, LogicalSwitchPort};
-use ovsdb_proto::cache::{CacheConfig, Store};
-use ovsdb_proto::model::Table;
 use ovsdb_proto::{Atom, DatabaseSchema, Datum, Operation, Row, Uuid};
 
-use super::{PlanError, Planner};
+use super::PlanError;
 use crate::ovnk::ownership::Owner;
-use crate::reconcile::nb::NbIndexes;
 use crate::reconcile::plan::Plan;
-use crate::topology::desired::{parse_foreign, Desired};
-
-/// An NB held in a cache's store, with the reconciler's indexes.
-struct Nb {
-    store: Store,
-    indexes: NbIndexes,
-    planner: Planner,
-    next: u128,
-}
-
-fn schema() -> Arc<DatabaseSchema> {
-    Arc::new(
-        DatabaseSchema::from_slice(include_bytes!("../../../../schemas/ovn-nb.ovsschema"))
-            .expect("the NB schema"),
-    )
-}
-
-impl Nb {
-    fn new() -> Nb {
-        Nb::served_with(schema())
-    }
-
-    /// An empty NB served with `schema`.
-    fn served_with(schema: Arc<DatabaseSchema>) -> Nb {
-        let mut config = CacheConfig::new(vec![], "OVN_Northbound", &[]);
-        let indexes = NbIndexes::register(&mut config);
-        Nb {
-            store: config.store(&schema).expect("a store"),
-            indexes,
-            planner: Planner::new(schema),
-            next: 1,
-        }
-    }
-
-    fn uuid(&mut self) -> Uuid {
-        self.next += 1;
-        Uuid::from_u128(self.next)
-    }
-
-    /// Inserts a row as another party wrote it; returns its uuid.
-    fn put<T: Table>(&mut self, row: &T) -> Uuid {
-        let uuid = self.uuid();
-        self.store.insert(T::NAME, uuid, &row.to_row()).unwrap();
-        uuid
-    }
-
-    /// Writes every row `d` wants as the server would hold it after the key's
-    /// transaction (placeholders resolved); returns each row's uuid by placeholder.
-    fn write(&mut self, d: &Desired) -> HashMap<String, Uuid> {
-        let mut uuids = HashMap::new();
-        for r in d.rows() {
-            let u = self.uuid();
-            uuids.insert(r.placeholder.clone(), u);
-        }
-        for r in d.rows() {
-            let snap = self.store.snapshot();
-            let resolve = |a: &Atom| match a {
-                Atom::NamedUuid(p) => Atom::Uuid(uuids.get(&**p).copied().unwrap_or_else(|| {
-                    let (t, n) = parse_foreign(p).expect("a foreign placeholder");
-                    self.indexes.named(&snap, t, n)[0].0
-                })),
-                a => a.clone(),
-            };
-            let row: Row = r
-                .row
-                .iter()
-                .map(|(c, v)| {
-                    let v = match v {
-                        Datum::Set(s) => Datum::set(s.iter().map(resolve).collect::<Vec<_>>()),
-                        Datum::Map(m) => Datum::map(
-                            m.iter()
-                                .map(|(k, v)| (resolve(k), resolve(v)))
-                                .collect::<Vec<_>>(),
-                        ),
-                    };
-                    (c.clone(), v)
-                })
-                .collect();
-            self.store
-                .insert(r.table, uuids[&r.placeholder], &row)
-                .unwrap();
-        }
-        uuids
-    }
-
-    /// Changes one column of row `uuid` of `table`, as another party would.
-    fn set(&mut self, table: &str, uuid: Uuid, column: &str, value: Datum) {
-        let mut row = self.store.snapshot().get(table, &uuid).unwrap().to_row();
-        row.insert(column.into(), value);
-        self.store.insert(table, uuid, &row).unwrap();
-    }
-
-    fn plan(&self, d: &Desired) -> Result<Plan, PlanError> {
-        self.planner.plan(d, &self.store.snapshot(), &self.indexes)
-    }
-}
+use crate::reconcile::testing::Nb;
+use crate::topology::desired::Desired;
 
 fn owner(name: &str) -> Owner {
     Owner {
