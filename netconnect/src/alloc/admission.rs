@@ -1,11 +1,11 @@
 //! The cluster manager's part of OKEP-5224: which networks each ClusterNetworkConnect
 //! selects, whether it can be accepted (every check of the OKEP's status section,
 //! each with its condition reason), its connect router's tunnel key and its networks'
-//! connect subnets (reference §5.2).
+//! connect subnets (docs/ovn-kubernetes.md §5.2).
 //!
 //! CNCs are taken in a fixed order, those accepted before first, then by name, so the
-//! outcome never depends on map order (OVN-Kubernetes' does: the defect of reference
-//! §5.2 step 6). New networks get their connect subnets in network id order.
+//! outcome never depends on map order (OVN-Kubernetes' does: the defect of
+//! docs/ovn-kubernetes.md §5.2). New networks get their connect subnets in network id order.
 //!
 //! A refused CNC connects nothing new: its annotations keep what was accepted before,
 //! less the networks that are no longer selected (isolation is the default, so a

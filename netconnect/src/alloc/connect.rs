@@ -1,4 +1,4 @@
-//! A ClusterNetworkConnect's addresses and keys (reference §5.2–5.3).
+//! A ClusterNetworkConnect's addresses and keys (docs/ovn-kubernetes.md §5.2–5.3).
 //!
 //! The cluster manager cuts each connected network's *connect subnets* out of the
 //! CNC's `connectSubnets` (`ConnectAllocator`): a whole `/networkPrefix` block per

@@ -31,7 +31,7 @@ pub(crate) const MAX_NODE_ID: u32 = 5000;
 /// Network ids are below this (OVN-Kubernetes' `MaxNetworks`); 0 is the default
 /// network's.
 pub(crate) const MAX_NETWORKS: u32 = 4096;
-/// Transit switches' tunnel keys are this plus the network id (reference §2.5).
+/// Transit switches' tunnel keys are this plus the network id (docs/ovn-kubernetes.md §2.5).
 pub(crate) const BASE_TRANSIT_SWITCH_TUNNEL_KEY: u32 = 16_711_683;
 /// The first tunnel key of the shared allocator, after the keys kept for transit
 /// switches (`16711683 + 4096`).

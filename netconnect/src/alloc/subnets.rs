@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn ipv4_subnets_crossing_a_byte_boundary_rotate_like_ovn_kubernetes() {
-        // Reference §7: 172.16.0.0/12 with /20 hands out 172.16.0.0/20 then 172.17.0.0/20.
+        // docs/ovn-kubernetes.md §7: 172.16.0.0/12 with /20 hands out 172.16.0.0/20 then 172.17.0.0/20.
         let mut a = SubnetAllocator::new();
         a.add_range(net("172.16.0.0/12"), 20);
         assert_eq!(

@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn pairs_follow_the_node_id() {
-        // Reference §3.1: node id 2 -> 100.88.0.4/31 + 100.88.0.5/31; vector id 4 -> .8/.9.
+        // docs/ovn-kubernetes.md §3.1: node id 2 -> 100.88.0.4/31 + 100.88.0.5/31; vector id 4 -> .8/.9.
         let (a, b) = node_pair(&"100.88.0.0/16".parse().unwrap(), 4).unwrap();
         assert_eq!(
             (a.to_string(), b.to_string()),

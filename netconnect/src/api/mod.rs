@@ -64,8 +64,8 @@ pub struct NodeInfo {
     /// A hash of what the topology builders read of the node besides its name and
     /// allocations (its chassis, gateway config, host addresses and MTU support),
     /// taken once as it is read: every network's key fingerprints every node's inputs
-    /// ([`crate::topology::NodeView`]), and hashing the gateway config 250k times was
-    /// a tenth of a node added's build at 500 × 500.
+    /// ([`crate::topology::NodeView`]): hashing the gateway config that often showed
+    /// in a node added's profile (`docs/benchmarks.md`).
     pub(crate) facts: u64,
 }
 
@@ -276,8 +276,8 @@ impl Inventory {
 
     /// [`Inventory::build`], taking the nodes of `before` whose objects and annotations
     /// are the same as they were, not read again (a node's `k8s.ovn.org/node-subnets`
-    /// lists every network's subnets: reading 500 nodes' was a fifth of a reload at
-    /// 500 networks).
+    /// lists every network's subnets: reading every node's showed in a reload's
+    /// profile at 500 networks).
     pub fn build_after(
         files: &[FileObjects],
         context: &Context,
@@ -586,8 +586,8 @@ fn node_info(
     if let Some(before) = before {
         // Only allocations differ (the daemon saved what it allocated, a network came
         // or went): every other reading stands, and a node's own allocations alone
-        // are read again (500 nodes read whole took 140 ms at 500 networks, their host
-        // subnets alone 22 ms); a node reads no other allocation.
+        // are read again (a node read whole costs several times its host subnets
+        // alone); a node reads no other allocation.
         if same_but(&before.read, &a, ALLOCATIONS) {
             let (node_id, subnets, transit_ifaddr) = allocated(&a)?;
             return Ok(NodeInfo {

@@ -23,7 +23,8 @@ use netconnect::daemon::args::Args;
 /// a burst: a network added at 500 × 500 writes 10 MB of node texts into a new state
 /// and builds 1500 rows, on memory the states and rows of the change before freed
 /// more than a second earlier. Given back, every page of it faulted in again, zeroed
-/// (the state of a network added took 11–54 ms, 8 ms with purging off). Memory
+/// (the state of a network added took several times longer than with purging off).
+/// Memory
 /// freed is still given back once the daemon has been quiet this long.
 /// `MIMALLOC_PURGE_DELAY` in the environment, which mimalloc reads itself, wins.
 const PURGE_DELAY_MS: std::ffi::c_long = 10_000;

@@ -270,14 +270,14 @@ impl Controller {
             while world.changed().await.is_ok() {
                 let w = world.borrow_and_update().clone();
                 // The keys whose inputs changed are queued first: the rest (the keys
-                // of owners gone, read from every owner index of the cache: 7-30 ms
-                // in netconnectd's log at 500 x 500) is no reason for them to wait.
+                // of owners gone, read from every owner index of the cache, which
+                // takes long at 500 x 500) is no reason for them to wait.
                 for k in w.changed_since(&previous) {
                     queue.add(k);
                 }
                 // And the worker woken for them runs now: the runtime keeps a task this
                 // one woke for this thread, where no other thread takes it, until this
-                // one yields (a network added waited 22 ms so at 500 x 500).
+                // one yields (a network added waited so at 500 x 500).
                 tokio::task::yield_now().await;
                 let started = std::time::Instant::now();
                 let keys = w.keys();

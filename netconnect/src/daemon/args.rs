@@ -131,10 +131,9 @@ pub struct Args {
     pub timeout: u64,
 }
 
-/// The default `--workers`. Small keys (1000 services from empty) take 1.9-2.6x the
-/// raw floor's time with 4 in flight and 1.3-2.2x with 8 or 16; big ones (500 × 500
-/// networks) are as fast with 2 as with 16, whose keys in flight cost 18% more peak
-/// memory than 2's (8: 7%) (`docs/benchmarks.md`).
+/// The default `--workers`: small keys (many services) gain from 8 in flight over 4,
+/// big ones (networks at 500 × 500) gain nothing past 2 and pay peak memory for each
+/// key in flight; 8 is between (the figures: `docs/benchmarks.md`).
 pub const DEFAULT_WORKERS: u16 = 8;
 
 impl Args {

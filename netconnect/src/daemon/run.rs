@@ -14,20 +14,24 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::http;
-use super::manifests::{self, ManifestDir};
 use super::metrics::Metrics;
+use super::seams::{ManifestSource, NoSink, Sink, Source, StatusDir};
 use crate::api::load::{FileObjects, Object};
 use crate::controller::{self, Backoff, Controller, ReadyTracker};
 use crate::reconcile::Reconciler;
 use crate::status;
-use crate::status::dir::{record_ready, State};
+use crate::status::dir::State;
 use crate::world::World;
 
 /// Runs netconnectd with `args`; the exit code, or why it could not run.
 pub async fn run(args: Args) -> Result<ExitCode, String> {
     let (events, reconciler) = connect(&args).await?;
-    let mut manifests = ManifestDir::new(&args.manifests);
-    let (world, state) = load(&args, &mut manifests)?;
+    let mut source: Box<dyn Source> = Box::new(ManifestSource::new(&args.manifests));
+    let sink: Arc<dyn Sink> = match &args.status_dir {
+        Some(dir) => Arc::new(StatusDir::new(dir)),
+        None => Arc::new(NoSink),
+    };
+    let (world, state) = load(&args, source.as_mut(), sink.as_ref())?;
     for p in &world.problems {
         eprintln!("{p}");
     }
@@ -36,23 +40,20 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
         return Ok(plan(&world, &reconciler));
     }
     let state = world.state(&state);
-    if let Some(dir) = &args.status_dir {
-        state
-            .save(dir)
-            .map_err(|e| format!("cannot write {}: {e}", dir.display()))?;
-    }
+    sink.save(&state, None)
+        .map_err(|e| format!("cannot write {}: {e}", sink.describe()))?;
     if args.once {
         // Nothing reads the cache's events in a single pass; a kept stream would stop
         // the cache once its buffer is full.
         drop(events);
-        return Ok(once(&args, &world, &reconciler).await);
+        return Ok(once(&args, &world, &reconciler, sink.as_ref()).await);
     }
     // The world served is read beside the state just saved, as every later reload is:
     // each node then carries the allocations it was given (read once here, the start's
     // world's allocations kept whole), and a later reload finds each node as it was
     // instead of reading every node's allocations again on the first change.
     let context = state.context(args.settings().reserved);
-    let files = read_manifests(&args, &mut manifests)?;
+    let files = read_inputs(source.as_mut())?;
     let world = World::build_in(&files, &context, args.settings(), Some(&world));
     let current = Current {
         state: Arc::new(state),
@@ -60,7 +61,8 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
         of: None,
         context: Arc::new(context),
     };
-    serve(args, world, current, manifests, events, reconciler).await
+    let seams = (source, sink);
+    serve(args, world, current, seams, events, reconciler).await
 }
 
 /// The NB cache's events and the reconciler over the cache, synced.
@@ -80,30 +82,29 @@ async fn connect(args: &Args) -> Result<(CacheEvents, Arc<Reconciler>), String> 
     Ok((events, Arc::new(reconciler)))
 }
 
-/// Reads the manifests and the state, and builds the world.
-fn load(args: &Args, manifests: &mut ManifestDir) -> Result<(World, State), String> {
-    let (state, state_problems) = match &args.status_dir {
-        Some(dir) => State::load(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?,
-        None => (State::default(), Vec::new()),
-    };
+/// Reads the inputs and the state, and builds the world.
+fn load(args: &Args, source: &mut dyn Source, sink: &dyn Sink) -> Result<(World, State), String> {
+    let (state, state_problems) = sink
+        .load()
+        .map_err(|e| format!("cannot read {}: {e}", sink.describe()))?;
     for p in state_problems {
         eprintln!("netconnectd: status dir: {p}");
     }
     // The status directory is read once, at the start: later worlds are completed by
     // the states the daemon works out.
-    let files = read_manifests(args, manifests)?;
+    let files = read_inputs(source)?;
     Ok((
         World::build_after(&files, &state, args.settings(), None),
         state,
     ))
 }
 
-/// Reads the manifests.
-fn read_manifests(args: &Args, manifests: &mut ManifestDir) -> Result<Vec<FileObjects>, String> {
+/// Reads the inputs.
+fn read_inputs(source: &mut dyn Source) -> Result<Vec<FileObjects>, String> {
     let started = std::time::Instant::now();
-    let files = manifests
+    let files = source
         .read()
-        .map_err(|e| format!("cannot read {}: {e}", args.manifests.display()))?;
+        .map_err(|e| format!("cannot read {}: {e}", source.describe()))?;
     tracing::debug!(took = ?started.elapsed(), "manifests read");
     Ok(files)
 }
@@ -141,7 +142,7 @@ fn plan(world: &World, reconciler: &Reconciler) -> ExitCode {
 
 /// `--once`: reconciles every key once, records the connects' zone conditions, prints
 /// each key's outcome; fails when a key did not converge or an object was invalid.
-async fn once(args: &Args, world: &World, reconciler: &Reconciler) -> ExitCode {
+async fn once(args: &Args, world: &World, reconciler: &Reconciler, sink: &dyn Sink) -> ExitCode {
     let outcomes = controller::once(
         reconciler,
         world,
@@ -151,7 +152,7 @@ async fn once(args: &Args, world: &World, reconciler: &Reconciler) -> ExitCode {
     )
     .await;
     let mut failed = false;
-    if let Some(dir) = &args.status_dir {
+    {
         let tracker = ReadyTracker::default();
         let mut ready = std::collections::BTreeMap::new();
         for o in &outcomes {
@@ -161,7 +162,7 @@ async fn once(args: &Args, world: &World, reconciler: &Reconciler) -> ExitCode {
         }
         for (cnc, outcome) in ready {
             let zone = world.zone_name();
-            if let Err(e) = record_ready(dir, &cnc, zone, &outcome, &status::now()) {
+            if let Err(e) = sink.record_ready(&cnc, zone, &outcome, &status::now()) {
                 eprintln!("netconnectd: cannot write the status of {cnc}: {e}");
             }
         }
@@ -194,23 +195,25 @@ async fn serve(
     args: Args,
     world: World,
     current: Current,
-    manifests: ManifestDir,
+    (source, sink): (Box<dyn Source>, Arc<dyn Sink>),
     events: CacheEvents,
     reconciler: Arc<Reconciler>,
 ) -> Result<ExitCode, String> {
     let (tx, rx) = tokio::sync::watch::channel(Arc::new(world));
     let shutdown = CancellationToken::new();
-    let run = start_controller(&args, rx, events, reconciler, &shutdown).await?;
+    let run = start_controller(&args, rx, events, reconciler, sink.clone(), &shutdown).await?;
     let (changed_tx, mut changed) = tokio::sync::mpsc::channel(1);
-    let _watcher = manifests::watch(&args.manifests, Duration::from_millis(100), changed_tx)
-        .map_err(|e| format!("cannot watch {}: {e}", args.manifests.display()))?;
+    let _watch = source
+        .watch(changed_tx)
+        .map_err(|e| format!("cannot watch {}: {e}", source.describe()))?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
     let mut serving = Serving {
         args,
         tx,
         current,
-        manifests,
+        source,
+        sink,
         quiet: Quiet::default(),
         files: Arc::new(Vec::new()),
         read_beside: None,
@@ -258,6 +261,7 @@ async fn start_controller(
     rx: tokio::sync::watch::Receiver<Arc<World>>,
     events: CacheEvents,
     reconciler: Arc<Reconciler>,
+    sink: Arc<dyn Sink>,
     shutdown: &CancellationToken,
 ) -> Result<tokio::task::JoinHandle<()>, String> {
     let controller = Controller::new(reconciler.clone(), rx.clone(), Backoff::default());
@@ -268,7 +272,7 @@ async fn start_controller(
         reconciler,
         metrics: Metrics::new(),
     });
-    let controller = controller.with_hook(outcome_hook(shared.clone(), args.status_dir.clone()));
+    let controller = controller.with_hook(outcome_hook(shared.clone(), sink));
     let queue = controller.queue();
     let run = tokio::spawn(controller.run_until(events, args.workers.into(), shutdown.clone()));
     if let Some(addr) = args.listen {
@@ -299,7 +303,10 @@ struct Serving {
     tx: tokio::sync::watch::Sender<Arc<World>>,
     /// The state last worked out.
     current: Current,
-    manifests: ManifestDir,
+    /// Where the inputs come from.
+    source: Box<dyn Source>,
+    /// Where the states go.
+    sink: Arc<dyn Sink>,
     /// What waits until the manifests have been quiet a moment after a reload.
     quiet: Quiet,
     /// The files the world served was built from.
@@ -339,7 +346,8 @@ impl Serving {
             }));
         }
         if self.quiet.fold && quiet() {
-            (self.current.saved, self.quiet.fold) = fold(&self.args, &self.current.state, quiet);
+            (self.current.saved, self.quiet.fold) =
+                fold(self.sink.as_ref(), &self.current.state, quiet);
         }
     }
 
@@ -355,7 +363,7 @@ impl Serving {
             _ => None,
         };
         let started = std::time::Instant::now();
-        let read = read_manifests(&self.args, &mut self.manifests).map(|f| {
+        let read = read_inputs(self.source.as_mut()).map(|f| {
             let world = World::build_in(
                 &f,
                 &self.current.context,
@@ -385,9 +393,9 @@ impl Serving {
             of: self.current.of.take(),
             ..self.current.clone()
         };
-        let (dir, reserved) = (self.args.status_dir.clone(), self.args.settings().reserved);
+        let (sink, reserved) = (self.sink.clone(), self.args.settings().reserved);
         self.saving = Some(tokio::task::spawn_blocking(move || {
-            save_state(world, since, dir.as_deref(), reserved, gate)
+            save_state(world, since, sink.as_ref(), reserved, gate)
         }));
     }
 
@@ -397,7 +405,7 @@ impl Serving {
             self.settle(task.await);
         }
         if self.quiet.fold {
-            fold(&self.args, &self.current.state, &|| true);
+            fold(self.sink.as_ref(), &self.current.state, &|| true);
         }
     }
 }
@@ -484,25 +492,18 @@ fn settle(
 fn save_state(
     world: Arc<World>,
     since: Current,
-    dir: Option<&std::path::Path>,
+    sink: &dyn Sink,
     reserved: crate::api::validate::Reserved,
     gate: crate::world::Saving,
 ) -> Saved {
     let started = std::time::Instant::now();
     let next = world.state_after(&since.state, since.of.as_deref());
     let stated = started.elapsed();
-    let (mut saved, mut fold) = (since.saved, false);
-    if let Some(dir) = dir {
-        let written = match saved {
-            true => next.save_since(&since.state, dir),
-            false => next.save(dir).map(|()| false),
-        };
-        if let Err(e) = &written {
-            tracing::error!(error = %e, "cannot write the status dir");
-        }
-        saved = written.is_ok();
-        fold = matches!(written, Ok(true));
+    let written = sink.save(&next, since.saved.then_some(&*since.state));
+    if let Err(e) = &written {
+        tracing::error!(error = %e, "cannot write the status dir");
     }
+    let (saved, fold) = (written.is_ok(), matches!(written, Ok(true)));
     drop(gate);
     tracing::debug!(
         state = ?stated,
@@ -536,12 +537,9 @@ fn nodes_changed(before: &State, after: &State) -> bool {
 /// ([`State::fold_while`]) while `go_on()` holds: whether the directory holds `state`
 /// (false when it could not be written: the next save is then a full one), and
 /// whether the fold is left to do.
-fn fold(args: &Args, state: &State, go_on: &dyn Fn() -> bool) -> (bool, bool) {
-    let Some(dir) = &args.status_dir else {
-        return (true, false);
-    };
+fn fold(sink: &dyn Sink, state: &State, go_on: &dyn Fn() -> bool) -> (bool, bool) {
     let started = std::time::Instant::now();
-    match state.fold_while(dir, go_on) {
+    match sink.fold(state, go_on) {
         Ok(done) => {
             tracing::debug!(took = ?started.elapsed(), done, "status journal folded");
             (true, !done)
@@ -555,19 +553,15 @@ fn fold(args: &Args, state: &State, go_on: &dyn Fn() -> bool) -> (bool, bool) {
 
 /// After each reconcile: the metrics, and a connect's `Ready-In-Zone-<zone>` condition
 /// in the status directory when its outcome changed.
-fn outcome_hook(
-    shared: Arc<http::Shared>,
-    status_dir: Option<std::path::PathBuf>,
-) -> controller::OutcomeHook {
+fn outcome_hook(shared: Arc<http::Shared>, sink: Arc<dyn Sink>) -> controller::OutcomeHook {
     let tracker = ReadyTracker::default();
     Arc::new(move |world, key, result, took| {
         shared
             .metrics
             .reconciled(key, result.as_ref().ok().map(|p| !p.is_empty()), took);
-        let Some(dir) = &status_dir else { return };
         if let Some((cnc, outcome)) = tracker.record(world, key, result) {
             let zone = world.zone_name();
-            if let Err(e) = record_ready(dir, &cnc, zone, &outcome, &status::now()) {
+            if let Err(e) = sink.record_ready(&cnc, zone, &outcome, &status::now()) {
                 tracing::error!(%cnc, error = %e, "cannot write the connect's status");
             }
         }

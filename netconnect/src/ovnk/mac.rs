@@ -1,5 +1,5 @@
 //! MAC addresses derived from IP addresses, as OVN-Kubernetes derives them
-//! (reference §1.5): `0a:58:` and the four IPv4 bytes; for IPv6, `0a:58:` and the first
+//! (docs/ovn-kubernetes.md §1.5): `0a:58:` and the four IPv4 bytes; for IPv6, `0a:58:` and the first
 //! four bytes of the SHA-256 of the address's RFC 5952 text. A port's MAC comes from
 //! the first entry of its networks (IPv4 first in dual stack).
 

@@ -1,4 +1,4 @@
-//! OVN-Kubernetes' names for a network's NB objects (reference §1.1–1.3). Routers and
+//! OVN-Kubernetes' names for a network's NB objects (docs/ovn-kubernetes.md §1.1–1.3). Routers and
 //! switches are named with the network's *prefix* (`-` and `/` replaced by `.`, then
 //! `_`); ClusterNetworkConnect ports use the raw network name.
 

@@ -80,10 +80,9 @@ fn comment(desired: &Desired) -> Operation {
 pub(crate) const FREED_APART: usize = 256;
 
 /// Frees `v` on a blocking thread, off the caller's path: a network added at 500 nodes
-/// (1519 rows) spent 5.7 ms of its 80 ms reconcile after its rows were shown freeing
-/// the snapshot it was planned in (3.7 ms: the last holder of the versions its
-/// transaction replaced) and its desired rows (2 ms). Dropped at once outside a Tokio
-/// runtime.
+/// (1519 rows) spent a noticeable part of its reconcile, after its rows were shown,
+/// freeing the snapshot it was planned in (the last holder of the versions its
+/// transaction replaced) and its desired rows. Dropped at once outside a Tokio runtime.
 pub(crate) fn free_apart<T: Send + 'static>(v: T) {
     if let Ok(rt) = tokio::runtime::Handle::try_current() {
         rt.spawn_blocking(move || drop(v));

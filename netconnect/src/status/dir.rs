@@ -274,7 +274,7 @@ impl State {
 
     /// [`State::fold_while`], `DIR/.lock` held.
     fn fold_locked(&self, dir: &Path, go_on: &dyn Fn() -> bool) -> io::Result<bool> {
-        // About 30 ms of writing at 500 networks.
+        // A batch of files between looks at whether to go on.
         const AT_ONCE: usize = 64;
         if !journal::exists(dir) {
             return Ok(true);
@@ -297,7 +297,7 @@ impl State {
 
 /// Writes `objects` to their files in `dir` ([`write_object`]) a few at a time: each
 /// write waits until its file is on disk, and a network added changes every node's
-/// file (500 one after the other took 0.3 s here). Returns the files' paths.
+/// file (one after the other, they add up). Returns the files' paths.
 fn write_objects(dir: &Path, objects: &[&Object]) -> io::Result<Vec<PathBuf>> {
     const WRITERS: usize = 8;
     if objects.len() < 2 {

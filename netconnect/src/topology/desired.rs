@@ -3,7 +3,7 @@
 //! Topology builders add nb-model rows to a [`Desired`]. Each row has an *identity*
 //! unique within its table and owner (a switch's or port's name; for a route, its
 //! router, policy, prefix and next hop), and is stamped with its owner in
-//! `external_ids` (reference §1.4):
+//! `external_ids` (docs/ovn-kubernetes.md §1.4):
 //!
 //! - `k8s.ovn.org/owner-controller`: the controller, `<network>-network-controller`
 //!   for a network's rows;
@@ -32,7 +32,7 @@ use ovsdb_proto::{Atom, Datum, Row};
 
 /// Rows of a table the key refers to without naming them: every row whose
 /// `external_ids` hold all of `external_ids` and whose name ends with `name_suffix`
-/// (OVN-Kubernetes' ClusterIP load balancers of a network, reference §5.7).
+/// (OVN-Kubernetes' ClusterIP load balancers of a network, docs/ovn-kubernetes.md §5.7).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Selection {
     /// The table.

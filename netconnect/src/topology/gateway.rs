@@ -1,4 +1,4 @@
-//! The gateway router of a local node (`GR_<p><node>`, reference §2.6), shared by the
+//! The gateway router of a local node (`GR_<p><node>`, docs/ovn-kubernetes.md §2.6), shared by the
 //! Layer3 and Layer2 topologies, and its external side when the node carries
 //! `k8s.ovn.org/l3-gateway-config`: the external switch `ext_<p><node>` with its
 //! localnet port, the `rtoe-`/`etor-` pair, the default and masquerade routes, the

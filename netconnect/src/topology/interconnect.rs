@@ -1,4 +1,4 @@
-//! What joins a network's zone to the other zones (OVN interconnection, reference §2.4
+//! What joins a network's zone to the other zones (OVN interconnection, docs/ovn-kubernetes.md §2.4
 //! and §3): Layer3's transit switch `<p>transit_switch` with the local node's
 //! `tstor-`/`rtots-` pair and a `type=remote` port per remote node, and the routes to
 //! a remote node's host subnets and gateway router through it; Layer2's remote

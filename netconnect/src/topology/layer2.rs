@@ -1,4 +1,4 @@
-//! A primary Layer2 network with a transit router (OKEP-5094, reference §3).
+//! A primary Layer2 network with a transit router (OKEP-5094, docs/ovn-kubernetes.md §3).
 //!
 //! One switch `<p>ovn_layer2_switch` spans every node (its tunnel key is the network's
 //! first key). The distributed transit router `<p>transit_router` (the second key) is

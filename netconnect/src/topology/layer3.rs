@@ -1,4 +1,4 @@
-//! A primary Layer3 network (reference §2): a distributed cluster router with a switch
+//! A primary Layer3 network (docs/ovn-kubernetes.md §2): a distributed cluster router with a switch
 //! per node, a join switch to the gateway routers, and a transit switch to the nodes of
 //! other zones. With OKEP-5377 the network has several cluster subnets; every node
 //! still gets one host subnet per family, and the priority-102 policies allow every

@@ -1,8 +1,8 @@
 //! Desired NB rows, computed by pure functions from the inputs and allocations: no I/O,
 //! the same inputs always give the same rows.
 //!
-//! - [`layer3`]: a primary Layer3 network (reference §2, OKEP-5377);
-//! - [`layer2`]: a primary Layer2 network with its transit router (reference §3,
+//! - [`layer3`]: a primary Layer3 network (docs/ovn-kubernetes.md §2, OKEP-5377);
+//! - [`layer2`]: a primary Layer2 network with its transit router (docs/ovn-kubernetes.md §3,
 //!   OKEP-5094);
 //! - [`gateway`]: the gateway router of a local node and its external side;
 //! - [`host`]: the management port to the node's host, its SNAT and reroutes;

@@ -1,4 +1,4 @@
-//! Service-only connectivity (reference §5.8): with `ServiceNetwork` but not
+//! Service-only connectivity (docs/ovn-kubernetes.md §5.8): with `ServiceNetwork` but not
 //! `PodNetwork`, the routing of [`super`] is still programmed, and three
 //! tier-0 ACLs on each connected switch of the zone keep pods of different networks
 //! from reaching each other directly:
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn address_set_names_are_ovn_kubernetes_hashes() {
-        // Reference §1.3.
+        // docs/ovn-kubernetes.md §1.3.
         assert_eq!(
             address_set_name("partial-cnc", true),
             "a8754569580458222878"

@@ -1,4 +1,4 @@
-//! A ClusterNetworkConnect in one zone (reference §5.4–5.6): the connect router, its
+//! A ClusterNetworkConnect in one zone (docs/ovn-kubernetes.md §5.4–5.6): the connect router, its
 //! ports toward each connected network's router, the policies that send a network's
 //! traffic for another connected network to it, and its routes back.
 //!

@@ -1,4 +1,4 @@
-//! One connected network's rows of a connect (one partition, reference §5.4–5.6): the
+//! One connected network's rows of a connect (one partition, docs/ovn-kubernetes.md §5.4–5.6): the
 //! connect router's port toward each of its nodes (Layer3) or toward it (Layer2), the
 //! peer on its router, the connect router's routes back to it, and its policies
 //! toward the other connected networks. Each node's rows and each policy group are a

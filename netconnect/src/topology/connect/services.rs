@@ -1,4 +1,4 @@
-//! ClusterIP services across connected networks (reference §5.7): a load balancer
+//! ClusterIP services across connected networks (docs/ovn-kubernetes.md §5.7): a load balancer
 //! group `cnc_svc_<cnc>` holding every connected network's ClusterIP load balancers, on
 //! each connected network's switches in the zone.
 //!

@@ -1,4 +1,4 @@
-//! ClusterNetworkConnect rows pinned with reference §5 (OKEP-5224 as OVN-Kubernetes
+//! ClusterNetworkConnect rows pinned with docs/ovn-kubernetes.md §5 (OKEP-5224 as OVN-Kubernetes
 //! implements it, `ovn/controller/networkconnect/topology.go`): the connect router,
 //! its ports and their peers, the policies toward it, the routes back, the services
 //! group and the service-only ACLs.

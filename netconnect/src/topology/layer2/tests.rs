@@ -1,4 +1,4 @@
-//! Layer2 rows pinned with the reference's vector (§3.2, from OVN-Kubernetes'
+//! Layer2 rows pinned with OVN-Kubernetes' vector (docs/ovn-kubernetes.md §3.2, from OVN-Kubernetes'
 //! layer2_user_defined_network_controller_test.go): network id 2, tunnel keys
 //! `[16711685, 16715780]`, node `test-node` with id 4 and a gateway on
 //! 192.168.126.202, subnet 100.200.0.0/16, and a stale remote node with id 5.
@@ -218,7 +218,7 @@ fn keys_are_allocated_when_missing_and_transit_moves_off_an_overlap() {
 
 #[test]
 fn local_gateway_mode_commits_all_and_sends_the_pods_out_through_the_management_port() {
-    // Reference §3.2: ct-commit-all on the transit router; the src-ip route of the
+    // docs/ovn-kubernetes.md §3.2: ct-commit-all on the transit router; the src-ip route of the
     // network's subnet goes via the gateway router in shared gateway mode, via the
     // management port in local gateway mode.
     let yaml = cudn(

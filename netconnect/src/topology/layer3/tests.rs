@@ -1,4 +1,4 @@
-//! Layer3 rows pinned with the reference's vectors (§2, from OVN-Kubernetes'
+//! Layer3 rows pinned with OVN-Kubernetes' vectors (docs/ovn-kubernetes.md §2, from OVN-Kubernetes'
 //! layer3_user_defined_network_controller_test.go) and OKEP-5377's policies.
 
 use nb_model::{
@@ -29,7 +29,7 @@ fn gw_config(ip: &str, hop: &str) -> String {
     )
 }
 
-/// The reference's node: id 4 (its GR join address 100.65.0.4), transit address
+/// OVN-Kubernetes' test node (`layer3_user_defined_network_controller_test.go`): id 4 (its GR join address 100.65.0.4), transit address
 /// 100.88.0.3 (annotated), host subnet 192.168.1.0/24, a gateway on 192.168.126.202.
 fn test_node() -> String {
     node(
@@ -424,7 +424,7 @@ fn a_node_with_no_zone_filter_is_local_and_the_result_is_deterministic() {
 
 #[test]
 fn local_gateway_mode_commits_all_and_sends_the_nodes_pods_out_through_the_management_port() {
-    // Reference §2.1 and §2.6: ct-commit-all on the cluster router; the src-ip route
+    // docs/ovn-kubernetes.md §2.1 and §2.6: ct-commit-all on the cluster router; the src-ip route
     // of the node's host subnet via the management port (192.168.1.2), not the GR.
     let (inv, alloc) =
         cluster(&(cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2) + &test_node()));
