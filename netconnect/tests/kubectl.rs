@@ -59,6 +59,7 @@ fn every_kubectl_dump_is_read_with_no_problem() {
         "ClusterNetworkConnect",
         "Service",
         "EndpointSlice",
+        "NetworkAttachmentDefinition",
     ];
     assert_eq!(
         kinds,
@@ -99,6 +100,16 @@ fn a_dumps_services_are_programmed_as_ovn_kubernetes_would() {
         .unwrap();
         assert_eq!(np.vips.get(vip).map(String::as_str), Some(""), "{np:?}");
     }
+    // The networks keep the ids OVN-Kubernetes gave them, as their
+    // NetworkAttachmentDefinitions carry them (the UDN and CUDN carry none), and the
+    // Layer2 network its tunnel keys; another plugin's attachment is left alone.
+    assert_eq!(world.allocations.network_ids["red_net"], 2);
+    assert_eq!(world.allocations.network_ids["cluster_udn_blue"], 3);
+    assert_eq!(
+        world.allocations.tunnel_keys["cluster_udn_blue"],
+        [16711686, 16715779]
+    );
+    assert_eq!(inv.nads.len(), 2, "{:?}", inv.nads.keys());
     // The default network's service is validated and left to OVN-Kubernetes.
     assert!(inv.services.contains_key("default/kubernetes"));
     assert!(!world

@@ -10,7 +10,8 @@ use serde::Deserialize;
 
 use super::meta::{Meta, ObjectMeta};
 use super::objects::{
-    ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, Node, UserDefinedNetwork,
+    ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, NetworkAttachmentDefinition, Node,
+    UserDefinedNetwork,
 };
 use super::service::{EndpointSlice, Service};
 
@@ -53,6 +54,8 @@ pub enum Object {
     Service(Box<Service>),
     /// `discovery.k8s.io/v1 EndpointSlice`.
     EndpointSlice(Box<EndpointSlice>),
+    /// `k8s.cni.cncf.io/v1 NetworkAttachmentDefinition`.
+    NetworkAttachmentDefinition(Box<NetworkAttachmentDefinition>),
 }
 
 impl Object {
@@ -66,6 +69,7 @@ impl Object {
             Object::ClusterNetworkConnect(_) => "ClusterNetworkConnect",
             Object::Service(_) => "Service",
             Object::EndpointSlice(_) => "EndpointSlice",
+            Object::NetworkAttachmentDefinition(_) => "NetworkAttachmentDefinition",
         }
     }
 
@@ -84,6 +88,7 @@ impl Object {
             Object::ClusterNetworkConnect(o) => &o.metadata,
             Object::Service(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
+            Object::NetworkAttachmentDefinition(o) => &o.metadata,
         }
     }
 }
@@ -407,6 +412,12 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
                 format!("{kind} is apiVersion discovery.k8s.io/v1, not \"{api_version}\""),
             )
         }
+        "NetworkAttachmentDefinition" if !group_ok("k8s.cni.cncf.io/v1") => {
+            return fail(
+                Some("apiVersion".into()),
+                format!("{kind} is apiVersion k8s.cni.cncf.io/v1, not \"{api_version}\""),
+            )
+        }
         "Node" => Object::Node(Box::new(typed(value, &label)?)),
         "Service" => Object::Service(Box::new(typed(value, &label)?)),
         "EndpointSlice" => Object::EndpointSlice(Box::new(typed(value, &label)?)),
@@ -416,6 +427,9 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
             Object::ClusterUserDefinedNetwork(Box::new(typed(value, &label)?))
         }
         "ClusterNetworkConnect" => Object::ClusterNetworkConnect(Box::new(typed(value, &label)?)),
+        "NetworkAttachmentDefinition" => {
+            Object::NetworkAttachmentDefinition(Box::new(typed(value, &label)?))
+        }
         _ => return Ok(None),
     };
     if object.name().is_empty() || name.is_none() {
@@ -423,7 +437,10 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
     }
     let namespaced = matches!(
         object,
-        Object::UserDefinedNetwork(_) | Object::Service(_) | Object::EndpointSlice(_)
+        Object::UserDefinedNetwork(_)
+            | Object::Service(_)
+            | Object::EndpointSlice(_)
+            | Object::NetworkAttachmentDefinition(_)
     );
     match (namespaced, namespace.as_deref()) {
         (true, None | Some("")) => fail(

@@ -8,6 +8,7 @@
 pub mod annotations;
 pub mod load;
 pub mod meta;
+pub mod nad;
 pub mod network;
 pub mod objects;
 pub mod selector;
@@ -135,6 +136,8 @@ pub struct Inventory {
     pub(crate) endpoint_slices: BTreeMap<SliceKey, service::EndpointSlice>,
     /// Objects skipped or partly refused, with why.
     pub problems: Vec<Problem>,
+    /// OVN-Kubernetes' NetworkAttachmentDefinitions, by the network they are for.
+    pub nads: BTreeMap<String, Vec<nad::NadInfo>>,
     /// Network objects refused as a whole (their reasons are among the problems).
     pub(crate) refused_networks: Vec<Object>,
 }
@@ -313,6 +316,7 @@ impl Inventory {
                 inv.add(origin, object, context, before, &mut prefixes);
             }
         }
+        inv.take_nad_ids();
         inv.assign_primary_networks();
         inv
     }
@@ -395,6 +399,11 @@ impl Inventory {
                     self.endpoint_slices.insert(key, (**slice).clone());
                 }
             }
+            Object::NetworkAttachmentDefinition(nad) => match nad::nad_info(origin, nad) {
+                Ok(Some((network, info))) => self.nads.entry(network).or_default().push(info),
+                Ok(None) => {}
+                Err((field, message)) => self.problems.push(problem(Some(field), message)),
+            },
             Object::ClusterNetworkConnect(cnc) => match connect_info(origin, cnc, context) {
                 Ok((info, refused)) => {
                     if let Some(e) = refused {

@@ -295,3 +295,22 @@ pub struct ClusterNetworkConnectStatus {
     )]
     pub conditions: Vec<Condition>,
 }
+
+/// `spec` of a NetworkAttachmentDefinition (the derive makes
+/// [`NetworkAttachmentDefinition`]).
+#[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[kube(
+    group = "k8s.cni.cncf.io",
+    version = "v1",
+    kind = "NetworkAttachmentDefinition",
+    namespaced,
+    schema = "disabled",
+    derive = "PartialEq",
+    doc = "A network attachment (`k8s.cni.cncf.io/v1 NetworkAttachmentDefinition`)."
+)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkAttachmentDefinitionSpec {
+    /// The CNI configuration, JSON.
+    #[serde(default)]
+    pub config: String,
+}

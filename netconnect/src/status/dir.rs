@@ -433,6 +433,7 @@ fn to_yaml(o: &Object) -> io::Result<String> {
         Object::ClusterNetworkConnect(c) => y(c),
         Object::Service(s) => y(s),
         Object::EndpointSlice(s) => y(s),
+        Object::NetworkAttachmentDefinition(n) => y(n),
     }
 }
 
