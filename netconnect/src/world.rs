@@ -12,11 +12,27 @@ use crate::ovnk::ownership::Owner;
 use crate::status::dir::State;
 use crate::topology::{Inputs, TopologyConfig};
 
+/// Which rows netconnect writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Manage {
+    /// Everything it knows: the cluster rows, the networks, their services, the
+    /// ClusterNetworkConnects (an NB it alone writes).
+    #[default]
+    All,
+    /// The ClusterNetworkConnects only, beside OVN-Kubernetes, which writes the
+    /// networks and services: their rows are found by their names, never written; a
+    /// connect adds only its own rows and its own elements of their sets; the rows of
+    /// a connect not in the manifests are reported, never removed.
+    Connects,
+}
+
 /// Settings that are not in the manifests.
 #[derive(Clone, Debug, Default)]
 pub struct Settings {
     /// The zone served; `None` serves every node (one NB for the whole cluster).
     pub zone: Option<String>,
+    /// Which rows are written.
+    pub manage: Manage,
     /// Ranges networks must stay out of.
     pub reserved: Reserved,
     /// Cluster-wide allocation settings.

@@ -344,8 +344,15 @@ fn forget_gone_of(world: &World, keys: &[Key], reconciler: &Reconciler) {
 /// Every key of `world`, and the keys of owners in the NB that `world` no longer
 /// defines (looked for in every owner index of the cache).
 pub fn all_keys(world: &World, reconciler: &Reconciler) -> Vec<Key> {
+    let snap = reconciler.cache().snapshot();
     let mut keys = world.keys();
-    keys.extend(world.gone_in(&reconciler.cache().snapshot(), reconciler.indexes()));
+    keys.extend(world.gone_in(&snap, reconciler.indexes()));
+    for owner in world.left_alone(&snap, reconciler.indexes()) {
+        tracing::warn!(
+            %owner,
+            "rows of an owner not in the manifests are left alone beside OVN-Kubernetes (--manage connects): another controller may own them"
+        );
+    }
     keys
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::topology::GatewayMode;
-use crate::world::Settings;
+use crate::world::{Manage, Settings};
 
 /// Programs OVN_Northbound with OVN-Kubernetes' user-defined network topologies.
 /// Every option may also be given in the environment (`NETCONNECTD_NB`, …; a flag on
@@ -30,6 +30,11 @@ pub struct Args {
     /// (also where allocations are kept between runs).
     #[arg(long, value_name = "DIR", env = "NETCONNECTD_STATUS_DIR")]
     pub(crate) status_dir: Option<PathBuf>,
+    /// What to write: `all` (the cluster rows, networks, services and connects: an NB
+    /// netconnectd alone writes), or `connects` (only the ClusterNetworkConnects,
+    /// beside OVN-Kubernetes, whose networks and services it never writes).
+    #[arg(long, value_name = "all|connects", default_value = "all", value_parser = ["all", "connects"], env = "NETCONNECTD_MANAGE")]
+    pub manage: String,
     /// Reconcile everything once, then exit: 0 when every key converged and every
     /// object was valid, 1 otherwise.
     #[arg(long)]
@@ -141,6 +146,10 @@ impl Args {
     pub fn settings(&self) -> Settings {
         let mut s = Settings {
             zone: self.zone.clone(),
+            manage: match self.manage.as_str() {
+                "connects" => Manage::Connects,
+                _ => Manage::All,
+            },
             ..Default::default()
         };
         if !self.service_cidrs.is_empty() {

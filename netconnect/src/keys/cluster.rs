@@ -16,6 +16,10 @@ pub(super) const PHASE: usize = 0;
 pub(super) struct Cluster;
 
 impl Kind for Cluster {
+    fn owns(&self, owner: &Owner) -> bool {
+        *owner == topology::cluster::owner()
+    }
+
     fn keys(&self, _world: &World) -> Vec<Key> {
         vec![Key::Cluster]
     }

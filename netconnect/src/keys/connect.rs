@@ -12,7 +12,7 @@ use crate::ovnk::ownership::{connect_owner, partition_of, IdForm, Owner, Scope};
 use crate::topology::connect::{self, services};
 use crate::topology::desired::Fragments;
 use crate::topology::{BuildError, Desired};
-use crate::world::World;
+use crate::world::{Manage, World};
 
 /// A connect's own rows come after the networks and services they refer to.
 pub(super) const PHASE: usize = 3;
@@ -23,6 +23,14 @@ pub(super) const NETWORK_PHASE: usize = 4;
 pub(super) struct Connects;
 
 impl Kind for Connects {
+    fn managed_in(&self, _manage: Manage) -> bool {
+        true
+    }
+
+    fn owns(&self, owner: &Owner) -> bool {
+        *owner == connect_owner(&owner.name)
+    }
+
     fn keys(&self, world: &World) -> Vec<Key> {
         let mut keys: Vec<Key> = world
             .inventory
@@ -73,19 +81,24 @@ impl Kind for Connects {
     }
 
     fn woken(&self, world: &World, event: &RowEvent) -> Vec<Wake> {
+        let named = || {
+            event
+                .row
+                .get("external_ids")
+                .and_then(|d| d.get_str(nb_model::keys::ovn_k8s::NETWORK))
+                .and_then(Atom::as_str)
+        };
         let network = match (event.key, event.owner, event.table) {
             // A network's router or switch: the connects put their rows on them.
             (Some(Key::Network(net)), _, "Logical_Router" | "Logical_Switch") => Some(net.as_str()),
+            // OVN-Kubernetes' (beside it): named by its network.
+            (_, None, "Logical_Router" | "Logical_Switch") => named(),
             // A service's load balancer: the connects of its network group them.
             (_, Some(owner), "Load_Balancer") => {
                 owner.controller.strip_suffix("-network-controller")
             }
             // Another party's (OVN-Kubernetes' services controller) naming its network.
-            (_, None, "Load_Balancer") => event
-                .row
-                .get("external_ids")
-                .and_then(|d| d.get_str(nb_model::keys::ovn_k8s::NETWORK))
-                .and_then(Atom::as_str),
+            (_, None, "Load_Balancer") => named(),
             _ => None,
         };
         network

@@ -26,7 +26,7 @@ use crate::ovnk::ownership::{is_ours, Owner, Scope};
 use crate::reconcile::NbIndexes;
 use crate::topology::desired::{Fragments, NoFragments};
 use crate::topology::{BuildError, Desired};
-use crate::world::World;
+use crate::world::{Manage, World};
 
 /// A reconcile key: a set of NB rows with one owner, written in one transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -120,6 +120,16 @@ pub(crate) struct RowEvent<'a> {
 /// What each kind of key does across the kinds: the loops of this module ask every
 /// kind in turn ([`KINDS`]).
 trait Kind: Sync {
+    /// Whether the kind's rows are written in mode `manage` (all but the connects'
+    /// are OVN-Kubernetes' beside it).
+    fn managed_in(&self, manage: Manage) -> bool {
+        manage == Manage::All
+    }
+
+    /// True when `owner` is of the kind's type, whether the inputs define its key or
+    /// not.
+    fn owns(&self, owner: &Owner) -> bool;
+
     /// The keys of the kind `world` defines, in their order.
     fn keys(&self, world: &World) -> Vec<Key>;
 
@@ -164,11 +174,23 @@ const KINDS: [&dyn Kind; 4] = [
 ];
 
 impl World {
+    /// The kinds whose rows this world's settings write.
+    fn kinds(&self) -> impl Iterator<Item = &'static dyn Kind> {
+        let manage = self.settings.manage;
+        KINDS.into_iter().filter(move |k| k.managed_in(manage))
+    }
+
+    /// True when rows of `owner` are netconnect's to write in this world's mode.
+    pub fn manages(&self, owner: &Owner) -> bool {
+        is_ours(owner) && self.kinds().any(|k| k.owns(owner))
+    }
+
     /// The keys the inputs define: the cluster rows, then each network in name order,
     /// then the services on them, then each ClusterNetworkConnect (whose rows go on the
-    /// networks'), then each connected network of each.
+    /// networks'), then each connected network of each; only the connects' beside
+    /// OVN-Kubernetes ([`Manage::Connects`]).
     pub fn keys(&self) -> Vec<Key> {
-        KINDS.iter().flat_map(|k| k.keys(self)).collect()
+        self.kinds().flat_map(|k| k.keys(self)).collect()
     }
 
     /// The keys of this world that may write something other than what they wrote
@@ -176,8 +198,7 @@ impl World {
     /// are the same. (A key whose rows someone else changed is woken by the change
     /// itself.)
     pub fn changed_since(&self, previous: &World) -> Vec<Key> {
-        KINDS
-            .iter()
+        self.kinds()
             .flat_map(|k| k.changed(previous, self))
             .collect()
     }
@@ -206,8 +227,7 @@ impl World {
     /// `World::key_of` gives a key that is not [`Key::Gone`].
     pub fn owners(&self) -> &std::collections::HashSet<Owner> {
         self.owners_once().get_or_init(|| {
-            KINDS
-                .iter()
+            self.kinds()
                 .flat_map(|k| k.owners(self))
                 .filter(|o| !matches!(self.key_of(o), Key::Gone(_)))
                 .collect()
@@ -224,13 +244,34 @@ impl World {
     }
 
     /// The keys that own rows in the NB but are no longer defined, from the owners
-    /// found there.
+    /// found there. Beside OVN-Kubernetes ([`Manage::Connects`]) there are none: the
+    /// rows of a connect not in the manifests may be those of OVN-Kubernetes' own
+    /// connect controller; they are reported ([`World::left_alone`]), never removed.
     pub fn gone<'a>(&self, owners: impl IntoIterator<Item = &'a Owner>) -> BTreeSet<Key> {
+        if self.settings.manage != Manage::All {
+            return BTreeSet::new();
+        }
         owners
             .into_iter()
-            .filter(|o| is_ours(o))
+            .filter(|o| self.manages(o))
             .map(|o| self.key_of(o))
             .filter(|k| matches!(k, Key::Gone(_)))
+            .collect()
+    }
+
+    /// Beside OVN-Kubernetes ([`Manage::Connects`]): the owners of rows in `snap` that
+    /// the keys would remove were netconnect the NB's only writer (a connect not in the
+    /// manifests), which it leaves alone. None when it is.
+    pub fn left_alone(&self, snap: &Snapshot, nb: &NbIndexes) -> BTreeSet<Owner> {
+        if self.settings.manage == Manage::All {
+            return BTreeSet::new();
+        }
+        let unstamped = self.kinds().flat_map(|k| k.unstamped_owners(snap));
+        nb.owners(snap)
+            .into_iter()
+            .cloned()
+            .chain(unstamped)
+            .filter(|o| self.manages(o) && matches!(self.key_of(o), Key::Gone(_)))
             .collect()
     }
 
@@ -239,7 +280,7 @@ impl World {
     /// ClusterNetworkConnect's load balancer group).
     pub(crate) fn gone_in(&self, snap: &Snapshot, nb: &NbIndexes) -> BTreeSet<Key> {
         let mut gone = self.gone(nb.owners(snap));
-        for kind in KINDS {
+        for kind in self.kinds() {
             gone.extend(self.gone(&kind.unstamped_owners(snap)));
         }
         gone
@@ -282,7 +323,7 @@ impl World {
 /// when deleted): the key that owns it, if netconnect does, and what each kind says.
 pub(crate) fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
     let ids = row.get("external_ids");
-    let owner = ids.and_then(Owner::of).filter(is_ours);
+    let owner = ids.and_then(Owner::of).filter(|o| world.manages(o));
     let key = owner
         .as_ref()
         .map(|o| ids.map_or_else(|| world.key_of(o), |ids| world.key_of_row(o, ids)));
@@ -292,7 +333,9 @@ pub(crate) fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
         owner: owner.as_ref(),
         key: key.as_ref(),
     };
-    let mut out: Vec<Wake> = KINDS.iter().flat_map(|k| k.woken(world, &event)).collect();
-    out.extend(key.map(Wake::Own));
+    let mut out: Vec<Wake> = world.kinds().flat_map(|k| k.woken(world, &event)).collect();
+    // Beside OVN-Kubernetes, rows of an owner gone are left alone ([`World::gone`]).
+    let removable = |k: &Key| !matches!(k, Key::Gone(_)) || world.settings.manage == Manage::All;
+    out.extend(key.filter(removable).map(Wake::Own));
     out
 }

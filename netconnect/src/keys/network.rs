@@ -21,6 +21,10 @@ pub(super) const PHASE: usize = 1;
 pub(super) struct Networks;
 
 impl Kind for Networks {
+    fn owns(&self, owner: &Owner) -> bool {
+        network_of_owner(owner).is_some()
+    }
+
     fn keys(&self, world: &World) -> Vec<Key> {
         world
             .inventory

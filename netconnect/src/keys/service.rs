@@ -17,6 +17,10 @@ pub(super) const PHASE: usize = 2;
 pub(super) struct Services;
 
 impl Kind for Services {
+    fn owns(&self, owner: &Owner) -> bool {
+        owner.kind == SERVICE_OWNER_TYPE && owner.controller.ends_with("-network-controller")
+    }
+
     fn keys(&self, world: &World) -> Vec<Key> {
         let inv = &world.inventory;
         inv.services

@@ -349,3 +349,56 @@ fn a_services_own_load_balancer_wakes_the_service_and_its_networks_connects() {
     let d = gone.desired(key).unwrap();
     assert!(d.is_empty() && d.claims().next().is_none(), "{d:?}");
 }
+
+#[test]
+fn beside_ovn_kubernetes_only_the_connects_are_keys_and_their_routers_changes_wake_them() {
+    let files = [parse_file(Path::new("m.yaml"), MANIFESTS)];
+    let settings = Settings {
+        manage: crate::world::Manage::Connects,
+        ..Default::default()
+    };
+    let w = World::build(&files, &State::default(), settings);
+    let keys = w.keys();
+    assert!(!keys.is_empty());
+    assert!(
+        keys.iter()
+            .all(|k| matches!(k, Key::Connect(_) | Key::ConnectNetwork(..))),
+        "{keys:?}"
+    );
+    // A network's router as OVN-Kubernetes writes it (no owner stamp, its network
+    // named): the connects of that network look again; nothing is the router's key.
+    let router = row(
+        "Logical_Router",
+        &[
+            ("k8s.ovn.org/network", "cluster_udn_blue"),
+            ("k8s-cluster-router", "yes"),
+        ],
+    );
+    let mut got = woken(&w, "Logical_Router", &router);
+    got.sort();
+    let mut want: Vec<Wake> = connects_of(&w, "cluster_udn_blue")
+        .into_iter()
+        .map(Wake::Look)
+        .collect();
+    want.sort();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
+    // A row stamped with a network's owner is not netconnect's here.
+    let stamped = row("Logical_Switch", &ids(&owned_by("blue")));
+    assert!(woken(&w, "Logical_Switch", &stamped)
+        .iter()
+        .all(|k| matches!(k, Wake::Look(Key::Connect(_) | Key::ConnectNetwork(..)))));
+    // Another connect's rows, gone from the manifests, wake no key that removes them.
+    let other = crate::ovnk::ownership::connect_owner("other");
+    let stamp = [
+        ("k8s.ovn.org/owner-controller", other.controller.clone()),
+        ("k8s.ovn.org/owner-type", other.kind.clone()),
+        ("k8s.ovn.org/name", other.name.clone()),
+    ];
+    let theirs = row("Logical_Router", &ids(&stamp));
+    assert!(woken(&w, "Logical_Router", &theirs).is_empty());
+    assert!(w.gone([&other]).is_empty());
+    // The same world managing everything removes them.
+    let all = World::build(&files, &State::default(), Settings::default());
+    assert_eq!(all.gone([&other]).len(), 1);
+}

@@ -149,7 +149,7 @@ impl Plan {
     }
 
     /// A one-line account: `+3 ~1 -2 (foreign 1)`.
-    pub(crate) fn summary(&self) -> String {
+    pub fn summary(&self) -> String {
         let mut s = format!(
             "+{} ~{} -{}",
             self.inserted.len(),

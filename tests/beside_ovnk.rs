@@ -1,0 +1,237 @@
+//! netconnect beside OVN-Kubernetes (`--manage connects`), on a real NB whose networks
+//! are OVN-Kubernetes': their rows as netconnect would write them (the same names,
+//! columns and `external_ids`) but without the owner stamps netconnect adds where
+//! OVN-Kubernetes has none (`k8s.ovn.org/owner-controller`, `owner-type`, `name`, `id`
+//! on the networks' and the cluster's rows). A ClusterNetworkConnect is added: its own
+//! rows are written, OVN-Kubernetes' rows gain only elements of their sets (ports,
+//! policies) and are otherwise untouched (same uuids, same columns), a second pass
+//! writes nothing, and the rows of a connect that left the manifests are left alone.
+
+use std::collections::BTreeMap;
+
+use integration_tests::sandbox;
+use integration_tests::udn;
+use netconnect::keys::Key;
+use netconnect::status::dir::State;
+use netconnect::world::{Manage, Settings};
+use ovsdb_proto::{Datum, Function, Mutation, Mutator, Operation};
+
+fn namespace(name: &str) -> String {
+    format!("---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}, labels: {{kubernetes.io/metadata.name: {name}}}}}\n")
+}
+
+/// Two primary Layer3 networks and a primary Layer2 one (CUDNs labelled for the
+/// connect), on two nodes.
+fn networks() -> String {
+    let mut s = String::new();
+    for ns in ["blue", "green", "yellow"] {
+        s += &namespace(ns);
+    }
+    for (name, ns, cidr) in [
+        ("blue", "blue", "103.103.0.0/16"),
+        ("green", "green", "104.104.0.0/16"),
+    ] {
+        s += &format!(
+            "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {{name: {name}, labels: {{connect: colored}}}}\n\
+             spec:\n  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: {ns}}}}}\n  network: {{topology: Layer3, layer3: {{role: Primary, subnets: [{{cidr: {cidr}, hostSubnet: 24}}]}}}}\n"
+        );
+    }
+    s += "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: yellow, labels: {connect: colored}}\n\
+          spec:\n  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: yellow}}\n  network: {topology: Layer2, layer2: {role: Primary, subnets: [105.105.0.0/16]}}\n";
+    for n in ["node-a", "node-b"] {
+        s += &udn::node(n, "chassis-1", &[]);
+    }
+    s
+}
+
+fn connect(name: &str) -> String {
+    format!(
+        "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {{name: {name}}}\n\
+         spec:\n  networkSelectors:\n  - networkSelectionType: ClusterUserDefinedNetworks\n    clusterUserDefinedNetworkSelector: {{networkSelector: {{matchLabels: {{connect: colored}}}}}}\n\
+         \x20 connectSubnets: [{{cidr: 192.168.0.0/16, networkPrefix: 24}}]\n  connectivity: [PodNetwork, ServiceNetwork]\n"
+    )
+}
+
+/// The tables whose rows carry `external_ids`.
+const TABLES: [&str; 10] = [
+    "Logical_Router",
+    "Logical_Switch",
+    "Logical_Router_Port",
+    "Logical_Switch_Port",
+    "Logical_Router_Static_Route",
+    "Logical_Router_Policy",
+    "NAT",
+    "Copp",
+    "Meter",
+    "ACL",
+];
+
+/// Every row of the NB (of [`TABLES`]), by table and uuid, as JSON text of its columns
+/// (sets and maps as written, in order).
+fn rows(r: &netconnect::reconcile::Reconciler) -> BTreeMap<(String, String), ovsdb_proto::Row> {
+    let snap = r.cache().snapshot();
+    let mut out = BTreeMap::new();
+    for t in TABLES {
+        for (uuid, row) in snap.table(t).iter() {
+            out.insert((t.to_owned(), uuid.to_string()), row.to_row());
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_elements_only() {
+    let sb = sandbox();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    // OVN-Kubernetes' networks: netconnect's rows for them, the owner stamps taken off
+    // where OVN-Kubernetes writes none.
+    let plain = udn::world(&networks(), &State::default(), None);
+    udn::apply(&r, &plain).await;
+    let stamps = Datum::set([
+        "k8s.ovn.org/owner-controller",
+        "k8s.ovn.org/owner-type",
+        "k8s.ovn.org/name",
+        "k8s.ovn.org/id",
+    ]);
+    let mut strip = Vec::new();
+    for t in TABLES {
+        for owner_type in ["ClusterUserDefinedNetwork", "default-network-controller"] {
+            let (column, key) = match owner_type {
+                "default-network-controller" => ("k8s.ovn.org/owner-controller", owner_type),
+                _ => ("k8s.ovn.org/owner-type", owner_type),
+            };
+            strip.push(Operation::Mutate {
+                table: t.into(),
+                conditions: vec![ovsdb_proto::Condition::new(
+                    "external_ids",
+                    Function::Includes,
+                    Datum::map([(column, key)]),
+                )],
+                mutations: vec![Mutation::new(
+                    "external_ids",
+                    Mutator::Delete,
+                    stamps.clone(),
+                )],
+            });
+        }
+    }
+    r.cache().transact(&strip).await.unwrap();
+    let sync = std::time::Duration::from_secs(10);
+    r.cache()
+        .wait_for(sync, |s| {
+            TABLES.iter().all(|t| {
+                s.table(t).iter().all(|(_, row)| {
+                    row.get("external_ids")
+                        .and_then(|d| d.get_str("k8s.ovn.org/owner-type"))
+                        .and_then(|a| a.as_str())
+                        != Some("ClusterUserDefinedNetwork")
+                })
+            })
+        })
+        .await;
+    let theirs = rows(&r);
+    assert!(
+        theirs.len() > 60,
+        "{} rows of OVN-Kubernetes'",
+        theirs.len()
+    );
+
+    // netconnect beside it, the connect in its manifests.
+    let settings = Settings {
+        manage: Manage::Connects,
+        ..Default::default()
+    };
+    let yaml = networks() + &connect("colored");
+    let world = udn::world_in(&yaml, &State::default(), settings.clone());
+    assert!(world.problems.is_empty(), "{:#?}", world.problems);
+    let keys = world.keys();
+    assert!(
+        keys.iter()
+            .all(|k| matches!(k, Key::Connect(_) | Key::ConnectNetwork(..))),
+        "{keys:?}"
+    );
+    let out = udn::apply(&r, &world).await;
+    assert!(out
+        .iter()
+        .any(|o| o.result.as_ref().is_ok_and(|p| !p.is_empty())));
+    let after = rows(&r);
+    // Every row of OVN-Kubernetes' is still there, the same row (uuid), its columns the
+    // same but for elements added to its sets.
+    for ((table, uuid), before) in &theirs {
+        let now = after
+            .get(&(table.clone(), uuid.clone()))
+            .unwrap_or_else(|| panic!("{table} {uuid} deleted or recreated: {before:?}"));
+        for (column, value) in before {
+            let new = &now[column];
+            let kept = match (value, new) {
+                (Datum::Set(a), Datum::Set(b)) => a.iter().all(|x| b.contains(x)),
+                (Datum::Map(a), Datum::Map(b)) => a.iter().all(|x| b.contains(x)),
+                _ => false,
+            };
+            assert!(kept, "{table} {uuid} {column}: {value:?} became {new:?}");
+            if !matches!(
+                column.as_str(),
+                "ports" | "policies" | "load_balancer_group" | "acls"
+            ) {
+                assert_eq!(value, new, "{table} {uuid} {column} changed");
+            }
+        }
+    }
+    let router = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=name",
+            "find",
+            "Logical_Router",
+            "name=connect_router_colored",
+        ])
+        .unwrap();
+    assert_eq!(router.trim(), "connect_router_colored");
+    // A port of the connect on a network router of OVN-Kubernetes'.
+    let ports = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=ports",
+            "list",
+            "Logical_Router",
+            "cluster_udn_blue_ovn_cluster_router",
+        ])
+        .unwrap();
+    let ours = after.len() - theirs.len();
+    assert!(ours > 10, "{ours} rows of the connect's");
+    assert!(ports.split_whitespace().count() >= 3, "{ports}");
+
+    // A second pass writes nothing.
+    let again = udn::apply(&r, &world).await;
+    for o in &again {
+        let plan = o.result.as_ref().unwrap();
+        assert!(plan.is_empty(), "{}: {}", o.key, plan.summary());
+    }
+
+    // The connect leaves the manifests: its rows (as OVN-Kubernetes' own connect
+    // controller's could be) are left alone, reported, never removed.
+    let without = udn::world_in(&networks(), &State::default(), settings);
+    let snap = r.cache().snapshot();
+    let left = without.left_alone(&snap, r.indexes());
+    assert_eq!(
+        left.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+        ["colored"]
+    );
+    let gone = udn::apply(&r, &without).await;
+    assert!(
+        gone.is_empty(),
+        "{:?}",
+        gone.iter().map(|o| &o.key).collect::<Vec<_>>()
+    );
+    let router = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=name",
+            "find",
+            "Logical_Router",
+            "name=connect_router_colored",
+        ])
+        .unwrap();
+    assert_eq!(router.trim(), "connect_router_colored", "left alone");
+}
