@@ -422,8 +422,8 @@ fn l3(name: &str, subnets: &str) -> String {
     )
 }
 
-/// Runs the manifests `yaml` the way netconnectd does: state read, world built, state
-/// saved, every key reconciled.
+/// Runs the manifests `yaml` the way netconnectd does (with EgressIP enabled, for its
+/// no-reroute policies): state read, world built, state saved, every key reconciled.
 async fn step(
     r: &netconnect::reconcile::Reconciler,
     dir: &std::path::Path,
@@ -432,7 +432,10 @@ async fn step(
     use netconnect::status::dir::State;
     let (state, problems) = State::load(dir).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
-    let world = integration_tests::udn::world(yaml, &state, None);
+    let mut settings = netconnect::world::Settings::default();
+    settings.set_egress_ip(true);
+    let world = integration_tests::udn::world_in(yaml, &state, settings);
+    assert!(world.problems.is_empty(), "{:#?}", world.problems);
     world.state(&state).save(dir).unwrap();
     integration_tests::udn::apply(r, &world).await;
     world

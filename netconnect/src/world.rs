@@ -49,6 +49,19 @@ impl Settings {
         self.topology.service_cidrs = cidrs;
     }
 
+    /// Sets the default network's join subnets everywhere they are used: the ranges
+    /// networks must stay out of, and what the EgressIP no-reroute policies match.
+    pub fn set_default_join(&mut self, subnets: Vec<ipnet::IpNet>) {
+        self.reserved.default_join = subnets.clone();
+        self.topology.default_join = subnets;
+    }
+
+    /// Enables EgressIP's no-reroute policies (priority 102) on the networks' routers,
+    /// as OVN-Kubernetes writes them with `--enable-egress-ip`.
+    pub fn set_egress_ip(&mut self, on: bool) {
+        self.topology.egress_ip = on;
+    }
+
     /// Sets the masquerade subnets everywhere they are used: the ranges networks must
     /// stay out of, and the masquerade addresses of gateway routers, management ports
     /// and service hairpins.

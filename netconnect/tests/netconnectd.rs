@@ -79,7 +79,7 @@ fn once_applies_the_good_objects_reports_the_bad_and_converges() {
         stderr.contains("udn.yaml doc 2: UserDefinedNetwork red/net1: spec.layer3.subnets[1]: Subnets must not overlap or contain each other: 10.1.0.0/16 overlaps 10.1.0.0/17"),
         "{stderr}"
     );
-    assert!(stdout.contains("cluster: +12 ~0 -0"), "{stdout}");
+    assert!(stdout.contains("cluster: +13 ~0 -0"), "{stdout}");
     assert!(stdout.contains("network cluster_udn_blue: +"), "{stdout}");
     assert!(sb
         .nbctl(&["ls-list"])

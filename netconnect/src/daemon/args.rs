@@ -35,6 +35,10 @@ pub struct Args {
     /// beside OVN-Kubernetes, whose networks and services it never writes).
     #[arg(long, value_name = "all|connects", default_value = "all", value_parser = ["all", "connects"], env = "NETCONNECTD_MANAGE")]
     pub manage: String,
+    /// EgressIP is enabled in the cluster (OVN-Kubernetes' `--enable-egress-ip`): the
+    /// networks' routers get EgressIP's no-reroute policies (priority 102).
+    #[arg(long, env = "NETCONNECTD_ENABLE_EGRESS_IP")]
+    pub enable_egress_ip: bool,
     /// Reconcile everything once, then exit: 0 when every key converged and every
     /// object was valid, 1 otherwise.
     #[arg(long)]
@@ -162,8 +166,9 @@ impl Args {
             s.reserved.cluster_subnets = self.cluster_subnets.clone();
         }
         if !self.default_join_subnets.is_empty() {
-            s.reserved.default_join = self.default_join_subnets.clone();
+            s.set_default_join(self.default_join_subnets.clone());
         }
+        s.set_egress_ip(self.enable_egress_ip);
         if !self.transit_subnets.is_empty() {
             s.cluster.transit_subnets = self.transit_subnets.clone();
         }

@@ -15,6 +15,10 @@ use crate::ovnk::ownership::Owner;
 use crate::ovnk::ownership::DEFAULT_COPP;
 /// The meter ACLs log through.
 pub(crate) const ACL_LOGGING_METER: &str = "acl-logging";
+/// The packets per second ACL logging is limited to: OVN-Kubernetes' default
+/// `acl-logging-rate-limit` (`config.go`: `ACLLoggingRateLimit: 20`); the COPP's meters
+/// drop at 25 (`copp.go`).
+pub(crate) const ACL_LOGGING_RATE: i64 = 20;
 /// The protocols rate-limited by the default COPP, in OVN-Kubernetes' order.
 pub(crate) const PROTOCOLS: [&str; 9] = [
     "arp",
@@ -59,11 +63,19 @@ pub fn build() -> Desired {
         copp.meters.insert(protocol.into(), name);
     }
     d.add_shared(DEFAULT_COPP, copp);
+    // The ACL logging meter has a band of its own, at OVN-Kubernetes' default
+    // `acl-logging-rate-limit` (`createACLLoggingMeter`).
+    let logging_band = MeterBand {
+        action: MeterBandAction::Drop,
+        rate: ACL_LOGGING_RATE,
+        ..Default::default()
+    };
+    let logging_band = d.add(format!("drop-{ACL_LOGGING_RATE}"), logging_band);
     let acl_logging = Meter {
         name: ACL_LOGGING_METER.into(),
         fair: Some(true),
         unit: MeterUnit::Pktps,
-        bands: [band].into(),
+        bands: [logging_band].into(),
         ..Default::default()
     };
     d.add_shared(ACL_LOGGING_METER, acl_logging);
@@ -87,5 +99,17 @@ mod tests {
         let band = d.get::<MeterBand>("drop-25").unwrap();
         assert_eq!((band.action, band.rate), (MeterBandAction::Drop, 25));
         assert!(d.row("Copp", DEFAULT_COPP).unwrap().shared);
+    }
+
+    #[test]
+    fn the_acl_logging_meter_drops_at_ovn_kubernetes_default_rate_of_its_own() {
+        // OVN-Kubernetes' `createACLLoggingMeter`: a band of its own at
+        // `config.Logging.ACLLoggingRateLimit`, 20 by default.
+        let d = build();
+        let meter = d.get::<Meter>(ACL_LOGGING_METER).unwrap();
+        assert_eq!(meter.bands.len(), 1);
+        assert_eq!(d.identity_of(meter.bands.first().unwrap()), Some("drop-20"));
+        let band = d.get::<MeterBand>("drop-20").unwrap();
+        assert_eq!((band.action, band.rate), (MeterBandAction::Drop, 20));
     }
 }

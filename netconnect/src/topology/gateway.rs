@@ -40,11 +40,20 @@ impl NetworkBuilder<'_> {
             ..Default::default()
         };
         if let Some(gw) = node.gateway {
-            let ips: Vec<String> = gw
+            // The node's addresses, then the network's gateway masquerade address of
+            // each of their families (OVN-Kubernetes' `nodeGatewayConfig` appends them
+            // before `createGWRouter` joins them).
+            let mut ips: Vec<String> = gw
                 .ip_addresses
                 .iter()
                 .map(|i| i.addr().to_string())
                 .collect();
+            for ipv4 in [true, false] {
+                let family = gw.ip_addresses.iter().any(|i| i.addr().is_ipv4() == ipv4);
+                if let Some(m) = masquerade_ip(self.cfg, self.id, ipv4, true).filter(|_| family) {
+                    ips.push(m.to_string());
+                }
+            }
             if let Some(first) = ips.first() {
                 gr.external_ids.insert("physical_ip".into(), first.clone());
                 gr.external_ids.insert("physical_ips".into(), ips.join(","));

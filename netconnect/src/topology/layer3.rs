@@ -45,7 +45,10 @@ pub(crate) const NO_REROUTE_PRIORITY: i64 = 102;
 /// OVN-Kubernetes writes these from its EgressIP controller with owner type `EgressIP`
 /// and `k8s.ovn.org/name` set to the policy kind; here they belong to the network like
 /// its other rows, and keep the `priority`, `ip-family` and `network` keys.
-pub(crate) fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
+pub(crate) fn no_reroute_policies(
+    net: &Network,
+    default_join: &[IpNet],
+) -> Vec<LogicalRouterPolicy> {
     let mut out = Vec::new();
     let ids = |family: &str| {
         map([
@@ -68,7 +71,10 @@ pub(crate) fn no_reroute_policies(net: &Network) -> Vec<LogicalRouterPolicy> {
                 });
             }
         }
-        if let Some(join) = net.join_subnets.iter().find(|j| j.addr().is_ipv4() == ipv4) {
+        // The default network's join subnet, as OVN-Kubernetes matches it
+        // (`initClusterEgressPoliciesOps`: `config.Gateway.V4JoinSubnet`), whatever the
+        // network's own.
+        if let Some(join) = default_join.iter().find(|j| j.addr().is_ipv4() == ipv4) {
             for s in &subnets {
                 out.push(LogicalRouterPolicy {
                     priority: NO_REROUTE_PRIORITY,
@@ -108,6 +114,11 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
         l3.no_reroute_policies();
     }
     let name = net.name();
+    // With one local node (OVN-Kubernetes' one node per zone) the cluster router has
+    // one distributed gateway port, and the management port's SNAT names only its
+    // logical port, as OVN-Kubernetes writes it; with several (one NB for many nodes)
+    // OVN needs each SNAT to name its gateway port too.
+    l3.several_local = inputs.node_views().filter(|n| n.local).nth(1).is_some();
     // The network's host subnets, walked beside the nodes (both in name order).
     let mut hosts = inputs
         .allocations
@@ -130,7 +141,7 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
         };
         // A remote node's rows take less of the network than a local node's.
         let inputs = match node.local {
-            true => fingerprint((network, &node, &services, subnets)),
+            true => fingerprint((network, &node, &services, subnets, l3.several_local)),
             false => fingerprint((remote, &node, subnets)),
         };
         if !l3.b.d.fragment_hashed(known, node.digest.label, inputs) {
@@ -147,8 +158,8 @@ pub fn build(inputs: &Inputs, net: &Network, id: u32, d: &mut Desired, known: &d
 }
 
 /// The cluster router as the host sees it from `node`: `rtos-<p><node>` toward the
-/// node switch, which a NAT must name as its gateway port (`rtos`): the router has a
-/// distributed gateway port per local node.
+/// node switch, which a NAT must name as its gateway port (`rtos`) when the router has
+/// several distributed gateway ports (a local node each).
 fn host_side<'r>(
     names: &Names,
     cr: &'r mut LogicalRouter,
@@ -175,6 +186,9 @@ struct Layer3<'a> {
     ts: LogicalSwitch,
     /// The cluster router's addresses on the join switch (`.1` of each join subnet).
     cr_join: Vec<IpNet>,
+    /// The network has several local nodes: the cluster router several distributed
+    /// gateway ports.
+    several_local: bool,
 }
 
 /// A local node's addresses in its host subnets (IPv4 first).
@@ -221,6 +235,7 @@ impl<'a> Layer3<'a> {
             join,
             ts,
             cr_join,
+            several_local: false,
         };
         l3.cluster_join_ports();
         l3
@@ -244,7 +259,7 @@ impl<'a> Layer3<'a> {
     /// The priority-102 policies on the cluster router.
     fn no_reroute_policies(&mut self) {
         let cr_name = self.b.names.cluster_router();
-        for p in no_reroute_policies(self.b.net) {
+        for p in no_reroute_policies(self.b.net, &self.b.cfg.default_join) {
             add_policy(self.b.d, &mut self.cr.policies, &cr_name, p);
         }
     }
@@ -262,7 +277,8 @@ impl<'a> Layer3<'a> {
         self.node_switch(node, &host);
         let rtos = self.cluster_router_port(node, &host);
         let mgmt_mac = host::management_mac(&host.management);
-        let mut side = host_side(&self.b.names, &mut self.cr, node, Some(rtos));
+        let gateway_port = self.several_local.then_some(rtos);
+        let mut side = host_side(&self.b.names, &mut self.cr, node, gateway_port);
         self.b.management_snat(&mut side, host.subnets, &mgmt_mac);
         self.b
             .management_routes(&mut side, host.subnets, &host.management);

@@ -60,8 +60,13 @@ pub struct TopologyConfig {
     pub(crate) masquerade_subnets: Vec<IpNet>,
     /// The physical network name of the gateways' localnet ports.
     pub(crate) physical_network: String,
-    /// Whether the EgressIP no-reroute policies (priority 102) are written.
+    /// Whether the EgressIP no-reroute policies (priority 102) are written:
+    /// OVN-Kubernetes writes them only with EgressIP enabled (`--enable-egress-ip`,
+    /// off by default).
     pub(crate) egress_ip: bool,
+    /// The default network's join subnets (`--gateway-v4-join-subnet`,
+    /// `--gateway-v6-join-subnet`), which the pod-to-join no-reroute policies match.
+    pub(crate) default_join: Vec<IpNet>,
     /// The cluster's service CIDRs (service-only ClusterNetworkConnects let traffic
     /// to them pass).
     pub(crate) service_cidrs: Vec<IpNet>,
@@ -92,7 +97,8 @@ impl Default for TopologyConfig {
             mtu: crate::api::network::DEFAULT_MTU,
             masquerade_subnets: crate::api::network::default_masquerade(),
             physical_network: "physnet".into(),
-            egress_ip: true,
+            egress_ip: false,
+            default_join: crate::api::network::default_network_join(),
             service_cidrs: crate::api::network::default_service_cidrs(),
             max_port_tunnel_key: crate::alloc::connect::MAX_PORT_TUNNEL_KEY,
             ephemeral_port_range: DEFAULT_EPHEMERAL_PORT_RANGE.into(),

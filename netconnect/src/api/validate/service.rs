@@ -71,11 +71,14 @@ pub fn service(svc: &Service, service_cidrs: &[IpNet]) -> Result<Option<ServiceI
         })?;
         external_ips.push(ip);
     }
+    // A load balancer's ingress addresses, for a `LoadBalancer` service only
+    // (OVN-Kubernetes' `GetExternalAndLBIPs`).
     let ingress = svc
         .status
         .as_ref()
         .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|lb| lb.ingress.as_ref());
+        .and_then(|lb| lb.ingress.as_ref())
+        .filter(|_| type_ == "LoadBalancer");
     for ingress in ingress.into_iter().flatten() {
         if let Some(ip) = ingress.ip.as_deref().and_then(|i| i.parse().ok()) {
             external_ips.push(ip);

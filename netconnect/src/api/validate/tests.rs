@@ -378,3 +378,21 @@ fn a_bad_service_is_reported_where_it_is_and_the_others_are_kept() {
         ]
     );
 }
+
+#[test]
+fn only_a_load_balancer_service_takes_its_ingress_addresses() {
+    let status = "status:\n  loadBalancer:\n    ingress: [{ip: 172.18.0.100}]\n";
+    let lb = svc(&format!(
+        "  type: LoadBalancer\n  clusterIP: 10.96.0.10\n  ports: [{{port: 80, nodePort: 30080}}]\n{status}"
+    ))
+    .unwrap()
+    .unwrap();
+    assert_eq!(lb.external_ips, ["172.18.0.100".parse::<IpAddr>().unwrap()]);
+    // A ClusterIP service left with a status from when it was a LoadBalancer one.
+    let was_lb = svc(&format!(
+        "  clusterIP: 10.96.0.10\n  ports: [{{port: 80}}]\n{status}"
+    ))
+    .unwrap()
+    .unwrap();
+    assert!(was_lb.external_ips.is_empty(), "{:?}", was_lb.external_ips);
+}

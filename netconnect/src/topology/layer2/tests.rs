@@ -144,6 +144,12 @@ fn the_local_gateway_router_pair_matches_the_reference() {
     );
     let gr = d.get::<LogicalRouter>(&format!("GR_{P}test-node")).unwrap();
     assert_eq!(gr.options["lb_force_snat_ip"], "100.65.0.4");
+    // The node's address, then network 2's gateway masquerade address (Layer2's
+    // `nodeGatewayConfig` appends it too).
+    assert_eq!(
+        gr.external_ids["physical_ips"],
+        "192.168.126.202,169.254.0.13"
+    );
     let tr = format!("{P}transit_router");
     let route = |policy: &str, prefix: &str, hop: &str| {
         d.get::<LogicalRouterStaticRoute>(&format!("{tr}|{policy}|{prefix}|{hop}"))

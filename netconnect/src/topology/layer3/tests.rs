@@ -54,13 +54,16 @@ fn test_node() -> String {
 }
 
 fn build(yaml: &str, zone: Option<&str>) -> crate::topology::Desired {
+    build_with(yaml, zone, &TopologyConfig::default())
+}
+
+fn build_with(yaml: &str, zone: Option<&str>, config: &TopologyConfig) -> crate::topology::Desired {
     let (inv, alloc) = cluster(yaml);
-    let config = TopologyConfig::default();
     let inputs = Inputs {
         inventory: &inv,
         allocations: &alloc,
         zone,
-        config: &config,
+        config,
         prepared: None,
     };
     network(&inputs, NET).unwrap()
@@ -235,6 +238,13 @@ fn routes_policies_and_nat_match_the_reference() {
     assert_eq!(nat.external_ip, "169.254.0.14");
     assert_eq!(nat.logical_ip, "192.168.1.0/24");
     assert_eq!(nat.match_, "eth.dst == 0a:58:c0:a8:01:02");
+    // Only its logical port, as OVN-Kubernetes' `BuildSNATWithMatch` writes it (one local
+    // node: one distributed gateway port on the cluster router).
+    assert_eq!(
+        nat.logical_port.as_deref(),
+        Some(format!("rtos-{P}test-node").as_str())
+    );
+    assert!(nat.gateway_port.is_none(), "{nat:?}");
     // Every NAT rule with OVN-Kubernetes' ephemeral port range (libovsdb/ops buildNAT).
     for n in d.all::<Nat>().values() {
         assert_eq!(n.external_port_range, "32768-60999", "{n:?}");
@@ -243,6 +253,13 @@ fn routes_policies_and_nat_match_the_reference() {
     // The gateway router.
     let gr = d.get::<LogicalRouter>(&format!("GR_{P}test-node")).unwrap();
     assert_eq!(gr.options["chassis"], CHASSIS);
+    // The node's address, then the network's gateway masquerade address
+    // (`nodeGatewayConfig` appends it before `createGWRouter` joins them).
+    assert_eq!(gr.external_ids["physical_ip"], "192.168.126.202");
+    assert_eq!(
+        gr.external_ids["physical_ips"],
+        "192.168.126.202,169.254.0.13"
+    );
     assert_eq!(gr.options["lb_force_snat_ip"], "router_ip");
     assert_eq!(gr.options["mac_binding_age_threshold"], "300");
     assert_eq!(gr.options["disable_garp_rarp"], "true");
@@ -302,10 +319,15 @@ fn routes_policies_and_nat_match_the_reference() {
 
 #[test]
 fn several_subnets_get_a_no_reroute_policy_per_ordered_pair() {
-    // OKEP-5377's example: 10.1.0.0/16 and 10.2.0.0/16.
-    let d = build(
+    // OKEP-5377's example: 10.1.0.0/16 and 10.2.0.0/16, EgressIP enabled.
+    let config = TopologyConfig {
+        egress_ip: true,
+        ..TopologyConfig::default()
+    };
+    let d = build_with(
         &(cudn("[{cidr: 10.1.0.0/16}, {cidr: 10.2.0.0/16}]", 2) + &node("n1", &[])),
         None,
+        &config,
     );
     let cr_name = format!("{P}ovn_cluster_router");
     let matches: Vec<String> = d
@@ -323,11 +345,24 @@ fn several_subnets_get_a_no_reroute_policy_per_ordered_pair() {
         let m = format!("ip4.src == {a}.0.0/16 && ip4.dst == {b}.0.0/16");
         assert!(matches.contains(&m), "{m} missing from {matches:?}");
     }
-    assert!(matches.contains(&"ip4.src == 10.1.0.0/16 && ip4.dst == 100.65.0.0/16".to_string()));
+    // The default network's join subnet, not the network's own (100.65.0.0/16).
+    assert!(matches.contains(&"ip4.src == 10.1.0.0/16 && ip4.dst == 100.64.0.0/16".to_string()));
     assert!(matches.contains(&"pkt.mark == 42".to_string()));
     assert_eq!(matches.len(), 4 + 2 + 1);
     let cr = d.get::<LogicalRouter>(&cr_name).unwrap();
     assert_eq!(cr.policies.len(), 7, "no gateway config: no 1004 policy");
+}
+
+#[test]
+fn no_reroute_policies_only_with_egress_ip_enabled() {
+    // OVN-Kubernetes' default: EgressIP off, no priority-102 policy.
+    let d = build(&(cudn("[{cidr: 10.1.0.0/16}]", 2) + &node("n1", &[])), None);
+    let n = d
+        .all::<LogicalRouterPolicy>()
+        .into_values()
+        .filter(|p| p.priority == 102)
+        .count();
+    assert_eq!(n, 0);
 }
 
 #[test]
@@ -536,4 +571,43 @@ fn the_default_networks_allowed_services_are_routed_through_the_management_port(
         .all::<LogicalRouterStaticRoute>()
         .values()
         .any(|r| r.external_ids.contains_key(UDN_ENABLED_SERVICE)));
+}
+
+#[test]
+fn with_several_local_nodes_the_management_snat_names_its_gateway_port() {
+    // One NB for two nodes: the cluster router has a distributed gateway port per
+    // node, and OVN needs each NAT to name the one it is on.
+    let other = node(
+        "other-node",
+        &[
+            ("k8s.ovn.org/node-id", "5"),
+            ("k8s.ovn.org/node-chassis-id", "other-chassis"),
+            (
+                "k8s.ovn.org/node-subnets",
+                r#"{"cluster_udn_isolatednet":["192.168.2.0/24"]}"#,
+            ),
+            (
+                "k8s.ovn.org/node-transit-switch-port-ifaddr",
+                r#"{"ipv4":"100.88.0.5/16"}"#,
+            ),
+        ],
+    );
+    let yaml = cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2) + &test_node() + &other;
+    let d = build(&yaml, None);
+    let snats: Vec<Nat> = d
+        .all::<Nat>()
+        .into_values()
+        .filter(|n| n.match_.starts_with("eth.dst"))
+        .collect();
+    assert_eq!(snats.len(), 2, "{snats:?}");
+    assert!(snats.iter().all(|n| n.gateway_port.is_some()), "{snats:?}");
+    // In test-node's zone alone, the other node remote: no gateway port named.
+    let d = build(&yaml, Some("test-node"));
+    let snats: Vec<Nat> = d
+        .all::<Nat>()
+        .into_values()
+        .filter(|n| n.match_.starts_with("eth.dst"))
+        .collect();
+    assert_eq!(snats.len(), 1, "{snats:?}");
+    assert!(snats[0].gateway_port.is_none(), "{snats:?}");
 }
