@@ -28,7 +28,7 @@ use super::builder::NetworkBuilder;
 use super::desired::{Desired, Fragments};
 use super::host::{self, HostSide};
 use super::rows::{add_route, bind_to_chassis, map, router_port, same_family};
-use super::{interconnect, BuildError, GatewayMode, Inputs, NodeView};
+use super::{egress_ip, interconnect, BuildError, GatewayMode, Inputs, NodeView};
 use crate::alloc::transit::node_pair;
 use crate::api::annotations::L3GatewayConfig;
 use crate::api::Network;
@@ -79,6 +79,11 @@ pub fn build(
     d.base_fragment(known, fingerprint((network, &local, &services)));
     let b = NetworkBuilder::new(inputs, net, id, "layer2", d);
     let mut l2 = Layer2::new(b, keys);
+    if inputs.config.egress_ip {
+        // On the transit router, the network's cluster router (OKEP-5094's listing).
+        let tr_name = l2.b.names.transit_router();
+        egress_ip::add_no_reroute_policies(&mut l2.b, &mut l2.tr, &tr_name);
+    }
     l2.switch_port(&nodes);
     for node in &local {
         l2.management_port(node);

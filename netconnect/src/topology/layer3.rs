@@ -16,85 +16,19 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use nb_model::keys::{lrp_options, ls_other_config};
-use nb_model::{
-    LogicalRouter, LogicalRouterPolicy, LogicalRouterPolicyAction, LogicalRouterPort,
-    LogicalSwitch, LogicalSwitchPort,
-};
+use nb_model::{LogicalRouter, LogicalRouterPort, LogicalSwitch, LogicalSwitchPort};
 use ovsdb_proto::model::Ref;
 
 use super::builder::NetworkBuilder;
 use super::desired::{Desired, Fragments};
 use super::host::{self, HostSide};
-use super::rows::{
-    add_policy, add_route, bind_to_chassis, ip_match_family, map, router_port, same_family,
-};
-use super::{interconnect, GatewayMode, Inputs, NodeView};
+use super::rows::{add_route, bind_to_chassis, map, router_port, same_family};
+use super::{egress_ip, interconnect, GatewayMode, Inputs, NodeView};
 use crate::api::annotations::L3GatewayConfig;
 use crate::api::Network;
 use crate::ovnk::addr::nth_in;
 use crate::ovnk::fingerprint;
 use crate::ovnk::names::Names;
-
-/// The priority of the EgressIP no-reroute policies.
-pub(crate) const NO_REROUTE_PRIORITY: i64 = 102;
-
-/// The priority-102 policies: every ordered pair of same-family cluster subnets
-/// (OKEP-5377, the pair with itself included), each subnet to the join subnet, and
-/// reply traffic (`pkt.mark == 42`).
-///
-/// OVN-Kubernetes writes these from its EgressIP controller with owner type `EgressIP`
-/// and `k8s.ovn.org/name` set to the policy kind; here they belong to the network like
-/// its other rows, and keep the `priority`, `ip-family` and `network` keys.
-pub(crate) fn no_reroute_policies(
-    net: &Network,
-    default_join: &[IpNet],
-) -> Vec<LogicalRouterPolicy> {
-    let mut out = Vec::new();
-    let ids = |family: &str| {
-        map([
-            ("priority", "102"),
-            ("ip-family", family),
-            ("network", net.name().as_str()),
-        ])
-    };
-    for ipv4 in [true, false] {
-        let ip = ip_match_family(ipv4);
-        let subnets: Vec<IpNet> = net.subnets_of(ipv4).map(|s| s.cidr).collect();
-        for s1 in &subnets {
-            for s2 in &subnets {
-                out.push(LogicalRouterPolicy {
-                    priority: NO_REROUTE_PRIORITY,
-                    action: LogicalRouterPolicyAction::Allow,
-                    match_: format!("{ip}.src == {s1} && {ip}.dst == {s2}"),
-                    external_ids: ids(ip),
-                    ..Default::default()
-                });
-            }
-        }
-        // The default network's join subnet, as OVN-Kubernetes matches it
-        // (`initClusterEgressPoliciesOps`: `config.Gateway.V4JoinSubnet`), whatever the
-        // network's own.
-        if let Some(join) = default_join.iter().find(|j| j.addr().is_ipv4() == ipv4) {
-            for s in &subnets {
-                out.push(LogicalRouterPolicy {
-                    priority: NO_REROUTE_PRIORITY,
-                    action: LogicalRouterPolicyAction::Allow,
-                    match_: format!("{ip}.src == {s} && {ip}.dst == {join}"),
-                    external_ids: ids(ip),
-                    ..Default::default()
-                });
-            }
-        }
-    }
-    out.push(LogicalRouterPolicy {
-        priority: NO_REROUTE_PRIORITY,
-        action: LogicalRouterPolicyAction::Allow,
-        match_: "pkt.mark == 42".into(),
-        external_ids: ids("ip"),
-        ..Default::default()
-    });
-    out
-}
 
 /// Builds the rows of Layer3 network `net` (id `id`) into `d`. Each node's rows are a
 /// fragment (`node:<name>`), left out when `known` says they are in the NB as built
@@ -259,9 +193,7 @@ impl<'a> Layer3<'a> {
     /// The priority-102 policies on the cluster router.
     fn no_reroute_policies(&mut self) {
         let cr_name = self.b.names.cluster_router();
-        for p in no_reroute_policies(self.b.net, &self.b.cfg.default_join) {
-            add_policy(self.b.d, &mut self.cr.policies, &cr_name, p);
-        }
+        egress_ip::add_no_reroute_policies(&mut self.b, &mut self.cr, &cr_name);
     }
 
     /// A node of the zone: its switch, the cluster router's port, NAT and routes for
@@ -290,8 +222,8 @@ impl<'a> Layer3<'a> {
         }
     }
 
-    /// `<p><node>`: the host subnets in `other_config`, the management port's
-    /// addresses excluded from allocation, `stor-` and the management port.
+    /// `<p><node>`: the host subnets in `other_config`, `stor-` and the management
+    /// port.
     fn node_switch(&mut self, node: &NodeView, host: &HostAddresses) {
         let n = node.name;
         let names = &self.b.names;
@@ -305,12 +237,13 @@ impl<'a> Layer3<'a> {
             .into(),
             ..Default::default()
         };
-        for (s, m) in host.subnets.iter().zip(&host.management) {
+        // No `exclude_ips`: OVN-Kubernetes excludes the management port's address
+        // only until the port exists (`UpdateNodeSwitchExcludeIPs`), and the port is
+        // written with the switch.
+        for s in host.subnets {
             if s.addr().is_ipv4() {
                 ls.other_config
                     .insert(ls_other_config::SUBNET.into(), s.to_string());
-                ls.other_config
-                    .insert("exclude_ips".into(), m.addr().to_string());
             } else {
                 ls.other_config
                     .insert(ls_other_config::IPV6_PREFIX.into(), s.network().to_string());

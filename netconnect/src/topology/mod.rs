@@ -19,6 +19,7 @@ pub(crate) mod builder;
 pub mod cluster;
 pub mod connect;
 pub mod desired;
+mod egress_ip;
 pub mod gateway;
 pub mod host;
 pub mod interconnect;

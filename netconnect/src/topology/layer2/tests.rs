@@ -473,3 +473,50 @@ fn the_default_networks_allowed_services_are_routed_through_the_management_port(
     };
     assert!(service_routes(&build(&local)).is_empty());
 }
+
+#[test]
+fn egress_ip_puts_its_no_reroute_policies_on_the_transit_router() {
+    // OKEP-5094's transit router listing (dual-stack, EgressIP enabled): the subnets
+    // with themselves, with the default network's join subnets, and reply traffic.
+    let yaml = cudn(
+        "[203.203.0.0/16, '2010:100:200::/60']",
+        "k8s.ovn.org/network-id: '2', k8s.ovn.org/tunnel-keys: '[16711685,16715780]'",
+    ) + &nodes();
+    let on = TopologyConfig {
+        egress_ip: true,
+        ..TopologyConfig::default()
+    };
+    let d = build_with(&yaml, on);
+    let tr = d
+        .get::<LogicalRouter>(&format!("{P}transit_router"))
+        .unwrap();
+    let mut matches: Vec<String> = d
+        .all::<LogicalRouterPolicy>()
+        .into_iter()
+        .filter(|(_, p)| p.priority == 102)
+        .map(|(id, p)| {
+            assert!(tr
+                .policies
+                .iter()
+                .any(|r| d.identity_of(r) == Some(id.as_str())));
+            p.match_
+        })
+        .collect();
+    matches.sort();
+    assert_eq!(
+        matches,
+        [
+            "ip4.src == 203.203.0.0/16 && ip4.dst == 100.64.0.0/16",
+            "ip4.src == 203.203.0.0/16 && ip4.dst == 203.203.0.0/16",
+            "ip6.src == 2010:100:200::/60 && ip6.dst == 2010:100:200::/60",
+            "ip6.src == 2010:100:200::/60 && ip6.dst == fd98::/64",
+            "pkt.mark == 42",
+        ]
+    );
+    // Off by default, as in OVN-Kubernetes.
+    let d = build(&yaml);
+    assert!(d
+        .all::<LogicalRouterPolicy>()
+        .values()
+        .all(|p| p.priority != 102));
+}
