@@ -62,6 +62,13 @@ impl Settings {
         self.topology.egress_ip = on;
     }
 
+    /// Takes Layer2 networks' gateway and management addresses from their
+    /// `defaultGatewayIPs` and `infrastructureSubnets`, as OVN-Kubernetes does with
+    /// `--enable-preconfigured-udn-addresses`.
+    pub fn set_preconfigured_udn_addresses(&mut self, on: bool) {
+        self.topology.preconfigured_udn_addresses = on;
+    }
+
     /// Sets the masquerade subnets everywhere they are used: the ranges networks must
     /// stay out of, and the masquerade addresses of gateway routers, management ports
     /// and service hairpins.

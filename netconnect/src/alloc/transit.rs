@@ -100,6 +100,7 @@ mod tests {
                 "fd99::/64".parse().unwrap(),
             ],
             default_gateway_ips: vec![],
+            infrastructure_subnets: vec![],
             transport: "Geneve".into(),
         }
     }

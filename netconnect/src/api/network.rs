@@ -133,6 +133,8 @@ pub struct Network {
     pub(crate) join_subnets: Vec<IpNet>,
     /// Layer2: the gateway address of each family, if given.
     pub(crate) default_gateway_ips: Vec<IpAddr>,
+    /// Layer2: the subnets the gateway and management addresses come from, if given.
+    pub(crate) infrastructure_subnets: Vec<IpNet>,
     /// `Geneve` unless the spec says otherwise.
     pub transport: String,
 }

@@ -39,6 +39,11 @@ pub struct Args {
     /// networks' routers get EgressIP's no-reroute policies (priority 102).
     #[arg(long, env = "NETCONNECTD_ENABLE_EGRESS_IP")]
     pub enable_egress_ip: bool,
+    /// Layer2 networks' gateway and management addresses come from their
+    /// `defaultGatewayIPs` and `infrastructureSubnets` (OVN-Kubernetes'
+    /// `--enable-preconfigured-udn-addresses`); without it they are `.1` and `.2`.
+    #[arg(long, env = "NETCONNECTD_ENABLE_PRECONFIGURED_UDN_ADDRESSES")]
+    pub enable_preconfigured_udn_addresses: bool,
     /// Reconcile everything once, then exit: 0 when every key converged and every
     /// object was valid, 1 otherwise.
     #[arg(long)]
@@ -169,6 +174,7 @@ impl Args {
             s.set_default_join(self.default_join_subnets.clone());
         }
         s.set_egress_ip(self.enable_egress_ip);
+        s.set_preconfigured_udn_addresses(self.enable_preconfigured_udn_addresses);
         if !self.transit_subnets.is_empty() {
             s.cluster.transit_subnets = self.transit_subnets.clone();
         }

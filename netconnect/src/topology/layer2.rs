@@ -32,7 +32,7 @@ use super::{egress_ip, interconnect, BuildError, GatewayMode, Inputs, NodeView};
 use crate::alloc::transit::node_pair;
 use crate::api::annotations::L3GatewayConfig;
 use crate::api::Network;
-use crate::ovnk::addr::{nth_in, with_len};
+use crate::ovnk::addr::{nth, with_len};
 use crate::ovnk::fingerprint;
 
 /// The tunnel key of every zone's `trtos-` port.
@@ -142,6 +142,64 @@ pub fn build(
     Ok(())
 }
 
+/// The gateway and management addresses of each of `net`'s subnets, with the
+/// subnet's prefix length: `.1` and `.2` (OVN-Kubernetes' `GetNodeGatewayIfAddr`,
+/// `GetNodeManagementIfAddr`), or with `preconfigured` (`allocateInfrastructureIPs`)
+/// the family's `defaultGatewayIPs` entry, else the first free address of its
+/// infrastructure subnets, and the next free one for the management port; what is
+/// not found there falls back to `.1` and `.2` (`.1` for the management port when
+/// the gateway is `.2`). Free means not the subnet's network or broadcast address
+/// and not taken by the gateway.
+pub(crate) fn infrastructure_addresses(net: &Network, preconfigured: bool) -> Vec<(IpNet, IpNet)> {
+    let mut out = Vec::new();
+    for s in &net.subnets {
+        let cidr = s.cidr;
+        let ipv4 = cidr.addr().is_ipv4();
+        let (Some(one), Some(two)) = (nth(&cidr, 1), nth(&cidr, 2)) else {
+            continue;
+        };
+        let (mut gw, mut mgmt) = (None, None);
+        if preconfigured {
+            gw = net
+                .default_gateway_ips
+                .iter()
+                .copied()
+                .find(|g| g.is_ipv4() == ipv4);
+            let infra: Vec<&IpNet> = net
+                .infrastructure_subnets
+                .iter()
+                .filter(|i| i.addr().is_ipv4() == ipv4)
+                .collect();
+            let mut taken = vec![cidr.network()];
+            if ipv4 {
+                taken.push(cidr.broadcast());
+            }
+            if !infra.is_empty() {
+                if gw.is_none() {
+                    gw = first_free(&infra, &taken);
+                }
+                taken.extend(gw);
+                mgmt = first_free(&infra, &taken);
+            }
+        }
+        let gw = gw.unwrap_or(one);
+        let mgmt = mgmt.unwrap_or(if two == gw { one } else { two });
+        let len = cidr.prefix_len();
+        out.push((with_len(gw, len), with_len(mgmt, len)));
+    }
+    out
+}
+
+/// The first address of `subnets` (in order, each from its network address) not in
+/// `taken`.
+fn first_free(subnets: &[&IpNet], taken: &[IpAddr]) -> Option<IpAddr> {
+    subnets.iter().find_map(|s| {
+        (0..=taken.len() as u128)
+            .filter_map(|i| nth(s, i))
+            .find(|ip| !taken.contains(ip))
+    })
+}
+
 /// The transit router `tr` as the host sees it: `trtos-` toward the switch.
 fn host_side<'r>(b: &NetworkBuilder, tr: &'r mut LogicalRouter) -> HostSide<'r> {
     HostSide {
@@ -206,23 +264,11 @@ impl<'a> Layer2<'a> {
         l2
     }
 
-    /// The pods' default gateways: the network's `default_gateway_ips`, else the first
-    /// address of each subnet, with their subnet's prefix length.
+    /// The pods' default gateways, with their subnet's prefix length.
     fn pod_gateways(&self) -> Vec<IpNet> {
-        let net = self.b.net;
-        if net.default_gateway_ips.is_empty() {
-            return net
-                .subnets
-                .iter()
-                .filter_map(|s| nth_in(&s.cidr, 1))
-                .collect();
-        }
-        net.default_gateway_ips
-            .iter()
-            .filter_map(|g| {
-                let s = net.subnets.iter().find(|s| s.cidr.contains(g))?;
-                Some(with_len(*g, s.cidr.prefix_len()))
-            })
+        infrastructure_addresses(self.b.net, self.b.cfg.preconfigured_udn_addresses)
+            .into_iter()
+            .map(|(gw, _)| gw)
             .collect()
     }
 
@@ -269,21 +315,11 @@ impl<'a> Layer2<'a> {
         self.ls.ports.insert(self.b.d.add(names.stotr(), stotr));
     }
 
-    /// The management port's addresses: the `.2` of each subnet, or the `.1` where the
-    /// pods' gateway took the `.2` (OVN-Kubernetes' `allocateInfrastructureIPs`).
+    /// The management port's addresses, with their subnet's prefix length.
     fn management_addresses(&self) -> Vec<IpNet> {
-        let gateways = self.pod_gateways();
-        let net = self.b.net;
-        net.subnets
-            .iter()
-            .filter_map(|s| {
-                let two = nth_in(&s.cidr, 2)?;
-                if gateways.iter().any(|g| g.addr() == two.addr()) {
-                    nth_in(&s.cidr, 1)
-                } else {
-                    Some(two)
-                }
-            })
+        infrastructure_addresses(self.b.net, self.b.cfg.preconfigured_udn_addresses)
+            .into_iter()
+            .map(|(_, mgmt)| mgmt)
             .collect()
     }
 

@@ -68,6 +68,10 @@ pub struct TopologyConfig {
     /// The default network's join subnets (`--gateway-v4-join-subnet`,
     /// `--gateway-v6-join-subnet`), which the pod-to-join no-reroute policies match.
     pub(crate) default_join: Vec<IpNet>,
+    /// Layer2 networks' gateway and management addresses come from their
+    /// `defaultGatewayIPs` and `infrastructureSubnets` (OVN-Kubernetes'
+    /// `--enable-preconfigured-udn-addresses`, off by default: then `.1` and `.2`).
+    pub(crate) preconfigured_udn_addresses: bool,
     /// The cluster's service CIDRs (service-only ClusterNetworkConnects let traffic
     /// to them pass).
     pub(crate) service_cidrs: Vec<IpNet>,
@@ -100,6 +104,7 @@ impl Default for TopologyConfig {
             physical_network: "physnet".into(),
             egress_ip: false,
             default_join: crate::api::network::default_network_join(),
+            preconfigured_udn_addresses: false,
             service_cidrs: crate::api::network::default_service_cidrs(),
             max_port_tunnel_key: crate::alloc::connect::MAX_PORT_TUNNEL_KEY,
             ephemeral_port_range: DEFAULT_EPHEMERAL_PORT_RANGE.into(),

@@ -66,6 +66,7 @@ fn spec_network(owner: NetworkOwner, spec: &NetworkSpec, at: &str) -> Result<Net
             subnets: Vec::new(),
             join_subnets: Vec::new(),
             default_gateway_ips: Vec::new(),
+            infrastructure_subnets: Vec::new(),
             transport,
         }),
     }
@@ -152,6 +153,7 @@ fn layer3(
         subnets,
         join_subnets,
         default_gateway_ips: Vec::new(),
+        infrastructure_subnets: Vec::new(),
         transport,
     })
 }
@@ -364,6 +366,7 @@ fn layer2(
         subnets,
         join_subnets,
         default_gateway_ips: gateways,
+        infrastructure_subnets: infra,
         transport,
     })
 }

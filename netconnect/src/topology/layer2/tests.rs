@@ -520,3 +520,136 @@ fn egress_ip_puts_its_no_reroute_policies_on_the_transit_router() {
         .values()
         .all(|p| p.priority != 102));
 }
+
+/// The vector's network on `subnets`, with `gateways` and `infra` set as
+/// OVN-Kubernetes' NetInfo takes them (unvalidated, as its unit vectors do).
+fn l2_addresses(
+    subnets: &str,
+    gateways: &[&str],
+    infra: &[&str],
+    preconfigured: bool,
+) -> Vec<(String, String)> {
+    let (inv, _) = cluster(&cudn(subnets, ""));
+    let mut net = inv.networks[NET].network.clone();
+    net.default_gateway_ips = gateways.iter().map(|g| g.parse().unwrap()).collect();
+    net.infrastructure_subnets = infra.iter().map(|i| i.parse().unwrap()).collect();
+    crate::topology::layer2::infrastructure_addresses(&net, preconfigured)
+        .into_iter()
+        .map(|(gw, mgmt)| (gw.to_string(), mgmt.to_string()))
+        .collect()
+}
+
+/// (subnets, defaultGatewayIPs, infrastructureSubnets, (gateway, management)).
+type Vector = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+    (&'static str, &'static str),
+);
+
+#[test]
+fn gateway_and_management_addresses_follow_ovn_kubernetes_vectors() {
+    // TestGetNodeGatewayIP and TestGetNodeManagementIP (multi_network_test.go), with
+    // EnablePreconfiguredUDNAddresses: (subnet, defaultGatewayIPs,
+    // infrastructureSubnets) → (gateway, management).
+    let cases: [Vector; 8] = [
+        ("[10.0.0.0/24]", &[], &[], ("10.0.0.1/24", "10.0.0.2/24")),
+        (
+            "[10.0.0.0/24]",
+            &["10.0.0.5"],
+            &[],
+            ("10.0.0.5/24", "10.0.0.2/24"),
+        ),
+        (
+            "[10.0.0.0/24]",
+            &[],
+            &["10.0.0.4/30"],
+            ("10.0.0.4/24", "10.0.0.5/24"),
+        ),
+        (
+            "[10.0.0.0/24]",
+            &[],
+            &["10.0.0.0/30"],
+            ("10.0.0.1/24", "10.0.0.2/24"),
+        ),
+        (
+            "[10.0.0.0/24]",
+            &["10.0.0.5"],
+            &["10.0.0.255/32", "10.0.0.100/32"],
+            ("10.0.0.5/24", "10.0.0.100/24"),
+        ),
+        (
+            "[10.0.0.0/24]",
+            &["10.0.0.2"],
+            &["10.0.0.0/30"],
+            ("10.0.0.2/24", "10.0.0.1/24"),
+        ),
+        (
+            "['2001:db8::/64']",
+            &[],
+            &["2001:db8::/126"],
+            ("2001:db8::1/64", "2001:db8::2/64"),
+        ),
+        (
+            "['2001:db8::/64']",
+            &["2001:db8::ffff:ffff:ffff:fffe"],
+            &["2001:db8::ffff:ffff:ffff:fffe/127"],
+            (
+                "2001:db8::ffff:ffff:ffff:fffe/64",
+                "2001:db8::ffff:ffff:ffff:ffff/64",
+            ),
+        ),
+    ];
+    for (subnets, gws, infra, (gw, mgmt)) in cases {
+        assert_eq!(
+            l2_addresses(subnets, gws, infra, true),
+            [(gw.to_string(), mgmt.to_string())],
+            "{subnets} {gws:?} {infra:?}"
+        );
+    }
+    // The management port falls back to .1 when a gateway outside the infrastructure
+    // subnets takes .2 (allocateInfrastructureIPs' corner case).
+    assert_eq!(
+        l2_addresses("[10.0.0.0/24]", &["10.0.0.2"], &[], true),
+        [("10.0.0.2/24".to_string(), "10.0.0.1/24".to_string())]
+    );
+    // Without the setting (OVN-Kubernetes' default): .1 and .2 whatever the spec says.
+    assert_eq!(
+        l2_addresses("[10.0.0.0/24]", &["10.0.0.5"], &["10.0.0.4/30"], false),
+        [("10.0.0.1/24".to_string(), "10.0.0.2/24".to_string())]
+    );
+}
+
+#[test]
+fn preconfigured_addresses_reach_the_rows() {
+    let yaml = cudn(
+        "[100.200.0.0/16]\n      infrastructureSubnets: [100.200.255.0/29]\n      defaultGatewayIPs: [100.200.255.1]",
+        "k8s.ovn.org/network-id: '2', k8s.ovn.org/tunnel-keys: '[16711685,16715780]'",
+    ) + &nodes();
+    let on = TopologyConfig {
+        preconfigured_udn_addresses: true,
+        ..TopologyConfig::default()
+    };
+    for (config, gw, mgmt) in [
+        (TopologyConfig::default(), "100.200.0.1/16", "100.200.0.2"),
+        // The infrastructure subnet's first address is free (only the network's own
+        // network and broadcast addresses are not), as OVN-Kubernetes allocates it.
+        (on, "100.200.255.1/16", "100.200.255.0"),
+    ] {
+        let d = build_with(&yaml, config);
+        let trtos = d
+            .get::<LogicalRouterPort>(&format!("trtos-{P}ovn_layer2_switch"))
+            .unwrap();
+        assert_eq!(trtos.networks.iter().collect::<Vec<_>>(), [gw]);
+        let mp = d
+            .get::<LogicalSwitchPort>(&format!("k8s-{P}test-node"))
+            .unwrap();
+        assert!(
+            mp.addresses
+                .iter()
+                .any(|a| a.ends_with(&format!(" {mgmt}"))),
+            "{:?}",
+            mp.addresses
+        );
+    }
+}
