@@ -5,7 +5,9 @@
 //! one backend, a service whose last endpoint goes away (its slice as kubectl prints it
 //! then, `endpoints: null`) rejects at its VIP instead of sending to the pod it had; an
 //! external host reaches a NodePort on the node's address through the node's per-node
-//! load balancer. No load balancer is made by hand.
+//! load balancer, and an `externalTrafficPolicy: Local` one with the node's own
+//! terminating-but-serving endpoint when only other nodes have ready ones. No load
+//! balancer is made by hand.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -343,4 +345,97 @@ async fn an_external_host_reaches_a_node_port_on_the_nodes_address() {
         .request(&external, Transport::Tcp, ip(node_ip), 30081, t)
         .unwrap();
     assert!(!matches!(other, Answer::Reply(_)), "{other:?}");
+}
+
+/// `yaml`'s slice endpoints replaced by `endpoints` (a slice's `endpoints:` list).
+fn with_endpoints(yaml: &str, endpoints: &str) -> String {
+    let at = yaml.rfind("endpoints: [").unwrap();
+    format!("{}endpoints:\n{endpoints}", &yaml[..at])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_node_port_serves_with_the_nodes_terminating_endpoint() {
+    // externalTrafficPolicy: Local, node-a's only endpoint terminating but serving,
+    // node-b's ready: KEP-1669's fallback applies per node (OVN-Kubernetes'
+    // buildNodeLBEndpointEntry), so node-a's node port still serves, with its own pod
+    // and without SNAT; chosen cluster-wide first, node-a would have none and reject.
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let (ip_a, ip_b) = ("192.168.126.10", "192.168.126.11");
+    let node = |name: &str, chassis: &str, node_ip: &str| {
+        let gw = udn::gateway_config(&[&format!("{node_ip}/24")], &["192.168.126.1"]);
+        udn::node(
+            name,
+            chassis,
+            &[
+                ("k8s.ovn.org/l3-gateway-config", &gw),
+                ("k8s.ovn.org/host-cidrs", &format!("[\"{node_ip}/24\"]")),
+            ],
+        )
+    };
+    let nodes = node("node-a", "chassis-1", ip_a) + &node("node-b", "chassis-2", ip_b);
+    let plain = udn::world(&(NETWORK.to_string() + &nodes), &State::default(), None);
+    let hosts = &plain.allocations.host_subnets["web_net"];
+    let (subnet_a, subnet_b) = (hosts["node-a"][0], hosts["node-b"][0]);
+    let (pod_a, pod_b) = (nth(&subnet_a, 5).unwrap(), nth(&subnet_b, 5).unwrap());
+    let svc = udn::service_with(
+        "web",
+        "etp",
+        "web_net",
+        &udn::ServiceSpec {
+            cluster_ip: "10.96.1.21",
+            ports: &[("http", 80, "TCP", 8080)],
+            affinity: None,
+            node_port: Some(30081),
+        },
+        &[],
+    )
+    .replace(
+        "type: NodePort, ",
+        "type: NodePort, externalTrafficPolicy: Local, ",
+    );
+    let svc = with_endpoints(
+        &svc,
+        &format!(
+            "- {{addresses: [{pod_a}], nodeName: node-a, conditions: {{ready: false, serving: true, terminating: true}}}}\n\
+             - {{addresses: [{pod_b}], nodeName: node-b, conditions: {{ready: true, serving: true, terminating: false}}}}\n"
+        ),
+    );
+    let world = udn::world(
+        &(NETWORK.to_string() + &nodes + &svc),
+        &State::default(),
+        None,
+    );
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    udn::apply(&r, &world).await;
+
+    let external = chassis
+        .add_gateway_bridge("physnet", &["192.168.126.1/24".parse().unwrap()], &[])
+        .unwrap();
+    let backend = udn::add_pod(
+        &sb,
+        &mut chassis,
+        "web_net_node-a",
+        "web_net_web_etp",
+        &[&format!("{pod_a}/24")],
+        &[&nth(&subnet_a, 1).unwrap().to_string()],
+    );
+    chassis
+        .serve(&backend, Transport::Tcp, 8080, "etp backend, from {peer}")
+        .unwrap();
+    chassis
+        .steer_node_port("breth0_web_net_node-a", ip(ip_a), 30081)
+        .unwrap();
+    sb.sync_hv().unwrap();
+    let got = chassis
+        .request(
+            &external,
+            Transport::Tcp,
+            ip(ip_a),
+            30081,
+            Duration::from_secs(3),
+        )
+        .unwrap();
+    // No SNAT on a local node port: the backend sees the external host.
+    assert_eq!(got, Answer::Reply("etp backend, from 192.168.126.1".into()));
 }

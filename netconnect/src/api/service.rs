@@ -97,8 +97,28 @@ pub struct PortInfo {
 }
 
 /// The endpoints of one service port: per target port number (a rolling update may
-/// have two), the eligible addresses in the order of their text, each with its node.
-pub(crate) type PortEndpoints = BTreeMap<u16, Vec<(IpAddr, Option<String>)>>;
+/// have two), the eligible addresses in the order of their text.
+pub(crate) type PortEndpoints = BTreeMap<u16, Vec<Backend>>;
+
+/// One endpoint address of a service port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Backend {
+    /// The address.
+    pub(crate) ip: IpAddr,
+    /// The node it is on, if the slice says.
+    pub(crate) node: Option<String>,
+    /// Eligible cluster-wide (KEP-1669's choice among all the port's endpoints); when
+    /// not, it is eligible only on its node (the choice among that node's endpoints,
+    /// what a `Local` traffic policy uses: OVN-Kubernetes' `buildNodeLBEndpointEntry`).
+    pub(crate) cluster: bool,
+}
+
+impl Backend {
+    /// Whether it is eligible as one of `node`'s own endpoints.
+    pub(crate) fn on(&self, node: &str) -> bool {
+        self.node.as_deref() == Some(node)
+    }
+}
 
 /// A service as netconnect programs it.
 #[derive(Clone, Debug, PartialEq)]
@@ -157,6 +177,45 @@ fn eligible<'a>(endpoints: &[&'a Endpoint], publish_not_ready: bool) -> Vec<&'a 
         .collect()
 }
 
+/// The backends of one target port's `endpoints`: those eligible cluster-wide, and
+/// those eligible among their node's endpoints only (KEP-1669's fallback applies per
+/// node: a node whose endpoints are all terminating but serving serves with them even
+/// when other nodes have ready ones). Each address once, in the order of its text
+/// (OVN-Kubernetes sorts the strings, so "10.0.0.10" comes before "10.0.0.9").
+fn backends(endpoints: &[&Endpoint], publish_not_ready: bool) -> Vec<Backend> {
+    let cluster = eligible(endpoints, publish_not_ready);
+    let mut by_node: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
+    for e in endpoints {
+        if let Some(n) = e.node_name.as_deref() {
+            by_node.entry(n).or_default().push(e);
+        }
+    }
+    let local: Vec<&Endpoint> = by_node
+        .values()
+        .flat_map(|on_node| eligible(on_node, publish_not_ready))
+        .collect();
+    let among = |set: &[&Endpoint], e: &Endpoint| set.iter().any(|x| std::ptr::eq(*x, e));
+    let mut addresses: BTreeMap<String, Backend> = BTreeMap::new();
+    for e in endpoints {
+        let in_cluster = among(&cluster, e);
+        if !in_cluster && !among(&local, e) {
+            continue;
+        }
+        for a in &e.addresses {
+            let Ok(ip) = a.parse::<IpAddr>() else {
+                continue;
+            };
+            let b = addresses.entry(ip.to_string()).or_insert_with(|| Backend {
+                ip,
+                node: e.node_name.clone(),
+                cluster: false,
+            });
+            b.cluster |= in_cluster;
+        }
+    }
+    addresses.into_values().collect()
+}
+
 /// The endpoints of each port of `svc` in `slices` (the network's slices of the
 /// service), as OVN-Kubernetes reads them: a slice port matches a service port by name
 /// and protocol; per target port number, the eligible endpoints' addresses, each once,
@@ -183,21 +242,7 @@ pub(crate) fn endpoints_of(svc: &ServiceInfo, slices: &[&EndpointSlice]) -> Vec<
             }
             by_port
                 .into_iter()
-                .map(|(port, endpoints)| {
-                    // Each address once, in the order of its text (OVN-Kubernetes sorts
-                    // the strings, so "10.0.0.10" comes before "10.0.0.9").
-                    let mut addresses: BTreeMap<String, (IpAddr, Option<String>)> = BTreeMap::new();
-                    for e in eligible(&endpoints, svc.publish_not_ready) {
-                        for a in &e.addresses {
-                            if let Ok(ip) = a.parse::<IpAddr>() {
-                                addresses
-                                    .entry(ip.to_string())
-                                    .or_insert_with(|| (ip, e.node_name.clone()));
-                            }
-                        }
-                    }
-                    (port, addresses.into_values().collect())
-                })
+                .map(|(port, endpoints)| (port, backends(&endpoints, svc.publish_not_ready)))
                 .collect()
         })
         .collect()

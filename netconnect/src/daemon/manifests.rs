@@ -361,7 +361,7 @@ mod tests {
         crate::api::service::endpoints_of(svc, &slices)
             .iter()
             .flat_map(|by_port| by_port.values().flatten())
-            .map(|(ip, _)| ip.to_string())
+            .map(|b| b.ip.to_string())
             .collect()
     }
 

@@ -178,8 +178,8 @@ pub(crate) fn cluster_load_balancers(
                 let backends = by_target.iter().flat_map(|(port, addresses)| {
                     addresses
                         .iter()
-                        .filter(|(ip, _)| ip.is_ipv4() == vip.is_ipv4())
-                        .map(move |(ip, _)| endpoint(*ip, *port))
+                        .filter(|b| b.cluster && b.ip.is_ipv4() == vip.is_ipv4())
+                        .map(move |b| endpoint(b.ip, *port))
                 });
                 rules
                     .entry(endpoint(*vip, svc.ports[i].port))

@@ -54,7 +54,7 @@ pub struct Config<'e> {
     /// The port the VIPs answer on.
     pub inport: u16,
     /// The endpoints, per target port.
-    pub endpoints: &'e PortEndpoints,
+    pub(crate) endpoints: &'e PortEndpoints,
     /// `externalTrafficPolicy: Local` applies (node ports, external IPs).
     pub(crate) external_local: bool,
     /// `internalTrafficPolicy: Local` applies (cluster IPs).
@@ -152,7 +152,7 @@ pub(crate) fn configs<'e>(
         let host = eps
             .values()
             .flatten()
-            .any(|(ip, _)| is_host_endpoint(ip, subnets));
+            .any(|b| b.cluster && is_host_endpoint(&b.ip, subnets));
         if host || svc.internal_local {
             let vips = cluster_vips(svc).into_iter().map(Vip::Ip).collect();
             per_node.push(Config {
@@ -183,15 +183,21 @@ fn family(ip: &IpAddr) -> usize {
 impl Targets {
     fn of(cfg: &TopologyConfig, c: &Config, node: &ServiceNode) -> Targets {
         let mut t = Targets::default();
-        for (port, addresses) in c.endpoints {
-            for (ip, on) in addresses {
-                let local = on.as_deref() == Some(node.name);
+        for (port, backends) in c.endpoints {
+            for b in backends {
+                // A local policy takes the node's own endpoints, chosen among them;
+                // otherwise those eligible cluster-wide.
+                let here = b.on(node.name);
+                let ip = &b.ip;
                 let f = family(ip);
-                t.all[f].push((*ip, *port));
-                if !(c.external_local || c.internal_local) || local {
+                if b.cluster {
+                    t.all[f].push((*ip, *port));
+                }
+                let switch_local = c.external_local || c.internal_local;
+                if (switch_local && here) || (!switch_local && b.cluster) {
                     t.switch[f].push((*ip, *port));
                 }
-                if !c.external_local || local {
+                if (c.external_local && here) || (!c.external_local && b.cluster) {
                     // The node's own host reached through its gateway router comes
                     // from the host's masquerade address.
                     let ip = if node.gateway_addresses.contains(ip) {

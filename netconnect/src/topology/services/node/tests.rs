@@ -56,7 +56,11 @@ fn endpoints(eps: &[(&str, &str)]) -> PortEndpoints {
     [(
         8080,
         eps.iter()
-            .map(|(a, n)| (ip(a), Some(n.to_string())))
+            .map(|(a, n)| crate::api::service::Backend {
+                ip: ip(a),
+                node: Some(n.to_string()),
+                cluster: true,
+            })
             .collect(),
     )]
     .into()
@@ -252,6 +256,76 @@ fn external_traffic_policy_local_node_ports_keep_local_endpoints_without_snat() 
                 &["switch-node-b"],
                 &[]
             ),
+        ]
+    );
+}
+
+/// The endpoints of a one-port service (target 8080) read from `endpoints`, a slice's
+/// `endpoints:` list, as netconnect reads a mirrored slice.
+fn from_slice(endpoints: &str) -> PortEndpoints {
+    let svc: crate::api::service::Service = serde_yaml_ng::from_str(
+        "metadata: {name: web, namespace: red}\nspec: {clusterIP: 192.168.0.1, ports: [{port: 80}]}\n",
+    )
+    .unwrap();
+    let svc = crate::api::validate::service::service(&svc, &config().service_cidrs)
+        .unwrap()
+        .unwrap();
+    let slice: crate::api::service::EndpointSlice = serde_yaml_ng::from_str(&format!(
+        "addressType: IPv4\nports: [{{port: 8080, protocol: TCP}}]\nendpoints:\n{endpoints}"
+    ))
+    .unwrap();
+    crate::api::service::endpoints_of(&svc, &[&slice]).remove(0)
+}
+
+#[test]
+fn a_local_policy_falls_back_to_terminating_endpoints_per_node() {
+    // KEP-1669 per node (OVN-Kubernetes' buildNodeLBEndpointEntry): node-a's only
+    // endpoint is terminating but still serving, node-b's is ready. Cluster-wide only
+    // the ready one counts; node-a's local rules use its terminating one (OVN-Kubernetes
+    // serves there; choosing cluster-wide first would leave node-a with none: reject).
+    let eps = from_slice(
+        "- {addresses: [10.128.0.5], nodeName: node-a, conditions: {ready: false, serving: true, terminating: true}}\n\
+         - {addresses: [10.128.1.5], nodeName: node-b, conditions: {ready: true, serving: true, terminating: false}}\n",
+    );
+    let cluster: Vec<String> = eps[&8080]
+        .iter()
+        .filter(|b| b.cluster)
+        .map(|b| b.ip.to_string())
+        .collect();
+    assert_eq!(cluster, ["10.128.1.5"]);
+    let mut node_port = tcp(&["node"], &eps);
+    node_port.node_port = true;
+    node_port.external_local = true;
+    let got = load_balancers(&config(), &[node_port], &nodes());
+    let rules = |scope: &str| {
+        got.iter()
+            .find(|l| l.scope == scope)
+            .unwrap_or_else(|| panic!("no {scope} in {got:#?}"))
+            .rules
+            .clone()
+    };
+    let mut local_a = rules("node_local_router_node-a");
+    local_a.sort_by_key(|r| r.vip);
+    assert_eq!(
+        local_a,
+        [
+            rule("10.0.0.1", &["10.128.0.5"]),
+            rule("10.0.0.111", &["10.128.0.5"])
+        ]
+    );
+    assert_eq!(
+        rules("node_local_router_node-b"),
+        [rule("10.0.0.2", &["10.128.1.5"])]
+    );
+    // The switches: the node port to the cluster-wide choice, the ETP-local
+    // masquerade address `.3` to the node's own.
+    assert_eq!(
+        rules("node_switch_node-a"),
+        [
+            rule("169.254.169.3", &["10.128.0.5"]),
+            rule("10.0.0.1", &["10.128.1.5"]),
+            rule("169.254.169.3", &["10.128.0.5"]),
+            rule("10.0.0.111", &["10.128.1.5"]),
         ]
     );
 }
