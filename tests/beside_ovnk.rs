@@ -234,4 +234,31 @@ async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_eleme
         ])
         .unwrap();
     assert_eq!(router.trim(), "connect_router_colored", "left alone");
+
+    // A network's router gone (OVN-Kubernetes not done creating it, or deleting it):
+    // the connect's key for that network says which row it misses; the others converge.
+    sb.nbctl(&["lr-del", "cluster_udn_blue_ovn_cluster_router"])
+        .unwrap();
+    r.cache()
+        .wait_for(sync, |s| {
+            s.table("Logical_Router").iter().all(|(_, row)| {
+                row.get("name")
+                    .and_then(|d| d.as_scalar())
+                    .and_then(|a| a.as_str())
+                    != Some("cluster_udn_blue_ovn_cluster_router")
+            })
+        })
+        .await;
+    let out = udn::outcomes(&r, &world, 1).await;
+    let failed: Vec<String> = out
+        .iter()
+        .filter_map(|o| o.result.as_ref().err().map(|e| format!("{}: {e}", o.key)))
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        failed[0].contains("blue")
+            && failed[0]
+                .contains("Logical_Router cluster_udn_blue_ovn_cluster_router does not exist"),
+        "{failed:?}"
+    );
 }

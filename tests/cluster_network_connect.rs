@@ -986,6 +986,32 @@ async fn day_two_selection_nodes_networks_and_deletion_are_reconciled() {
     let after = udn::dump(&sb.nb.unix_remote()).await;
     // Green's label and red's namespace changed since `before`; neither is in any row.
     udn::assert_same_rows(&before, &after);
+
+    // OKEP-5377 beside OKEP-5224: the connect back, then blue appends a subnet. The
+    // peer's priority-9001 policy toward blue is rewritten to match both of blue's
+    // subnets (the nodes keep their host subnets, so the connect router's routes back
+    // stay as they were).
+    step(&r, dir.path(), &(base(true, false) + &nodes(2) + c)).await;
+    let blue2 = cudn_l3(
+        "blue",
+        "blue",
+        "[{cidr: 103.103.0.0/16, hostSubnet: 24}, {cidr: 113.113.0.0/16, hostSubnet: 24}]",
+        "c: \"yes\"",
+    );
+    let appended = ns("red", true) + &blue2 + &green(false) + &red + &nodes(2) + c;
+    step(&r, dir.path(), &appended).await;
+    let policies = nbctl_get(&sb, &["lr-policy-list", "red_net_ovn_cluster_router"]);
+    let toward_blue: Vec<&str> = policies
+        .lines()
+        .filter(|l| l.trim_start().starts_with("9001") && l.contains("103.103.0.0/16"))
+        .collect();
+    assert!(!toward_blue.is_empty(), "{policies}");
+    for p in &toward_blue {
+        assert!(
+            p.contains("(ip4.dst == 103.103.0.0/16 || ip4.dst == 113.113.0.0/16)"),
+            "{p}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -330,19 +330,25 @@ pub mod udn {
         )
     }
 
-    /// Reconciles every key of `world` once; panics on any failure.
+    /// Reconciles every key of `world` once (five tries each); panics on any failure.
     pub async fn apply(r: &Reconciler, world: &World) -> Vec<controller::Outcome> {
-        let backoff = Backoff {
-            min: Duration::from_millis(50),
-            max: Duration::from_millis(500),
-        };
-        let out = controller::once(r, world, 5, backoff, 4).await;
+        let out = outcomes(r, world, 5).await;
         for o in &out {
             if let Err(e) = &o.result {
                 panic!("{}: {e}", o.key);
             }
         }
         out
+    }
+
+    /// Reconciles every key of `world` once with `tries` tries each; the outcomes,
+    /// failures included.
+    pub async fn outcomes(r: &Reconciler, world: &World, tries: u32) -> Vec<controller::Outcome> {
+        let backoff = Backoff {
+            min: Duration::from_millis(50),
+            max: Duration::from_millis(500),
+        };
+        controller::once(r, world, tries, backoff, 4).await
     }
 
     /// A node document whose chassis is `chassis`, with extra annotations.

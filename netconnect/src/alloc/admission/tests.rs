@@ -93,6 +93,15 @@ fn refusals() -> Vec<(String, Reason, &'static str)> {
             "Network 'cluster_udn_ln' has type 'localnet'. Localnet networks are not supported",
         ),
         (
+            // A network without overlay (OKEP-5224: the connect routers are joined
+            // over Geneve tunnels).
+            l3("a", "x", "[{cidr: 10.1.0.0/16}]")
+                + &cudn("flat", "x", "{topology: Layer3, transport: NoOverlay, layer3: {role: Primary, subnets: [{cidr: 10.2.0.0/16}]}}")
+                + &cnc("c", "x", V4, ""),
+            Reason::UnsupportedNetworkType,
+            "Network 'cluster_udn_flat' has transport 'NoOverlay'. Network connect is not supported when overlay tunneling is disabled",
+        ),
+        (
             l3("a", "x", "[{cidr: 10.1.0.0/16}]") + &cnc("c", "x", V4, ""),
             Reason::InsufficientNetworks,
             "Only 1 network ('cluster_udn_a') selected, minimum 2 networks required for connection",

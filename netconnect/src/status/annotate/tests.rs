@@ -509,3 +509,40 @@ fn a_state_worked_out_after_the_one_before_is_the_state_worked_out_whole() {
         "only {contexts_remembering} contexts remembered anything"
     );
 }
+
+#[test]
+fn a_connects_subnets_once_accepted_stay_in_force() {
+    // OKEP-5224: connectSubnets is immutable; a changed list is reported and the
+    // accepted one kept (the connect's allocations are carved from it).
+    let cnc = |cidr: &str| {
+        format!(
+            "---\napiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {{name: c}}\n\
+             spec:\n  networkSelectors: [{{networkSelectionType: ClusterUserDefinedNetworks, clusterUserDefinedNetworkSelector: {{networkSelector: {{}}}}}}]\n\
+             \x20 connectSubnets: [{{cidr: {cidr}, networkPrefix: 24}}]\n  connectivity: [PodNetwork]\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (inv, _) = run(
+        dir.path(),
+        &(node("a", &[]) + &l3("[{cidr: 10.1.0.0/16}]") + &cnc("192.168.0.0/16")),
+    );
+    assert!(inv.problems.is_empty(), "{:?}", inv.problems);
+    let (inv, _) = run(
+        dir.path(),
+        &(node("a", &[]) + &l3("[{cidr: 10.1.0.0/16}]") + &cnc("172.16.0.0/16")),
+    );
+    let problems: Vec<String> = inv.problems.iter().map(ToString::to_string).collect();
+    assert!(
+        problems.iter().any(|p| p.contains(
+            "ClusterNetworkConnect c: spec.connectSubnets: connectSubnets is immutable; the accepted ones stay in force"
+        )),
+        "{problems:?}"
+    );
+    let subnets: Vec<String> = inv.connects["c"]
+        .spec
+        .connect_subnets
+        .iter()
+        .map(|s| s.0.to_string())
+        .collect();
+    assert_eq!(subnets, ["192.168.0.0/16"]);
+}
