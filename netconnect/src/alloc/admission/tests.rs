@@ -75,6 +75,7 @@ fn every_reason_is_given_with_a_message_naming_what_is_involved() {
 
 /// One cluster per refusal reason (some reasons several ways), with what the refusal
 /// says.
+#[allow(clippy::too_many_lines)] // a test's table: one case per refusal
 fn refusals() -> Vec<(String, Reason, &'static str)> {
     let two = l3("a", "x", "[{cidr: 10.1.0.0/16}]") + &l3("b", "x", "[{cidr: 10.2.0.0/16}]");
     let cases: Vec<(String, Reason, &str)> = vec![
