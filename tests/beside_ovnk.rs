@@ -163,6 +163,10 @@ async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_eleme
             .get(&(table.clone(), uuid.clone()))
             .unwrap_or_else(|| panic!("{table} {uuid} deleted or recreated: {before:?}"));
         for (column, value) in before {
+            // ovn-northd sets a port's `up` (and the like) when it gets to it.
+            if netconnect::reconcile::left::WRITTEN_BY_OVN.contains(&column.as_str()) {
+                continue;
+            }
             let new = &now[column];
             let kept = match (value, new) {
                 (Datum::Set(a), Datum::Set(b)) => a.iter().all(|x| b.contains(x)),
