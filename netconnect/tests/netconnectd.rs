@@ -637,3 +637,78 @@ fn a_network_added_to_many_nodes_reaches_their_files_once_quiet_and_before_a_sto
         "{stdout}"
     );
 }
+
+/// The lines of a `--plan` or `--once` output that summarise a key (`<key>: +N ~N -N`
+/// or `<key>: unchanged`), sorted.
+fn key_lines(stdout: &str) -> Vec<String> {
+    let mut lines: Vec<String> = stdout
+        .lines()
+        .filter(|l| !l.starts_with(' ') && (l.contains(": +") || l.ends_with(": unchanged")))
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn plan_over_an_empty_nb_shows_every_key_as_once_then_writes_it() {
+    // Each key planned as if the keys before it were applied: the networks refer to
+    // the cluster rows, the connect to the networks' routers, none of them in the NB.
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    let connected = &CONNECTED[..CONNECTED.find("---\napiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {name: lonely}").unwrap()];
+    std::fs::write(m.path().join("nets.yaml"), connected).unwrap();
+    std::fs::write(m.path().join("nodes.yml"), NODES).unwrap();
+    let empty = sb.nbctl(&["show"]).unwrap();
+
+    let out = run(&nb, m.path(), s.path(), &["--plan"]);
+    let planned = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "2: the NB lacks rows\n{planned}{}",
+        text(&out.stderr)
+    );
+    assert!(!planned.contains("cannot plan"), "{planned}");
+    assert!(
+        planned.contains("  insert Copp ovnkube-default"),
+        "{planned}"
+    );
+    assert!(
+        planned.contains("  insert Logical_Router connect_router_ok"),
+        "{planned}"
+    );
+    assert!(
+        planned.contains(
+            "  mutate Logical_Router cluster_udn_blue_ovn_cluster_router ports: +2 -0 (not owned)"
+        ),
+        "the connect's ports on a router the plan has only just inserted:\n{planned}"
+    );
+    assert_eq!(
+        sb.nbctl(&["show"]).unwrap(),
+        empty,
+        "--plan wrote something"
+    );
+
+    // --once writes exactly what the plan said, key by key.
+    let out = run(&nb, m.path(), s.path(), &["--once"]);
+    let written = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{written}{}", text(&out.stderr));
+    assert_eq!(key_lines(&planned), key_lines(&written));
+    assert!(
+        key_lines(&written).iter().all(|l| l.contains(": +")),
+        "{written}"
+    );
+
+    // And then the NB matches: exit 0, every key unchanged.
+    let out = run(&nb, m.path(), s.path(), &["--plan"]);
+    let again = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{again}");
+    assert!(
+        key_lines(&again).iter().all(|l| l.ends_with(": unchanged")),
+        "{again}"
+    );
+    assert_eq!(key_lines(&again).len(), key_lines(&planned).len());
+}

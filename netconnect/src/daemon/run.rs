@@ -18,6 +18,7 @@ use super::metrics::Metrics;
 use super::seams::{ManifestSource, NoSink, Sink, Source, StatusDir};
 use crate::api::load::{FileObjects, Object};
 use crate::controller::{self, Backoff, Controller, ReadyTracker};
+use crate::reconcile::dry_run::DryRun;
 use crate::reconcile::Reconciler;
 use crate::status;
 use crate::status::dir::State;
@@ -109,25 +110,41 @@ fn read_inputs(source: &mut dyn Source) -> Result<Vec<FileObjects>, String> {
     Ok(files)
 }
 
-/// `--plan`: prints what each key would write; fails when a key cannot be planned or
-/// an object was invalid.
+/// `--plan`: prints what each key would write, each key planned against the NB as the
+/// keys before it would leave it ([`DryRun`]); writes nothing. Exits 0 when the NB
+/// holds what every key wants, 2 when some key would write, 1 when a key cannot be
+/// planned or an object was invalid (the codes of `terraform plan -detailed-exitcode`).
 fn plan(world: &World, reconciler: &Reconciler) -> ExitCode {
-    let mut failed = false;
+    let snap = reconciler.cache().snapshot();
+    let dry = reconciler
+        .cache()
+        .schema()
+        .ok_or_else(|| "not connected".to_owned())
+        .and_then(|schema| DryRun::of(&snap, schema).map_err(|e| e.to_string()));
+    let mut dry = match dry {
+        Ok(d) => d,
+        Err(e) => {
+            println!("cannot plan: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (mut failed, mut differs) = (false, false);
     for key in controller::all_keys(world, reconciler) {
         let plan = world
             .desired(&key)
             .map_err(|e| e.to_string())
-            .and_then(|d| reconciler.plan(&d).map_err(|e| e.to_string()));
+            .and_then(|d| dry.plan(&d).map_err(|e| e.to_string()));
         match plan {
-            Ok(p) if p.is_empty() => {
-                println!("{key}: unchanged");
-                for note in &p.incomplete {
-                    println!("  incomplete: {note}");
-                }
-            }
             Ok(p) => {
-                println!("{key}: {}", p.summary());
-                for line in p.to_string().lines().skip(1) {
+                differs |= !p.is_empty();
+                match p.is_empty() {
+                    true => println!("{key}: unchanged"),
+                    false => println!("{key}: {}", p.summary()),
+                }
+                // The account of the plan, but for its first line (the owner's).
+                let text = p.to_string();
+                let skip = usize::from(p.owner.is_some());
+                for line in text.lines().skip(skip) {
                     println!("{line}");
                 }
             }
@@ -137,7 +154,13 @@ fn plan(world: &World, reconciler: &Reconciler) -> ExitCode {
             }
         }
     }
-    exit_code(failed || !world.problems.is_empty())
+    if failed || !world.problems.is_empty() {
+        ExitCode::FAILURE
+    } else if differs {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// `--once`: reconciles every key once, records the connects' zone conditions, prints

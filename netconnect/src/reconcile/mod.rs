@@ -3,6 +3,7 @@
 //! connection, waiting until the cache shows it so that the key's next reconcile reads
 //! its own writes.
 
+pub mod dry_run;
 pub mod left;
 mod memo;
 pub mod nb;

@@ -93,7 +93,6 @@ impl Planner {
         &self.schema
     }
 
-    #[cfg(test)]
     /// Computes the transaction that makes the NB hold what `desired` wants.
     pub fn plan(
         &self,
