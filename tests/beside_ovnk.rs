@@ -6,6 +6,8 @@
 //! rows are written, OVN-Kubernetes' rows gain only elements of their sets (ports,
 //! policies) and are otherwise untouched (same uuids, same columns), a second pass
 //! writes nothing, and the rows of a connect that left the manifests are left alone.
+//! Taken over (`--adopt ovn-kubernetes`): each of OVN-Kubernetes' rows netconnect wants
+//! is adopted in place, none deleted or re-inserted, and a second pass writes nothing.
 
 use std::collections::BTreeMap;
 
@@ -53,7 +55,7 @@ fn connect(name: &str) -> String {
 }
 
 /// The tables whose rows carry `external_ids`.
-const TABLES: [&str; 10] = [
+const TABLES: [&str; 11] = [
     "Logical_Router",
     "Logical_Switch",
     "Logical_Router_Port",
@@ -63,6 +65,7 @@ const TABLES: [&str; 10] = [
     "NAT",
     "Copp",
     "Meter",
+    "Meter_Band",
     "ACL",
 ];
 
@@ -79,15 +82,15 @@ fn rows(r: &netconnect::reconcile::Reconciler) -> BTreeMap<(String, String), ovs
     out
 }
 
-#[allow(clippy::too_many_lines)] // a test: one story, start to end
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_elements_only() {
-    let sb = sandbox();
-    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+/// Fills the NB behind `r` as OVN-Kubernetes would have it for [`networks`]: netconnect's
+/// rows for them, the owner stamps taken off where OVN-Kubernetes writes none. Its rows.
+async fn ovn_kubernetes_nb(
+    r: &netconnect::reconcile::Reconciler,
+) -> BTreeMap<(String, String), ovsdb_proto::Row> {
     // OVN-Kubernetes' networks: netconnect's rows for them, the owner stamps taken off
     // where OVN-Kubernetes writes none.
     let plain = udn::world(&networks(), &State::default(), None);
-    udn::apply(&r, &plain).await;
+    udn::apply(r, &plain).await;
     let stamps = Datum::set([
         "k8s.ovn.org/owner-controller",
         "k8s.ovn.org/owner-type",
@@ -130,12 +133,22 @@ async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_eleme
             })
         })
         .await;
-    let theirs = rows(&r);
+    let theirs = rows(r);
     assert!(
         theirs.len() > 60,
         "{} rows of OVN-Kubernetes'",
         theirs.len()
     );
+    theirs
+}
+
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_elements_only() {
+    let sb = sandbox();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let theirs = ovn_kubernetes_nb(&r).await;
+    let sync = std::time::Duration::from_secs(10);
 
     // netconnect beside it, the connect in its manifests.
     let settings = Settings {
@@ -265,4 +278,68 @@ async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_eleme
                 .contains("Logical_Router cluster_udn_blue_ovn_cluster_router does not exist"),
         "{failed:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adopting_ovn_kubernetes_rows_keeps_each_row_in_place_and_converges() {
+    // OVN-Kubernetes' controller for the networks stopped, netconnect takes over with
+    // --adopt ovn-kubernetes: every row OVN-Kubernetes wrote that netconnect wants is
+    // the same row after (uuid kept), now carrying netconnect's owner keys; nothing of
+    // theirs is deleted; a second pass writes nothing.
+    let sb = sandbox();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let theirs = ovn_kubernetes_nb(&r).await;
+
+    // Without adoption, the networks' keys stop at the first row of OVN-Kubernetes'.
+    let plain = udn::world(&networks(), &State::default(), None);
+    let out = udn::outcomes(&r, &plain, 1).await;
+    assert!(
+        out.iter().any(|o| o
+            .result
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("belongs to another party"))),
+        "{out:?}"
+    );
+
+    let settings = Settings {
+        adopt: true,
+        ..Default::default()
+    };
+    let world = udn::world_in(&networks(), &State::default(), settings);
+    let out = udn::apply(&r, &world).await;
+    let adopted: usize = out
+        .iter()
+        .map(|o| o.result.as_ref().map_or(0, |p| p.adopted.len()))
+        .sum();
+    let inserted: usize = out
+        .iter()
+        .map(|o| o.result.as_ref().map_or(0, |p| p.inserted.len()))
+        .sum();
+    assert!(adopted > 50, "{adopted} rows adopted");
+    let after = rows(&r);
+    for (table, uuid) in theirs.keys() {
+        assert!(
+            after.contains_key(&(table.clone(), uuid.clone())),
+            "{table} {uuid} deleted or recreated"
+        );
+    }
+    // Every row netconnect holds now is one of OVN-Kubernetes' or one it inserted.
+    assert_eq!(after.len(), theirs.len() + inserted, "{inserted} inserted");
+    let stamped = after
+        .values()
+        .filter(|row| {
+            row.get("external_ids")
+                .and_then(|d| d.get_str("k8s.ovn.org/owner-type"))
+                .is_some()
+        })
+        .count();
+    assert!(
+        stamped >= adopted,
+        "{stamped} rows stamped, {adopted} adopted"
+    );
+    let again = udn::apply(&r, &world).await;
+    for o in &again {
+        let plan = o.result.as_ref().unwrap();
+        assert!(plan.is_empty(), "{}: {}", o.key, plan);
+    }
 }

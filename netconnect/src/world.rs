@@ -33,6 +33,9 @@ pub struct Settings {
     pub zone: Option<String>,
     /// Which rows are written.
     pub manage: Manage,
+    /// Rows OVN-Kubernetes wrote that a key wants are taken over in place
+    /// (`--adopt ovn-kubernetes`; [`crate::topology::Desired::adopt`]).
+    pub adopt: bool,
     /// Ranges networks must stay out of.
     pub reserved: Reserved,
     /// Cluster-wide allocation settings.

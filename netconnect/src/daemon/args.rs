@@ -35,6 +35,13 @@ pub struct Args {
     /// beside OVN-Kubernetes, whose networks and services it never writes).
     #[arg(long, value_name = "all|connects", default_value = "all", value_parser = ["all", "connects"], env = "NETCONNECTD_MANAGE")]
     pub manage: String,
+    /// Take over the rows OVN-Kubernetes wrote for the networks and services in the
+    /// manifests, in place (their uuids kept): a row that matches one netconnectd wants
+    /// by name (a route, policy or NAT rule: by its router and what it matches) gets
+    /// netconnectd's owner keys and any column fixed in the key's one transaction.
+    /// Run it only with OVN-Kubernetes' controller for those networks stopped.
+    #[arg(long, value_name = "ovn-kubernetes", value_parser = ["ovn-kubernetes"], env = "NETCONNECTD_ADOPT")]
+    pub adopt: Option<String>,
     /// EgressIP is enabled in the cluster (OVN-Kubernetes' `--enable-egress-ip`): the
     /// networks' routers get EgressIP's no-reroute policies (priority 102).
     #[arg(long, env = "NETCONNECTD_ENABLE_EGRESS_IP")]
@@ -174,6 +181,7 @@ impl Args {
             s.set_default_join(self.default_join_subnets.clone());
         }
         s.set_egress_ip(self.enable_egress_ip);
+        s.adopt = self.adopt.is_some();
         s.set_preconfigured_udn_addresses(self.enable_preconfigured_udn_addresses);
         if !self.transit_subnets.is_empty() {
             s.cluster.transit_subnets = self.transit_subnets.clone();

@@ -305,6 +305,12 @@ impl World {
     /// What `key` wants in the NB, leaving out the fragments `known` says are in the
     /// NB as built before.
     pub fn desired_with(&self, key: &Key, known: &dyn Fragments) -> Result<Desired, BuildError> {
+        let mut d = self.desired_of(key, known)?;
+        d.adopt = self.settings.adopt;
+        Ok(d)
+    }
+
+    fn desired_of(&self, key: &Key, known: &dyn Fragments) -> Result<Desired, BuildError> {
         match key {
             Key::Cluster => Ok(cluster::desired()),
             Key::Network(name) => network::desired(self, name, known),

@@ -91,6 +91,12 @@ impl DryRun {
         Ok(plan)
     }
 
+    /// The copy as the plans so far left it.
+    #[cfg(test)]
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot> {
+        self.store.snapshot()
+    }
+
     /// Carries out `operations` (one transaction) on the copy.
     fn carry_out(&mut self, operations: &[Operation]) -> Result<(), DryRunError> {
         // The inserts' uuids first: a row may refer to one inserted after it.

@@ -115,6 +115,9 @@ pub struct Plan {
     pub updated: Vec<(RowName, Vec<String>)>,
     /// Rows deleted (explicitly, or by losing their last reference).
     pub deleted: Vec<RowName>,
+    /// Rows another party wrote that the key takes over where they are (each is also
+    /// in `updated`: its owner keys at least).
+    pub adopted: Vec<RowName>,
     /// Changes to rows the key does not own.
     pub foreign: Vec<ForeignMutation>,
     /// How many desired rows were compared with the NB.
@@ -156,6 +159,9 @@ impl Plan {
             self.updated.len(),
             self.deleted.len()
         );
+        if !self.adopted.is_empty() {
+            s.push_str(&format!(" (adopted: {})", self.adopted.len()));
+        }
         if !self.foreign.is_empty() {
             s.push_str(&format!(" (foreign rows mutated: {})", self.foreign.len()));
         }
@@ -172,7 +178,11 @@ impl fmt::Display for Plan {
             writeln!(f, "  insert {r}")?;
         }
         for (r, cols) in &self.updated {
-            writeln!(f, "  update {r}: {}", cols.join(", "))?;
+            let verb = match self.adopted.contains(r) {
+                true => "adopt",
+                false => "update",
+            };
+            writeln!(f, "  {verb} {r}: {}", cols.join(", "))?;
         }
         for r in &self.deleted {
             writeln!(f, "  delete {r}")?;

@@ -9,7 +9,9 @@
 //!   changed by mutation, element by element: the key adds the references it wants and
 //!   removes only references to its own rows, so references other parties added stay.
 //! - A row the key wants that another party already holds under the same name is a
-//!   conflict: nothing is written for the key.
+//!   conflict: nothing is written for the key; unless the key adopts
+//!   ([`Desired::adopt`]) and the row carries no owner keys (OVN-Kubernetes' rows):
+//!   then it is the key's, updated in place ([`adopt`]).
 //! - A *shared* row (the default COPP) that another party already created is used,
 //!   and what only it would have referenced is not created either.
 //! - Columns OVN's daemons write (`up`, `status`, …) are never compared or written.
@@ -127,17 +129,21 @@ impl Planner {
             resolved: HashMap::new(),
             wanted: Vec::new(),
             selected: HashMap::new(),
+            adopted: HashSet::new(),
         };
-        p.find_existing();
-        if p.reuse_shared_rows() {
-            p.drop_unreferenced();
-        }
-        p.resolve_references()?;
         let mut plan = Plan {
             owner: Some(desired.owner.clone()),
             scope: desired.scope.clone(),
             ..Default::default()
         };
+        p.find_existing();
+        if desired.adopt {
+            p.adopt(&mut plan);
+        }
+        if p.reuse_shared_rows() {
+            p.drop_unreferenced();
+        }
+        p.resolve_references()?;
         p.insert_new_rows(&mut plan)?;
         p.update_columns(&mut plan)?;
         let mut kept = p.grow_kept()?;
@@ -175,12 +181,14 @@ struct Planning<'a> {
     wanted: Vec<&'a DesiredRow>,
     /// Each selection's rows now, sorted.
     selected: HashMap<&'a str, Vec<Atom>>,
+    /// Rows another party wrote that the key takes over ([`Desired::adopt`]).
+    adopted: HashSet<Uuid>,
 }
 
 impl<'a> Planning<'a> {
     /// True when the row at `uuid` is one of the key's.
     fn owns(&self, uuid: &Uuid) -> bool {
-        self.rows.contains(uuid) || self.claimed.contains(uuid)
+        self.rows.contains(uuid) || self.claimed.contains(uuid) || self.adopted.contains(uuid)
     }
 
     /// The key's row of `table` known as `identity`, if the NB holds it.
@@ -737,6 +745,7 @@ fn dependency_order(rows: Vec<&DesiredRow>) -> Vec<&DesiredRow> {
     out
 }
 
+mod adopt;
 mod kept;
 mod schema;
 mod stale;

@@ -244,6 +244,10 @@ pub struct Desired {
     pub incomplete: Vec<String>,
     /// Which of the owner's rows the key holds.
     pub scope: Scope,
+    /// Rows the key wants that OVN-Kubernetes wrote (no owner keys, the same name or,
+    /// for a route, policy or NAT rule, the same identity under the same router) are
+    /// taken over where they are instead of being conflicts.
+    pub adopt: bool,
     /// The key's fragments, built or skipped.
     fragments: Vec<Fragment>,
     /// The fragment rows are added to now.
@@ -285,6 +289,7 @@ impl Desired {
             attachments: BTreeMap::new(),
             incomplete: Vec::new(),
             scope: Scope::All,
+            adopt: false,
             fragments: Vec::new(),
             open: None,
             base: None,

@@ -465,3 +465,148 @@ fn columns_an_older_server_lacks_are_left_out_while_they_hold_their_defaults() {
         other => panic!("planned {other:?}"),
     }
 }
+
+/// A network of OVN-Kubernetes' shape for [`adoption`]: a switch with a port, a router
+/// with a route (identity router, policy, prefix and next hop, as netconnect's
+/// builders name routes).
+fn adoptable(name: &str) -> Desired {
+    let mut d = Desired::new(owner(name));
+    let port = d.add(
+        format!("{name}-port"),
+        LogicalSwitchPort {
+            name: format!("{name}-port"),
+            addresses: ["router".to_string()].into(),
+            ..Default::default()
+        },
+    );
+    let mut switch = LogicalSwitch::named(format!("{name}-switch"));
+    switch.ports = [port].into();
+    d.add(format!("{name}-switch"), switch);
+    let router_name = format!("{name}-router");
+    let mut router = LogicalRouter::named(router_name.clone());
+    let route = LogicalRouterStaticRoute {
+        ip_prefix: "10.0.0.0/16".into(),
+        nexthop: "100.64.0.1".into(),
+        ..Default::default()
+    };
+    crate::topology::rows::add_route(&mut d, &mut router.static_routes, &router_name, route);
+    d.add(router_name, router);
+    d
+}
+
+#[test]
+fn adoption_takes_over_ovn_kubernetes_rows_in_place_and_leaves_the_rest() {
+    let mut nb = Nb::new();
+    // OVN-Kubernetes' rows: the same rows, none of netconnect's owner keys, and a route
+    // of its own netconnect does not want.
+    let uuids = nb.write(&adoptable("blue"));
+    let stamps = [
+        "k8s.ovn.org/owner-controller",
+        "k8s.ovn.org/owner-type",
+        "k8s.ovn.org/name",
+        "k8s.ovn.org/id",
+    ];
+    for r in adoptable("blue").rows() {
+        let u = uuids[&r.placeholder];
+        let ids = nb.store.snapshot().get(r.table, &u).unwrap().to_row()["external_ids"].clone();
+        let kept: Vec<(Atom, Atom)> = match ids {
+            Datum::Map(m) => m
+                .iter()
+                .filter(|(k, _)| !stamps.contains(&k.as_str().unwrap_or_default()))
+                .cloned()
+                .collect(),
+            Datum::Set(_) => Vec::new(),
+        };
+        nb.set(r.table, u, "external_ids", Datum::map(kept));
+    }
+    let router = uuid_of(&uuids, &adoptable("blue"), "Logical_Router");
+    let theirs = nb.put(&LogicalRouterStaticRoute {
+        ip_prefix: "10.9.0.0/16".into(),
+        nexthop: "100.64.0.9".into(),
+        ..Default::default()
+    });
+    let mut routes = nb
+        .store
+        .snapshot()
+        .get("Logical_Router", &router)
+        .unwrap()
+        .to_row()["static_routes"]
+        .as_set()
+        .unwrap()
+        .to_vec();
+    routes.push(Atom::Uuid(theirs));
+    nb.set(
+        "Logical_Router",
+        router,
+        "static_routes",
+        Datum::set(routes),
+    );
+
+    // Without adoption: a conflict, nothing written.
+    let mut d = adoptable("blue");
+    assert!(matches!(
+        nb.plan(&d),
+        Err(PlanError::Conflict { owner: None, .. })
+    ));
+    // With it: every row taken where it is, its owner keys written, nothing inserted
+    // or deleted, OVN-Kubernetes' own route left.
+    d.adopt = true;
+    let mut dry = crate::reconcile::dry_run::DryRun::of(
+        &nb.store.snapshot(),
+        crate::reconcile::testing::schema(),
+    )
+    .unwrap();
+    let plan = dry.plan(&d).unwrap();
+    assert!(
+        plan.inserted.is_empty() && plan.deleted.is_empty(),
+        "{plan}"
+    );
+    assert_eq!(plan.adopted.len(), 4, "{plan}");
+    assert!(
+        plan.updated
+            .iter()
+            .all(|(_, cols)| cols.contains(&"external_ids".to_string())),
+        "{plan}"
+    );
+    assert!(
+        plan.to_string()
+            .contains("  adopt Logical_Router blue-router: external_ids"),
+        "{plan}"
+    );
+    assert!(
+        plan.operations
+            .iter()
+            .all(|o| !matches!(o, Operation::Insert { .. } | Operation::Delete { .. })),
+        "{:#?}",
+        plan.operations
+    );
+    // Adopted: the next plan is empty, and the router is the same row, still holding
+    // OVN-Kubernetes' route.
+    let again = dry.plan(&d).unwrap();
+    assert!(again.is_empty(), "{again}");
+    let snap = dry.snapshot();
+    let row = snap
+        .get("Logical_Router", &router)
+        .expect("the same router");
+    assert!(row.to_row()["static_routes"]
+        .as_set()
+        .unwrap()
+        .contains(&Atom::Uuid(theirs)));
+    assert_eq!(
+        Owner::of(&row.to_row()["external_ids"]),
+        Some(owner("blue"))
+    );
+}
+
+#[test]
+fn a_row_another_owner_stamped_is_never_adopted() {
+    let mut nb = Nb::new();
+    nb.write(&network("blue"));
+    let mut d = network("red");
+    d.add("blue-switch", LogicalSwitch::named("blue-switch"));
+    d.adopt = true;
+    assert!(matches!(
+        nb.plan(&d),
+        Err(PlanError::Conflict { owner: Some(_), .. })
+    ));
+}
