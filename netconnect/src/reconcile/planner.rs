@@ -11,7 +11,7 @@
 //! - A row the key wants that another party already holds under the same name is a
 //!   conflict: nothing is written for the key; unless the key adopts
 //!   ([`Desired::adopt`]) and the row carries no owner keys (OVN-Kubernetes' rows):
-//!   then it is the key's, updated in place ([`adopt`]).
+//!   then it is the key's, updated in place (module `adopt`).
 //! - A *shared* row (the default COPP) that another party already created is used,
 //!   and what only it would have referenced is not created either.
 //! - Columns OVN's daemons write (`up`, `status`, …) are never compared or written.
