@@ -7,7 +7,9 @@
 //! policies) and are otherwise untouched (same uuids, same columns), a second pass
 //! writes nothing, and the rows of a connect that left the manifests are left alone.
 //! Taken over (`--adopt ovn-kubernetes`): each of OVN-Kubernetes' rows netconnect wants
-//! is adopted in place, none deleted or re-inserted, and a second pass writes nothing.
+//! is adopted in place, none deleted or re-inserted, and a second pass writes nothing;
+//! pods of an adopted network ping each other across its router through the takeover
+//! without losing a reply.
 
 use std::collections::BTreeMap;
 
@@ -342,4 +344,74 @@ async fn adopting_ovn_kubernetes_rows_keeps_each_row_in_place_and_converges() {
         let plan = o.result.as_ref().unwrap();
         assert!(plan.is_empty(), "{}: {}", o.key, plan);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_keep_pinging_through_a_takeover() {
+    // Two pods of OVN-Kubernetes' blue network on two nodes (their path crosses the
+    // network's cluster router): pinging all the while netconnect adopts the rows,
+    // not one reply is lost.
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    ovn_kubernetes_nb(&r).await;
+    let plain = udn::world(&networks(), &State::default(), None);
+    let hosts = &plain.allocations.host_subnets["cluster_udn_blue"];
+    let pod = |chassis: &mut ovn_sandbox::Chassis, node: &str| {
+        let subnet = hosts[node][0];
+        let ip = netconnect::ovnk::addr::nth(&subnet, 5).unwrap();
+        let gw = netconnect::ovnk::addr::nth(&subnet, 1).unwrap();
+        let p = udn::add_pod(
+            &sb,
+            chassis,
+            &format!("cluster_udn_blue_{node}"),
+            &format!("blue_pod_{node}"),
+            &[&format!("{ip}/{}", subnet.prefix_len())],
+            &[&gw.to_string()],
+        );
+        (p, ip)
+    };
+    let (a, _) = pod(&mut chassis, "node-a");
+    let (_b, b_ip) = pod(&mut chassis, "node-b");
+    sb.sync_hv().unwrap();
+    assert!(
+        chassis.ping(&a, b_ip, 3).unwrap(),
+        "blue's pods ping before"
+    );
+
+    let netns = a.netns.clone();
+    let pinging = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("ip")
+            .args([
+                "netns", "exec", &netns, "ping", "-c", "150", "-i", "0.02", "-W", "1",
+            ])
+            .arg(b_ip.to_string())
+            .output()
+    });
+    let settings = Settings {
+        adopt: true,
+        ..Default::default()
+    };
+    let world = udn::world_in(&networks(), &State::default(), settings);
+    let takeover = async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let out = udn::apply(&r, &world).await;
+        let adopted: usize = out
+            .iter()
+            .map(|o| o.result.as_ref().map_or(0, |p| p.adopted.len()))
+            .sum();
+        sb.sync_hv().unwrap();
+        adopted
+    };
+    let started = std::time::Instant::now();
+    let (adopted, ping) = tokio::join!(takeover, pinging);
+    // The pings (3 s) span the takeover (from 0.5 s).
+    assert!(started.elapsed() > std::time::Duration::from_secs(2));
+    let ping = ping.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&ping.stdout);
+    assert!(adopted > 50, "{adopted} rows adopted");
+    assert!(
+        text.contains("150 packets transmitted, 150 received"),
+        "a reply lost during the takeover:\n{text}"
+    );
 }
