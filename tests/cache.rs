@@ -1060,6 +1060,80 @@ async fn a_transaction_and_wait_returns_only_once_the_cache_shows_it() {
     }
 }
 
+/// The race with another client: a write by `_uuid` to a row another client deleted
+/// first is answered at once with the server's count (0), not waited for until the
+/// timeout; a row the write changed that is deleted right after (here, by the same
+/// transaction's next operation) ends the wait too: the cache held it before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_to_a_row_deleted_before_or_after_it_is_answered_without_waiting() {
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let (cache, _, _) = synced(&server.unix_remote(), &w, &switches("s", 2)).await;
+    let snap = cache.snapshot();
+    let table = snap.table("Logical_Switch");
+    let uuids: Vec<_> = table.iter().map(|(u, _)| *u).collect();
+    let (gone, doomed) = (uuids[0], uuids[1]);
+    // Deleted by another client, then updated and mutated through the cache.
+    w.transact(
+        NB,
+        &[Operation::Delete {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::uuid(gone)],
+        }],
+    )
+    .await
+    .unwrap();
+    let mut update = Row::new();
+    update.insert("other_config".into(), Datum::map([("k", "v")]));
+    let timeout = Duration::from_secs(3);
+    let results = cache
+        .transact_and_wait(
+            &[
+                Operation::Update {
+                    table: "Logical_Switch".into(),
+                    conditions: vec![Condition::uuid(gone)],
+                    row: update.clone(),
+                },
+                Operation::Mutate {
+                    table: "Logical_Switch".into(),
+                    conditions: vec![Condition::uuid(gone)],
+                    mutations: vec![ovsdb_proto::Mutation::new(
+                        "other_config",
+                        ovsdb_proto::Mutator::Insert,
+                        Datum::map([("k2", "v")]),
+                    )],
+                },
+            ],
+            timeout,
+        )
+        .await
+        .expect("answered, not timed out");
+    assert_eq!(
+        results.iter().map(|r| r.count()).collect::<Vec<_>>(),
+        [Some(0), Some(0)]
+    );
+    // Changed, then deleted after the change.
+    let results = cache
+        .transact_and_wait(
+            &[
+                Operation::Update {
+                    table: "Logical_Switch".into(),
+                    conditions: vec![Condition::uuid(doomed)],
+                    row: update,
+                },
+                Operation::Delete {
+                    table: "Logical_Switch".into(),
+                    conditions: vec![Condition::uuid(doomed)],
+                },
+            ],
+            timeout,
+        )
+        .await
+        .expect("answered, not timed out");
+    assert_eq!(results[0].count(), Some(1));
+    assert!(cache.snapshot().get("Logical_Switch", &doomed).is_none());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_transactions_go_through_the_cache_with_their_typed_results() {
     use nb_model::{LogicalSwitch, LogicalSwitchPort, OvnNorthbound};

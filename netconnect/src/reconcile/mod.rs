@@ -402,11 +402,19 @@ impl Reconciler {
             .iter()
             .map(|at| results.get(*at).and_then(|r| r.uuid()).unwrap_or_default())
             .collect();
-        let snap = match self.cache.wait_shown(&ops, &results, self.wait).await {
+        // Planned in `planned`: a row held there that the transaction changed and that
+        // is gone by the time the cache shows it was deleted after it (a network's key
+        // deleting the switch a connect's key let go of): shown, not waited for.
+        let shown = self
+            .cache
+            .wait_shown_since(&ops, &results, &planned, self.wait)
+            .await;
+        let snap = match shown {
             Ok(snap) => snap,
             Err(e) => {
                 self.forget(desired);
-                self.unsettle(desired, connections, Some(Expected::new(&ops, &results)));
+                let expected = Expected::since(&ops, &results, &planned);
+                self.unsettle(desired, connections, Some(expected));
                 return Err(e.into());
             }
         };

@@ -740,9 +740,10 @@ impl Cache {
         timeout: Duration,
     ) -> Result<crate::model::db::TransactionResult, Error> {
         let deadline = tokio::time::Instant::now() + timeout;
+        let before = self.snapshot();
         let result = self.send_by(deadline, || txn.send()).await?;
-        self.wait_shown(txn.operations(), result.results(), left(deadline))
-            .await?;
+        let expected = Expected::since(txn.operations(), result.results(), &before);
+        self.wait_expected(&expected, left(deadline)).await?;
         Ok(result)
     }
 
@@ -802,7 +803,11 @@ impl Cache {
 
     /// Runs a transaction over the cache's connection and waits, at most `timeout`,
     /// until the cache shows its effects (read-your-writes): inserted rows present,
-    /// rows updated, mutated or deleted by `_uuid` as the transaction left them. Not
+    /// rows updated, mutated or deleted by `_uuid` as the transaction left them. An
+    /// update, mutation or delete by `_uuid` the server counted no row for (another
+    /// client deleted it first) is not waited for (its count, 0, is in the results); nor
+    /// is a row it changed that the cache held before and that another client deleted
+    /// after it. Not
     /// sent because the cache was between servers, it is sent once the cache has one,
     /// within `timeout` (one whose outcome is unknown is not sent again).
     ///
@@ -820,9 +825,10 @@ impl Cache {
         timeout: Duration,
     ) -> Result<Vec<OperationResult>, Error> {
         let deadline = tokio::time::Instant::now() + timeout;
+        let before = self.snapshot();
         let results = self.send_by(deadline, || self.transact(operations)).await?;
-        self.wait_shown(operations, &results, left(deadline))
-            .await?;
+        let expected = Expected::since(operations, &results, &before);
+        self.wait_expected(&expected, left(deadline)).await?;
         Ok(results)
     }
 
@@ -835,7 +841,31 @@ impl Cache {
         results: &[OperationResult],
         timeout: Duration,
     ) -> Result<Arc<Snapshot>, Error> {
-        let expected = Expected::new(operations, results);
+        self.wait_expected(&Expected::new(operations, results), timeout)
+            .await
+    }
+
+    /// [`Cache::wait_shown`] for a transaction sent after the cache's contents were
+    /// `before`: a row they held that the transaction updated or mutated and that is
+    /// gone since was deleted after it by someone else, which ends the wait for that
+    /// row at once (see [`Expected::since`]).
+    pub async fn wait_shown_since(
+        &self,
+        operations: &[Operation],
+        results: &[OperationResult],
+        before: &Snapshot,
+        timeout: Duration,
+    ) -> Result<Arc<Snapshot>, Error> {
+        self.wait_expected(&Expected::since(operations, results, before), timeout)
+            .await
+    }
+
+    /// Waits until the cache shows `expected`.
+    async fn wait_expected(
+        &self,
+        expected: &Expected,
+        timeout: Duration,
+    ) -> Result<Arc<Snapshot>, Error> {
         let deadline = tokio::time::Instant::now() + timeout;
         // The contents that first show it, then their events in every stream: a
         // caller that reads its streams after the wait finds its own events there.

@@ -8,6 +8,14 @@
 //! columns (`name == "sw0"`, the usual way to delete what one made), no row of the
 //! table matches them. Other operations selecting rows by other conditions cannot be
 //! checked without reading the server, and are not.
+//!
+//! Two answers come without waiting. An update, mutation or delete by `_uuid` that the
+//! server counted 0 rows for (another client deleted the row first) left nothing to
+//! show: nothing is expected of it, and the caller has the count. And a row the
+//! transaction updated or mutated that is gone from the cache, when the cache held it
+//! before the transaction was sent ([`Expected::since`]), was deleted after it by
+//! someone else (the server found it, so the delete came later, and the cache applies
+//! the server's changes in order): the transaction's effect was shown and overtaken.
 
 use std::collections::BTreeMap;
 
@@ -25,25 +33,29 @@ pub(crate) enum Expect {
     Exists { table: String, uuid: Uuid },
     /// The row is gone.
     Gone { table: String, uuid: Uuid },
-    /// The row's column holds this value.
+    /// The row's column holds this value (or the row is gone since, when `known`:
+    /// the cache held it before the transaction was sent).
     Column {
         table: String,
         uuid: Uuid,
         column: String,
         value: Datum,
+        known: bool,
     },
     /// No row of the table holds all these column values.
     NoneMatch {
         table: String,
         equal: Vec<(String, Datum)>,
     },
-    /// The row's set or map column holds (or lacks) these elements or keys.
+    /// The row's set or map column holds (or lacks) these elements or keys (or the
+    /// row is gone since, when `known`).
     Elements {
         table: String,
         uuid: Uuid,
         column: String,
         atoms: Vec<Atom>,
         present: bool,
+        known: bool,
     },
     /// No row of the table holds this element in its set column (every row that held
     /// it let go of it: `mutate where column includes X: delete X`).
@@ -177,6 +189,7 @@ fn mutated(
             column,
             atoms,
             present,
+            known: false,
         })
         .collect()
 }
@@ -198,6 +211,10 @@ pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Ve
         .collect();
     let mut out = Vec::new();
     for (op, result) in ops.iter().zip(results) {
+        // No row matched: nothing changed, nothing to show (the count says so).
+        if result.count() == Some(0) {
+            continue;
+        }
         match op {
             Operation::Insert { table, .. } => {
                 if let Some(uuid) = result.uuid() {
@@ -222,6 +239,7 @@ pub(crate) fn expectations(ops: &[Operation], results: &[OperationResult]) -> Ve
                             uuid,
                             column: column.clone(),
                             value,
+                            known: false,
                         });
                     }
                 }
@@ -268,6 +286,30 @@ impl Expected {
         Expected(expectations(operations, results))
     }
 
+    /// [`Expected::new`], knowing that `before` (contents of the cache read before the
+    /// transaction was sent) held the rows it holds: such a row that the transaction
+    /// updated or mutated and that is gone later was deleted after the transaction,
+    /// which then needs no more waiting for.
+    pub fn since(
+        operations: &[Operation],
+        results: &[OperationResult],
+        before: &Snapshot,
+    ) -> Expected {
+        let mut e = expectations(operations, results);
+        for x in &mut e {
+            if let Expect::Column {
+                table, uuid, known, ..
+            }
+            | Expect::Elements {
+                table, uuid, known, ..
+            } = x
+            {
+                *known = before.get(table, uuid).is_some();
+            }
+        }
+        Expected(e)
+    }
+
     /// True when `snapshot` shows all of it.
     pub fn shown_in(&self, snapshot: &Snapshot) -> bool {
         self.0.iter().all(|e| shown(snapshot, e))
@@ -310,12 +352,13 @@ pub(crate) fn shown(s: &Snapshot, e: &Expect) -> bool {
             uuid,
             column,
             value,
+            known,
         } => {
             if !monitored(table) {
                 return true;
             }
             match s.get(table, uuid) {
-                None => false,
+                None => *known,
                 Some(row) => row.get(column).is_none_or(|v| v == value),
             }
         }
@@ -325,12 +368,13 @@ pub(crate) fn shown(s: &Snapshot, e: &Expect) -> bool {
             column,
             atoms,
             present,
+            known,
         } => {
             if !monitored(table) {
                 return true;
             }
             let Some(row) = s.get(table, uuid) else {
-                return false;
+                return *known;
             };
             // A set is searched where it is (a large one that modifies changed is not
             // made flat); a map by its keys.
@@ -409,7 +453,8 @@ mod tests {
             table: "LS".into(),
             uuid: u,
             column: "ports".into(),
-            value: Datum::uuid(v)
+            value: Datum::uuid(v),
+            known: false,
         }));
         assert!(e.contains(&Expect::Gone {
             table: "LS".into(),
@@ -482,5 +527,61 @@ mod tests {
             )],
         };
         assert!(expectations(&[other], &[OperationResult::Count(1)]).is_empty());
+    }
+
+    /// A store of one table `T` with a set column `s` of strings.
+    fn store() -> crate::cache::Store {
+        let schema =
+            crate::DatabaseSchema::from_json(&serde_json::json!({"name": "D", "version": "1.0.0",
+            "tables": {"T": {"columns": {
+                "s": {"type": {"key": "string", "min": 0, "max": "unlimited"}}
+            }}}}))
+            .unwrap();
+        crate::cache::CacheConfig::new(vec![], "D", &["T"])
+            .store(&schema)
+            .unwrap()
+    }
+
+    fn mutate(u: Uuid) -> Operation {
+        Operation::Mutate {
+            table: "T".into(),
+            conditions: vec![Condition::uuid(u)],
+            mutations: vec![Mutation::new("s", Mutator::Insert, Datum::set(["a"]))],
+        }
+    }
+
+    #[test]
+    fn a_write_the_server_counted_no_row_for_expects_nothing() {
+        // Another client deleted the row first: count 0, nothing to wait for.
+        let u = Uuid::from_u128(3);
+        let update = Operation::Update {
+            table: "T".into(),
+            conditions: vec![Condition::uuid(u)],
+            row: [("s".to_string(), Datum::set(["b"]))].into(),
+        };
+        let zero = [OperationResult::Count(0)];
+        assert!(expectations(std::slice::from_ref(&update), &zero).is_empty());
+        assert!(expectations(&[mutate(u)], &zero).is_empty());
+        assert!(!expectations(&[mutate(u)], &[OperationResult::Count(1)]).is_empty());
+    }
+
+    #[test]
+    fn a_row_gone_since_the_cache_held_it_before_the_write_was_deleted_after_it() {
+        let u = Uuid::from_u128(5);
+        let mut s = store();
+        s.insert("T", u, &[("s".to_string(), Datum::set(["x"]))].into())
+            .unwrap();
+        let before = s.snapshot();
+        s.delete("T", u).unwrap();
+        let after = s.snapshot();
+        let ops = [mutate(u)];
+        let one = [OperationResult::Count(1)];
+        // Held before the transaction, gone now: the mutation was shown, then overtaken.
+        assert!(Expected::since(&ops, &one, &before).shown_in(&after));
+        // Not held before (the cache had not caught up with the row): still waited for.
+        assert!(!Expected::since(&ops, &one, &after).shown_in(&after));
+        assert!(!Expected::new(&ops, &one).shown_in(&after));
+        // Held and still there without the element: not shown yet.
+        assert!(!Expected::since(&ops, &one, &before).shown_in(&before));
     }
 }
