@@ -712,3 +712,65 @@ fn plan_over_an_empty_nb_shows_every_key_as_once_then_writes_it() {
     );
     assert_eq!(key_lines(&again).len(), key_lines(&planned).len());
 }
+
+/// Freezes (or thaws) the NB server: its container paused, or its process stopped.
+fn freeze(sb: &Sandbox, frozen: bool) {
+    match sb.nb.container() {
+        Some(c) if frozen => c.pause().unwrap(),
+        Some(c) => c.unpause().unwrap(),
+        None => {
+            let signal = if frozen { "-STOP" } else { "-CONT" };
+            let pid = sb.nb.pid().expect("the NB server runs").to_string();
+            assert!(Command::new("kill")
+                .args([signal, &pid])
+                .status()
+                .unwrap()
+                .success());
+        }
+    }
+}
+
+#[test]
+fn sigterm_while_a_key_waits_on_a_silent_nb_stops_the_daemon_promptly() {
+    // The NB stops answering while a key's transaction is in flight (its wait bounded
+    // only by the 30 s read-your-writes timeout): SIGTERM still stops the daemon within
+    // its shutdown grace, well inside Kubernetes' 30 s termination grace period.
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
+    std::fs::write(m.path().join("nodes.yml"), NODES).unwrap();
+    let log = s.path().join("daemon.log");
+    let mut d = Daemon::start_logging(&nb, m.path(), s.path(), &[], Some(&log));
+    d.wait_converged(30);
+    freeze(&sb, true);
+    // A network added: its key's transaction goes to a server that does not answer.
+    std::fs::write(
+        m.path().join("green.yaml"),
+        GOOD.replace("name: blue", "name: green")
+            .replace("tenant: blue", "tenant: green")
+            .replace("10.10.0.0/16", "10.20.0.0/16"),
+    )
+    .unwrap();
+    wait_until(
+        "the green network's key to send its transaction",
+        10,
+        || std::fs::read_to_string(&log).is_ok_and(|l| l.contains("key=network cluster_udn_green")),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let status = d.process.terminate(15);
+    let took = started.elapsed();
+    freeze(&sb, false);
+    assert_eq!(status.code(), Some(0));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "stopped {took:?} after SIGTERM:\n{text}"
+    );
+    assert!(
+        text.contains("given up"),
+        "the key was not in flight:\n{text}"
+    );
+}

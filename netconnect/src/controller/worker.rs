@@ -15,6 +15,9 @@ use crate::keys::{Key, PHASES};
 use crate::reconcile::Reconciler;
 use crate::world::World;
 
+/// How long a reconcile in flight may still take once the daemon is told to stop.
+pub(crate) const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
 /// The keys of the first pass not reconciled yet, by [`Key::phase`]: until a phase's
 /// keys have each been reconciled once (well or not), the later phases' keys wait, so
 /// that a clean start does not try a connect before the network routers it goes on
@@ -73,7 +76,10 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    /// Reconciles keys until `shutdown` is cancelled (a reconcile in flight finishes).
+    /// Reconciles keys until `shutdown` is cancelled. A reconcile in flight then has
+    /// [`SHUTDOWN_GRACE`] to finish; one still waiting after it (on an NB that stopped
+    /// answering, say) is given up: what it sent is the server's either way, and the
+    /// next start plans from what the NB holds.
     pub async fn run(self, shutdown: CancellationToken) {
         loop {
             let key = tokio::select! {
@@ -85,7 +91,17 @@ impl Worker {
                 self.queue.add_after(key, HELD);
                 continue;
             }
-            self.reconcile(key).await;
+            let given_up = async {
+                shutdown.cancelled().await;
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            };
+            tokio::select! {
+                () = self.reconcile(key.clone()) => {}
+                () = given_up => {
+                    tracing::warn!(%key, grace = ?SHUTDOWN_GRACE, "stopping: the reconcile in flight did not finish in time, given up");
+                    break;
+                }
+            }
         }
     }
 
