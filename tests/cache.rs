@@ -411,6 +411,21 @@ async fn a_leader_only_cache_follows_writes_while_the_leader_is_killed() {
     assert_eq!(replay.contents(), want);
     let new_leader = cluster.leader().expect("a new leader");
     assert_ne!(new_leader, leader);
+    // Why each server was left, typed: the dead leader's connection; followers the
+    // leader-only cache skipped on purpose are no fault; nothing else.
+    use ovsdb_proto::cache::UnusableReason::{Connection, NotConnectedToCluster, NotLeader};
+    assert!(
+        replay.reasons.contains(&Connection),
+        "{:?}",
+        replay.unusable
+    );
+    for (r, why) in replay.reasons.iter().zip(&replay.unusable) {
+        assert!(
+            matches!(r, Connection | NotConnectedToCluster | NotLeader),
+            "{r:?}: {why:?}"
+        );
+        assert_eq!(r.is_fault(), *r != NotLeader);
+    }
 }
 
 #[tokio::test]

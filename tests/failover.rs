@@ -9,7 +9,7 @@ use std::time::Duration;
 use integration_tests::cache::{settle, Replay, TABLES};
 use integration_tests::{client, NB};
 use ovn_sandbox::{Cluster, Installation};
-use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
+use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents, UnusableReason};
 use ovsdb_proto::{Client, Datum, Operation, Remote};
 
 /// One cluster test at a time: seven 3-member clusters electing leaders at once on a
@@ -285,7 +285,7 @@ async fn a_cluster_rebuilt_from_scratch_is_used_although_its_raft_index_is_lower
         "the events replay to the new contents"
     );
     assert!(
-        !replay.unusable.iter().any(|(_, e)| e.contains("behind")),
+        !replay.reasons.contains(&UnusableReason::Behind),
         "the new cluster was refused: {:?}",
         replay.unusable
     );
@@ -339,7 +339,7 @@ async fn a_cluster_restored_from_a_backup_is_refused_and_reported_until_the_inde
     let mut reported = false;
     for _ in 0..200 {
         replay.drain(&mut events);
-        if replay.unusable.iter().any(|(_, e)| e.contains("behind")) {
+        if replay.reasons.contains(&UnusableReason::Behind) {
             reported = true;
             break;
         }
@@ -375,9 +375,9 @@ async fn a_cluster_restored_from_a_backup_is_refused_and_reported_until_the_inde
     replay.drain(&mut events);
     assert_eq!(
         replay
-            .unusable
+            .reasons
             .iter()
-            .filter(|(_, e)| e.contains("none was synced"))
+            .filter(|r| **r == UnusableReason::EveryServerBehind)
             .count(),
         1,
         "said once"

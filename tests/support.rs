@@ -188,6 +188,8 @@ pub mod cache {
         pub ready: bool,
         /// The servers reported unusable, and why, in order.
         pub unusable: Vec<(String, String)>,
+        /// The typed reasons of [`Replay::unusable`], in the same order.
+        pub reasons: Vec<ovsdb_proto::cache::UnusableReason>,
         /// The schema skews reported, in order.
         pub skews: Vec<ovsdb_proto::typed::SchemaSkew>,
     }
@@ -202,8 +204,13 @@ pub mod cache {
                     return;
                 }
                 CacheEvent::Change(e) => e,
-                CacheEvent::Unusable { remote, error } => {
+                CacheEvent::Unusable {
+                    remote,
+                    error,
+                    reason,
+                } => {
                     self.unusable.push((remote, error));
+                    self.reasons.push(reason);
                     return;
                 }
                 CacheEvent::Skew(skew) => {

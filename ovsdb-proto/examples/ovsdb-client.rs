@@ -352,7 +352,8 @@ async fn monitor(
                 )));
             }
             e = events.recv() => match e {
-                Some(CacheEvent::Unusable { remote, error }) => {
+                // A follower skipped on purpose (--leader-only) is no fault: not said.
+                Some(CacheEvent::Unusable { remote, error, reason }) if reason.is_fault() => {
                     eprintln!("ovsdb-client: {remote}: {error}");
                 }
                 Some(CacheEvent::Skew(skew)) => {

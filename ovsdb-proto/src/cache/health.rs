@@ -4,7 +4,24 @@
 
 use uuid::Uuid;
 
+use super::UnusableReason;
 use crate::datum::{Atom, Datum};
+
+/// Why a server may not be used: the reason a program matches, and the text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Refusal {
+    pub(super) reason: UnusableReason,
+    pub(super) why: String,
+}
+
+impl Refusal {
+    fn new(reason: UnusableReason, why: impl Into<String>) -> Refusal {
+        Refusal {
+            reason,
+            why: why.into(),
+        }
+    }
+}
 
 /// The server's view of the database, from `_Server.Database`.
 #[derive(Debug, Default)]
@@ -45,18 +62,27 @@ impl ServerState {
     }
 
     /// Why this server cannot be used, if it cannot.
-    pub(super) fn refuse(&self, leader_only: bool, seen_index: i64) -> Option<String> {
+    pub(super) fn refuse(&self, leader_only: bool, seen_index: i64) -> Option<Refusal> {
         if !self.clustered {
             return None;
         }
         if !self.connected {
-            Some("not connected to its cluster".into())
+            Some(Refusal::new(
+                UnusableReason::NotConnectedToCluster,
+                "not connected to its cluster",
+            ))
         } else if leader_only && !self.leader {
-            Some("not the cluster leader".into())
+            Some(Refusal::new(
+                UnusableReason::NotLeader,
+                "not the cluster leader",
+            ))
         } else if self.index.unwrap_or(0) < seen_index {
-            Some(format!(
-                "its raft index {} is behind the {seen_index} already seen",
-                self.index.unwrap_or(0)
+            Some(Refusal::new(
+                UnusableReason::Behind,
+                format!(
+                    "its raft index {} is behind the {seen_index} already seen",
+                    self.index.unwrap_or(0)
+                ),
             ))
         } else {
             None
@@ -90,7 +116,7 @@ impl RaftSeen {
         state: &ServerState,
         leader_only: bool,
         caught_up: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         if let Some(cid) = state.cid {
             if self.cluster.is_some_and(|c| c != cid) {
                 tracing::info!(
@@ -169,18 +195,18 @@ mod tests {
         let mut seen = RaftSeen::default();
         let mut s = member(10, 1);
         s.connected = false;
-        assert!(seen
-            .admit(&s, false, true)
-            .unwrap_err()
-            .contains("not connected"));
-        assert!(seen
-            .admit(&member(10, 1), true, true)
-            .unwrap_err()
-            .contains("leader"));
+        let e = seen.admit(&s, false, true).unwrap_err();
+        assert!(e.why.contains("not connected"));
+        assert_eq!(e.reason, UnusableReason::NotConnectedToCluster);
+        let e = seen.admit(&member(10, 1), true, true).unwrap_err();
+        assert!(e.why.contains("leader"));
+        assert_eq!(e.reason, UnusableReason::NotLeader);
+        assert!(!e.reason.is_fault(), "a follower skipped on purpose");
         assert!(seen.admit(&member(10, 1), false, true).is_ok());
         seen.trust();
         let e = seen.admit(&member(9, 1), false, true).unwrap_err();
-        assert!(e.contains("raft index 9 is behind the 10"), "{e}");
+        assert!(e.why.contains("raft index 9 is behind the 10"), "{e:?}");
+        assert_eq!(e.reason, UnusableReason::Behind);
         // A server in use may report a lower index (a new leader's first report).
         assert!(seen.admit(&member(9, 1), false, false).is_ok());
     }
@@ -212,6 +238,6 @@ mod tests {
         assert!(seen.admit(&member(11, 1), false, true).is_ok());
         seen.trust();
         let e = seen.admit(&member(10, 1), false, true).unwrap_err();
-        assert!(e.contains("behind the 11"), "{e}");
+        assert!(e.why.contains("behind the 11"), "{e:?}");
     }
 }

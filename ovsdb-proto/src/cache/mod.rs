@@ -355,8 +355,11 @@ pub enum CacheEvent {
     Unusable {
         /// The server.
         remote: String,
-        /// Why.
+        /// Why, for people.
         error: String,
+        /// Why, for programs: [`UnusableReason::is_fault`] is false for a follower a
+        /// `leader_only` cache skips on purpose.
+        reason: UnusableReason,
     },
     /// A bounded stream ([`Delivery::Bounded`]) dropped this many events because its
     /// reader was behind; they were between the events before and after this one.
@@ -365,6 +368,47 @@ pub enum CacheEvent {
         /// How many events were dropped.
         events: u64,
     },
+}
+
+/// Why a server could not be used ([`CacheEvent::Unusable`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UnusableReason {
+    /// A cluster member that is not the leader, skipped because the cache follows the
+    /// leader only (`leader_only`): expected in a healthy cluster, not a fault.
+    NotLeader,
+    /// A cluster member cut off from its cluster.
+    NotConnectedToCluster,
+    /// A cluster member whose raft index is behind what the cache has already seen.
+    Behind,
+    /// Every server has been refused as behind for longer than `behind_limit` (a
+    /// cluster restored from a backup?); `remote` names them all.
+    EveryServerBehind,
+    /// The server does not have the database.
+    NoDatabase,
+    /// Connecting failed, or the connection was lost or went silent.
+    Connection,
+    /// The server answered a request of the cache's with an error.
+    Refused,
+    /// The server sent what breaks the protocol or does not fit its schema.
+    Malformed,
+}
+
+impl UnusableReason {
+    /// False for what a healthy deployment shows on purpose (a follower skipped by a
+    /// `leader_only` cache); true for anything worth an operator's look.
+    pub fn is_fault(self) -> bool {
+        !matches!(self, UnusableReason::NotLeader)
+    }
+
+    /// The reason of a session that ended with error `e`.
+    pub(crate) fn of(e: &Error) -> UnusableReason {
+        match e.kind() {
+            crate::ErrorKind::Protocol | crate::ErrorKind::Datum => UnusableReason::Malformed,
+            crate::ErrorKind::Server | crate::ErrorKind::Transaction => UnusableReason::Refused,
+            _ => UnusableReason::Connection,
+        }
+    }
 }
 
 /// The event stream of a [`Cache`]: every change, untyped, and the cache's state.

@@ -113,11 +113,19 @@ impl Reflector {
                         }
                     }
                 }
-                WatchEvent::Unusable { remote, error } => {
+                WatchEvent::Unusable {
+                    remote,
+                    error,
+                    reason,
+                } => {
                     self.published.unusable.record(&remote, &error);
                     let now = self.writer.shared().load();
-                    self.publish(vec![CacheEvent::Unusable { remote, error }], &now)
-                        .await;
+                    let event = CacheEvent::Unusable {
+                        remote,
+                        error,
+                        reason,
+                    };
+                    self.publish(vec![event], &now).await;
                 }
                 WatchEvent::Disconnected => {
                     self.published.client.send_replace(None);

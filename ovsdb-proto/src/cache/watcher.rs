@@ -26,6 +26,7 @@ use super::health::RaftSeen;
 use super::row::Layouts;
 use super::server::{fit, monitor, unusable, ServerWatch, SERVER_MONITOR};
 use super::CacheConfig;
+use super::UnusableReason;
 
 /// What the cache has seen so far, kept across sessions.
 #[derive(Default)]
@@ -82,7 +83,10 @@ pub(super) enum Command {
 /// Why a session ended.
 enum End {
     /// Start a new session at once (leadership moved).
-    Again(String),
+    Again(UnusableReason, String),
+    /// The server may not be used (not the leader, behind, without the database):
+    /// wait before the next attempt.
+    Refused(UnusableReason, String),
     /// The server canceled the monitor (a schema conversion): monitor again on the
     /// same connection.
     Canceled(String),
@@ -118,7 +122,11 @@ pub(super) enum WatchEvent {
         ack: oneshot::Sender<Result<(), String>>,
     },
     /// A server could not be used, or stopped being usable.
-    Unusable { remote: String, error: String },
+    Unusable {
+        remote: String,
+        error: String,
+        reason: UnusableReason,
+    },
     /// The connection the contents came over is gone.
     Disconnected,
 }
@@ -246,7 +254,9 @@ impl Watcher {
                  (busy composing a big monitor reply?); the next attempts wait longer"
             );
         }
-        if matches!(end, End::Failed(_)) && self.progress.raft.take_refused_behind() {
+        if matches!(end, End::Failed(_) | End::Refused(..))
+            && self.progress.raft.take_refused_behind()
+        {
             let since = *rounds
                 .behind_since
                 .get_or_insert_with(std::time::Instant::now);
@@ -275,22 +285,40 @@ impl Watcher {
     /// failure.
     async fn finish(&mut self, rounds: &mut Rounds, remote: &Remote, end: End) {
         let trouble = match &end {
-            End::Again(why) => Some(why.clone()),
+            End::Again(reason, why) | End::Refused(reason, why) => Some((*reason, why.clone())),
             End::Canceled(_) => None,
             // The event names the server: its reason need not again.
-            End::Failed(e) => Some(e.to_string().replace(&format!("{remote}: "), "")),
+            End::Failed(e) => Some((
+                UnusableReason::of(e),
+                e.to_string().replace(&format!("{remote}: "), ""),
+            )),
         };
-        if let Some(error) = trouble {
+        if let Some((reason, error)) = trouble {
             self.emit(WatchEvent::Unusable {
                 remote: remote.to_string(),
                 error,
+                reason,
             })
             .await;
         }
         match end {
-            End::Again(why) | End::Canceled(why) => {
+            End::Again(_, why) | End::Canceled(why) => {
                 tracing::info!(%remote, %why, "cache: starting over");
                 rounds.failed_rounds = 0;
+            }
+            End::Refused(reason, why) => {
+                let wait = after_failure(
+                    self.config.min_backoff,
+                    self.config.max_backoff,
+                    rounds.tried.len() >= rounds.order.len(),
+                    &mut rounds.failed_rounds,
+                );
+                if reason.is_fault() {
+                    tracing::info!(%remote, %why, ?wait, "cache: server unusable, trying the next one");
+                } else {
+                    tracing::debug!(%remote, %why, ?wait, "cache: server skipped, trying the next one");
+                }
+                tokio::time::sleep(wait).await;
             }
             End::Failed(e) => {
                 let malformed = e.kind() == ErrorKind::Protocol;
@@ -327,6 +355,7 @@ impl Watcher {
         self.emit(WatchEvent::Unusable {
             remote: remotes.join(","),
             error,
+            reason: UnusableReason::EveryServerBehind,
         })
         .await;
     }
@@ -354,16 +383,17 @@ impl Watcher {
         let _ = client.set_db_change_aware(true).await;
         let mut server = ServerWatch::start(&client, &self.config.database).await?;
         if let Some(watch) = &server {
-            let state = watch.state().ok_or_else(|| {
-                unusable(format!(
-                    "the server has no database {}",
-                    self.config.database
-                ))
-            })?;
-            self.progress
+            let Some(state) = watch.state() else {
+                let why = format!("the server has no database {}", self.config.database);
+                return Ok(End::Refused(UnusableReason::NoDatabase, why));
+            };
+            if let Err(r) = self
+                .progress
                 .raft
                 .admit(&state, self.config.leader_only, true)
-                .map_err(unusable)?;
+            {
+                return Ok(End::Refused(r.reason, r.why));
+            }
         }
         // A monitor canceled by a schema conversion is set up again on this connection,
         // with the new schema.
@@ -528,14 +558,13 @@ impl Watcher {
                 };
                 if let Some(state) = watch.apply(updates)? {
                     // Leadership or connectivity lost: look for a usable server.
-                    if let Err(why) =
-                        self.progress
-                            .raft
-                            .admit(&state, self.config.leader_only, false)
+                    if let Err(r) = self
+                        .progress
+                        .raft
+                        .admit(&state, self.config.leader_only, false)
                     {
-                        return Ok(Some(End::Again(format!(
-                            "the server became unusable: {why}"
-                        ))));
+                        let why = format!("the server became unusable: {}", r.why);
+                        return Ok(Some(End::Again(r.reason, why)));
                     }
                     // The server the cache is synced with.
                     self.progress.raft.trust();
