@@ -24,6 +24,25 @@ fn namespace(name: &str) -> String {
     format!("---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: {name}, labels: {{kubernetes.io/metadata.name: {name}}}}}\n")
 }
 
+/// The NetworkAttachmentDefinition OVN-Kubernetes' cluster manager renders for CUDN
+/// `name` in namespace `ns`, with the network's id.
+fn nad(name: &str, ns: &str, topology: &str, id: u32) -> String {
+    format!(
+        "---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n\
+         metadata: {{name: {name}, namespace: {ns}, annotations: {{k8s.ovn.org/network-id: '{id}'}}}}\n\
+         spec:\n  config: '{{\"cniVersion\":\"1.0.0\",\"name\":\"cluster_udn_{name}\",\"netAttachDefName\":\"{ns}/{name}\",\"topology\":\"{topology}\",\"type\":\"ovn-k8s-cni-overlay\"}}'\n"
+    )
+}
+
+/// [`networks`] with the NetworkAttachmentDefinitions that carry the ids OVN-Kubernetes
+/// gave them (those netconnect gives them when it writes them first: in name order).
+fn networks_with_ids() -> String {
+    networks()
+        + &nad("blue", "blue", "layer3", 1)
+        + &nad("green", "green", "layer3", 2)
+        + &nad("yellow", "yellow", "layer2", 3)
+}
+
 /// Two primary Layer3 networks and a primary Layer2 one (CUDNs labelled for the
 /// connect), on two nodes.
 fn networks() -> String {
@@ -303,11 +322,35 @@ async fn adopting_ovn_kubernetes_rows_keeps_each_row_in_place_and_converges() {
         "{out:?}"
     );
 
+    // Without the networks' ids, adopting would renumber them: refused, naming why.
     let settings = Settings {
         adopt: true,
         ..Default::default()
     };
-    let world = udn::world_in(&networks(), &State::default(), settings);
+    let unnumbered = udn::world_in(&networks(), &State::default(), settings.clone());
+    let out = udn::outcomes(&r, &unnumbered, 1).await;
+    let refused: Vec<String> = out
+        .iter()
+        .filter_map(|o| o.result.as_ref().err().map(|e| format!("{}: {e}", o.key)))
+        .collect();
+    assert_eq!(refused.len(), 3, "{refused:?}");
+    assert!(
+        refused.iter().all(|e| e.contains("rows of OVN-Kubernetes'")
+            && e.contains("id is not known")
+            && e.contains("adopting would renumber it")),
+        "{refused:?}"
+    );
+    let owner = sb
+        .nbctl(&[
+            "get",
+            "Logical_Router",
+            "cluster_udn_blue_ovn_cluster_router",
+            "external_ids",
+        ])
+        .unwrap();
+    assert!(!owner.contains("owner-type"), "not adopted: {owner}");
+
+    let world = udn::world_in(&networks_with_ids(), &State::default(), settings);
     let out = udn::apply(&r, &world).await;
     let adopted: usize = out
         .iter()
@@ -392,7 +435,7 @@ async fn pods_keep_pinging_through_a_takeover() {
         adopt: true,
         ..Default::default()
     };
-    let world = udn::world_in(&networks(), &State::default(), settings);
+    let world = udn::world_in(&networks_with_ids(), &State::default(), settings);
     let takeover = async {
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         let out = udn::apply(&r, &world).await;
@@ -414,4 +457,174 @@ async fn pods_keep_pinging_through_a_takeover() {
         text.contains("150 packets transmitted, 150 received"),
         "a reply lost during the takeover:\n{text}"
     );
+}
+
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_names_every_drift_and_every_row_it_would_not_write() {
+    // `--plan --adopt ovn-kubernetes` over OVN-Kubernetes' NB with three drifts made by
+    // hand: a column changed (a router port's MAC), a row deleted (a policy), a row
+    // netconnect does not write added (a policy). The audit names the three, plans no
+    // change but the owner keys for every other row, and writes nothing.
+    use netconnect::reconcile::dry_run::DryRun;
+    let sb = sandbox();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    ovn_kubernetes_nb(&r).await;
+    let port = "rtos-cluster_udn_blue_node-a";
+    sb.nbctl(&[
+        "set",
+        "Logical_Router_Port",
+        port,
+        "mac=\"0a:58:00:00:00:99\"",
+    ])
+    .unwrap();
+    let green = "cluster_udn_green_ovn_cluster_router";
+    let policies = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=policies",
+            "list",
+            "Logical_Router",
+            green,
+        ])
+        .unwrap();
+    let gone = policies.split_whitespace().next().unwrap().to_owned();
+    let gone_match = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=match",
+            "list",
+            "Logical_Router_Policy",
+            &gone,
+        ])
+        .unwrap();
+    let gone_priority = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=priority",
+            "list",
+            "Logical_Router_Policy",
+            &gone,
+        ])
+        .unwrap();
+    sb.nbctl(&["remove", "Logical_Router", green, "policies", &gone])
+        .unwrap();
+    let blue = "cluster_udn_blue_ovn_cluster_router";
+    sb.nbctl(&["lr-policy-add", blue, "1234", "ip4.src == 1.2.3.4", "allow"])
+        .unwrap();
+    let sync = std::time::Duration::from_secs(10);
+    r.cache()
+        .wait_for(sync, |s| {
+            s.table("Logical_Router_Policy").iter().any(|(_, row)| {
+                row.get("priority").and_then(|d| d.as_scalar()) == Some(&1234.into())
+            })
+        })
+        .await;
+    let before = rows(&r);
+
+    let settings = Settings {
+        adopt: true,
+        ..Default::default()
+    };
+    let world = udn::world_in(&networks_with_ids(), &State::default(), settings);
+    let snap = r.cache().snapshot();
+    let mut dry = DryRun::of(&snap, r.cache().schema().unwrap()).unwrap();
+    let (mut inserted, mut updated, mut theirs, mut deleted) = (vec![], vec![], vec![], vec![]);
+    let mut adopted = 0;
+    for key in netconnect::controller::all_keys(&world, &r) {
+        let plan = dry.plan(&world.desired(&key).unwrap()).unwrap();
+        adopted += plan.adopted.len();
+        inserted.extend(plan.inserted.iter().map(ToString::to_string));
+        deleted.extend(plan.deleted.iter().map(ToString::to_string));
+        theirs.extend(plan.theirs.iter().map(ToString::to_string));
+        for (row, columns) in &plan.updated {
+            if columns != &["external_ids"] {
+                updated.push(format!("{row}: {}", columns.join(", ")));
+            }
+        }
+        let text = plan.to_string();
+        if plan.theirs.iter().any(|t| t.to_string().contains("1234")) {
+            assert!(
+                text.contains(&format!(
+                    "not written Logical_Router_Policy {blue}|1234|ip4.src == 1.2.3.4"
+                )),
+                "{text}"
+            );
+        }
+    }
+    assert!(adopted > 50, "{adopted} rows adopted");
+    assert_eq!(
+        inserted,
+        [format!(
+            "Logical_Router_Policy {green}|{}|{}",
+            gone_priority.trim(),
+            gone_match.trim().trim_matches('"')
+        )],
+        "the policy deleted"
+    );
+    assert_eq!(
+        updated,
+        [
+            format!("Logical_Router_Port {port}: external_ids, mac"),
+            format!("Logical_Router {green}: external_ids, policies"),
+        ],
+        "the column changed, the policy deleted put back in its router"
+    );
+    assert_eq!(
+        theirs,
+        [format!(
+            "Logical_Router_Policy {blue}|1234|ip4.src == 1.2.3.4"
+        )],
+        "the row netconnect would not write"
+    );
+    assert!(deleted.is_empty(), "{deleted:?}");
+    // Nothing was written.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(rows(&r), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_beside_ovn_kubernetes_carries_pings_between_its_networks() {
+    // Pods of OVN-Kubernetes' blue and green networks, on two nodes: apart before, they
+    // ping each other once netconnect (--manage connects) adds the connect.
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    ovn_kubernetes_nb(&r).await;
+    let plain = udn::world(&networks(), &State::default(), None);
+    let mut pod = |net: &str, node: &str| {
+        let subnet = plain.allocations.host_subnets[&format!("cluster_udn_{net}")][node][0];
+        let ip = netconnect::ovnk::addr::nth(&subnet, 5).unwrap();
+        let gw = netconnect::ovnk::addr::nth(&subnet, 1).unwrap();
+        let p = udn::add_pod(
+            &sb,
+            &mut chassis,
+            &format!("cluster_udn_{net}_{node}"),
+            &format!("{net}_pod_{node}"),
+            &[&format!("{ip}/{}", subnet.prefix_len())],
+            &[&gw.to_string()],
+        );
+        (p, ip)
+    };
+    let (blue, blue_ip) = pod("blue", "node-a");
+    let (green, green_ip) = pod("green", "node-b");
+    sb.sync_hv().unwrap();
+    assert!(
+        !chassis.ping(&blue, green_ip, 2).unwrap(),
+        "blue reaches green before the connect"
+    );
+
+    let settings = Settings {
+        manage: Manage::Connects,
+        ..Default::default()
+    };
+    let yaml = networks_with_ids() + &connect("colored");
+    let world = udn::world_in(&yaml, &State::default(), settings);
+    udn::apply(&r, &world).await;
+    sb.sync_hv().unwrap();
+    assert!(
+        chassis.ping(&blue, green_ip, 3).unwrap(),
+        "blue (node-a) to green (node-b) through the connect"
+    );
+    assert!(chassis.ping(&green, blue_ip, 3).unwrap(), "green to blue");
 }

@@ -5,7 +5,7 @@
 
 use crate::alloc::admission::admit;
 use crate::alloc::{allocate_after, Allocations, ClusterConfig};
-use crate::api::load::{FileObjects, Problem};
+use crate::api::load::{FileObjects, Object, Problem};
 use crate::api::validate::Reserved;
 use crate::api::{Context, Inventory};
 use crate::ovnk::ownership::Owner;
@@ -219,14 +219,42 @@ impl World {
     /// what changed since is all that is worked out again: [`State::next_after`]).
     pub(crate) fn state_after(&self, previous: &State, from: Option<&World>) -> State {
         // The problems after the inventory's are the allocations' (and the connects').
-        State::next_after(
+        let mut state = State::next_after(
             &self.inventory,
             &self.allocations,
             &self.problems[self.inventory.problems.len()..],
             previous,
             from.map(|w| (&w.inventory, &w.allocations)),
             &crate::status::now(),
-        )
+        );
+        if self.settings.manage == Manage::Connects {
+            self.keep_networks_status_as_read(&mut state);
+        }
+        state
+    }
+
+    /// Beside OVN-Kubernetes ([`Manage::Connects`]) netconnectd writes no network: a
+    /// network's status is OVN-Kubernetes' cluster manager's, kept as it was read (its
+    /// annotations, the ids netconnectd uses, are still saved).
+    fn keep_networks_status_as_read(&self, state: &mut State) {
+        for info in self.inventory.networks.values() {
+            let read = match &info.object {
+                Object::UserDefinedNetwork(u) => &u.status,
+                Object::ClusterUserDefinedNetwork(c) => &c.status,
+                _ => continue,
+            };
+            let key = crate::status::dir::key(&info.object);
+            let Some(saved) = state.objects.get_mut(&key) else {
+                continue;
+            };
+            let mut object = (**saved).clone();
+            match &mut object {
+                Object::UserDefinedNetwork(u) => u.status.clone_from(read),
+                Object::ClusterUserDefinedNetwork(c) => c.status.clone_from(read),
+                _ => continue,
+            }
+            *saved = std::sync::Arc::new(object);
+        }
     }
 
     /// The zone's name in `Ready-In-Zone-<zone>` conditions.

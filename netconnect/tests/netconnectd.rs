@@ -774,3 +774,64 @@ fn sigterm_while_a_key_waits_on_a_silent_nb_stops_the_daemon_promptly() {
         "the key was not in flight:\n{text}"
     );
 }
+
+#[test]
+fn beside_ovn_kubernetes_the_daemon_is_ready_once_its_connects_converge_and_claims_no_network() {
+    // The networks' rows in the NB (written by a first run, as OVN-Kubernetes would
+    // have them: by the names it gives them); then netconnectd --manage connects with
+    // a fresh status directory: only the connects' keys run, /readyz answers 200 once
+    // they converged, /status lists them alone, and a network's status file keeps the
+    // status it was read with (OVN-Kubernetes' cluster manager's), claiming nothing.
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let first = tempfile::tempdir().unwrap();
+    let networks = &CONNECTED[..CONNECTED
+        .find("---\napiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect")
+        .unwrap()];
+    std::fs::write(m.path().join("nets.yaml"), networks).unwrap();
+    std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
+    let out = run(&nb, m.path(), first.path(), &["--once"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    std::fs::write(m.path().join("nets.yaml"), CONNECTED).unwrap();
+    let s = tempfile::tempdir().unwrap();
+    let d = Daemon::start(&nb, m.path(), s.path(), &["--manage", "connects"]);
+    wait_until("/readyz", 20, || {
+        get(&d.addr, "/readyz").is_some_and(|(c, _)| c == 200)
+    });
+    let routers = sb
+        .nbctl(&["--bare", "--columns=name", "list", "Logical_Router"])
+        .unwrap();
+    assert!(routers.contains("connect_router_ok"), "{routers}");
+    let (_, status) = get(&d.addr, "/status").unwrap();
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["ready"], true);
+    let keys: Vec<String> = status["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!keys.is_empty());
+    assert!(
+        keys.iter().all(|k| k.starts_with("connect ")),
+        "only the connects' keys: {keys:?}"
+    );
+    wait_until("ok's status Success", 10, || {
+        s.path().join("ClusterNetworkConnect/ok.yaml").exists()
+            && connect_status(s.path(), "ok")["status"] == "Success"
+    });
+    wait_until("blue's status file", 10, || {
+        s.path()
+            .join("ClusterUserDefinedNetwork/blue.yaml")
+            .exists()
+    });
+    let blue =
+        std::fs::read_to_string(s.path().join("ClusterUserDefinedNetwork/blue.yaml")).unwrap();
+    assert!(!blue.contains("NetworkCreated"), "{blue}");
+    // netconnectd --manage all said it created the network.
+    let claimed =
+        std::fs::read_to_string(first.path().join("ClusterUserDefinedNetwork/blue.yaml")).unwrap();
+    assert!(claimed.contains("NetworkCreated"), "{claimed}");
+}

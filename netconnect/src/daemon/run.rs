@@ -137,9 +137,10 @@ fn plan(world: &World, reconciler: &Reconciler) -> ExitCode {
         match plan {
             Ok(p) => {
                 differs |= !p.is_empty();
-                match p.is_empty() {
-                    true => println!("{key}: unchanged"),
-                    false => println!("{key}: {}", p.summary()),
+                match (p.is_empty(), p.theirs.len()) {
+                    (true, 0) => println!("{key}: unchanged"),
+                    (true, n) => println!("{key}: unchanged (not written: {n})"),
+                    (false, _) => println!("{key}: {}", p.summary()),
                 }
                 // The account of the plan, but for its first line (the owner's).
                 let text = p.to_string();

@@ -8,6 +8,7 @@ use ovsdb_proto::cache::CachedRow;
 use ovsdb_proto::{Atom, Datum};
 
 use super::{Key, Kind, RowEvent, Wake};
+use crate::api::annotations::NETWORK_ID;
 use crate::api::{Role, Topology};
 use crate::ovnk::ownership::{network_of_owner, Owner, Scope};
 use crate::topology::desired::Fragments;
@@ -113,5 +114,16 @@ pub(super) fn desired(
     name: &str,
     known: &dyn Fragments,
 ) -> Result<Desired, BuildError> {
-    topology::network_with(&world.inputs(), name, known)
+    let mut d = topology::network_with(&world.inputs(), name, known)?;
+    // OVN-Kubernetes numbered its networks; the masquerade addresses and tunnel keys
+    // of a network's rows follow from its number. Adopting rows of a network whose
+    // number netconnect made up would renumber it under its pods.
+    let info = world.inventory.networks.get(name);
+    if world.settings.adopt && info.is_some_and(|i| i.network_id.is_none()) {
+        d.adopt_refused = Some(format!(
+            "network {name}'s id is not known (no NetworkAttachmentDefinition annotated \
+             {NETWORK_ID} for it, nor the network itself): adopting would renumber it"
+        ));
+    }
+    Ok(d)
 }

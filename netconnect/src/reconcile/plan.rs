@@ -118,6 +118,10 @@ pub struct Plan {
     /// Rows another party wrote that the key takes over where they are (each is also
     /// in `updated`: its owner keys at least).
     pub adopted: Vec<RowName>,
+    /// Rows another party wrote, held by the key's rows, of kinds the key writes, that
+    /// the key does not want: left as they are (adopting only; see the planner's
+    /// adoption).
+    pub theirs: Vec<RowName>,
     /// Changes to rows the key does not own.
     pub foreign: Vec<ForeignMutation>,
     /// How many desired rows were compared with the NB.
@@ -162,6 +166,9 @@ impl Plan {
         if !self.adopted.is_empty() {
             s.push_str(&format!(" (adopted: {})", self.adopted.len()));
         }
+        if !self.theirs.is_empty() {
+            s.push_str(&format!(" (not written: {})", self.theirs.len()));
+        }
         if !self.foreign.is_empty() {
             s.push_str(&format!(" (foreign rows mutated: {})", self.foreign.len()));
         }
@@ -193,6 +200,9 @@ impl fmt::Display for Plan {
                 "  mutate {} {}: +{} -{} (not owned)",
                 m.row, m.column, m.inserted, m.deleted
             )?;
+        }
+        for r in &self.theirs {
+            writeln!(f, "  not written {r} (another party's, left as it is)")?;
         }
         for note in &self.incomplete {
             writeln!(f, "  incomplete: {note}")?;

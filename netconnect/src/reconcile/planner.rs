@@ -58,6 +58,17 @@ pub enum PlanError {
         /// Who holds it, if recorded.
         owner: Option<Owner>,
     },
+    /// The key would adopt rows of another party's but must not
+    /// ([`Desired::adopt_refused`]).
+    #[error("would adopt {rows} rows of OVN-Kubernetes' (the first: {first}), but {why}")]
+    AdoptRefused {
+        /// How many rows.
+        rows: usize,
+        /// The first of them.
+        first: RowName,
+        /// Why not.
+        why: String,
+    },
     /// The server's schema lacks a column the key sets.
     #[error("the server's {table} has no column {column}, which this row sets")]
     Unsupported {
@@ -138,7 +149,7 @@ impl Planner {
         };
         p.find_existing();
         if desired.adopt {
-            p.adopt(&mut plan);
+            p.adopt(&mut plan)?;
         }
         if p.reuse_shared_rows() {
             p.drop_unreferenced();
@@ -151,6 +162,9 @@ impl Planner {
         p.detach(&mut plan, &attached);
         p.delete_stale(&mut plan, &mut kept);
         p.change_kept(&mut plan, kept);
+        if desired.adopt {
+            p.list_theirs(&mut plan);
+        }
         Ok(plan)
     }
 }

@@ -54,7 +54,7 @@ pub struct State {
 }
 
 /// The key of an object in a [`State`]: its kind and `namespace/name`.
-pub(super) fn key(o: &Object) -> (String, String) {
+pub(crate) fn key(o: &Object) -> (String, String) {
     (o.kind().to_owned(), o.name())
 }
 

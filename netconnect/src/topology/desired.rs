@@ -248,6 +248,10 @@ pub struct Desired {
     /// for a route, policy or NAT rule, the same identity under the same router) are
     /// taken over where they are instead of being conflicts.
     pub adopt: bool,
+    /// Why the key must not adopt although [`Desired::adopt`] is set (a network whose
+    /// id is not known: adopting its rows would renumber it). A row it would adopt is
+    /// then an error instead.
+    pub adopt_refused: Option<String>,
     /// The key's fragments, built or skipped.
     fragments: Vec<Fragment>,
     /// The fragment rows are added to now.
@@ -290,6 +294,7 @@ impl Desired {
             incomplete: Vec::new(),
             scope: Scope::All,
             adopt: false,
+            adopt_refused: None,
             fragments: Vec::new(),
             open: None,
             base: None,

@@ -8,10 +8,17 @@
 //! router that holds it). An adopted row then counts as one of the key's: the plan
 //! updates it (its owner keys, and any column that differs) in the key's one
 //! transaction, keeping its uuid. A row another owner stamped is never adopted.
+//!
+//! What OVN-Kubernetes wrote that the key would not write (a policy, a route, a port
+//! of a kind the key writes, held by a row the key holds, that no wanted row took) is
+//! listed in [`Plan::theirs`] and left as it is. Pods' ports (`external_ids:pod=true`,
+//! OVN-Kubernetes' `base_network_controller_pods.go`) are neither netconnect's to write
+//! nor listed.
 
 use nb_model::{LogicalRouter, LogicalRouterPolicy, LogicalRouterStaticRoute, Nat};
 use ovsdb_proto::model::Table;
 
+use super::schema::atoms;
 use super::*;
 use crate::topology::rows::{nat_identity, policy_identity, route_identity};
 
@@ -28,7 +35,9 @@ const CHILDREN: [(&str, &str); 3] = [
 impl<'a> Planning<'a> {
     /// Phase 1b: the wanted rows the key does not hold that OVN-Kubernetes wrote,
     /// adopted. Named rows first, so that the routers the others hang from are known.
-    pub(super) fn adopt(&mut self, plan: &mut Plan) {
+    /// An error when there is a row to adopt and the key must not
+    /// ([`Desired::adopt_refused`]).
+    pub(super) fn adopt(&mut self, plan: &mut Plan) -> Result<(), PlanError> {
         let desired = self.desired;
         let missing = |p: &Self, r: &DesiredRow| {
             !r.kept && !r.shared && r.stamped && p.find(r.table, &r.identity).is_none()
@@ -62,6 +71,72 @@ impl<'a> Planning<'a> {
                 self.take(plan, r, uuid, row);
             }
         }
+        match (&desired.adopt_refused, plan.adopted.first()) {
+            (Some(why), Some(first)) => Err(PlanError::AdoptRefused {
+                rows: plan.adopted.len(),
+                first: first.clone(),
+                why: why.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Phase 7 (adopting): the unowned rows held by the key's rows, of the tables the
+    /// key writes, that the key does not want: listed in [`Plan::theirs`], not written.
+    pub(super) fn list_theirs(&self, plan: &mut Plan) {
+        let writes: HashSet<&str> = self.desired.rows().map(|r| r.table).collect();
+        let mut listed = HashSet::new();
+        let mut parents: Vec<(&str, &Existing)> = self
+            .existing
+            .iter()
+            .flat_map(|(t, rows)| rows.values().map(move |e| (*t, e)))
+            .collect();
+        parents.sort_by_key(|(t, e)| (*t, e.uuid));
+        for (table, parent) in parents {
+            let info = &self.info[table];
+            let router = (table == LogicalRouter::NAME)
+                .then(|| parent.row.get("name")?.as_scalar()?.as_str())
+                .flatten();
+            for column in &info.refs {
+                let Some(child_table) = info.schema.columns.get(column).and_then(|c| {
+                    let t = &c.column_type;
+                    t.key
+                        .ref_table
+                        .as_deref()
+                        .or(t.value.as_ref().and_then(|v| v.ref_table.as_deref()))
+                }) else {
+                    continue;
+                };
+                if !writes.contains(child_table) {
+                    continue;
+                }
+                let children = parent.row.get(column).into_iter().flat_map(atoms);
+                for uuid in children.filter_map(Atom::as_uuid) {
+                    let Some(row) = self.snap.get(child_table, &uuid) else {
+                        continue;
+                    };
+                    if self.owns(&uuid) || !unowned(&row) || a_pods_port(child_table, &row) {
+                        continue;
+                    }
+                    if !listed.insert(uuid) {
+                        continue;
+                    }
+                    let name = row.get("name").and_then(|d| d.as_scalar()?.as_str());
+                    let identity = match (name, router) {
+                        (Some(n), _) => n.to_owned(),
+                        (None, Some(router)) => identity(child_table, router, uuid, &row)
+                            .unwrap_or_else(|| uuid.to_string()),
+                        (None, None) => uuid.to_string(),
+                    };
+                    plan.theirs.push(RowName {
+                        table: child_table.to_owned(),
+                        identity,
+                    });
+                }
+            }
+        }
+        plan.theirs
+            .sort_by(|a, b| (&a.table, &a.identity).cmp(&(&b.table, &b.identity)));
     }
 
     /// Takes row `uuid` as the key's row `r`.
@@ -101,6 +176,16 @@ impl<'a> Planning<'a> {
         }
         out
     }
+}
+
+/// True when `row` of `table` is a pod's port as OVN-Kubernetes writes one.
+fn a_pods_port(table: &str, row: &CachedRow) -> bool {
+    table == "Logical_Switch_Port"
+        && row
+            .get("external_ids")
+            .and_then(|d| d.get_str("pod"))
+            .and_then(Atom::as_str)
+            == Some("true")
 }
 
 /// True when no owner stamped `row` (OVN-Kubernetes writes its network rows so).
