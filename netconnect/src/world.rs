@@ -36,6 +36,9 @@ pub struct Settings {
     /// Rows OVN-Kubernetes wrote that a key wants are taken over in place
     /// (`--adopt ovn-kubernetes`; [`crate::topology::Desired::adopt`]).
     pub adopt: bool,
+    /// ClusterNetworkConnects are not acted on (`--enable-network-connect=false`,
+    /// OVN-Kubernetes' switch): read as if absent from the manifests.
+    pub ignore_connects: bool,
     /// Ranges networks must stay out of.
     pub reserved: Reserved,
     /// Cluster-wide allocation settings.
@@ -144,7 +147,10 @@ impl World {
         previous: Option<&World>,
     ) -> World {
         let started = std::time::Instant::now();
-        let inventory = Inventory::build_after(files, context, previous.map(|p| &p.inventory));
+        let mut inventory = Inventory::build_after(files, context, previous.map(|p| &p.inventory));
+        if settings.ignore_connects {
+            inventory.ignore_connects();
+        }
         let read = started.elapsed();
         let before = previous.map(|p| (&p.inventory, &p.allocations));
         let (mut allocations, mut problems) = allocate_after(&inventory, &settings.cluster, before);

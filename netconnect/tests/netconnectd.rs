@@ -835,3 +835,64 @@ fn beside_ovn_kubernetes_the_daemon_is_ready_once_its_connects_converge_and_clai
         std::fs::read_to_string(first.path().join("ClusterUserDefinedNetwork/blue.yaml")).unwrap();
     assert!(claimed.contains("NetworkCreated"), "{claimed}");
 }
+
+#[test]
+fn with_network_connect_off_connects_are_read_as_absent() {
+    // OVN-Kubernetes' switch: off, a ClusterNetworkConnect is not acted on. A connect
+    // written with it on goes (the manifests hold none, in effect), a refused one is
+    // not reported, and the networks stay.
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    std::fs::write(m.path().join("nets.yaml"), CONNECTED).unwrap();
+    std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
+    let routers = || {
+        sb.nbctl(&["--bare", "--columns=name", "list", "Logical_Router"])
+            .unwrap()
+    };
+    // On (the default): the connect's router; the lonely connect is refused (exit 1).
+    let out = run(&nb, m.path(), s.path(), &["--once"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("ClusterNetworkConnect lonely"));
+    assert!(routers().contains("connect_router_ok"), "{}", routers());
+
+    let out = run(
+        &nb,
+        m.path(),
+        s.path(),
+        &["--once", "--enable-network-connect=false"],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(!stderr.contains("ClusterNetworkConnect"), "{stderr}");
+    assert!(!routers().contains("connect_router"), "{}", routers());
+    assert!(
+        routers().contains("cluster_udn_blue_ovn_cluster_router"),
+        "{}",
+        routers()
+    );
+    assert!(
+        !s.path().join("ClusterNetworkConnect/ok.yaml").exists(),
+        "no connect status"
+    );
+
+    // Beside OVN-Kubernetes with nothing to do: refused at start.
+    let out = run(
+        &nb,
+        m.path(),
+        s.path(),
+        &[
+            "--once",
+            "--manage",
+            "connects",
+            "--enable-network-connect=false",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("nothing to manage"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -321,6 +321,23 @@ impl Inventory {
         inv
     }
 
+    /// Drops the ClusterNetworkConnects and what was found wrong with them, as if the
+    /// manifests held none (network connect switched off).
+    pub(crate) fn ignore_connects(&mut self) {
+        if !self.connects.is_empty() {
+            tracing::debug!(
+                connects = self.connects.len(),
+                "ClusterNetworkConnects ignored: network connect is off"
+            );
+        }
+        self.connects.clear();
+        self.problems.retain(|p| {
+            !p.object
+                .as_deref()
+                .is_some_and(|o| o.starts_with("ClusterNetworkConnect "))
+        });
+    }
+
     /// Adds one object, or the problems that keep it (or part of it) out. `prefixes`
     /// holds the OVN name prefix of each network added so far; a node unchanged since
     /// the inventory `before` is taken from it.

@@ -42,6 +42,12 @@ pub struct Args {
     /// Run it only with OVN-Kubernetes' controller for those networks stopped.
     #[arg(long, value_name = "ovn-kubernetes", value_parser = ["ovn-kubernetes"], env = "NETCONNECTD_ADOPT")]
     pub adopt: Option<String>,
+    /// Act on ClusterNetworkConnects (OVN-Kubernetes' `--enable-network-connect`, off by
+    /// default there; on by default here, netconnectd's reason to be). Off, they are
+    /// read as if absent: no connect is written, and the rows of connects written
+    /// before go.
+    #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, env = "NETCONNECTD_ENABLE_NETWORK_CONNECT")]
+    pub enable_network_connect: bool,
     /// EgressIP is enabled in the cluster (OVN-Kubernetes' `--enable-egress-ip`): the
     /// networks' routers get EgressIP's no-reroute policies (priority 102).
     #[arg(long, env = "NETCONNECTD_ENABLE_EGRESS_IP")]
@@ -182,6 +188,7 @@ impl Args {
         }
         s.set_egress_ip(self.enable_egress_ip);
         s.adopt = self.adopt.is_some();
+        s.ignore_connects = !self.enable_network_connect;
         s.set_preconfigured_udn_addresses(self.enable_preconfigured_udn_addresses);
         if !self.transit_subnets.is_empty() {
             s.cluster.transit_subnets = self.transit_subnets.clone();
@@ -280,6 +287,17 @@ mod tests {
             .settings();
         assert_eq!(s.topology.gateway_mode, GatewayMode::Shared);
         assert_eq!(s.topology.mtu, 1400);
+        assert!(!s.ignore_connects, "network connect is on by default");
+        let connects = |v: &[&str]| {
+            let mut argv = vec!["netconnectd", "--nb", "x", "--manifests", "/m"];
+            argv.extend(v);
+            Args::try_parse_from(argv).map(|a| !a.settings().ignore_connects)
+        };
+        assert!(connects(&["--enable-network-connect"]).unwrap());
+        assert!(connects(&["--enable-network-connect=true"]).unwrap());
+        assert!(!connects(&["--enable-network-connect=false"]).unwrap());
+        assert!(!connects(&["--enable-network-connect", "false"]).unwrap());
+        assert!(connects(&["--enable-network-connect=maybe"]).is_err());
         assert_eq!(s.reserved, crate::api::validate::Reserved::default());
         assert_eq!(
             s.topology.allowed_default_services,

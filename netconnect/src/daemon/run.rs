@@ -22,10 +22,15 @@ use crate::reconcile::dry_run::DryRun;
 use crate::reconcile::Reconciler;
 use crate::status;
 use crate::status::dir::State;
-use crate::world::World;
+use crate::world::{Manage, World};
 
 /// Runs netconnectd with `args`; the exit code, or why it could not run.
 pub async fn run(args: Args) -> Result<ExitCode, String> {
+    if args.settings().ignore_connects && args.settings().manage == Manage::Connects {
+        return Err(
+            "--manage connects with --enable-network-connect=false: nothing to manage".into(),
+        );
+    }
     let (events, reconciler) = connect(&args).await?;
     let mut source: Box<dyn Source> = Box::new(ManifestSource::new(&args.manifests));
     let sink: Arc<dyn Sink> = match &args.status_dir {
