@@ -80,6 +80,9 @@ pub struct Allocations {
     pub tunnel_keys: BTreeMap<String, Vec<u32>>,
     /// Primary Layer2 networks' transit subnets (IPv4 first).
     pub(crate) transit_subnets: BTreeMap<String, Vec<IpNet>>,
+    /// Of the primary Layer2 networks whose transit subnet moved off the default (an
+    /// overlap): what it moved to, said in the network's status.
+    pub(crate) transit_moved: BTreeMap<String, String>,
     /// ClusterNetworkConnects' acceptance, tunnel keys and connect subnets, by name
     /// (`admission::admit`).
     pub connects: BTreeMap<String, admission::ConnectAllocation>,
@@ -434,6 +437,9 @@ fn subnets(
             Topology::Layer2 if net.role == Role::Primary => {
                 match transit::transit_subnets(net, &config.transit_subnets) {
                     Ok(t) => {
+                        if let Some(note) = transit::moved(&t, &config.transit_subnets) {
+                            out.transit_moved.insert(name.clone(), note);
+                        }
                         out.transit_subnets.insert(name.clone(), t);
                     }
                     Err(e) => {

@@ -13,6 +13,27 @@ use crate::api::validate::overlaps;
 use crate::api::Network;
 use crate::ovnk::addr::{from_u128, p2p_pair, to_u128, with_len};
 
+/// What `subnets` (a network's transit subnets) say of a move off `defaults`, if one
+/// of them moved: `transit subnet moved to <subnet> (the default <d> overlaps …)`.
+pub(crate) fn moved(subnets: &[IpNet], defaults: &[IpNet]) -> Option<String> {
+    let moved: Vec<String> = subnets
+        .iter()
+        .filter(|s| !defaults.contains(s))
+        .map(|s| {
+            match defaults
+                .iter()
+                .find(|d| d.addr().is_ipv4() == s.addr().is_ipv4())
+            {
+                Some(d) => {
+                    format!("{s} (the default {d} overlaps the network's subnets or join subnet)")
+                }
+                None => s.to_string(),
+            }
+        })
+        .collect();
+    (!moved.is_empty()).then(|| format!("transit subnet moved to {}", moved.join(", ")))
+}
+
 /// The transit subnets of a Layer2 network, one per family it has, IPv4 first.
 pub(crate) fn transit_subnets(net: &Network, defaults: &[IpNet]) -> Result<Vec<IpNet>, String> {
     let mut out = Vec::new();

@@ -117,7 +117,10 @@ impl State {
                         .map(String::from)
                         .collect()
                 }),
-                notes: reasons(&inv.problems, &info.network.owner.to_string()),
+                notes: reasons(&inv.problems, &info.network.owner.to_string())
+                    .into_iter()
+                    .chain(alloc.transit_moved.get(name).cloned())
+                    .collect(),
                 allocation: reasons(allocation_problems, &info.network.owner.to_string()),
             };
             if let Some(o) = network_in_force(name, info, alloc, previous, &verdict, now) {

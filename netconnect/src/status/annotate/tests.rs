@@ -546,3 +546,35 @@ fn a_connects_subnets_once_accepted_stay_in_force() {
         .collect();
     assert_eq!(subnets, ["192.168.0.0/16"]);
 }
+
+#[test]
+fn a_layer2_transit_subnet_moved_off_an_overlap_is_said_in_the_status() {
+    // OKEP-5094: the default transit subnet 100.88.0.0/16 overlaps the network's
+    // 100.88.0.0/20; it moves to the next /16, and the status says so. A network clear
+    // of it says nothing of its transit subnet.
+    let l2 = |name: &str, subnet: &str| {
+        format!(
+            "---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {{name: {name}, namespace: red}}\n\
+             spec:\n  topology: Layer2\n  layer2: {{role: Primary, subnets: [{subnet}]}}\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = l2("over", "100.88.0.0/20") + &l2("clear", "10.5.0.0/16");
+    run(dir.path(), &yaml);
+    let created = |file: &str| {
+        conditions(dir.path(), file)
+            .into_iter()
+            .find(|c| c.0 == NETWORK_CREATED)
+            .unwrap()
+    };
+    let over = created("UserDefinedNetwork/red/over.yaml");
+    assert_eq!(over.1, "True");
+    assert!(
+        over.3.contains(
+            "transit subnet moved to 100.89.0.0/16 (the default 100.88.0.0/16 overlaps the network's subnets or join subnet)"
+        ),
+        "{over:?}"
+    );
+    let clear = created("UserDefinedNetwork/red/clear.yaml");
+    assert!(!clear.3.contains("transit"), "{clear:?}");
+}
