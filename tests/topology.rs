@@ -200,8 +200,20 @@ async fn pods_ping_across_nodes_of_their_network_and_not_into_another() {
     let sb = sandbox();
     let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
     // Blue's first subnet holds two nodes; the third node's subnet comes from the
-    // appended one (OKEP-5377).
+    // appended one (OKEP-5377). Green overlaps blue's first subnet; no connect joins
+    // them.
     let yaml = r#"
+apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: green}
+spec:
+  namespaceSelector: {matchLabels: {tenant: green}}
+  network:
+    topology: Layer3
+    layer3:
+      role: Primary
+      subnets: [{cidr: 10.10.0.0/16, hostSubnet: 24}]
+---
 apiVersion: k8s.ovn.org/v1
 kind: ClusterUserDefinedNetwork
 metadata: {name: blue}
@@ -303,6 +315,50 @@ spec:
     assert!(
         !chassis.ping(y0, *a4, 2).unwrap(),
         "yellow cannot reach blue"
+    );
+
+    // Green's pods, at blue's very addresses on node-a and node-b: each network's
+    // pods reach their own peer, and only it (blue's peer gone, blue's ping fails
+    // while green's still answers).
+    let green = &world.allocations.host_subnets["cluster_udn_green"];
+    let mut green_pods = Vec::new();
+    for n in ["node-a", "node-b"] {
+        assert_eq!(green[n][0], blue[n][0], "the same host subnet as blue's");
+        let v4 = netconnect::ovnk::addr::nth(&green[n][0], 5)
+            .unwrap()
+            .to_string();
+        let gw4 = netconnect::ovnk::addr::nth(&green[n][0], 1)
+            .unwrap()
+            .to_string();
+        let pod = add_pod(
+            &sb,
+            &mut chassis,
+            &format!("cluster_udn_green_{n}"),
+            &format!("cluster_udn_green_green_pod-{n}"),
+            &[&format!("{v4}/24")],
+            &[&gw4],
+        );
+        green_pods.push((pod, ip(&v4)));
+    }
+    sb.sync_hv().unwrap();
+    let (ga, _) = &green_pods[0];
+    let (_, gb4) = &green_pods[1];
+    assert_eq!(
+        gb4, b4,
+        "green's node-b pod has blue's node-b pod's address"
+    );
+    assert!(chassis.ping(ga, *gb4, 3).unwrap(), "green node-a to node-b");
+    assert!(chassis.ping(a, *b4, 3).unwrap(), "blue node-a to node-b");
+    sb.nbctl(&["lsp-del", "cluster_udn_blue_blue_pod-node-b"])
+        .unwrap();
+    sb.sync_hv().unwrap();
+    assert!(
+        !chassis.ping(a, *b4, 2).unwrap(),
+        "blue's peer gone: nothing answers blue at that address"
+    );
+    assert!(
+        chassis.ping(ga, *gb4, 3).unwrap(),
+        "green's peer still answers green"
     );
 }
 
