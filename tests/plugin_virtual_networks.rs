@@ -344,3 +344,149 @@ fn the_example_cli_runs_each_verb() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("virtual network blue does not exist"));
 }
+
+/// The seed's network definition, verbatim (stray spaces and all), and two more: one
+/// with two subnets, one of another plugin's.
+const ONAP: &str = r#"
+apiVersion: v1
+kind: onapNetwork
+metadata:
+  name: ovn-ls-24
+spec:
+  config: '{
+      "cnitype" : "ovn",
+      "name": " ovn-ls-24",
+      "subnet": " 172.16.24.0/24",
+      "gateway": " 172.16.24.1"
+}'
+---
+apiVersion: v1
+kind: onapNetwork
+metadata: {name: ovn-ls-25}
+spec:
+  config: '{"name": "ovn-ls-25", "subnet": ["172.16.25.0/24", "172.16.26.0/24"], "gateway": ["172.16.25.1"]}'
+---
+apiVersion: v1
+kind: onapNetwork
+metadata: {name: flannel-net}
+spec:
+  config: '{"cnitype": "flannel", "name": "flannel-net", "subnet": "10.244.0.0/16"}'
+"#;
+
+fn names(sb: &integration_tests::Sandbox, table: &str) -> Vec<String> {
+    let mut v: Vec<String> = sb
+        .nbctl(&["--bare", "--columns=name", "list", table])
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    v.sort();
+    v
+}
+
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn onap_networks_in_the_manifests_are_kept_as_declared() {
+    use integration_tests::udn;
+    use netconnect::status::dir::State;
+    let sb = sandbox();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    // A virtual network made by hand (CreateVL): not netconnectd's.
+    sb.nbctl(&["lr-add", "k8smaster"]).unwrap();
+    let cache = cache(&sb.nb.unix_remote()).await;
+    let by_hand = Plugin {
+        router: "k8smaster".into(),
+        gateway_router: None,
+        join_next_hop: None,
+        external_ip: None,
+        wait: Duration::from_secs(10),
+    };
+    vl::create(&cache, &by_hand, "by-hand", "172.16.99.0/24", "172.16.99.1")
+        .await
+        .unwrap();
+
+    // The site's router missing: each virtual network's key says so, nothing is made.
+    let world = udn::world(ONAP, &State::default(), None);
+    assert_eq!(
+        world.inventory.virtual_networks.keys().collect::<Vec<_>>(),
+        ["ovn-ls-24", "ovn-ls-25"],
+        "flannel's is another plugin's"
+    );
+    let out = udn::outcomes(&r, &world, 1).await;
+    let failed: Vec<String> = out
+        .iter()
+        .filter_map(|o| o.result.as_ref().err().map(|e| format!("{}: {e}", o.key)))
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(
+        failed
+            .iter()
+            .all(|f| f.contains("Logical_Router ovn_cluster_router does not exist")),
+        "{failed:?}"
+    );
+    assert_eq!(names(&sb, "Logical_Switch"), ["by-hand"]);
+
+    // The router there: the switches, a router port per subnet.
+    sb.nbctl(&["lr-add", "ovn_cluster_router"]).unwrap();
+    udn::apply(&r, &world).await;
+    assert_eq!(
+        names(&sb, "Logical_Switch"),
+        ["by-hand", "ovn-ls-24", "ovn-ls-25"]
+    );
+    let ports = sb.nbctl(&["lrp-list", "ovn_cluster_router"]).unwrap();
+    for p in [
+        "rtos-ovn-ls-24-172.16.24.0",
+        "rtos-ovn-ls-25-172.16.25.0",
+        "rtos-ovn-ls-25-172.16.26.0",
+    ] {
+        assert!(ports.contains(p), "{p}: {ports}");
+    }
+    assert_eq!(
+        sb.nbctl(&[
+            "get",
+            "logical_router_port",
+            "rtos-ovn-ls-25-172.16.26.0",
+            "networks"
+        ])
+        .unwrap()
+        .trim(),
+        "[\"172.16.26.1/24\"]",
+        "the subnet's first address without a gateway"
+    );
+    assert_eq!(
+        sb.nbctl(&["get", "logical_switch", "ovn-ls-24", "other_config:subnet"])
+            .unwrap()
+            .trim(),
+        "\"172.16.24.0/24\""
+    );
+    // northd takes them.
+    sb.sync().unwrap();
+    let again = udn::apply(&r, &world).await;
+    assert!(again.iter().all(|o| o
+        .result
+        .as_ref()
+        .is_ok_and(netconnect::reconcile::Plan::is_empty)));
+
+    // ovn-ls-25 loses its second subnet: that subnet's ports go, the first's stay.
+    let updated = ONAP.replace(
+        r#""subnet": ["172.16.25.0/24", "172.16.26.0/24"]"#,
+        r#""subnet": ["172.16.25.0/24"]"#,
+    );
+    let world = udn::world(&updated, &State::default(), None);
+    udn::apply(&r, &world).await;
+    let ports = sb.nbctl(&["lrp-list", "ovn_cluster_router"]).unwrap();
+    assert!(!ports.contains("rtos-ovn-ls-25-172.16.26.0"), "{ports}");
+    assert!(ports.contains("rtos-ovn-ls-25-172.16.25.0"), "{ports}");
+    assert!(!names(&sb, "Logical_Switch_Port").contains(&"stor-ovn-ls-25-172.16.26.0".to_owned()));
+
+    // ovn-ls-24 leaves the manifests: its rows go; the one made by hand stays.
+    let without = &updated[updated.find("---").unwrap()..];
+    let world = udn::world(without, &State::default(), None);
+    udn::apply(&r, &world).await;
+    assert_eq!(names(&sb, "Logical_Switch"), ["by-hand", "ovn-ls-25"]);
+    let ports = sb.nbctl(&["lrp-list", "ovn_cluster_router"]).unwrap();
+    assert!(!ports.contains("ovn-ls-24"), "{ports}");
+    assert!(vl::query(&cache.snapshot(), &by_hand, "by-hand")
+        .unwrap()
+        .is_some());
+}

@@ -27,10 +27,11 @@ use ovsdb_proto::model::{Ref, Table};
 use ovsdb_proto::{Atom, Condition, Datum, Operation, WaitUntil};
 
 use crate::ovnk::mac;
-use crate::ovnk::ownership::{OWNER_CONTROLLER, OWNER_NAME, OWNER_TYPE};
+use crate::ovnk::ownership::{virtual_network_owner, OWNER_CONTROLLER, OWNER_NAME, OWNER_TYPE};
+use crate::topology::Desired;
 
 /// The owner controller of virtual network rows.
-pub(crate) const CONTROLLER: &str = "networking-plugin";
+pub(crate) const CONTROLLER: &str = crate::ovnk::ownership::VL_CONTROLLER;
 /// Their owner type.
 pub(crate) const KIND: &str = "VirtualNetwork";
 
@@ -110,30 +111,7 @@ fn owned_by(ids: &BTreeMap<String, String>, name: &str) -> bool {
 
 /// Checks a subnet and a gateway inside it; returns them normalized.
 pub fn check(subnet: &str, gateway: &str) -> Result<(IpNet, IpNet), VlError> {
-    let s: IpNet = subnet
-        .parse()
-        .map_err(|_| VlError::Invalid(format!("subnet {subnet:?} is not a CIDR")))?;
-    if s.trunc() != s {
-        return Err(VlError::Invalid(format!(
-            "subnet {s} is not a network address (did you mean {}?)",
-            s.trunc()
-        )));
-    }
-    let g: IpNet = match gateway.parse::<IpNet>() {
-        Ok(g) => g,
-        Err(_) => {
-            let ip: IpAddr = gateway
-                .parse()
-                .map_err(|_| VlError::Invalid(format!("gateway {gateway:?} is not an address")))?;
-            crate::ovnk::addr::with_len(ip, s.prefix_len())
-        }
-    };
-    if !s.contains(&g.addr()) || g.prefix_len() != s.prefix_len() || g.addr() == s.network() {
-        return Err(VlError::Invalid(format!(
-            "gateway {g} is not a host address of subnet {s}"
-        )));
-    }
-    Ok((s, g))
+    crate::ovnk::addr::subnet_and_gateway(subnet, gateway).map_err(VlError::Invalid)
 }
 
 fn rows(plugin: &Plugin, name: &str, subnet: IpNet, gateway: IpNet) -> VirtualNetwork {
@@ -478,9 +456,82 @@ pub async fn delete(cache: &Cache, plugin: &Plugin, name: &str) -> Result<(), Vl
     Ok(())
 }
 
+/// The router port and switch port names of one subnet of virtual network `name`:
+/// `rtos-<name>-<subnet address>` and `stor-<name>-<subnet address>`, so that a subnet
+/// keeps its ports whatever else is declared.
+pub fn subnet_port_names(name: &str, subnet: &IpNet) -> (String, String) {
+    let at = subnet.network();
+    (format!("rtos-{name}-{at}"), format!("stor-{name}-{at}"))
+}
+
+/// The rows of virtual network `name` with `subnets` (each with its gateway), declared
+/// by an `onapNetwork`, on distributed router `router` (the site's: referred to, never
+/// written but for its ports): the switch (`other_config:subnet` its first IPv4
+/// subnet, `external_ids:gateway_ip` its first gateway, as [`create`] writes them) and,
+/// per subnet, a router port with the gateway address and a MAC derived from it and
+/// the switch's port of type `router` facing it.
+pub(crate) fn declared(name: &str, subnets: &[(IpNet, IpNet)], router: &str) -> Desired {
+    let mut d = Desired::new(virtual_network_owner(name));
+    let mut switch = LogicalSwitch::named(name);
+    if let Some((s, _)) = subnets.iter().find(|(s, _)| s.addr().is_ipv4()) {
+        switch.other_config.insert("subnet".into(), s.to_string());
+    }
+    if let Some((_, g)) = subnets.first() {
+        switch
+            .external_ids
+            .insert("gateway_ip".into(), g.to_string());
+    }
+    for (subnet, gateway) in subnets {
+        let (rtos, stor) = subnet_port_names(name, subnet);
+        let mac = mac::from_ip(gateway.addr());
+        let lrp = LogicalRouterPort {
+            name: rtos.clone(),
+            mac: mac.clone(),
+            networks: [gateway.to_string()].into(),
+            ..Default::default()
+        };
+        let lrp = d.add(rtos.clone(), lrp);
+        d.attach::<LogicalRouter, _>(router, "ports", &lrp);
+        let mut lsp = LogicalSwitchPort::to_router(stor.clone(), rtos);
+        lsp.addresses = [mac].into();
+        switch.ports.insert(d.add(stor, lsp));
+    }
+    d.add(name, switch);
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_declared_network_has_a_router_port_and_a_switch_port_per_subnet() {
+        let subnets = [
+            check("172.16.24.0/24", "172.16.24.1").unwrap(),
+            check("fd00:24::/64", "fd00:24::1").unwrap(),
+        ];
+        let d = declared("ovn-ls-24", &subnets, "ovn_cluster_router");
+        let lrps = d.all::<LogicalRouterPort>();
+        let names: Vec<&String> = lrps.keys().collect();
+        assert_eq!(
+            names,
+            ["rtos-ovn-ls-24-172.16.24.0", "rtos-ovn-ls-24-fd00:24::"]
+        );
+        let v4 = &lrps["rtos-ovn-ls-24-172.16.24.0"];
+        assert_eq!(v4.mac, "0a:58:ac:10:18:01");
+        assert_eq!(v4.networks.iter().collect::<Vec<_>>(), ["172.16.24.1/24"]);
+        let lsps = d.all::<LogicalSwitchPort>();
+        let stor = &lsps["stor-ovn-ls-24-fd00:24::"];
+        assert_eq!(stor.options["router-port"], "rtos-ovn-ls-24-fd00:24::");
+        let switch = &d.all::<LogicalSwitch>()["ovn-ls-24"];
+        assert_eq!(switch.other_config["subnet"], "172.16.24.0/24");
+        assert_eq!(switch.external_ids["gateway_ip"], "172.16.24.1/24");
+        assert_eq!(switch.ports.len(), 2);
+        assert_eq!(
+            d.foreign().collect::<Vec<_>>(),
+            [("Logical_Router", "ovn_cluster_router")]
+        );
+    }
 
     #[test]
     fn an_update_changes_only_what_the_plugin_writes() {

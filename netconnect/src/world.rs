@@ -39,6 +39,9 @@ pub struct Settings {
     /// ClusterNetworkConnects are not acted on (`--enable-network-connect=false`,
     /// OVN-Kubernetes' switch): read as if absent from the manifests.
     pub ignore_connects: bool,
+    /// The site's distributed router the virtual networks attach to (`--vl-router`);
+    /// `None`: `ovn_cluster_router`.
+    pub vl_router: Option<String>,
     /// Ranges networks must stay out of.
     pub reserved: Reserved,
     /// Cluster-wide allocation settings.
@@ -48,6 +51,11 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// The distributed router the virtual networks attach to.
+    pub fn vl_router(&self) -> &str {
+        self.vl_router.as_deref().unwrap_or("ovn_cluster_router")
+    }
+
     /// Sets the cluster's service CIDRs everywhere they are used: the ranges networks
     /// must stay out of, and what service-only connects let through.
     pub fn set_service_cidrs(&mut self, cidrs: Vec<ipnet::IpNet>) {

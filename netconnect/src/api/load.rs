@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::meta::{Meta, ObjectMeta};
 use super::objects::{
     ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, NetworkAttachmentDefinition, Node,
-    UserDefinedNetwork,
+    OnapNetwork, UserDefinedNetwork,
 };
 use super::service::{EndpointSlice, Service};
 
@@ -56,6 +56,8 @@ pub enum Object {
     EndpointSlice(Box<EndpointSlice>),
     /// `k8s.cni.cncf.io/v1 NetworkAttachmentDefinition`.
     NetworkAttachmentDefinition(Box<NetworkAttachmentDefinition>),
+    /// The networking plugin's `onapNetwork` (any `apiVersion`).
+    OnapNetwork(Box<OnapNetwork>),
 }
 
 impl Object {
@@ -70,6 +72,7 @@ impl Object {
             Object::Service(_) => "Service",
             Object::EndpointSlice(_) => "EndpointSlice",
             Object::NetworkAttachmentDefinition(_) => "NetworkAttachmentDefinition",
+            Object::OnapNetwork(_) => "onapNetwork",
         }
     }
 
@@ -89,6 +92,7 @@ impl Object {
             Object::Service(o) => &o.metadata,
             Object::EndpointSlice(o) => &o.metadata,
             Object::NetworkAttachmentDefinition(o) => &o.metadata,
+            Object::OnapNetwork(o) => &o.metadata,
         }
     }
 }
@@ -430,6 +434,7 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
         "NetworkAttachmentDefinition" => {
             Object::NetworkAttachmentDefinition(Box::new(typed(value, &label)?))
         }
+        "onapNetwork" => Object::OnapNetwork(Box::new(typed(value, &label)?)),
         _ => return Ok(None),
     };
     if object.name().is_empty() || name.is_none() {

@@ -11,6 +11,7 @@ pub mod meta;
 pub mod nad;
 pub mod network;
 pub mod objects;
+pub mod onap;
 pub mod selector;
 pub mod service;
 pub mod validate;
@@ -140,6 +141,8 @@ pub struct Inventory {
     pub nads: BTreeMap<String, Vec<nad::NadInfo>>,
     /// Network objects refused as a whole (their reasons are among the problems).
     pub(crate) refused_networks: Vec<Object>,
+    /// The networking plugin's virtual networks (`onapNetwork` objects), by name.
+    pub virtual_networks: BTreeMap<String, onap::VirtualNetworkDef>,
 }
 
 /// What the inventory is built against: the definitions accepted before (for the
@@ -421,6 +424,15 @@ impl Inventory {
                 Ok(None) => {}
                 Err((field, message)) => self.problems.push(problem(Some(field), message)),
             },
+            Object::OnapNetwork(o) => match onap::virtual_network(o) {
+                Ok(Some(def)) => {
+                    if let Err(message) = self.add_virtual_network(def) {
+                        self.problems.push(problem(None, message));
+                    }
+                }
+                Ok(None) => {}
+                Err((field, message)) => self.problems.push(problem(Some(field), message)),
+            },
             Object::ClusterNetworkConnect(cnc) => match connect_info(origin, cnc, context) {
                 Ok((info, refused)) => {
                     if let Some(e) = refused {
@@ -431,6 +443,33 @@ impl Inventory {
                 Err(p) => self.problems.push(problem(p.0, p.1)),
             },
         }
+    }
+
+    /// Adds a virtual network unless its name is taken or a subnet overlaps another
+    /// virtual network's (they all hang from one router).
+    fn add_virtual_network(&mut self, def: onap::VirtualNetworkDef) -> Result<(), String> {
+        if self.virtual_networks.contains_key(&def.name) {
+            return Err(format!(
+                "virtual network {} is declared twice; the first one read is kept",
+                def.name
+            ));
+        }
+        for other in self.virtual_networks.values() {
+            for (s, _) in &def.subnets {
+                if let Some((o, _)) = other
+                    .subnets
+                    .iter()
+                    .find(|(o, _)| o.contains(s) || s.contains(o))
+                {
+                    return Err(format!(
+                        "subnet {s} overlaps {o} of virtual network {} (both on one router)",
+                        other.name
+                    ));
+                }
+            }
+        }
+        self.virtual_networks.insert(def.name.clone(), def);
+        Ok(())
     }
 
     /// Adds a network unless its name, or its OVN name prefix, is taken.

@@ -314,3 +314,31 @@ pub struct NetworkAttachmentDefinitionSpec {
     #[serde(default)]
     pub config: String,
 }
+
+/// The networking plugin's virtual network definition, as its seed gives it:
+/// `kind: onapNetwork` (of any `apiVersion`: the seed's `v1` is no API group of
+/// Kubernetes'), its CNI configuration as JSON in `spec.config`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OnapNetwork {
+    /// `apiVersion`, as written.
+    #[serde(default)]
+    pub api_version: String,
+    /// `onapNetwork`.
+    #[serde(default)]
+    pub kind: String,
+    /// Its name and the rest.
+    #[serde(default)]
+    pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    /// Its configuration.
+    #[serde(default)]
+    pub spec: OnapNetworkSpec,
+}
+
+/// `spec` of an [`OnapNetwork`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OnapNetworkSpec {
+    /// JSON: `cnitype` (absent: `ovn`), `name`, `subnet`, `gateway`.
+    #[serde(default)]
+    pub config: String,
+}

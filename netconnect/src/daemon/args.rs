@@ -48,6 +48,15 @@ pub struct Args {
     /// before go.
     #[arg(long, value_name = "BOOL", default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set, env = "NETCONNECTD_ENABLE_NETWORK_CONNECT")]
     pub enable_network_connect: bool,
+    /// The site's distributed router the networking plugin's virtual networks
+    /// (`onapNetwork` objects) attach to; it must exist (it is never created).
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "ovn_cluster_router",
+        env = "NETCONNECTD_VL_ROUTER"
+    )]
+    pub vl_router: String,
     /// EgressIP is enabled in the cluster (OVN-Kubernetes' `--enable-egress-ip`): the
     /// networks' routers get EgressIP's no-reroute policies (priority 102).
     #[arg(long, env = "NETCONNECTD_ENABLE_EGRESS_IP")]
@@ -189,6 +198,7 @@ impl Args {
         s.set_egress_ip(self.enable_egress_ip);
         s.adopt = self.adopt.is_some();
         s.ignore_connects = !self.enable_network_connect;
+        s.vl_router = Some(self.vl_router.clone());
         s.set_preconfigured_udn_addresses(self.enable_preconfigured_udn_addresses);
         if !self.transit_subnets.is_empty() {
             s.cluster.transit_subnets = self.transit_subnets.clone();

@@ -16,6 +16,7 @@ mod network;
 mod service;
 #[cfg(test)]
 mod tests;
+mod virtual_network;
 
 use std::collections::BTreeSet;
 
@@ -43,6 +44,8 @@ pub enum Key {
     /// A service's load balancers on its namespace's primary network, by
     /// `namespace/name`.
     Service(String),
+    /// The networking plugin's virtual network declared by an `onapNetwork`, by name.
+    VirtualNetwork(String),
     /// Rows whose owner no longer exists: they are removed.
     Gone(Owner),
 }
@@ -55,6 +58,7 @@ impl std::fmt::Display for Key {
             Key::Connect(c) => write!(f, "connect {c}"),
             Key::ConnectNetwork(c, n) => write!(f, "connect {c} network {n}"),
             Key::Service(s) => write!(f, "service {s}"),
+            Key::VirtualNetwork(n) => write!(f, "virtual network {n}"),
             Key::Gone(o) => write!(f, "gone {o}"),
         }
     }
@@ -71,6 +75,7 @@ impl Key {
         match self {
             Key::Cluster => cluster::PHASE,
             Key::Network(_) => network::PHASE,
+            Key::VirtualNetwork(_) => virtual_network::PHASE,
             Key::Gone(_) => gone::PHASE,
             Key::Service(_) => service::PHASE,
             Key::Connect(_) => connect::PHASE,
@@ -86,6 +91,7 @@ impl Key {
             Key::Connect(_) => "connect",
             Key::ConnectNetwork(..) => "connect_network",
             Key::Service(_) => "service",
+            Key::VirtualNetwork(_) => "virtual_network",
             Key::Gone(_) => "gone",
         }
     }
@@ -166,9 +172,10 @@ trait Kind: Sync {
 }
 
 /// Every kind, in the order their keys come.
-const KINDS: [&dyn Kind; 4] = [
+const KINDS: [&dyn Kind; 5] = [
     &cluster::Cluster,
     &network::Networks,
+    &virtual_network::VirtualNetworks,
     &service::Services,
     &connect::Connects,
 ];
@@ -293,7 +300,11 @@ impl World {
         match key {
             Key::ConnectNetwork(cnc, net) => connect::fragment_scope(self, cnc, net),
             Key::Network(name) => network::fragment_scope(self, name),
-            Key::Cluster | Key::Connect(_) | Key::Service(_) | Key::Gone(_) => None,
+            Key::Cluster
+            | Key::Connect(_)
+            | Key::Service(_)
+            | Key::VirtualNetwork(_)
+            | Key::Gone(_) => None,
         }
     }
 
@@ -317,6 +328,7 @@ impl World {
             Key::Connect(name) => connect::desired(self, name),
             Key::ConnectNetwork(name, net) => connect::desired_network(self, name, net, known),
             Key::Service(name) => service::desired(self, name),
+            Key::VirtualNetwork(name) => virtual_network::desired(self, name),
             Key::Gone(owner) => Ok(KINDS
                 .iter()
                 .find_map(|k| k.gone(owner))

@@ -60,6 +60,34 @@ pub fn size(bits: u8, len: u8) -> u128 {
     }
 }
 
+/// A subnet (its network address) and a gateway, an address or an address with the
+/// subnet's prefix length, that is a host address of it; both normalized, the gateway
+/// with the subnet's prefix length. An error says which is wrong and why.
+pub fn subnet_and_gateway(subnet: &str, gateway: &str) -> Result<(IpNet, IpNet), String> {
+    let s: IpNet = subnet
+        .parse()
+        .map_err(|_| format!("subnet {subnet:?} is not a CIDR"))?;
+    if s.trunc() != s {
+        return Err(format!(
+            "subnet {s} is not a network address (did you mean {}?)",
+            s.trunc()
+        ));
+    }
+    let g: IpNet = match gateway.parse::<IpNet>() {
+        Ok(g) => g,
+        Err(_) => {
+            let ip: IpAddr = gateway
+                .parse()
+                .map_err(|_| format!("gateway {gateway:?} is not an address"))?;
+            with_len(ip, s.prefix_len())
+        }
+    };
+    if !s.contains(&g.addr()) || g.prefix_len() != s.prefix_len() || g.addr() == s.network() {
+        return Err(format!("gateway {g} is not a host address of subnet {s}"));
+    }
+    Ok((s, g))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

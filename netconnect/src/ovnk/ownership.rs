@@ -158,10 +158,28 @@ pub(crate) fn network_of_owner(owner: &Owner) -> Option<&str> {
     .then_some(net)
 }
 
+/// The controller of the networking plugin's virtual networks' rows.
+pub(crate) const VL_CONTROLLER: &str = "networking-plugin";
+/// The owner type of the rows netconnectd writes for a virtual network an
+/// `onapNetwork` declares. The library's calls stamp `VirtualNetwork` instead: a
+/// virtual network made by hand is never netconnectd's to remove.
+pub(crate) const VL_DECLARED_KIND: &str = "onapNetwork";
+
+/// The owner of the rows of declared virtual network `name`.
+pub(crate) fn virtual_network_owner(name: &str) -> Owner {
+    Owner {
+        controller: VL_CONTROLLER.into(),
+        kind: VL_DECLARED_KIND.into(),
+        name: name.into(),
+    }
+}
+
 /// True for owners netconnect writes (and so may remove): the cluster rows, the
-/// networks' rows, their services' rows and the ClusterNetworkConnects' rows.
+/// networks' rows, their services' rows, the ClusterNetworkConnects' rows and the
+/// declared virtual networks' rows.
 pub(crate) fn is_ours(owner: &Owner) -> bool {
     *owner == cluster_owner()
+        || *owner == virtual_network_owner(&owner.name)
         || *owner == connect_owner(&owner.name)
         || network_of_owner(owner).is_some()
         || (owner.controller.ends_with(NETWORK_CONTROLLER_SUFFIX)
@@ -206,6 +224,12 @@ mod tests {
     #[test]
     fn the_owners_netconnect_writes_are_its_and_no_others() {
         assert!(is_ours(&cluster_owner()));
+        assert!(is_ours(&virtual_network_owner("ovn-ls-24")));
+        let by_hand = Owner {
+            kind: "VirtualNetwork".into(),
+            ..virtual_network_owner("ovn-ls-24")
+        };
+        assert!(!is_ours(&by_hand), "CreateVL's rows are not netconnectd's");
         assert!(is_ours(&connect_owner("c")));
         let net = |controller: &str, kind: &str| Owner {
             controller: controller.into(),

@@ -434,6 +434,7 @@ fn to_yaml(o: &Object) -> io::Result<String> {
         Object::Service(s) => y(s),
         Object::EndpointSlice(s) => y(s),
         Object::NetworkAttachmentDefinition(n) => y(n),
+        Object::OnapNetwork(n) => y(n),
     }
 }
 
