@@ -490,3 +490,111 @@ async fn onap_networks_in_the_manifests_are_kept_as_declared() {
         .unwrap()
         .is_some());
 }
+
+/// Pod `name` in namespace `vnf` with annotation `key` set to `value` (single-quoted).
+fn vnf_pod(name: &str, key: &str, value: &str) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: vnf\n  annotations:\n    kubernetes.v1.cni.cncf.io/networks: '[{{\"name\": \"ovn-network\"}}]'\n    {key}: '{value}'\nspec: {{containers: [{{name: c, image: busybox}}]}}\n"
+    )
+}
+
+#[allow(clippy::too_many_lines)] // a test: one story, start to end
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_get_their_interfaces_and_ping_across_virtual_networks() {
+    use integration_tests::udn;
+    use netconnect::status::dir::State;
+    let sb = sandbox();
+    let mut chassis = ovn_sandbox::Chassis::start(&sb, "chassis-1").unwrap();
+    sb.nbctl(&["lr-add", "ovn_cluster_router"]).unwrap();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    // pod-a in the seed's one-object form, a static address on ovn-ls-24; pod-b in the
+    // list form, dynamic addresses on ovn-ls-25 and ovn-ls-24.
+    let a = r#"{"ovnNetwork": [{"name": "ovn-ls-24", "interface": "net0", "defaultGateway": "true", "ip_address": "172.16.24.55/24", "mac_address": "0a:00:00:00:00:4e"}], "ovnNetworkRoutes": [{"dst": "172.16.29.0/24", "gw": "172.16.24.1"}]}"#;
+    let b = r#"[{"name": "ovn-ls-25", "interface": "net0"}, {"name": "ovn-ls-24", "interface": "net1"}]"#;
+    let yaml = ONAP.to_owned()
+        + &vnf_pod("pod-a", "onapnetworks", a)
+        + &vnf_pod("pod-b", "ovnNetwork", b)
+        + &vnf_pod("plain", "ovn", "{}");
+    let world = udn::world(&yaml, &State::default(), None);
+    let mut keys: Vec<String> = world.keys().iter().map(ToString::to_string).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "cluster",
+            "pod vnf/pod-a",
+            "pod vnf/pod-b",
+            "virtual network ovn-ls-24",
+            "virtual network ovn-ls-25"
+        ],
+        "a pod without ovnNetwork is not netconnectd's"
+    );
+    udn::apply(&r, &world).await;
+
+    // The answer to the CNI, in the status directory: a file per pod.
+    let dir = tempfile::tempdir().unwrap();
+    world.state(&State::default()).save(dir.path()).unwrap();
+    let file = |pod: &str| -> serde_json::Value {
+        let text = std::fs::read_to_string(dir.path().join(format!("Pod/vnf/{pod}.yaml"))).unwrap();
+        serde_yaml_ng::from_str(&text).unwrap()
+    };
+    let list = |pod: &str| -> serde_json::Value {
+        let annotations = &file(pod)["metadata"]["annotations"];
+        serde_json::from_str(annotations["ovnIfaceList"].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(
+        list("pod-a"),
+        serde_json::json!([{"ip_address": "172.16.24.55/24", "mac_address": "0a:00:00:00:00:4e",
+            "gateway_ip": "172.16.24.1", "interface": "net0", "defaultGateway": "true"}])
+    );
+    assert_eq!(
+        file("pod-a")["metadata"]["annotations"]["ovnNetworkRoutes"],
+        r#"[{"dst":"172.16.29.0/24","gw":"172.16.24.1"}]"#
+    );
+    let b_list = list("pod-b");
+    assert_eq!(b_list[0]["ip_address"], "172.16.25.2/24");
+    assert_eq!(b_list[0]["gateway_ip"], "172.16.25.1");
+    assert_eq!(b_list[1]["ip_address"], "172.16.24.2/24");
+    assert!(!dir.path().join("Pod/vnf/plain.yaml").exists());
+
+    // The ports, on their networks' switches.
+    let ports = |switch: &str| sb.nbctl(&["lsp-list", switch]).unwrap();
+    assert!(ports("ovn-ls-24").contains("vnf_pod-a_net0"));
+    assert!(ports("ovn-ls-24").contains("vnf_pod-b_net1"));
+    assert!(ports("ovn-ls-25").contains("vnf_pod-b_net0"));
+    assert_eq!(
+        sb.nbctl(&["get", "Logical_Switch_Port", "vnf_pod-a_net0", "addresses"])
+            .unwrap()
+            .trim(),
+        "[\"0a:00:00:00:00:4e 172.16.24.55\"]"
+    );
+
+    // The CNI's part, as the answer says: pod-a's net0 and pod-b's net0, on two virtual
+    // networks, ping each other through the distributed router.
+    let plug = |chassis: &mut ovn_sandbox::Chassis, port: &str, entry: &serde_json::Value| {
+        let ip: ipnet::IpNet = entry["ip_address"].as_str().unwrap().parse().unwrap();
+        let gw: std::net::IpAddr = entry["gateway_ip"].as_str().unwrap().parse().unwrap();
+        let p = chassis
+            .add_pod(port, entry["mac_address"].as_str().unwrap(), &[ip], &[gw])
+            .unwrap();
+        (p, ip.addr())
+    };
+    let (pa, a_ip) = plug(&mut chassis, "vnf_pod-a_net0", &list("pod-a")[0]);
+    let (pb, b_ip) = plug(&mut chassis, "vnf_pod-b_net0", &b_list[0]);
+    sb.sync_hv().unwrap();
+    assert!(
+        chassis.ping(&pa, b_ip, 3).unwrap(),
+        "static to dynamic, ovn-ls-24 to ovn-ls-25"
+    );
+    assert!(chassis.ping(&pb, a_ip, 3).unwrap(), "dynamic to static");
+
+    // pod-b gone: its ports go, pod-a's stay.
+    let without_b = ONAP.to_owned() + &vnf_pod("pod-a", "onapnetworks", a);
+    let world = udn::world(&without_b, &State::default(), None);
+    udn::apply(&r, &world).await;
+    let all = sb
+        .nbctl(&["--bare", "--columns=name", "list", "Logical_Switch_Port"])
+        .unwrap();
+    assert!(!all.contains("vnf_pod-b"), "{all}");
+    assert!(all.contains("vnf_pod-a_net0"), "{all}");
+}

@@ -11,6 +11,7 @@
 pub mod admission;
 pub mod connect;
 pub mod ids;
+pub mod pods;
 pub mod subnets;
 pub mod transit;
 
@@ -83,6 +84,8 @@ pub struct Allocations {
     /// Of the primary Layer2 networks whose transit subnet moved off the default (an
     /// overlap): what it moved to, said in the network's status.
     pub(crate) transit_moved: BTreeMap<String, String>,
+    /// The addresses of the pods' interfaces on virtual networks, by `namespace/name`.
+    pub pods: BTreeMap<String, pods::PodAddresses>,
     /// ClusterNetworkConnects' acceptance, tunnel keys and connect subnets, by name
     /// (`admission::admit`).
     pub connects: BTreeMap<String, admission::ConnectAllocation>,
@@ -158,6 +161,9 @@ pub(crate) fn allocate_after(
     network_ids(inv, &mut out, &mut problems);
     tunnel_keys(inv, &mut out, &mut problems);
     subnets(inv, config, before, &mut out, &mut problems);
+    let (pods, mut refused) = pods::pod_addresses(inv);
+    out.pods = pods;
+    problems.append(&mut refused);
     (out, problems)
 }
 

@@ -33,6 +33,7 @@ pub const ALLOCATIONS: &[&str] = &[
     TUNNEL_KEYS,
     CONNECT_ROUTER_TUNNEL_KEY,
     NETWORK_CONNECT_SUBNET,
+    super::pod::OVN_IFACE_LIST,
 ];
 /// Node annotation: every address of the node's host, as CIDRs (a JSON list); the
 /// addresses a NodePort answers on.

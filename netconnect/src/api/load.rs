@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::meta::{Meta, ObjectMeta};
 use super::objects::{
     ClusterNetworkConnect, ClusterUserDefinedNetwork, Namespace, NetworkAttachmentDefinition, Node,
-    OnapNetwork, UserDefinedNetwork,
+    OnapNetwork, Pod, UserDefinedNetwork,
 };
 use super::service::{EndpointSlice, Service};
 
@@ -58,6 +58,8 @@ pub enum Object {
     NetworkAttachmentDefinition(Box<NetworkAttachmentDefinition>),
     /// The networking plugin's `onapNetwork` (any `apiVersion`).
     OnapNetwork(Box<OnapNetwork>),
+    /// `v1 Pod` (only those asking for interfaces on virtual networks are kept).
+    Pod(Box<Pod>),
 }
 
 impl Object {
@@ -73,6 +75,7 @@ impl Object {
             Object::EndpointSlice(_) => "EndpointSlice",
             Object::NetworkAttachmentDefinition(_) => "NetworkAttachmentDefinition",
             Object::OnapNetwork(_) => "onapNetwork",
+            Object::Pod(_) => "Pod",
         }
     }
 
@@ -93,6 +96,7 @@ impl Object {
             Object::EndpointSlice(o) => &o.metadata,
             Object::NetworkAttachmentDefinition(o) => &o.metadata,
             Object::OnapNetwork(o) => &o.metadata,
+            Object::Pod(o) => &o.metadata,
         }
     }
 }
@@ -396,7 +400,7 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
         return fail(Some("kind".into()), "missing".into());
     }
     let object = match kind.as_str() {
-        "Node" | "Namespace" | "Service" if !group_ok("v1") => {
+        "Node" | "Namespace" | "Service" | "Pod" if !group_ok("v1") => {
             return fail(
                 Some("apiVersion".into()),
                 format!("{kind} is apiVersion v1, not \"{api_version}\""),
@@ -435,6 +439,10 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
             Object::NetworkAttachmentDefinition(Box::new(typed(value, &label)?))
         }
         "onapNetwork" => Object::OnapNetwork(Box::new(typed(value, &label)?)),
+        // Only a pod asking for interfaces on virtual networks is netconnectd's: the
+        // others (every pod of a cluster's dump) are not even decoded.
+        "Pod" if !asks_for_interfaces(&value) => return Ok(None),
+        "Pod" => Object::Pod(Box::new(typed(value, &label)?)),
         _ => return Ok(None),
     };
     if object.name().is_empty() || name.is_none() {
@@ -443,6 +451,7 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
     let namespaced = matches!(
         object,
         Object::UserDefinedNetwork(_)
+            | Object::Pod(_)
             | Object::Service(_)
             | Object::EndpointSlice(_)
             | Object::NetworkAttachmentDefinition(_)
@@ -458,6 +467,15 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
         ),
         _ => Ok(Some(object)),
     }
+}
+
+/// True when a pod's annotations hold one of those asking for interfaces
+/// ([`super::pod`]).
+fn asks_for_interfaces(value: &serde_json::Value) -> bool {
+    let annotations = value.pointer("/metadata/annotations");
+    [super::pod::OVN_NETWORK, super::pod::ONAP_NETWORKS]
+        .iter()
+        .any(|k| annotations.and_then(|a| a.get(k)).is_some())
 }
 
 /// Deserializes with the path of the field that failed.

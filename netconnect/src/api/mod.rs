@@ -12,6 +12,7 @@ pub mod nad;
 pub mod network;
 pub mod objects;
 pub mod onap;
+pub mod pod;
 pub mod selector;
 pub mod service;
 pub mod validate;
@@ -143,6 +144,8 @@ pub struct Inventory {
     pub(crate) refused_networks: Vec<Object>,
     /// The networking plugin's virtual networks (`onapNetwork` objects), by name.
     pub virtual_networks: BTreeMap<String, onap::VirtualNetworkDef>,
+    /// The pods asking for interfaces on them, by `namespace/name`.
+    pub pods: BTreeMap<String, pod::PodInfo>,
 }
 
 /// What the inventory is built against: the definitions accepted before (for the
@@ -424,6 +427,11 @@ impl Inventory {
                 Ok(None) => {}
                 Err((field, message)) => self.problems.push(problem(Some(field), message)),
             },
+            Object::Pod(p) => {
+                if let Err((field, message)) = self.add_pod(origin, p, context) {
+                    self.problems.push(problem(Some(field), message));
+                }
+            }
             Object::OnapNetwork(o) => match onap::virtual_network(o) {
                 Ok(Some(def)) => {
                     if let Err(message) = self.add_virtual_network(def) {
@@ -443,6 +451,33 @@ impl Inventory {
                 Err(p) => self.problems.push(problem(p.0, p.1)),
             },
         }
+    }
+
+    /// Adds a pod that asks for interfaces on virtual networks (none else); an error
+    /// names the annotation and why the pod is refused.
+    fn add_pod(
+        &mut self,
+        origin: &Origin,
+        p: &objects::Pod,
+        context: &Context,
+    ) -> Result<(), pod::PodProblem> {
+        let Some((annotation, spec)) = pod::pod_spec(p.metadata.annotations())
+            .map_err(|(f, m)| (f, format!("{m}; nothing of the pod is written")))?
+        else {
+            return Ok(());
+        };
+        let key = p.metadata.qualified_name();
+        let remembered = context.annotations("Pod", &p.metadata);
+        let info = pod::PodInfo {
+            origin: origin.clone(),
+            key: key.clone(),
+            annotation,
+            object: p.clone(),
+            spec,
+            answered: pod::answered(&remembered),
+        };
+        self.pods.insert(key, info);
+        Ok(())
     }
 
     /// Adds a virtual network unless its name is taken or a subnet overlaps another

@@ -11,7 +11,7 @@
 use kube::CustomResource;
 use serde::{Deserialize, Serialize};
 
-pub use k8s_openapi::api::core::v1::{Namespace, Node};
+pub use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 
 use super::meta::{null_as_empty, Condition};
 use super::selector::LabelSelector;

@@ -13,6 +13,7 @@ mod cluster;
 mod connect;
 mod gone;
 mod network;
+mod pod;
 mod service;
 #[cfg(test)]
 mod tests;
@@ -46,6 +47,8 @@ pub enum Key {
     Service(String),
     /// The networking plugin's virtual network declared by an `onapNetwork`, by name.
     VirtualNetwork(String),
+    /// A pod's interfaces on virtual networks, by `namespace/name`.
+    Pod(String),
     /// Rows whose owner no longer exists: they are removed.
     Gone(Owner),
 }
@@ -59,6 +62,7 @@ impl std::fmt::Display for Key {
             Key::ConnectNetwork(c, n) => write!(f, "connect {c} network {n}"),
             Key::Service(s) => write!(f, "service {s}"),
             Key::VirtualNetwork(n) => write!(f, "virtual network {n}"),
+            Key::Pod(p) => write!(f, "pod {p}"),
             Key::Gone(o) => write!(f, "gone {o}"),
         }
     }
@@ -76,6 +80,7 @@ impl Key {
             Key::Cluster => cluster::PHASE,
             Key::Network(_) => network::PHASE,
             Key::VirtualNetwork(_) => virtual_network::PHASE,
+            Key::Pod(_) => pod::PHASE,
             Key::Gone(_) => gone::PHASE,
             Key::Service(_) => service::PHASE,
             Key::Connect(_) => connect::PHASE,
@@ -92,6 +97,7 @@ impl Key {
             Key::ConnectNetwork(..) => "connect_network",
             Key::Service(_) => "service",
             Key::VirtualNetwork(_) => "virtual_network",
+            Key::Pod(_) => "pod",
             Key::Gone(_) => "gone",
         }
     }
@@ -172,10 +178,11 @@ trait Kind: Sync {
 }
 
 /// Every kind, in the order their keys come.
-const KINDS: [&dyn Kind; 5] = [
+const KINDS: [&dyn Kind; 6] = [
     &cluster::Cluster,
     &network::Networks,
     &virtual_network::VirtualNetworks,
+    &pod::Pods,
     &service::Services,
     &connect::Connects,
 ];
@@ -304,6 +311,7 @@ impl World {
             | Key::Connect(_)
             | Key::Service(_)
             | Key::VirtualNetwork(_)
+            | Key::Pod(_)
             | Key::Gone(_) => None,
         }
     }
@@ -329,6 +337,7 @@ impl World {
             Key::ConnectNetwork(name, net) => connect::desired_network(self, name, net, known),
             Key::Service(name) => service::desired(self, name),
             Key::VirtualNetwork(name) => virtual_network::desired(self, name),
+            Key::Pod(key) => pod::desired(self, key),
             Key::Gone(owner) => Ok(KINDS
                 .iter()
                 .find_map(|k| k.gone(owner))

@@ -165,6 +165,18 @@ pub(crate) const VL_CONTROLLER: &str = "networking-plugin";
 /// virtual network made by hand is never netconnectd's to remove.
 pub(crate) const VL_DECLARED_KIND: &str = "onapNetwork";
 
+/// The owner type of a pod's ports on virtual networks.
+pub(crate) const VL_POD_KIND: &str = "Pod";
+
+/// The owner of the ports of pod `key` (`namespace/name`) on virtual networks.
+pub(crate) fn pod_owner(key: &str) -> Owner {
+    Owner {
+        controller: VL_CONTROLLER.into(),
+        kind: VL_POD_KIND.into(),
+        name: key.into(),
+    }
+}
+
 /// The owner of the rows of declared virtual network `name`.
 pub(crate) fn virtual_network_owner(name: &str) -> Owner {
     Owner {
@@ -180,6 +192,7 @@ pub(crate) fn virtual_network_owner(name: &str) -> Owner {
 pub(crate) fn is_ours(owner: &Owner) -> bool {
     *owner == cluster_owner()
         || *owner == virtual_network_owner(&owner.name)
+        || *owner == pod_owner(&owner.name)
         || *owner == connect_owner(&owner.name)
         || network_of_owner(owner).is_some()
         || (owner.controller.ends_with(NETWORK_CONTROLLER_SUFFIX)

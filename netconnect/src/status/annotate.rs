@@ -12,7 +12,7 @@ use crate::api::annotations::{self, *};
 use crate::api::load::{Object, Problem};
 use crate::api::objects::{ClusterNetworkConnect, NetworkStatus, Node};
 use crate::api::validate::{cudn_network, udn_network};
-use crate::api::{ConnectInfo, Inventory, NetworkInfo, NodeInfo};
+use crate::api::{pod, ConnectInfo, Inventory, NetworkInfo, NodeInfo};
 
 use super::dir::{key, State};
 use super::network::{self, Verdict, NETWORK_ALLOCATION_SUCCEEDED, NETWORK_CREATED};
@@ -126,6 +126,18 @@ impl State {
             if let Some(o) = network_in_force(name, info, alloc, previous, &verdict, now) {
                 out.objects.insert(key(&o), shared(o, previous));
             }
+        }
+        // Pods with interfaces on virtual networks: their answer to the CNI.
+        for (name, addresses) in &alloc.pods {
+            let Some(info) = inv.pods.get(name) else {
+                continue;
+            };
+            let mut pod = info.object.clone();
+            let a = pod.metadata.annotations.get_or_insert_default();
+            a.insert(pod::OVN_IFACE_LIST.into(), addresses.iface_list());
+            a.insert(pod::OVN_NETWORK_ROUTES.into(), addresses.routes_text());
+            let o = Object::Pod(Box::new(pod));
+            out.objects.insert(key(&o), shared(o, previous));
         }
         for object in &inv.refused_networks {
             let label = format!("{} {}", object.kind(), object.name());

@@ -435,6 +435,7 @@ fn to_yaml(o: &Object) -> io::Result<String> {
         Object::EndpointSlice(s) => y(s),
         Object::NetworkAttachmentDefinition(n) => y(n),
         Object::OnapNetwork(n) => y(n),
+        Object::Pod(p) => y(p),
     }
 }
 
