@@ -1818,3 +1818,78 @@ async fn a_server_silent_past_the_probe_while_composing_a_monitor_reply_is_waite
     drop(cache);
     proxy.abort();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_by_conditions_and_mutations_are_shown_when_they_return() {
+    // Read-your-writes for every shape: an update and a mutation selecting rows by
+    // name (not by uuid), typed and raw. Each return shows the write at once, 200 times
+    // over (the old code returned before the cache showed it in most of them).
+    use nb_model::{LogicalSwitch, OvnNorthbound};
+    use ovsdb_proto::model::Table;
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let (cache, events, _) = synced(&server.unix_remote(), &w, &switches("s", 1)).await;
+    drop(events);
+    let db = cache.db::<OvnNorthbound>().unwrap();
+    let timeout = Duration::from_secs(5);
+    let other_config = |i: usize| {
+        let snap = cache.snapshot();
+        let (_, row) = snap
+            .table("Logical_Switch")
+            .iter()
+            .next()
+            .map(|(u, r)| (*u, r.clone()))
+            .unwrap();
+        row.get("other_config")
+            .and_then(|d| d.get_str(&format!("k{}", i % 2)))
+            .and_then(|a| a.as_str().map(str::to_owned))
+    };
+    for i in 0..200 {
+        let value = i.to_string();
+        if i % 2 == 0 {
+            // A typed update by name.
+            let mut txn = db.transaction();
+            let mut values = LogicalSwitch::named("s0");
+            values.other_config.insert("k0".into(), value.clone());
+            txn.update_where(
+                [LogicalSwitch::COLUMNS.name.eq("s0".to_owned())],
+                &values,
+                &["other_config"],
+            );
+            cache.commit_and_wait(txn, timeout).await.unwrap();
+        } else {
+            // A raw mutation by name.
+            cache
+                .transact_and_wait(
+                    &[Operation::Mutate {
+                        table: "Logical_Switch".into(),
+                        conditions: vec![Condition::new(
+                            "name",
+                            ovsdb_proto::Function::Eq,
+                            Datum::scalar("s0"),
+                        )],
+                        mutations: vec![
+                            ovsdb_proto::Mutation::new(
+                                "other_config",
+                                ovsdb_proto::Mutator::Delete,
+                                Datum::set(["k1"]),
+                            ),
+                            ovsdb_proto::Mutation::new(
+                                "other_config",
+                                ovsdb_proto::Mutator::Insert,
+                                Datum::map([("k1", value.as_str())]),
+                            ),
+                        ],
+                    }],
+                    timeout,
+                )
+                .await
+                .unwrap();
+        }
+        assert_eq!(
+            other_config(i),
+            Some(value),
+            "write {i} returned before the cache showed it"
+        );
+    }
+}

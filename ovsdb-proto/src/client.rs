@@ -40,6 +40,16 @@ pub struct Client {
 }
 
 impl Client {
+    /// This connection's id and how many notifications its reader has handed to the
+    /// [`Notifications`] stream so far. Read right after a request's reply, it counts
+    /// every notification the server sent before that reply: a reader of the stream
+    /// that has handled that many (its [`Notifications`]' mark) has seen, for
+    /// example, every monitor update of a transaction the reply answers.
+    pub fn note_mark(&self) -> (u64, u64) {
+        let shared = &self.connection.shared;
+        (shared.id, shared.notes_sent.load(Ordering::SeqCst))
+    }
+
     /// Runs the protocol over an already open stream. Must be called within a tokio
     /// runtime, on which the connection's tasks are spawned.
     pub fn from_transport<T: Transport>(

@@ -49,7 +49,17 @@ pub(crate) struct Shared {
     pub(crate) ended: watch::Sender<bool>,
     /// How long a request may wait for its reply.
     pub(crate) request_timeout: Option<Duration>,
+    /// This connection, apart from every other of the process.
+    pub(crate) id: u64,
+    /// How many notifications the reader handed to the stream so far. A reply read
+    /// after a notification is handled after it: once a request's reply is in, this
+    /// counts every notification the server sent before it (ovsdb-server sends a
+    /// transaction's monitor updates before its reply).
+    pub(crate) notes_sent: AtomicU64,
 }
+
+/// The next connection's id.
+static NEXT_CONNECTION: AtomicU64 = AtomicU64::new(1);
 
 impl Shared {
     pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -126,25 +136,38 @@ impl Drop for Connection {
 pub struct Notifications {
     rx: mpsc::Receiver<RawNotification>,
     connection: Arc<Connection>,
+    /// How many notifications were taken from the stream.
+    taken: u64,
 }
 
 impl Notifications {
     /// The next notification; `None` once the connection has ended.
     pub async fn recv(&mut self) -> Option<Notification> {
-        let raw = self.rx.recv().await?;
+        let raw = self.recv_raw().await?;
         self.decoded(raw)
     }
 
     /// A notification if one is waiting, without waiting.
     pub fn try_recv(&mut self) -> Option<Notification> {
         let raw = self.rx.try_recv().ok()?;
+        self.taken += 1;
         self.decoded(raw)
     }
 
     /// The next notification as it came, for a caller that decodes it itself (and
     /// ends the connection with [`Notifications::fail`] when it cannot).
     pub async fn recv_raw(&mut self) -> Option<RawNotification> {
-        self.rx.recv().await
+        let raw = self.rx.recv().await?;
+        self.taken += 1;
+        Some(raw)
+    }
+
+    /// The connection's id and how many notifications were taken from this stream:
+    /// once a reader that takes them one at a time has handled the last one taken,
+    /// it has handled every notification up to this count
+    /// ([`crate::Client::note_mark`]).
+    pub(crate) fn mark(&self) -> (u64, u64) {
+        (self.connection.shared.id, self.taken)
     }
 
     /// Ends the connection with a protocol error: the caller found a notification it
@@ -169,7 +192,10 @@ impl futures_util::Stream for Notifications {
     type Item = Notification;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Notification>> {
         match self.rx.poll_recv(cx) {
-            Poll::Ready(Some(raw)) => Poll::Ready(self.decoded(raw)),
+            Poll::Ready(Some(raw)) => {
+                self.taken += 1;
+                Poll::Ready(self.decoded(raw))
+            }
             other => other.map(|_| None),
         }
     }
@@ -192,6 +218,8 @@ impl Connection {
             state: Mutex::new(State::default()),
             ended,
             request_timeout: options.request_timeout,
+            id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
+            notes_sent: AtomicU64::new(0),
         });
         let writer = Writer::new(Box::new(write), options.max_unsent);
         let received = Arc::new(AtomicU64::new(0));
@@ -227,6 +255,7 @@ impl Connection {
             Notifications {
                 rx: note_rx,
                 connection,
+                taken: 0,
             },
         )
     }
@@ -462,7 +491,11 @@ async fn dispatch(
             let note = RawNotification { method, params };
             match notes {
                 Some(tx) => {
-                    if let Err(unsent) = tx.send(note).await {
+                    let sent = tx.send(note).await;
+                    if sent.is_ok() {
+                        shared.notes_sent.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if let Err(unsent) = sent {
                         tracing::debug!(
                             "notifications stream dropped; later notifications are discarded"
                         );

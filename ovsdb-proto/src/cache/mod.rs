@@ -430,6 +430,9 @@ pub(crate) struct Published {
     pub(crate) unusable: Arc<Unusable>,
     /// The [`Snapshot::seq`] whose events are in every stream.
     pub(crate) delivered: watch::Sender<u64>,
+    /// The connection the watcher follows and how many of its notifications are
+    /// handled (applied to the store): `Client::note_mark`'s terms.
+    pub(crate) handled: Arc<watch::Sender<(u64, u64)>>,
 }
 
 /// Each server's last reason to be unusable, by remote, for the error of a cache that
@@ -540,6 +543,16 @@ impl CacheReader {
     }
 }
 
+/// How a wait for the notifications a reply came after ended.
+enum Handled {
+    /// Handled, and their events in every stream.
+    Shown,
+    /// The cache follows a later connection.
+    Failover,
+    /// Not by the deadline.
+    TimedOut,
+}
+
 /// What is left of the time until `deadline`.
 fn left(deadline: tokio::time::Instant) -> Duration {
     deadline.saturating_duration_since(tokio::time::Instant::now())
@@ -559,6 +572,8 @@ pub struct Cache {
     unusable: Arc<Unusable>,
     remotes: Vec<Remote>,
     delivered: watch::Receiver<u64>,
+    /// The connection the cache follows and how many of its notifications it handled.
+    handled: watch::Receiver<(u64, u64)>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -591,6 +606,7 @@ impl Cache {
         let unusable = Arc::new(Unusable::default());
         let remotes = config.remotes.clone();
         let (delivered_tx, delivered) = watch::channel(0);
+        let (handled_tx, handled) = watch::channel((0, 0));
         let database = config.database.clone();
         let stats = Arc::new(CacheStats::default());
         let published = Published {
@@ -604,6 +620,7 @@ impl Cache {
             held: held.clone(),
             unusable: unusable.clone(),
             delivered: delivered_tx,
+            handled: Arc::new(handled_tx),
         };
         let (commands, commands_rx) = mpsc::channel(16);
         let task = tokio::spawn(reflector::run(
@@ -631,6 +648,7 @@ impl Cache {
                 unusable,
                 remotes,
                 delivered,
+                handled,
                 task,
             },
             events_rx,
@@ -785,10 +803,44 @@ impl Cache {
     ) -> Result<crate::model::db::TransactionResult, Error> {
         let deadline = tokio::time::Instant::now() + timeout;
         let before = self.snapshot();
-        let result = self.send_by(deadline, || txn.send()).await?;
-        let expected = Expected::since(txn.operations(), result.results(), &before);
-        self.wait_expected(&expected, left(deadline)).await?;
-        Ok(result)
+        let (result, mark) = self.send_by(deadline, || txn.send_marked()).await?;
+        let expected = || Expected::since(txn.operations(), result.results(), &before);
+        match self.wait_handled(mark, deadline).await {
+            Handled::Shown => Ok(result),
+            Handled::TimedOut => Err(self.not_shown(&expected(), timeout)),
+            Handled::Failover => {
+                self.wait_expected(&expected(), left(deadline)).await?;
+                Ok(result)
+            }
+        }
+    }
+
+    /// Read-your-writes for any transaction sent over the cache's own connection: waits
+    /// until the cache has handled every notification of connection `mark.0` up to
+    /// `mark.1` (read when the transaction's reply was in: ovsdb-server sends a
+    /// transaction's monitor updates before its reply, so the contents then show all it
+    /// changed that the cache monitors, whatever the operations' shape: by uuid, by
+    /// conditions, mutations), then until their events are in every stream. False when
+    /// the cache follows a later connection by then (a failover: the caller waits for
+    /// what the transaction's results say instead) or at `deadline`.
+    async fn wait_handled(&self, mark: (u64, u64), deadline: tokio::time::Instant) -> Handled {
+        let mut handled = self.handled.clone();
+        let done = |h: &(u64, u64)| h.0 > mark.0 || (h.0 == mark.0 && h.1 >= mark.1);
+        let reached = tokio::time::timeout_at(deadline, handled.wait_for(done)).await;
+        match reached {
+            Ok(Ok(h)) if h.0 == mark.0 => {}
+            Ok(Ok(_)) => return Handled::Failover,
+            Ok(Err(_)) | Err(_) => return Handled::TimedOut,
+        }
+        let seq = self.snapshot().seq();
+        let mut d = self.delivered.clone();
+        let delivered = tokio::time::timeout_at(deadline, d.wait_for(|v| *v >= seq))
+            .await
+            .is_ok_and(|r| r.is_ok());
+        match delivered {
+            true => Handled::Shown,
+            false => Handled::TimedOut,
+        }
     }
 
     /// Runs `send` until it is sent or `deadline`: a request not sent because the
@@ -870,7 +922,20 @@ impl Cache {
     ) -> Result<Vec<OperationResult>, Error> {
         let deadline = tokio::time::Instant::now() + timeout;
         let before = self.snapshot();
-        let results = self.send_by(deadline, || self.transact(operations)).await?;
+        let (results, mark) = self
+            .send_by(deadline, || async {
+                let client = self.client().ok_or_else(Error::cache_not_connected)?;
+                let results = client.transact(&self.database, operations).await?;
+                Ok((results, client.note_mark()))
+            })
+            .await?;
+        match self.wait_handled(mark, deadline).await {
+            Handled::Shown => return Ok(results),
+            Handled::TimedOut => {
+                return Err(self.not_shown(&Expected::since(operations, &results, &before), timeout))
+            }
+            Handled::Failover => {}
+        }
         let expected = Expected::since(operations, &results, &before);
         self.wait_expected(&expected, left(deadline)).await?;
         Ok(results)
@@ -925,18 +990,24 @@ impl Cache {
                 return Ok(shown);
             }
         }
+        Err(self.not_shown(expected, timeout))
+    }
+
+    /// Why a transaction's effects were not shown within `timeout`: a stream's reader
+    /// held the cache back, or what is still missing.
+    fn not_shown(&self, expected: &Expected, timeout: Duration) -> Error {
         if let Some((stream, for_)) = self.held.now() {
-            Err(Error::held_back(format!(
+            Error::held_back(format!(
                 "the transaction committed but the cache did not show it within {timeout:?}: \
                  the cache has been waiting {for_:.1?} for the reader of {stream}, which is \
                  behind, and applies no update until it reads (read it, drop it, or subscribe \
                  with Delivery::Bounded so that it never holds the cache back)"
-            )))
+            ))
         } else {
-            Err(Error::protocol(format!(
+            Error::protocol(format!(
                 "the transaction committed but the cache did not show it within {timeout:?} (still missing: {})",
                 expected.missing(&self.snapshot(), 3).join("; ")
-            )))
+            ))
         }
     }
 

@@ -21,7 +21,8 @@ pub(super) async fn run(
     commands: mpsc::Receiver<Command>,
 ) {
     let (watch_tx, watch_rx) = mpsc::channel(1);
-    let watcher = tokio::spawn(watcher::run(config.clone(), watch_tx, commands));
+    let handled = published.handled.clone();
+    let watcher = tokio::spawn(watcher::run(config.clone(), watch_tx, commands, handled));
     // Aborted with this task, whichever way it ends.
     struct AbortOnDrop(tokio::task::JoinHandle<()>);
     impl Drop for AbortOnDrop {

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use uuid::Uuid;
 
 use crate::client::{Client, Notifications};
@@ -136,6 +136,7 @@ pub(super) async fn run(
     config: CacheConfig,
     events: mpsc::Sender<WatchEvent>,
     commands: mpsc::Receiver<Command>,
+    handled: Arc<watch::Sender<(u64, u64)>>,
 ) {
     let progress = Progress {
         requests: config.tables.clone(),
@@ -149,6 +150,7 @@ pub(super) async fn run(
         synced: false,
         serving: None,
         probe_scale: 1,
+        handled,
     }
     .run()
     .await
@@ -168,6 +170,8 @@ struct Watcher {
     /// server goes silent past the probe before the cache synced (see
     /// [`MAX_PROBE_SCALE`]), back to 1 once a session syncs.
     probe_scale: u32,
+    /// The session's connection and how many of its notifications are handled.
+    handled: Arc<watch::Sender<(u64, u64)>>,
 }
 
 /// The most the inactivity probe's interval grows while no session syncs: 64 times
@@ -499,6 +503,9 @@ impl Watcher {
         layouts: &Layouts,
     ) -> Result<End, Error> {
         loop {
+            // Every notification taken so far is handled: the data's applied to the
+            // store (the reflector acknowledged it), the rest acted on.
+            self.handled.send_replace(notes.mark());
             let raw = tokio::select! {
                 raw = notes.recv_raw() => raw,
                 Some(command) = self.commands.recv() => {

@@ -481,10 +481,18 @@ impl<D: Database> Transaction<D> {
     /// [`commit`](Self::commit) without giving the transaction up, so that one not
     /// sent (the connection was down) can be sent again.
     pub(crate) async fn send(&self) -> Result<TransactionResult, Error> {
+        self.send_marked().await.map(|(r, _)| r)
+    }
+
+    /// [`Transaction::send`], and the connection's [`Client::note_mark`] when the reply
+    /// was in.
+    pub(crate) async fn send_marked(&self) -> Result<(TransactionResult, (u64, u64)), Error> {
         if let Some(e) = &self.error {
             return Err(e.duplicate());
         }
-        let results = self.db.conn.client()?.transact(D::NAME, &self.ops).await?;
+        let client = self.db.conn.client()?;
+        let results = client.transact(D::NAME, &self.ops).await?;
+        let mark = client.note_mark();
         let named = self
             .inserted
             .iter()
@@ -495,7 +503,7 @@ impl<D: Database> Transaction<D> {
                     .map(|u| (name.clone(), u))
             })
             .collect();
-        Ok(TransactionResult { results, named })
+        Ok((TransactionResult { results, named }, mark))
     }
 }
 
