@@ -1893,3 +1893,39 @@ async fn writes_by_conditions_and_mutations_are_shown_when_they_return() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_with_every_server_gone_says_why_each_was_unusable() {
+    // The only server stops: a write waits its timeout for one to come back, then its
+    // error names each server tried and why it was unusable (as `ready()` does).
+    let server = nb_server();
+    let remote = server.unix_remote();
+    let (w, _) = client(&remote).await;
+    let (cache, events, _) = synced(&remote, &w, &switches("s", 1)).await;
+    drop(events);
+    drop(w);
+    drop(server);
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while cache.client().is_some_and(|c| !c.is_closed()) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap();
+    // Let the cache try the server once more (it is refused).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let e = cache
+        .transact_and_wait(
+            &[Operation::insert("Logical_Switch", named("late"))],
+            Duration::from_secs(1),
+        )
+        .await
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(e.is_retryable(), "{text}");
+    assert!(
+        text.contains("the cache is not connected to a usable server: ")
+            && text.contains(&remote.to_string()),
+        "{text}"
+    );
+}

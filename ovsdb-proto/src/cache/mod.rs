@@ -725,8 +725,17 @@ impl Cache {
         {
             return Ok(());
         }
+        Err(Error::not_ready(format!(
+            "the cache of {} did not sync within {timeout:?}: {}",
+            self.database,
+            self.why_unusable()
+        )))
+    }
+
+    /// Each server tried and why it was unusable last, or that none answered yet.
+    fn why_unusable(&self) -> String {
         let tried = self.unusable.get();
-        let why = if tried.is_empty() {
+        if tried.is_empty() {
             let remotes: Vec<String> = self.remotes.iter().map(|r| r.to_string()).collect();
             format!("no server has answered yet (trying {})", remotes.join(", "))
         } else {
@@ -735,11 +744,7 @@ impl Cache {
                 .map(|(remote, error)| format!("{remote}: {error}"))
                 .collect::<Vec<_>>()
                 .join("; ")
-        };
-        Err(Error::not_ready(format!(
-            "the cache of {} did not sync within {timeout:?}: {why}",
-            self.database
-        )))
+        }
     }
 
     /// The connection the cache is synced over, if it is synced now.
@@ -861,6 +866,14 @@ impl Cache {
                     // A handle bound to one closed client fails at once each time:
                     // not in a tight loop.
                     tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                // Never sent for want of a server: say why each was unusable.
+                Err(e) if e.is_retryable() => {
+                    let why = format!(
+                        "the cache is not connected to a usable server: {}",
+                        self.why_unusable()
+                    );
+                    return Err(Error::unavailable(Error::closed(Some(why.into()))));
                 }
                 other => return other,
             }
