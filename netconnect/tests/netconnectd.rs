@@ -167,10 +167,41 @@ fn an_unreachable_nb_is_a_clear_error() {
         &["--once", "--timeout", "1"],
     );
     assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("no usable Northbound server at tcp:127.0.0.1:1"),
+        stderr.contains("no usable Northbound server at tcp:127.0.0.1:1: ")
+            && stderr.contains("tcp:127.0.0.1:1: ")
+            && stderr.to_lowercase().contains("refused"),
+        "the server and why it was unusable: {stderr}"
+    );
+    // ssl: without a CA is refused at once, before any connection.
+    let t = std::time::Instant::now();
+    let out = run("ssl:127.0.0.1:1", m.path(), s.path(), &["--once"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("--nb ssl:127.0.0.1:1: an ssl: remote needs --ca-cert"),
         "{}",
         text(&out.stderr)
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn the_southbound_instead_of_the_northbound_says_so() {
+    let sb = sandbox();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    let out = run(
+        &sb.sb.unix_remote(),
+        m.path(),
+        s.path(),
+        &["--once", "--timeout", "2"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("no usable Northbound server at") && stderr.contains("OVN_Northbound"),
+        "{stderr}"
     );
 }
 
@@ -895,4 +926,39 @@ fn with_network_connect_off_connects_are_read_as_absent() {
         "{}",
         text(&out.stderr)
     );
+}
+
+#[test]
+fn the_daemon_is_live_before_its_nb_answers_and_ready_once_it_does() {
+    // The NB does not answer when the daemon starts: /healthz answers at once (the
+    // process serves), /readyz says 503, each --timeout the log says why it still
+    // waits; once the NB answers, the daemon syncs and becomes ready (it exited after
+    // 30 s before, serving nothing meanwhile).
+    let sb = sandbox();
+    let nb = sb.nb.unix_remote();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
+    std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
+    freeze(&sb, true);
+    let log = s.path().join("daemon.log");
+    let d = Daemon::start_logging(&nb, m.path(), s.path(), &["--timeout", "1"], Some(&log));
+    wait_until("/healthz", 10, || {
+        get(&d.addr, "/healthz").is_some_and(|(c, _)| c == 200)
+    });
+    assert_eq!(get(&d.addr, "/readyz").unwrap().0, 503);
+    wait_until("a line saying why it still waits", 10, || {
+        std::fs::read_to_string(&log).is_ok_and(|l| {
+            l.contains("no usable Northbound server at") && l.contains("still trying")
+        })
+    });
+    assert_eq!(get(&d.addr, "/readyz").unwrap().0, 503);
+    freeze(&sb, false);
+    wait_until("/readyz", 30, || {
+        get(&d.addr, "/readyz").is_some_and(|(c, _)| c == 200)
+    });
+    let switches = sb
+        .nbctl(&["--bare", "--columns=name", "list", "Logical_Switch"])
+        .unwrap();
+    assert!(switches.contains("cluster_udn_blue_n1"), "{switches}");
 }

@@ -31,7 +31,11 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
             "--manage connects with --enable-network-connect=false: nothing to manage".into(),
         );
     }
-    let (events, reconciler) = connect(&args).await?;
+    let (events, reconciler) = connect(&args)?;
+    if args.once || args.plan {
+        // A single pass needs the NB now; the daemon waits for it while it serves.
+        reconciler.ready(Duration::from_secs(args.timeout)).await?;
+    }
     let mut source: Box<dyn Source> = Box::new(ManifestSource::new(&args.manifests));
     let sink: Arc<dyn Sink> = match &args.status_dir {
         Some(dir) => Arc::new(StatusDir::new(dir)),
@@ -71,9 +75,18 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
     serve(args, world, current, seams, events, reconciler).await
 }
 
-/// The NB cache's events and the reconciler over the cache, synced.
-async fn connect(args: &Args) -> Result<(CacheEvents, Arc<Reconciler>), String> {
+/// The NB cache's events and the reconciler over the cache, started (not synced yet).
+fn connect(args: &Args) -> Result<(CacheEvents, Arc<Reconciler>), String> {
     let remotes = Remote::parse_list(&args.nb).map_err(|e| format!("--nb {}: {e}", args.nb))?;
+    if args.ca_cert.is_none() {
+        if let Some(r) = remotes.iter().find(|r| matches!(r, Remote::Ssl { .. })) {
+            return Err(format!(
+                "--nb {r}: an ssl: remote needs --ca-cert (the CA that signed the server's \
+                 certificate; with --certificate and --private-key when the server asks for \
+                 a client's)"
+            ));
+        }
+    }
     let mut config = CacheConfig::new(remotes, "OVN_Northbound", &[]);
     config.leader_only = true;
     if let Some(ca) = &args.ca_cert {
@@ -83,8 +96,7 @@ async fn connect(args: &Args) -> Result<(CacheEvents, Arc<Reconciler>), String> 
             private_key: args.private_key.clone(),
         });
     }
-    let (reconciler, events) =
-        Reconciler::connect(config, Duration::from_secs(args.timeout)).await?;
+    let (reconciler, events) = Reconciler::start(config);
     Ok((events, Arc::new(reconciler)))
 }
 
@@ -303,7 +315,7 @@ async fn start_controller(
     });
     let controller = controller.with_hook(outcome_hook(shared.clone(), sink));
     let queue = controller.queue();
-    let run = tokio::spawn(controller.run_until(events, args.workers.into(), shutdown.clone()));
+    // The endpoints first: /healthz answers while the NB is not there yet.
     if let Some(addr) = args.listen {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -311,7 +323,30 @@ async fn start_controller(
         tracing::info!(%addr, "serving /healthz, /readyz, /status, /metrics");
         tokio::spawn(http::serve(listener, shared.clone(), shutdown.clone()));
     }
+    let (workers, stop, every) = (
+        args.workers.into(),
+        shutdown.clone(),
+        Duration::from_secs(args.timeout.max(1)),
+    );
+    let reconciler = shared.reconciler.clone();
+    let run = tokio::spawn(async move {
+        // The cache keeps trying every server with backoff; each --timeout without
+        // one says why.
+        loop {
+            tokio::select! {
+                r = reconciler.ready(every) => match r {
+                    Ok(()) => break,
+                    Err(e) => tracing::warn!("{e}; still trying"),
+                },
+                () = stop.cancelled() => return,
+            }
+        }
+        tracing::info!(remote = ?reconciler.cache().remote().map(|r| r.to_string()), "NB synced");
+        controller.run_until(events, workers, stop).await;
+    });
     tokio::spawn(async move {
+        // Not before the NB is synced and the controller took the first keys.
+        shared.reconciler.cache().wait_until_ready().await;
         while !controller::settle(
             &queue,
             Duration::from_millis(200),

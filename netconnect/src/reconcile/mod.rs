@@ -160,23 +160,35 @@ impl Reconciler {
     /// the cache's events; an error naming the remotes when no server was usable within
     /// `wait`.
     pub async fn connect(
-        mut config: CacheConfig,
+        config: CacheConfig,
         wait: Duration,
     ) -> Result<(Reconciler, CacheEvents), String> {
-        let remotes: Vec<String> = config.remotes.iter().map(ToString::to_string).collect();
+        let (reconciler, events) = Reconciler::start(config);
+        reconciler.ready(wait).await?;
+        Ok((reconciler, events))
+    }
+
+    /// A reconciler over a cache of the NB `config` names, started and not waited for
+    /// ([`Reconciler::ready`]).
+    pub fn start(mut config: CacheConfig) -> (Reconciler, CacheEvents) {
         let nb = NbIndexes::register(&mut config);
         let (cache, events) = Cache::start(config);
-        let cache = Arc::new(cache);
-        if tokio::time::timeout(wait, cache.wait_until_ready())
-            .await
-            .is_err()
-        {
-            return Err(format!(
-                "no usable Northbound server at {} within {wait:?}",
-                remotes.join(",")
-            ));
-        }
-        Ok((Reconciler::new(cache, nb), events))
+        (Reconciler::new(Arc::new(cache), nb), events)
+    }
+
+    /// Waits at most `wait` until the cache is synced; the error names each server
+    /// tried and why it was unusable (refused, not answering, no OVN_Northbound
+    /// database, a TLS failure, …). The cache keeps trying either way.
+    pub async fn ready(&self, wait: Duration) -> Result<(), String> {
+        self.cache.ready(wait).await.map_err(|e| {
+            let remotes: Vec<String> = self
+                .cache
+                .remotes()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            format!("no usable Northbound server at {}: {e}", remotes.join(","))
+        })
     }
 
     /// A reconciler over `cache`, whose config had `nb` registered.

@@ -747,6 +747,11 @@ impl Cache {
         }
     }
 
+    /// The servers the cache was configured with, in order.
+    pub fn remotes(&self) -> &[Remote] {
+        &self.remotes
+    }
+
     /// The connection the cache is synced over, if it is synced now.
     pub fn client(&self) -> Option<Client> {
         self.client.borrow().clone()
