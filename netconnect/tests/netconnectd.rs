@@ -448,6 +448,23 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
         switches().contains("cluster_udn_blue_n1")
     });
 
+    // SIGHUP: the manifests read again, the daemon goes on (it died at once before).
+    let pid = d.process.0.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-HUP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    wait_until("SIGHUP's log line", 5, || {
+        std::fs::read_to_string(&log)
+            .is_ok_and(|l| l.contains("SIGHUP: reading the manifests again"))
+    });
+    assert!(
+        d.process.0.try_wait().unwrap().is_none(),
+        "alive after SIGHUP"
+    );
+    assert_eq!(get(&addr, "/readyz").unwrap().0, 200);
+
     // SIGTERM: exits 0.
     assert_eq!(d.process.terminate(10).code(), Some(0));
 

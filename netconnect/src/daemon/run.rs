@@ -249,6 +249,10 @@ async fn serve(
         .map_err(|e| format!("cannot watch {}: {e}", source.describe()))?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| format!("cannot handle SIGTERM: {e}"))?;
+    // SIGHUP, a terminal's hang-up or an operator's "read your configuration again",
+    // reads the manifests again (they are watched anyway); it does not stop the daemon.
+    let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|e| format!("cannot handle SIGHUP: {e}"))?;
     let mut serving = Serving {
         args,
         tx,
@@ -278,6 +282,10 @@ async fn serve(
         tokio::select! {
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
+            _ = hangup.recv() => {
+                tracing::info!("SIGHUP: reading the manifests again");
+                serving.reload().await;
+            }
             done = saved_now => {
                 serving.saving = None;
                 serving.settle(done);
