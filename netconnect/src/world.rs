@@ -101,6 +101,8 @@ pub struct World {
     pub allocations: Allocations,
     /// Objects skipped or partly refused, and allocations that failed.
     pub problems: Vec<Problem>,
+    /// Fields of the objects read that netconnectd does not know and ignored.
+    pub warnings: Vec<Problem>,
     /// The settings used.
     pub settings: Settings,
     /// What the builders read of each node beside its object ([`Inputs::prepared`]),
@@ -177,6 +179,7 @@ impl World {
             admitted = ?started.elapsed() - allocated,
             "world built"
         );
+        let warnings = files.iter().flat_map(|f| f.warnings.clone()).collect();
         let mut all = inventory.problems.clone();
         all.append(&mut problems);
         all.append(&mut refused);
@@ -184,6 +187,7 @@ impl World {
             inventory,
             allocations,
             problems: all,
+            warnings,
             settings,
             prepared_nodes: Vec::new(),
             saved: None,

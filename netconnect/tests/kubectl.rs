@@ -28,6 +28,16 @@ fn dumps() -> Vec<PathBuf> {
 fn world_of(path: &Path) -> (World, Vec<&'static str>) {
     let text = std::fs::read_to_string(path).unwrap();
     let file = parse_file(Path::new(path.file_name().unwrap()), &text);
+    // Every field the API server prints is one netconnectd knows: no warning.
+    assert!(
+        file.warnings.is_empty(),
+        "{}: {:#?}",
+        path.display(),
+        file.warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    );
     let kinds = file.objects.iter().map(|(_, o)| o.kind()).collect();
     let world = World::build(&[file], &State::default(), Settings::default());
     (world, kinds)

@@ -63,13 +63,24 @@ fn once_applies_the_good_objects_reports_the_bad_and_converges() {
     let nb = sb.nb.unix_remote();
     let m = tempfile::tempdir().unwrap();
     let s = tempfile::tempdir().unwrap();
-    std::fs::write(m.path().join("blue.yaml"), GOOD).unwrap();
+    // A field misspelt (`mtuu`): warned of with file, object and field, as kubectl
+    // --validate would, and otherwise ignored.
+    let typo = GOOD.replace(
+        "layer3: {role: Primary,",
+        "layer3: {mtuu: 1400, role: Primary,",
+    );
+    assert_ne!(typo, GOOD);
+    std::fs::write(m.path().join("blue.yaml"), typo).unwrap();
     std::fs::write(m.path().join("udn.yaml"), BAD).unwrap();
     std::fs::write(m.path().join("nodes.yml"), NODES).unwrap();
     std::fs::write(m.path().join("README.txt"), "not a manifest").unwrap();
 
     let out = run(&nb, m.path(), s.path(), &["--once"]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stderr.contains("warning: blue.yaml doc 1: ClusterUserDefinedNetwork blue: spec.network.layer3.mtuu: unknown field, ignored"),
+        "{stderr}"
+    );
     assert_eq!(
         out.status.code(),
         Some(1),

@@ -140,6 +140,9 @@ pub struct FileObjects {
     pub objects: Vec<(Origin, Object)>,
     /// Documents that were skipped, and why.
     pub problems: Vec<Problem>,
+    /// Fields of objects read that netconnectd does not know and ignored (as
+    /// `kubectl --validate` warns of them): a typo, or a field of a newer version.
+    pub warnings: Vec<Problem>,
     /// Set when the file as a whole could not be read or parsed as YAML; then
     /// `objects` holds what came before the error, if anything.
     pub(crate) unreadable: Option<String>,
@@ -259,6 +262,11 @@ pub(crate) fn parse_file_reusing(
                 origin: at(&p.origin),
                 ..p.clone()
             }));
+        out.warnings
+            .extend(objects.warnings.iter().map(|p| Problem {
+                origin: at(&p.origin),
+                ..p.clone()
+            }));
         before += count;
         parsed.0.insert(doc.to_owned(), (objects, count));
     }
@@ -357,8 +365,22 @@ fn parse_counted(file: &Path, text: &str) -> (FileObjects, usize) {
 }
 
 fn push_object(out: &mut FileObjects, origin: Origin, value: serde_json::Value) {
-    match decode_object(value) {
-        Ok(Some(object)) => out.objects.push((origin, object)),
+    let mut unknown = Vec::new();
+    match decode_object(value, &mut unknown) {
+        Ok(Some(object)) => {
+            let label = format!("{} {}", object.kind(), object.name());
+            // `apiVersion` and `kind` were read before (kube's derived types skip them).
+            let unknown = unknown
+                .into_iter()
+                .filter(|f| !matches!(f.as_str(), "apiVersion" | "kind"));
+            out.warnings.extend(unknown.map(|field| Problem {
+                origin: origin.clone(),
+                object: Some(label.clone()),
+                field: Some(field),
+                message: "unknown field, ignored".into(),
+            }));
+            out.objects.push((origin, object));
+        }
         Ok(None) => {}
         Err((object, field, message)) => out.problems.push(Problem {
             origin,
@@ -372,7 +394,10 @@ fn push_object(out: &mut FileObjects, origin: Origin, value: serde_json::Value) 
 type DecodeFailure = (Option<String>, Option<String>, String);
 
 /// The object a document describes; `None` for kinds netconnect does not read.
-fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailure> {
+fn decode_object(
+    value: serde_json::Value,
+    unknown: &mut Vec<String>,
+) -> Result<Option<Object>, DecodeFailure> {
     let text = |key: &str| {
         value
             .get(key)
@@ -426,23 +451,27 @@ fn decode_object(value: serde_json::Value) -> Result<Option<Object>, DecodeFailu
                 format!("{kind} is apiVersion k8s.cni.cncf.io/v1, not \"{api_version}\""),
             )
         }
-        "Node" => Object::Node(Box::new(typed(value, &label)?)),
-        "Service" => Object::Service(Box::new(typed(value, &label)?)),
-        "EndpointSlice" => Object::EndpointSlice(Box::new(typed(value, &label)?)),
-        "Namespace" => Object::Namespace(Box::new(typed(value, &label)?)),
-        "UserDefinedNetwork" => Object::UserDefinedNetwork(Box::new(typed(value, &label)?)),
+        "Node" => Object::Node(Box::new(typed(value, &label, unknown)?)),
+        "Service" => Object::Service(Box::new(typed(value, &label, unknown)?)),
+        "EndpointSlice" => Object::EndpointSlice(Box::new(typed(value, &label, unknown)?)),
+        "Namespace" => Object::Namespace(Box::new(typed(value, &label, unknown)?)),
+        "UserDefinedNetwork" => {
+            Object::UserDefinedNetwork(Box::new(typed(value, &label, unknown)?))
+        }
         "ClusterUserDefinedNetwork" => {
-            Object::ClusterUserDefinedNetwork(Box::new(typed(value, &label)?))
+            Object::ClusterUserDefinedNetwork(Box::new(typed(value, &label, unknown)?))
         }
-        "ClusterNetworkConnect" => Object::ClusterNetworkConnect(Box::new(typed(value, &label)?)),
+        "ClusterNetworkConnect" => {
+            Object::ClusterNetworkConnect(Box::new(typed(value, &label, unknown)?))
+        }
         "NetworkAttachmentDefinition" => {
-            Object::NetworkAttachmentDefinition(Box::new(typed(value, &label)?))
+            Object::NetworkAttachmentDefinition(Box::new(typed(value, &label, unknown)?))
         }
-        "onapNetwork" => Object::OnapNetwork(Box::new(typed(value, &label)?)),
+        "onapNetwork" => Object::OnapNetwork(Box::new(typed(value, &label, unknown)?)),
         // Only a pod asking for interfaces on virtual networks is netconnectd's: the
         // others (every pod of a cluster's dump) are not even decoded.
         "Pod" if !asks_for_interfaces(&value) => return Ok(None),
-        "Pod" => Object::Pod(Box::new(typed(value, &label)?)),
+        "Pod" => Object::Pod(Box::new(typed(value, &label, unknown)?)),
         _ => return Ok(None),
     };
     if object.name().is_empty() || name.is_none() {
@@ -478,12 +507,20 @@ fn asks_for_interfaces(value: &serde_json::Value) -> bool {
         .any(|k| annotations.and_then(|a| a.get(k)).is_some())
 }
 
-/// Deserializes with the path of the field that failed.
+/// Deserializes with the path of the field that failed; the paths of the fields the
+/// type does not know (and ignored) go to `unknown`.
 fn typed<T: DeserializeOwned>(
     value: serde_json::Value,
     label: &Option<String>,
+    unknown: &mut Vec<String>,
 ) -> Result<T, DecodeFailure> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    // serde_ignored writes an optional value's step as `?`: not a field of the path.
+    let mut note = |path: serde_ignored::Path<'_>| {
+        let path = path.to_string().replace(".?", "");
+        unknown.push(path.strip_prefix("?.").unwrap_or(&path).to_owned());
+    };
+    let ignored = serde_ignored::Deserializer::new(value, &mut note);
+    serde_path_to_error::deserialize(ignored).map_err(|e| {
         let path = e.path().to_string();
         let field = (path != ".").then_some(path);
         (label.clone(), field, e.into_inner().to_string())
@@ -677,7 +714,7 @@ mod tests {
         ];
         let text = include_str!("../../tests/data/kubectl/kind-cluster.yaml");
         let dump: serde_json::Value = serde_yaml_ng::from_str(text).unwrap();
-        let decode = |v: serde_json::Value| decode_object(v).map_err(|e| e.2);
+        let decode = |v: serde_json::Value| decode_object(v, &mut Vec::new()).map_err(|e| e.2);
         let mut tried = 0;
         for item in dump["items"].as_array().unwrap() {
             let mut paths = Vec::new();

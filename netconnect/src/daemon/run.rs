@@ -45,6 +45,9 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
     for p in &world.problems {
         eprintln!("{p}");
     }
+    for w in &world.warnings {
+        eprintln!("warning: {w}");
+    }
     if args.plan {
         drop(events);
         return Ok(plan(&world, &reconciler));
@@ -240,6 +243,7 @@ async fn serve(
     events: CacheEvents,
     reconciler: Arc<Reconciler>,
 ) -> Result<ExitCode, String> {
+    let current_warnings = world.warnings.iter().map(ToString::to_string).collect();
     let (tx, rx) = tokio::sync::watch::channel(Arc::new(world));
     let shutdown = CancellationToken::new();
     let run = start_controller(&args, rx, events, reconciler, sink.clone(), &shutdown).await?;
@@ -254,6 +258,7 @@ async fn serve(
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
         .map_err(|e| format!("cannot handle SIGHUP: {e}"))?;
     let mut serving = Serving {
+        warned: current_warnings,
         args,
         tx,
         current,
@@ -371,6 +376,8 @@ async fn start_controller(
 /// The daemon's state between manifest reloads.
 struct Serving {
     args: Args,
+    /// The unknown fields told so far (of the manifests as last read).
+    warned: std::collections::BTreeSet<String>,
     /// The world served to the controller.
     tx: tokio::sync::watch::Sender<Arc<World>>,
     /// The state last worked out.
@@ -453,6 +460,13 @@ impl Serving {
         for p in &world.problems {
             tracing::warn!(problem = %p, "input");
         }
+        // An unknown field is told once, when it first appears.
+        let warned: std::collections::BTreeSet<String> =
+            world.warnings.iter().map(ToString::to_string).collect();
+        for w in warned.difference(&self.warned) {
+            tracing::warn!(field = %w, "input: unknown field, ignored");
+        }
+        self.warned = warned;
         tracing::debug!(built = ?started.elapsed(), "manifests reloaded");
         // Served at once: its rows are built while its state is saved, and written
         // after ([`World::saving`]).
