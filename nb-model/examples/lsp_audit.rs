@@ -29,7 +29,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let seconds: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(10);
 
     // What to cache: switches decoded and indexed by owner; the ports' own stream.
-    let mut config = CacheConfig::new(Remote::parse_list(&remotes)?, "OVN_Northbound", &[]);
+    let mut config = CacheConfig::for_model::<OvnNorthbound>(Remote::parse_list(&remotes)?);
     config.leader_only = true;
     let mut switches = TypedTable::<LogicalSwitch>::new();
     let by_owner = switches.index("owner", |s| s.external_ids.get("owner").cloned());

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use nb_model::LogicalSwitchPort;
+use nb_model::{LogicalSwitchPort, OvnNorthbound};
 use ovsdb_proto::cache::{Cache, CacheConfig, Change, TypedEvent, TypedTable};
 use ovsdb_proto::Remote;
 
@@ -20,7 +20,7 @@ async fn main() -> Result<(), ovsdb_proto::Error> {
         .unwrap_or_else(|| "unix:/var/run/ovn/ovnnb_db.sock".into());
     let seconds: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(10);
 
-    let mut config = CacheConfig::new(Remote::parse_list(&remotes)?, "OVN_Northbound", &[]);
+    let mut config = CacheConfig::for_model::<OvnNorthbound>(Remote::parse_list(&remotes)?);
     config.leader_only = true;
     let mut table = TypedTable::<LogicalSwitchPort>::new();
     let by_namespace = table.index("namespace", |p| p.external_ids.get("namespace").cloned());
