@@ -1854,7 +1854,7 @@ async fn writes_by_conditions_and_mutations_are_shown_when_they_return() {
             txn.update_where(
                 [LogicalSwitch::COLUMNS.name.eq("s0".to_owned())],
                 &values,
-                &["other_config"],
+                &[LogicalSwitch::COLUMNS.other_config.into()],
             );
             cache.commit_and_wait(txn, timeout).await.unwrap();
         } else {

@@ -216,7 +216,8 @@ async fn wait_unchanged_refuses_a_write_based_on_a_stale_read() {
     let server = nb_server();
     let db = db(&server.unix_remote()).await;
     let mut txn = db.transaction();
-    txn.insert(&LogicalSwitch::named("sw0"));
+    // A row as a cache hands it out (an `Arc`) is inserted as is.
+    txn.insert(&std::sync::Arc::new(LogicalSwitch::named("sw0")));
     txn.commit().await.unwrap();
     let read = db
         .select([LogicalSwitch::COLUMNS.name.eq("sw0")])
@@ -228,7 +229,7 @@ async fn wait_unchanged_refuses_a_write_based_on_a_stale_read() {
     let mut next = read.clone();
     next.other_config.insert("k".into(), "1".into());
     let mut txn = db.transaction();
-    txn.wait_unchanged(&read, &[]);
+    txn.wait_unchanged(&std::sync::Arc::new(read.clone()), &[]);
     txn.update(&read, &next);
     txn.commit().await.unwrap();
 
@@ -236,7 +237,7 @@ async fn wait_unchanged_refuses_a_write_based_on_a_stale_read() {
     let mut stale = read.clone();
     stale.name = "other".into();
     let mut txn = db.transaction();
-    txn.wait_unchanged(&read, &["other_config"]);
+    txn.wait_unchanged(&read, &[LogicalSwitch::COLUMNS.other_config.into()]);
     txn.update(&read, &stale);
     let e = txn.commit().await.unwrap_err();
     let t = e.as_transaction_error().expect("a transaction error");

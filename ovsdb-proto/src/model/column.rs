@@ -52,6 +52,39 @@ impl<T, V> Column<T, V> {
     }
 }
 
+/// A column of table `T`, whatever its values' type: what
+/// [`Transaction::update_where`](crate::model::db::Transaction::update_where) and
+/// [`Transaction::wait_unchanged`](crate::model::db::Transaction::wait_unchanged) take
+/// a list of (`&[T::COLUMNS.name.into(), T::COLUMNS.other_config.into()]`), so that a
+/// column of another table, or none, does not compile.
+pub struct AnyColumn<T> {
+    name: &'static str,
+    _table: PhantomData<fn() -> T>,
+}
+
+impl<T> AnyColumn<T> {
+    /// The column's name in the schema.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<T> Clone for AnyColumn<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for AnyColumn<T> {}
+
+impl<T, V> From<Column<T, V>> for AnyColumn<T> {
+    fn from(c: Column<T, V>) -> AnyColumn<T> {
+        AnyColumn {
+            name: c.name,
+            _table: PhantomData,
+        }
+    }
+}
+
 impl<T, V> Clone for Column<T, V> {
     fn clone(&self) -> Self {
         *self

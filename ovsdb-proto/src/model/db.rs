@@ -18,7 +18,7 @@ use uuid::Uuid;
 use crate::client::Client;
 use crate::datum::{Datum, Row};
 use crate::error::Error;
-use crate::model::{changed_columns, Cond, Database, Mut, Ref, Table};
+use crate::model::{changed_columns, AnyColumn, Cond, Database, Mut, Ref, Table};
 use crate::ops::{Condition, Operation, OperationResult, WaitUntil};
 use crate::schema::DatabaseSchema;
 
@@ -280,19 +280,22 @@ impl<D: Database> Transaction<D> {
 
     /// Inserts `row` and returns a reference to it for later operations of this
     /// transaction (a named-uuid); its uuid is in the result.
-    pub fn insert<T: Table>(&mut self, row: &T) -> Ref<T> {
+    pub fn insert<R: crate::model::AsRow>(&mut self, row: &R) -> Ref<R::Table> {
         self.next_name += 1;
         let name = format!("row{}", self.next_name);
         self.insert_named(row, &name)
     }
 
-    /// Inserts `row` under the `uuid-name` `name`.
-    pub fn insert_named<T: Table>(&mut self, row: &T, name: &str) -> Ref<T> {
-        if self.check_table::<T>() {
-            let values = self.server_row::<T>(row.to_row());
+    /// Inserts `row` (a row, or the `Arc` of one a cache hands out) under the
+    /// `uuid-name` `name`.
+    pub fn insert_named<R: crate::model::AsRow>(&mut self, row: &R, name: &str) -> Ref<R::Table> {
+        type T<R> = <R as crate::model::AsRow>::Table;
+        let row = row.as_row();
+        if self.check_table::<T<R>>() {
+            let values = self.server_row::<T<R>>(row.to_row());
             self.inserted.push((name.to_owned(), self.ops.len()));
             self.ops
-                .push(Operation::insert_named(T::NAME, values, name));
+                .push(Operation::insert_named(T::<R>::NAME, values, name));
         }
         Ref::named(name)
     }
@@ -311,28 +314,31 @@ impl<D: Database> Transaction<D> {
         self.update_columns::<O::Table>(conditions, changed)
     }
 
-    /// Sets the given columns of `values` in every row meeting the conditions.
-    pub fn update_where<T: Table>(
+    /// Sets the given columns of `values` (a row, or the `Arc` of one a cache hands
+    /// out) in every row meeting the conditions:
+    /// `txn.update_where([T::COLUMNS.name.eq(n)], &row, &[T::COLUMNS.other_config.into()])`.
+    pub fn update_where<R: crate::model::AsRow>(
         &mut self,
-        conditions: impl IntoIterator<Item = Cond<T>>,
-        values: &T,
-        columns: &[&str],
+        conditions: impl IntoIterator<Item = Cond<R::Table>>,
+        values: &R,
+        columns: &[AnyColumn<R::Table>],
     ) -> Counted {
-        let all = values.to_row();
+        type T<R> = <R as crate::model::AsRow>::Table;
+        let all = values.as_row().to_row();
         let mut row = Row::new();
-        for c in columns {
-            match all.get(*c) {
+        for c in columns.iter().map(AnyColumn::name) {
+            match all.get(c) {
                 Some(v) => {
                     row.insert(c.to_string(), v.clone());
                 }
                 None => self.fail(Error::config(format!(
                     "table {} has no column {c}",
-                    T::NAME
+                    T::<R>::NAME
                 ))),
             }
         }
         let conditions = self.conditions(conditions);
-        self.update_columns::<T>(conditions, row)
+        self.update_columns::<T<R>>(conditions, row)
     }
 
     fn update_columns<T: Table>(&mut self, conditions: Vec<Condition>, row: Row) -> Counted {
@@ -415,31 +421,37 @@ impl<D: Database> Transaction<D> {
     /// Makes the transaction fail unless the row `row.uuid()` still holds the values of
     /// `row` in `columns` (every column the server has, when empty): optimistic
     /// concurrency for a read-modify-write.
-    pub fn wait_unchanged<T: Table>(&mut self, row: &T, columns: &[&str]) {
-        self.check_table::<T>();
+    pub fn wait_unchanged<R: crate::model::AsRow>(
+        &mut self,
+        row: &R,
+        columns: &[AnyColumn<R::Table>],
+    ) {
+        type T<R> = <R as crate::model::AsRow>::Table;
+        let row = row.as_row();
+        self.check_table::<T<R>>();
         let all = row.to_row();
         let columns: Vec<String> = if columns.is_empty() {
             all.keys()
-                .filter(|c| self.db.skew.has_column(T::NAME, c))
+                .filter(|c| self.db.skew.has_column(T::<R>::NAME, c))
                 .cloned()
                 .collect()
         } else {
-            columns.iter().map(|c| c.to_string()).collect()
+            columns.iter().map(|c| c.name().to_owned()).collect()
         };
         let mut expected = Row::new();
         for c in &columns {
             match all.get(c) {
-                Some(v) if self.db.skew.has_column(T::NAME, c) => {
+                Some(v) if self.db.skew.has_column(T::<R>::NAME, c) => {
                     expected.insert(c.clone(), v.clone());
                 }
                 _ => {
-                    let e = self.db.skew.lacks(T::NAME, c);
+                    let e = self.db.skew.lacks(T::<R>::NAME, c);
                     self.fail(e);
                 }
             }
         }
         self.ops.push(Operation::Wait {
-            table: T::NAME.into(),
+            table: T::<R>::NAME.into(),
             timeout: Some(0),
             conditions: vec![Condition::uuid(row.uuid())],
             columns,

@@ -19,7 +19,7 @@ use crate::datum::{Atom, AtomicType, Datum, Row};
 
 #[doc(hidden)]
 pub use crate::datum::TagStr as __Key;
-pub use column::{Column, Cond, Mut};
+pub use column::{AnyColumn, Column, Cond, Mut};
 pub use value::{
     __scalar_from_datum, __scalar_kind, AtomValue, ColumnValue, ConvertError, ValueKind,
 };
