@@ -403,6 +403,18 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
         metrics.contains("netconnect_objects{kind=\"Network\"} 1"),
         "{metrics}"
     );
+    for line in [
+        "netconnect_problems{kind=\"UserDefinedNetwork\"} 0",
+        "netconnect_problems{kind=\"file\"} 0",
+        "netconnect_nb_connected 1",
+        "netconnect_queue_running 0",
+        &format!(
+            "netconnect_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        ),
+    ] {
+        assert!(metrics.contains(line), "{line}: {metrics}");
+    }
 
     // A new file, saved as editors do (written beside, renamed into place): it is
     // reconciled within a second.
@@ -817,7 +829,16 @@ fn sigterm_while_a_key_waits_on_a_silent_nb_stops_the_daemon_promptly() {
         10,
         || std::fs::read_to_string(&log).is_ok_and(|l| l.contains("key=network cluster_udn_green")),
     );
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The stall shows while it lasts: a key running for over a second.
+    wait_until("the stall in the metrics", 10, || {
+        get(&d.addr, "/metrics").is_some_and(|(_, m)| {
+            m.lines().any(|l| {
+                l.strip_prefix("netconnect_oldest_running_seconds ")
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .is_some_and(|v| v > 1.0)
+            }) && m.contains("netconnect_queue_running 1")
+        })
+    });
     let started = std::time::Instant::now();
     let status = d.process.terminate(15);
     let took = started.elapsed();

@@ -50,7 +50,7 @@ pub type Seen<C> = Arc<dyn Fn(&C) -> bool + Send + Sync>;
 struct State<K, C> {
     ready: VecDeque<K>,
     queued: HashSet<K>,
-    running: HashSet<K>,
+    running: HashMap<K, Instant>,
     /// Added while running: queued again when done.
     dirty: HashSet<K>,
     /// The changes of a key's rows reported while it ran: queued again when done
@@ -76,7 +76,7 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
             state: Mutex::new(State {
                 ready: VecDeque::new(),
                 queued: HashSet::new(),
-                running: HashSet::new(),
+                running: HashMap::new(),
                 dirty: HashSet::new(),
                 changed: HashMap::new(),
                 seen: HashMap::new(),
@@ -95,7 +95,7 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
     /// Queues `key` (once).
     pub fn add(&self, key: K) {
         let mut s = self.lock();
-        if s.running.contains(&key) {
+        if s.running.contains_key(&key) {
             s.dirty.insert(key);
         } else if s.queued.insert(key.clone()) {
             s.ready.push_back(key);
@@ -111,7 +111,7 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
     /// was queued already); false for a change held or seen.
     pub(crate) fn add_change(&self, key: K, change: C) -> bool {
         let mut s = self.lock();
-        if s.running.contains(&key) {
+        if s.running.contains_key(&key) {
             s.changed.entry(key).or_default().push(change);
             false
         } else if s.seen.get(&key).is_some_and(|seen| seen(&change)) {
@@ -147,7 +147,7 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
                 let due: Vec<Instant> = s.delayed.range(..=now).map(|(t, _)| *t).collect();
                 for t in due {
                     for k in s.delayed.remove(&t).unwrap_or_default() {
-                        if s.running.contains(&k) {
+                        if s.running.contains_key(&k) {
                             s.dirty.insert(k);
                         } else if s.queued.insert(k.clone()) {
                             s.ready.push_back(k);
@@ -156,7 +156,7 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
                 }
                 if let Some(k) = s.ready.pop_front() {
                     s.queued.remove(&k);
-                    s.running.insert(k.clone());
+                    s.running.insert(k.clone(), Instant::now());
                     return k;
                 }
                 s.delayed.keys().next().copied()
@@ -231,6 +231,20 @@ impl<K: Clone + Eq + Hash, C> Queue<K, C> {
     /// Failures in a row of `key`.
     pub(crate) fn failures(&self, key: &K) -> u32 {
         self.lock().failures.get(key).copied().unwrap_or(0)
+    }
+
+    /// How many keys wait (ready or delayed), how many run, and how long the longest
+    /// running has run: what a stall looks like while it lasts.
+    pub(crate) fn depth(&self) -> (usize, usize, Duration) {
+        let s = self.lock();
+        let waiting = s.ready.len() + s.delayed.values().map(Vec::len).sum::<usize>();
+        let oldest = s
+            .running
+            .values()
+            .map(Instant::elapsed)
+            .max()
+            .unwrap_or_default();
+        (waiting, s.running.len(), oldest)
     }
 
     /// True when nothing is queued, delayed or running.

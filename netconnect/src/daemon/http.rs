@@ -35,6 +35,8 @@ pub struct Shared {
     pub reconciler: Arc<Reconciler>,
     /// The metrics.
     pub metrics: Metrics,
+    /// The controller's queue (its depth, its oldest reconcile in flight).
+    pub(crate) queue: Arc<crate::controller::KeyQueue>,
 }
 
 impl Shared {
@@ -107,12 +109,7 @@ async fn status(State(s): State<Arc<Shared>>) -> impl IntoResponse {
 
 async fn metrics(State(s): State<Arc<Shared>>) -> impl IntoResponse {
     let world = s.world.borrow().clone();
-    let text = s.metrics.render(
-        &world,
-        s.reconciler.transactions(),
-        s.reconciler.rows_written(),
-        s.reconciler.cache().stats(),
-    );
+    let text = s.metrics.render(&world, &s.reconciler, s.queue.depth());
     (
         [(
             header::CONTENT_TYPE,

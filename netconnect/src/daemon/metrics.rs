@@ -2,7 +2,7 @@
 //!
 //! | metric | type | labels |
 //! | --- | --- | --- |
-//! | `netconnect_reconciles_total` | counter | `kind` (cluster, network, connect, connect_network, gone), `result` (written, unchanged, error) |
+//! | `netconnect_reconciles_total` | counter | `kind` (cluster, network, virtual_network, pod, service, connect, connect_network, gone), `result` (written, unchanged, error) |
 //! | `netconnect_reconcile_duration_seconds` | histogram | `kind` |
 //! | `netconnect_transactions_total` | counter | |
 //! | `netconnect_rows_written_total` (rows of committed transactions) | counter | |
@@ -11,6 +11,10 @@
 //! | `netconnect_objects` | gauge | `kind` (valid objects read) |
 //! | `netconnect_problems` | gauge | `kind` (of the object refused, partly refused or not allocated; `file` for a file that cannot be read) |
 //! | `netconnect_connects` | gauge | `accepted` (true, false), `reason` |
+//! | `netconnect_nb_connected` | gauge | (1 while the NB cache is synced with a server) |
+//! | `netconnect_queue_waiting`, `netconnect_queue_running` | gauge | (keys waiting, keys being reconciled) |
+//! | `netconnect_oldest_running_seconds` | gauge | (how long the longest reconcile in flight has run: a stall, while it lasts) |
+//! | `netconnect_build_info` | gauge | `version` (always 1) |
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -27,6 +31,21 @@ use crate::world::World;
 
 type Labels = Vec<(String, String)>;
 
+/// The kinds `netconnect_problems` always reports (0 when nothing of them is wrong).
+const PROBLEM_KINDS: &[&str] = &[
+    "file",
+    "Node",
+    "Namespace",
+    "UserDefinedNetwork",
+    "ClusterUserDefinedNetwork",
+    "ClusterNetworkConnect",
+    "Service",
+    "EndpointSlice",
+    "NetworkAttachmentDefinition",
+    "onapNetwork",
+    "Pod",
+];
+
 /// The registry and its metrics.
 pub struct Metrics {
     registry: Registry,
@@ -39,6 +58,10 @@ pub struct Metrics {
     objects: Family<Labels, Gauge>,
     problems: Family<Labels, Gauge>,
     connects: Family<Labels, Gauge>,
+    nb_connected: Gauge,
+    queue_waiting: Gauge,
+    queue_running: Gauge,
+    oldest_running: Gauge<f64, std::sync::atomic::AtomicU64>,
     /// Serializes scrapes (counters fed from totals are brought up to date then).
     scrape: Mutex<()>,
 }
@@ -111,7 +134,43 @@ impl Metrics {
             "ClusterNetworkConnects by acceptance and reason",
             connects.clone(),
         );
+        let nb_connected = Gauge::default();
+        registry.register(
+            "nb_connected",
+            "1 while the NB cache is synced with a server",
+            nb_connected.clone(),
+        );
+        let queue_waiting = Gauge::default();
+        registry.register(
+            "queue_waiting",
+            "Keys waiting to be reconciled",
+            queue_waiting.clone(),
+        );
+        let queue_running = Gauge::default();
+        registry.register(
+            "queue_running",
+            "Keys being reconciled",
+            queue_running.clone(),
+        );
+        let oldest_running = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "oldest_running_seconds",
+            "How long the longest reconcile in flight has run",
+            oldest_running.clone(),
+        );
+        let build = Family::<Labels, Gauge>::default();
+        registry.register("build_info", "netconnectd's version", build.clone());
+        build
+            .get_or_create(&vec![(
+                "version".to_owned(),
+                env!("CARGO_PKG_VERSION").to_owned(),
+            )])
+            .set(1);
         Metrics {
+            nb_connected,
+            queue_waiting,
+            queue_running,
+            oldest_running,
             registry,
             reconciles,
             duration,
@@ -148,11 +207,18 @@ impl Metrics {
     pub(crate) fn render(
         &self,
         world: &World,
-        transactions: u64,
-        rows_written: u64,
-        cache: &ovsdb_proto::cache::CacheStats,
+        reconciler: &crate::reconcile::Reconciler,
+        (waiting, running, oldest): (usize, usize, Duration),
     ) -> String {
+        let (transactions, rows_written) = (reconciler.transactions(), reconciler.rows_written());
+        let cache = reconciler.cache().stats();
         let _one = self.scrape.lock().unwrap_or_else(|e| e.into_inner());
+        self.nb_connected.set(i64::from(
+            reconciler.cache().client().is_some_and(|c| !c.is_closed()),
+        ));
+        self.queue_waiting.set(waiting as i64);
+        self.queue_running.set(running as i64);
+        self.oldest_running.set(oldest.as_secs_f64());
         let up = |c: &Counter, total: u64| {
             let now = c.get();
             if total > now {
@@ -170,12 +236,21 @@ impl Metrics {
             ("Namespace", inv.namespaces.len()),
             ("Network", inv.networks.len()),
             ("ClusterNetworkConnect", inv.connects.len()),
+            ("Service", inv.services.len()),
+            ("VirtualNetwork", inv.virtual_networks.len()),
+            ("Pod", inv.pods.len()),
         ] {
             self.objects
                 .get_or_create(&vec![("kind".to_owned(), k.to_owned())])
                 .set(n as i64);
         }
         self.problems.clear();
+        // Every kind is there, at 0 when nothing of it is wrong.
+        for k in PROBLEM_KINDS {
+            self.problems
+                .get_or_create(&vec![("kind".to_owned(), (*k).to_owned())])
+                .set(0);
+        }
         for p in &world.problems {
             let kind = p
                 .object

@@ -319,15 +319,16 @@ async fn start_controller(
     shutdown: &CancellationToken,
 ) -> Result<tokio::task::JoinHandle<()>, String> {
     let controller = Controller::new(reconciler.clone(), rx.clone(), Backoff::default());
+    let queue = controller.queue();
     let shared = Arc::new(http::Shared {
         ready: AtomicBool::new(false),
         reports: controller.reports(),
         world: rx,
         reconciler,
         metrics: Metrics::new(),
+        queue: queue.clone(),
     });
     let controller = controller.with_hook(outcome_hook(shared.clone(), sink));
-    let queue = controller.queue();
     // The endpoints first: /healthz answers while the NB is not there yet.
     if let Some(addr) = args.listen {
         let listener = tokio::net::TcpListener::bind(addr)
