@@ -458,11 +458,32 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
         .iter()
         .any(|k| k["key"] == "network cluster_udn_red"));
 
-    // Deleted: red goes.
+    // Deleted: red goes, from the NB and from /status.
     std::fs::remove_file(m.path().join("red.yaml")).unwrap();
     wait_until("red's rows gone", 5, || {
         !switches().contains("cluster_udn_red")
     });
+    wait_until("red's key gone from /status", 5, || {
+        get(&addr, "/status").is_some_and(|(_, b)| !b.contains("network cluster_udn_red"))
+    });
+    let (_, status) = get(&addr, "/status").unwrap();
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    let blue = status["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key"] == "network cluster_udn_blue")
+        .unwrap()
+        .clone();
+    // Its own transactions only (one, at the start), with when and how long.
+    assert_eq!(blue["transactions"], 1, "{blue}");
+    assert!(
+        blue["lastReconcile"]
+            .as_str()
+            .is_some_and(|t| t.contains('T')),
+        "{blue}"
+    );
+    assert!(blue["tookSeconds"].as_f64().is_some(), "{blue}");
 
     // A row of blue's deleted by another party: put back, and the change told in the
     // log (a key's own writes coming back are not, at debug level).

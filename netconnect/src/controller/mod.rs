@@ -62,8 +62,12 @@ pub struct KeyReport {
     pub result: Result<String, String>,
     /// Failures in a row.
     pub(crate) failures: u32,
-    /// Transactions this key sent so far.
+    /// Transactions of this key's the server committed so far.
     pub transactions: u64,
+    /// When its last reconcile ended (RFC 3339).
+    pub(crate) at: String,
+    /// How long its last reconcile took.
+    pub(crate) took: std::time::Duration,
 }
 
 /// Reports by key.

@@ -107,7 +107,6 @@ impl Worker {
 
     async fn reconcile(&self, key: Key) {
         let w = self.world.borrow().clone();
-        let before = self.reconciler.transactions();
         let start = Instant::now();
         let span = tracing::info_span!("reconcile", key = %key);
         let result = reconcile_key(&self.reconciler, &w, &key)
@@ -118,7 +117,8 @@ impl Worker {
             h(&w, &key, &result, took);
         }
         self.first.done(&key);
-        let sent = self.reconciler.transactions() - before;
+        // A key's reconcile commits at most one transaction, its plan's.
+        let sent = u64::from(result.as_ref().is_ok_and(|p| !p.is_empty()));
         let ok = result.is_ok();
         let seen = result.as_ref().ok().and_then(|p| p.seen.clone());
         self.queue.done_after(&key, ok, seen.map(Reported::seen_in));
@@ -127,8 +127,12 @@ impl Worker {
             result: Ok(String::new()),
             failures: 0,
             transactions: 0,
+            at: String::new(),
+            took,
         });
         entry.transactions += sent;
+        entry.at = crate::status::now();
+        entry.took = took;
         match result {
             Ok(plan) => {
                 entry.failures = 0;

@@ -59,10 +59,14 @@ async fn readyz(State(s): State<Arc<Shared>>) -> impl IntoResponse {
 
 async fn status(State(s): State<Arc<Shared>>) -> impl IntoResponse {
     let world = s.world.borrow().clone();
+    // The keys of the inputs now, and the removals still failing: a network deleted
+    // is no longer listed once its rows are gone.
+    let current: std::collections::HashSet<crate::keys::Key> = world.keys().into_iter().collect();
     let keys: Vec<serde_json::Value> = {
         let reports = s.reports.lock().unwrap_or_else(|e| e.into_inner());
         reports
             .iter()
+            .filter(|(k, r)| current.contains(*k) || r.result.is_err())
             .map(|(k, r)| {
                 serde_json::json!({
                     "key": k.to_string(),
@@ -70,6 +74,8 @@ async fn status(State(s): State<Arc<Shared>>) -> impl IntoResponse {
                     "result": match &r.result { Ok(v) | Err(v) => v },
                     "failures": r.failures,
                     "transactions": r.transactions,
+                    "lastReconcile": r.at,
+                    "tookSeconds": r.took.as_secs_f64(),
                 })
             })
             .collect()
