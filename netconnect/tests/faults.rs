@@ -403,3 +403,82 @@ fn manifests_moved_deleted_recreated_and_a_thousand_at_once() {
     d.wait_converged(60);
     assert_eq!(contents(&nb), reference(m.path(), s.path(), &[]));
 }
+
+/// Stops every member of `cluster`, runs `f` on each member's database file, and
+/// starts them again; waits for a leader.
+fn with_cluster_stopped(cluster: &mut Cluster, f: impl Fn(&Path)) {
+    for m in &mut cluster.members {
+        m.stop();
+    }
+    for m in &cluster.members {
+        f(&m.installation().host_path(m.db_path()));
+    }
+    for m in &mut cluster.members {
+        m.restart().unwrap();
+    }
+    wait_until("a leader after the restart", 60, || {
+        cluster.leader().is_some()
+    });
+}
+
+#[test]
+fn a_raft_cluster_restored_from_its_files_gets_the_daemons_rows_back() {
+    // Every member's files backed up, the daemon writes a network more, every member
+    // restored from its backup (the same cluster, a lower raft index): the daemon says
+    // so, takes what the servers have (by default) and puts the network's rows back.
+    // (It kept its stale cache for good before: the rows never came back.)
+    let install = Installation::recent().unwrap();
+    let mut cluster = Cluster::start(&install, 3, None).unwrap();
+    let remotes = cluster.remotes();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    manifests(m.path(), 2, 2);
+    let log = s.path().join("daemon.log");
+    let d = Daemon::start_logging(
+        &remotes,
+        m.path(),
+        s.path(),
+        &["--behind-limit", "2"],
+        Some(&log),
+    );
+    d.wait_converged(60);
+    with_cluster_stopped(&mut cluster, |db| {
+        std::fs::copy(db, db.with_extension("backup")).unwrap();
+    });
+    let probe = |c: &Cluster| c.members[c.leader().unwrap_or(0)].tcp_remote();
+    let has_net2 = |c: &BTreeMap<String, Vec<String>>| {
+        c["Logical_Switch"]
+            .iter()
+            .any(|r| r.contains("cluster_udn_net002"))
+    };
+    manifests(m.path(), 3, 2);
+    wait_until("net002 written", 60, || {
+        has_net2(&contents(&probe(&cluster)))
+    });
+    d.wait_converged(60);
+
+    with_cluster_stopped(&mut cluster, |db| {
+        std::fs::copy(db.with_extension("backup"), db).unwrap();
+    });
+    assert!(
+        !has_net2(&contents(&probe(&cluster))),
+        "restored without net002"
+    );
+    wait_until("net002's rows back", 120, || {
+        has_net2(&contents(&probe(&cluster)))
+    });
+    d.wait_converged(60);
+    let want = reference(m.path(), s.path(), &[]);
+    assert_eq!(
+        contents(&probe(&cluster)),
+        want,
+        "the rows of an undisturbed run"
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("every NB server is behind what this daemon saw"),
+        "{text}"
+    );
+    let (_, status) = common::get(&d.addr, "/status").unwrap();
+    assert!(status.contains("\"nbBehind\":\""), "{status}");
+}

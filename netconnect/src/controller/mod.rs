@@ -159,7 +159,13 @@ pub struct Controller {
     queue: Arc<KeyQueue>,
     reports: Reports,
     hook: Option<OutcomeHook>,
+    /// When and why the NB was last found behind what the cache had seen (a database
+    /// restored from a backup), as the cache reported it.
+    restored: Restored,
 }
+
+/// When and why the NB was last found behind what the cache had seen.
+pub(crate) type Restored = Arc<std::sync::Mutex<Option<String>>>;
 
 impl Controller {
     /// A controller reconciling the worlds `world` receives, through `reconciler`.
@@ -174,7 +180,14 @@ impl Controller {
             queue: Arc::new(Queue::new(backoff)),
             reports: Arc::default(),
             hook: None,
+            restored: Arc::default(),
         }
+    }
+
+    /// When and why the NB was last found restored from a backup, shared with the
+    /// running controller.
+    pub(crate) fn restored(&self) -> Restored {
+        self.restored.clone()
     }
 
     /// Calls `hook` after every reconcile.
@@ -231,8 +244,19 @@ impl Controller {
         }
         let queue = self.queue.clone();
         let world = self.world.clone();
+        let restored = self.restored.clone();
         others.spawn(async move {
             while let Some(e) = events.recv().await {
+                if let CacheEvent::Unusable {
+                    reason: ovsdb_proto::cache::UnusableReason::EveryServerBehind,
+                    error,
+                    ..
+                } = &e
+                {
+                    tracing::warn!(%error, "every NB server is behind what this daemon saw: a database restored from a backup?");
+                    let mut r = restored.lock().unwrap_or_else(|p| p.into_inner());
+                    *r = Some(format!("{}: {error}", crate::status::now()));
+                }
                 let CacheEvent::Change(e) = e else {
                     continue;
                 };

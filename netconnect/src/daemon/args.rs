@@ -57,6 +57,21 @@ pub struct Args {
         env = "NETCONNECTD_VL_ROUTER"
     )]
     pub vl_router: String,
+    /// When every NB server is behind what netconnectd saw (a database restored from a
+    /// backup) for `--behind-limit` seconds: keep the cache as it was, refusing them,
+    /// instead of taking what they have and putting netconnectd's rows back (the
+    /// default). Either way it is logged and shown on `/status` (`nbBehind`).
+    #[arg(long, env = "NETCONNECTD_KEEP_STALE_CACHE")]
+    pub keep_stale_cache: bool,
+    /// How long every NB server may be behind before that is reported (and, unless
+    /// `--keep-stale-cache`, the cache takes what they have), in seconds.
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        default_value_t = 30,
+        env = "NETCONNECTD_BEHIND_LIMIT"
+    )]
+    pub behind_limit: u64,
     /// EgressIP is enabled in the cluster (OVN-Kubernetes' `--enable-egress-ip`): the
     /// networks' routers get EgressIP's no-reroute policies (priority 102).
     #[arg(long, env = "NETCONNECTD_ENABLE_EGRESS_IP")]

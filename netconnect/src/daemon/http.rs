@@ -37,6 +37,8 @@ pub struct Shared {
     pub metrics: Metrics,
     /// The controller's queue (its depth, its oldest reconcile in flight).
     pub(crate) queue: Arc<crate::controller::KeyQueue>,
+    /// When and why the NB was last found restored from a backup.
+    pub(crate) restored: crate::controller::Restored,
 }
 
 impl Shared {
@@ -107,6 +109,7 @@ async fn status(State(s): State<Arc<Shared>>) -> impl IntoResponse {
         "keys": keys,
         "problems": world.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "connects": connects,
+        "nbBehind": s.restored.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         "transactions": s.reconciler.transactions(),
         "rowsWritten": s.reconciler.rows_written(),
     });

@@ -92,6 +92,10 @@ fn connect(args: &Args) -> Result<(CacheEvents, Arc<Reconciler>), String> {
     }
     let mut config = CacheConfig::new(remotes, "OVN_Northbound", &[]);
     config.leader_only = true;
+    // A database restored from a backup (every server behind what the cache saw): by
+    // default the cache takes what the servers have, and the keys put their rows back.
+    config.reset_when_behind = !args.keep_stale_cache;
+    config.behind_limit = Duration::from_secs(args.behind_limit.max(1));
     if let Some(ca) = &args.ca_cert {
         config.connect.tls = Some(TlsConfig {
             ca_cert: ca.clone(),
@@ -327,6 +331,7 @@ async fn start_controller(
         reconciler,
         metrics: Metrics::new(),
         queue: queue.clone(),
+        restored: controller.restored(),
     });
     let controller = controller.with_hook(outcome_hook(shared.clone(), sink));
     // The endpoints first: /healthz answers while the NB is not there yet.
