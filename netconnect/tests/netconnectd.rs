@@ -1012,15 +1012,28 @@ fn the_daemon_is_live_before_its_nb_answers_and_ready_once_it_does() {
     std::fs::write(m.path().join("nodes.yaml"), NODES).unwrap();
     freeze(&sb, true);
     let log = s.path().join("daemon.log");
-    let d = Daemon::start_logging(&nb, m.path(), s.path(), &["--timeout", "1"], Some(&log));
+    let d = Daemon::start_logging(
+        &nb,
+        m.path(),
+        s.path(),
+        &["--timeout", "1", "--log-format", "json"],
+        Some(&log),
+    );
     wait_until("/healthz", 10, || {
         get(&d.addr, "/healthz").is_some_and(|(c, _)| c == 200)
     });
     assert_eq!(get(&d.addr, "/readyz").unwrap().0, 503);
-    wait_until("a line saying why it still waits", 10, || {
-        std::fs::read_to_string(&log).is_ok_and(|l| {
-            l.contains("no usable Northbound server at") && l.contains("still trying")
+    // Said at warn, as one JSON object per line.
+    let waiting = |l: &str| {
+        serde_json::from_str::<serde_json::Value>(l).is_ok_and(|v| {
+            let message = v["fields"]["message"].as_str().unwrap_or_default();
+            v["level"] == "WARN"
+                && message.contains("no usable Northbound server at")
+                && message.contains("still trying")
         })
+    };
+    wait_until("a line saying why it still waits", 10, || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.lines().any(waiting))
     });
     assert_eq!(get(&d.addr, "/readyz").unwrap().0, 503);
     freeze(&sb, false);

@@ -42,14 +42,16 @@ fn main() -> ExitCode {
     let args = Args::parse();
     // Colours only for a terminal: a log file or a journal gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(args.default_log_level()));
+    let log = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(ansi)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(args.default_log_level())),
-        )
-        .init();
+        .with_env_filter(filter);
+    // One JSON object per line for a log collector, or text.
+    match args.log_format.as_str() {
+        "json" => log.json().init(),
+        _ => log.with_ansi(ansi).init(),
+    }
     // SAFETY: reads an allocator option.
     let purge_delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
     tracing::debug!(purge_delay_ms = purge_delay, "allocator");

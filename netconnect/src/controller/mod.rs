@@ -68,6 +68,9 @@ pub struct KeyReport {
     pub(crate) at: String,
     /// How long its last reconcile took.
     pub(crate) took: std::time::Duration,
+    /// The failure last logged for it, and when (the same one is logged once a minute
+    /// at most while it lasts).
+    pub(crate) logged: Option<(String, std::time::Instant)>,
 }
 
 /// Reports by key.

@@ -129,13 +129,18 @@ impl Worker {
             transactions: 0,
             at: String::new(),
             took,
+            logged: None,
         });
         entry.transactions += sent;
         entry.at = crate::status::now();
         entry.took = took;
         match result {
             Ok(plan) => {
+                if entry.failures > 0 {
+                    tracing::info!(%key, failures = entry.failures, "reconciled again after failing");
+                }
                 entry.failures = 0;
+                entry.logged = None;
                 let own = plan.only_own_changes();
                 if plan.is_empty() {
                     entry.result = Ok("unchanged".into());
@@ -148,8 +153,9 @@ impl Worker {
             }
             Err(e) => {
                 entry.failures += 1;
-                tracing::warn!(%key, error = %e, failures = entry.failures, ?took, "reconcile failed");
-                entry.result = Err(e.to_string());
+                let text = e.to_string();
+                log_failure(&key, &e, &text, entry, took);
+                entry.result = Err(text);
             }
         }
         // A key whose inputs went away: forget its report once clean.
@@ -158,6 +164,38 @@ impl Worker {
         }
     }
 }
+
+/// Logs key `key`'s failure `e` (`text`): at most once a minute while the same failure
+/// lasts (debug in between); at info when it waits on a row another key or party has
+/// not written yet (a node or network just added: it resolves itself), else at warn.
+fn log_failure(
+    key: &Key,
+    e: &crate::reconcile::ReconcileError,
+    text: &str,
+    entry: &mut super::KeyReport,
+    took: std::time::Duration,
+) {
+    use crate::reconcile::planner::PlanError;
+    let failures = entry.failures;
+    let repeat = entry
+        .logged
+        .as_ref()
+        .is_some_and(|(t, at)| t == text && at.elapsed() < LOG_AGAIN_AFTER);
+    if repeat {
+        tracing::debug!(%key, error = %text, failures, ?took, "reconcile failed again");
+        return;
+    }
+    entry.logged = Some((text.to_owned(), Instant::now()));
+    match e {
+        crate::reconcile::ReconcileError::Plan(PlanError::MissingDependency { .. }) => {
+            tracing::info!(%key, error = %text, failures, "waiting for a row not written yet");
+        }
+        _ => tracing::warn!(%key, error = %text, failures, ?took, "reconcile failed"),
+    }
+}
+
+/// How long the same failure of a key goes unlogged after it was logged.
+const LOG_AGAIN_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[cfg(test)]
 mod tests {

@@ -72,6 +72,10 @@ pub struct Args {
         env = "NETCONNECTD_BEHIND_LIMIT"
     )]
     pub behind_limit: u64,
+    /// How log lines are written: `text` (time, level, target, message and fields) or
+    /// `json` (one object per line: `timestamp`, `level`, `fields`, `target`).
+    #[arg(long, value_name = "text|json", default_value = "text", value_parser = ["text", "json"], env = "NETCONNECTD_LOG_FORMAT")]
+    pub log_format: String,
     /// EgressIP is enabled in the cluster (OVN-Kubernetes' `--enable-egress-ip`): the
     /// networks' routers get EgressIP's no-reroute policies (priority 102).
     #[arg(long, env = "NETCONNECTD_ENABLE_EGRESS_IP")]

@@ -42,11 +42,19 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
         None => Arc::new(NoSink),
     };
     let (world, state) = load(&args, source.as_mut(), sink.as_ref())?;
+    // A single pass prints them as its output; the daemon logs them.
+    let single = args.once || args.plan;
     for p in &world.problems {
-        eprintln!("{p}");
+        match single {
+            true => eprintln!("{p}"),
+            false => tracing::warn!(problem = %p, "input"),
+        }
     }
     for w in &world.warnings {
-        eprintln!("warning: {w}");
+        match single {
+            true => eprintln!("warning: {w}"),
+            false => tracing::warn!(field = %w, "input: unknown field, ignored"),
+        }
     }
     if args.plan {
         drop(events);

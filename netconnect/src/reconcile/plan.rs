@@ -170,7 +170,11 @@ impl Plan {
             s.push_str(&format!(" (not written: {})", self.theirs.len()));
         }
         if !self.foreign.is_empty() {
-            s.push_str(&format!(" (foreign rows mutated: {})", self.foreign.len()));
+            // Elements of others' sets (a port on a router another key or party owns).
+            s.push_str(&format!(
+                " (elements in others' rows: {})",
+                self.foreign.len()
+            ));
         }
         s
     }
