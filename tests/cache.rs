@@ -1929,3 +1929,52 @@ async fn a_write_with_every_server_gone_says_why_each_was_unusable() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_streams_are_futures_streams() {
+    // CacheEvents and TypedEvents read with StreamExt, as any stream: the insert of a
+    // switch arrives on both.
+    use futures_util::StreamExt;
+    use nb_model::LogicalSwitch;
+    use ovsdb_proto::cache::{Change, TypedEvent};
+    let server = nb_server();
+    let (w, _) = client(&server.unix_remote()).await;
+    let mut cfg = config(&server.unix_remote());
+    let typed = cfg.subscribe::<LogicalSwitch>();
+    let (cache, events) = Cache::start(cfg);
+    cache.wait_until_ready().await;
+    w.transact(
+        NB,
+        &[Operation::insert("Logical_Switch", named("streamed"))],
+    )
+    .await
+    .unwrap();
+    let inserted = events.filter_map(|e| async move {
+        match e {
+            ovsdb_proto::cache::CacheEvent::Change(c) if c.table == "Logical_Switch" => Some(c),
+            _ => None,
+        }
+    });
+    let mut inserted = Box::pin(inserted);
+    let first = tokio::time::timeout(Duration::from_secs(10), inserted.next())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(matches!(first.change, Change::Insert { .. }));
+    let mut typed = typed;
+    let name = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(e) = typed.next().await {
+            if let TypedEvent::Change {
+                change: Change::Insert { new },
+                ..
+            } = e
+            {
+                return new.name.clone();
+            }
+        }
+        String::new()
+    })
+    .await
+    .unwrap();
+    assert_eq!(name, "streamed");
+}

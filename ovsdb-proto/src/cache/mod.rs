@@ -491,6 +491,12 @@ impl CacheStats {
 /// A read-only handle on a cache's contents: cheap to clone, to hand to each reader
 /// (a controller's workers, an HTTP handler) without the [`Cache`] itself. It keeps
 /// showing the last contents once the cache is dropped.
+///
+/// Names, for a reader of kube-rs: this is what kube's reflector calls a `Store` (the
+/// readers' handle a running watcher fills); [`Store`] here is contents filled by hand
+/// (kube's `Writer` and its store in one), for tests and dry runs. The cache's own
+/// handle is named for what it holds, the contents a *cache* of a database keeps, as
+/// in libovsdb and the C IDL; kube's `Store` would read as the writer's side here.
 #[derive(Clone, Debug)]
 pub struct CacheReader {
     shared: store::Shared,

@@ -75,6 +75,33 @@ impl<E> BatchReceiver<E> {
     }
 }
 
+// Nothing of a receiver is pinned: its events sit in a heap buffer it only moves out
+// of. (An event type need not be `Unpin` for the stream to be.)
+impl<E> Unpin for BatchReceiver<E> {}
+
+/// [`BatchReceiver::recv`] as a `futures::Stream`: `while let Some(e) =
+/// events.next().await`, `select!`, combinators. Ends once the cache is dropped.
+impl<E> futures_util::Stream for BatchReceiver<E> {
+    type Item = E;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<E>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(e) = this.try_recv() {
+                return std::task::Poll::Ready(Some(e));
+            }
+            match this.rx.poll_recv(cx) {
+                std::task::Poll::Ready(Some(batch)) => this.pending.extend(batch),
+                std::task::Poll::Ready(None) => return std::task::Poll::Ready(None),
+                std::task::Poll::Pending => return std::task::Poll::Pending,
+            }
+        }
+    }
+}
+
 /// Which lossless stream the cache is waiting for, and since when.
 #[derive(Default)]
 pub(crate) struct HeldBy(Mutex<Option<(String, Instant)>>);
