@@ -12,6 +12,8 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo doc (warnings denied: a broken link or a bad doc comment fails)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
 echo "== cargo test"
 # The programs tests run (ovn-sandbox's command among them): cargo test builds a
 # package's binaries only for that package's own integration tests.
