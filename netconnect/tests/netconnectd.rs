@@ -367,6 +367,46 @@ fn connect_status_reports_acceptance_and_each_zone_as_the_okep_shows_it() {
         accepted_at.as_str(),
         "the zone flipped later"
     );
+
+    // Its events, as kubectl describe would list them: accepted, the zone failing
+    // (node-b without its chassis), then succeeding; the refused connect's warning.
+    let events = |cnc: &str| -> Vec<(String, String, String, i64)> {
+        netconnect::status::events::read(s.path(), cnc)
+            .into_iter()
+            .map(|e| {
+                (
+                    e.type_.unwrap_or_default(),
+                    e.reason.unwrap_or_default(),
+                    e.message.unwrap_or_default(),
+                    i64::from(e.count.unwrap_or_default()),
+                )
+            })
+            .collect()
+    };
+    let ok_events = events("ok");
+    let summary: Vec<(&str, &str)> = ok_events
+        .iter()
+        .map(|(t, r, _, _)| (t.as_str(), r.as_str()))
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("Normal", "ValidationSucceeded"),
+            ("Warning", "OVNSetupFailed"),
+            ("Normal", "OVNSetupSucceeded")
+        ],
+        "{ok_events:#?}"
+    );
+    assert!(
+        ok_events[1].2.starts_with("Ready-In-Zone-node-a: "),
+        "{ok_events:#?}"
+    );
+    let lonely_events = events("lonely");
+    assert_eq!(lonely_events.len(), 1, "{lonely_events:#?}");
+    assert_eq!(
+        (lonely_events[0].0.as_str(), lonely_events[0].1.as_str()),
+        ("Warning", "InsufficientNetworks")
+    );
 }
 
 #[allow(clippy::too_many_lines)] // a test: one story, start to end

@@ -73,6 +73,10 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
     }
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
+        // Events ([`super::events`]) are no object of the state.
+        if path.is_dir() && path.file_name().is_some_and(|n| n == "Event") {
+            continue;
+        }
         if path.is_dir() {
             yaml_files(&path, out)?;
         } else if path.extension().is_some_and(|e| e == "yaml") {
@@ -186,6 +190,24 @@ impl State {
         let _lock = lock(dir)?;
         let mut stale = Vec::new();
         yaml_files(dir, &mut stale)?;
+        // What the files said before, for the connects' events.
+        let on_disk = State {
+            objects: self
+                .objects
+                .iter()
+                .filter_map(|(k, o)| {
+                    let Object::ClusterNetworkConnect(_) = &**o else {
+                        return None;
+                    };
+                    let c = read_connect(&path_of(dir, o))?;
+                    Some((
+                        k.clone(),
+                        Arc::new(Object::ClusterNetworkConnect(Box::new(c))),
+                    ))
+                })
+                .collect(),
+        };
+        self.record_accepted(&on_disk, dir)?;
         let objects: Vec<&Object> = self.objects.values().map(|o| &**o).collect();
         let written: std::collections::BTreeSet<PathBuf> =
             write_objects(dir, &objects)?.into_iter().collect();
@@ -247,15 +269,49 @@ impl State {
             true
         };
         write_objects(dir, &whole)?;
+        self.record_accepted(previous, dir)?;
         for (k, o) in &previous.objects {
             if !self.objects.contains_key(k) {
-                match std::fs::remove_file(path_of(dir, o)) {
-                    Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-                    _ => {}
+                let mut gone = vec![path_of(dir, o)];
+                if let Object::ClusterNetworkConnect(c) = &**o {
+                    gone.push(super::events::path(dir, c.metadata.name()));
+                }
+                for path in gone {
+                    match std::fs::remove_file(path) {
+                        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                        _ => {}
+                    }
                 }
             }
         }
         Ok(pending)
+    }
+
+    /// Records an event for each connect whose `Accepted` condition changed since
+    /// `previous` ([`super::events`]).
+    fn record_accepted(&self, previous: &State, dir: &Path) -> io::Result<()> {
+        let accepted = |o: Option<&Object>| -> Vec<crate::api::Condition> {
+            match o {
+                Some(Object::ClusterNetworkConnect(c)) => c
+                    .status
+                    .iter()
+                    .flat_map(|s| &s.conditions)
+                    .filter(|c| c.type_ == super::ACCEPTED)
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            }
+        };
+        let now = super::now();
+        for (k, o) in &self.objects {
+            let Object::ClusterNetworkConnect(c) = &**o else {
+                continue;
+            };
+            let before = accepted(previous.objects.get(k).map(|b| &**b));
+            let after = accepted(Some(o));
+            super::events::record(dir, c.metadata.name(), &before, &after, &now)?;
+        }
+        Ok(())
     }
 
     /// After `State::save_since` left edits in the journal of `dir` (this state being
@@ -346,7 +402,7 @@ fn write_object(dir: &Path, o: &Object) -> io::Result<PathBuf> {
     }
     let text = to_yaml(&o)?;
     if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
-        write_atomically(&path, text.as_bytes())?;
+        super::write_atomically(&path, text.as_bytes())?;
     }
     Ok(path)
 }
@@ -387,6 +443,11 @@ pub(crate) fn record_ready(
     let Some(mut object) = read_connect(&path) else {
         return Ok(false);
     };
+    let before: Vec<crate::api::Condition> = object
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.clone())
+        .collect();
     let mut condition = super::ready(zone, outcome);
     let refused = object
         .status
@@ -410,8 +471,15 @@ pub(crate) fn record_ready(
     ) {
         return Ok(false);
     }
+    let after: Vec<crate::api::Condition> = object
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.clone())
+        .filter(|c| c.type_ != super::ACCEPTED)
+        .collect();
     let text = to_yaml(&Object::ClusterNetworkConnect(Box::new(object)))?;
-    write_atomically(&path, text.as_bytes())?;
+    super::write_atomically(&path, text.as_bytes())?;
+    super::events::record(dir, cnc, &before, &after, now)?;
     Ok(true)
 }
 
@@ -437,18 +505,6 @@ fn to_yaml(o: &Object) -> io::Result<String> {
         Object::OnapNetwork(n) => y(n),
         Object::Pod(p) => y(p),
     }
-}
-
-/// Writes `bytes` to `path` by writing a file beside it and renaming it into place, so
-/// a reader sees the old file or the new one, never half of one.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    io::Write::write_all(&mut tmp, bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[cfg(test)]
