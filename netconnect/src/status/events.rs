@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::api::Condition;
 
 /// How many events of one connect are kept.
-pub(crate) const KEPT: usize = 20;
+pub const KEPT: usize = 20;
 
 /// The file of connect `cnc`'s events in `dir`.
 pub(crate) fn path(dir: &Path, cnc: &str) -> PathBuf {
