@@ -280,6 +280,22 @@ fn network_ids(inv: &Inventory, out: &mut Allocations, problems: &mut Vec<Proble
     }
 }
 
+/// The transit subnets of primary Layer2 network `name`, and what its status says when
+/// they moved off the default.
+fn layer2_transit(
+    name: &str,
+    net: &crate::api::Network,
+    config: &ClusterConfig,
+    out: &mut Allocations,
+) -> Result<(), String> {
+    let t = transit::transit_subnets(net, &config.transit_subnets)?;
+    if let Some(note) = transit::moved(&t, &config.transit_subnets) {
+        out.transit_moved.insert(name.to_owned(), note);
+    }
+    out.transit_subnets.insert(name.to_owned(), t);
+    Ok(())
+}
+
 /// Tunnel keys of the primary Layer2 networks' transit routers.
 fn tunnel_keys(inv: &Inventory, out: &mut Allocations, problems: &mut Vec<Problem>) {
     use crate::api::annotations::*;
@@ -441,16 +457,8 @@ fn subnets(
                 out.host_allocators.insert(name.clone(), allocator);
             }
             Topology::Layer2 if net.role == Role::Primary => {
-                match transit::transit_subnets(net, &config.transit_subnets) {
-                    Ok(t) => {
-                        if let Some(note) = transit::moved(&t, &config.transit_subnets) {
-                            out.transit_moved.insert(name.clone(), note);
-                        }
-                        out.transit_subnets.insert(name.clone(), t);
-                    }
-                    Err(e) => {
-                        problems.push(problem_for(&info.origin, net.owner.to_string(), "spec", e))
-                    }
+                if let Err(e) = layer2_transit(name, net, config, out) {
+                    problems.push(problem_for(&info.origin, net.owner.to_string(), "spec", e))
                 }
             }
             _ => {}

@@ -15,7 +15,7 @@
 //! taken, a gateway outside the subnet, no address left) is refused whole: no answer,
 //! no port, a problem naming the pod and the interface.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -96,6 +96,7 @@ pub(crate) fn pod_addresses(inv: &Inventory) -> (BTreeMap<String, PodAddresses>,
     }
     // Then the lowest free addresses.
     let mut out = BTreeMap::new();
+    let mut cursors = HashMap::new();
     for (key, found) in partial {
         let pod = &inv.pods[key];
         let mut refused = None;
@@ -103,7 +104,7 @@ pub(crate) fn pod_addresses(inv: &Inventory) -> (BTreeMap<String, PodAddresses>,
         for (spec, slot) in pod.spec.interfaces.iter().zip(found) {
             let vn = &vns[&spec.network];
             let got = slot.or_else(|| {
-                let (subnet, ip) = lowest_free(vn, &taken)?;
+                let (subnet, ip) = lowest_free(vn, &taken, &mut cursors)?;
                 taken.insert(ip);
                 Some(address(spec, vn, subnet, ip))
             });
@@ -247,8 +248,15 @@ fn usable_subnet(vn: &VirtualNetworkDef, ip: IpAddr) -> Option<IpNet> {
         .filter(|_| !vn.subnets.iter().any(|(_, g)| g.addr() == ip))
 }
 
-/// The lowest address of `vn`'s subnets, in their order, not taken.
-fn lowest_free(vn: &VirtualNetworkDef, taken: &HashSet<IpAddr>) -> Option<(IpNet, IpAddr)> {
+/// The lowest address of `vn`'s subnets, in their order, not taken. Within one pass
+/// addresses are only taken, never freed, so each subnet's scan resumes where the last
+/// one stopped (`cursors`): every address is looked at once per pass, not once per
+/// interface handed out.
+fn lowest_free(
+    vn: &VirtualNetworkDef,
+    taken: &HashSet<IpAddr>,
+    cursors: &mut HashMap<IpNet, u128>,
+) -> Option<(IpNet, IpAddr)> {
     for (subnet, _) in &vn.subnets {
         let size: u128 = match subnet {
             IpNet::V4(s) => 1u128 << (32 - s.prefix_len()),
@@ -256,13 +264,13 @@ fn lowest_free(vn: &VirtualNetworkDef, taken: &HashSet<IpAddr>) -> Option<(IpNet
                 .checked_shl(u32::from(128 - s.prefix_len()))
                 .unwrap_or(u128::MAX),
         };
-        // Scans at most as many addresses as are taken, plus one, past the first.
-        let bound = size.min(taken.len() as u128 + 4);
-        for n in 1..bound {
-            let Some(ip) = nth(subnet, n) else { break };
+        let n = cursors.entry(*subnet).or_insert(1);
+        while *n < size {
+            let Some(ip) = nth(subnet, *n) else { break };
             if !taken.contains(&ip) && usable_subnet(vn, ip).is_some() {
                 return Some((*subnet, ip));
             }
+            *n += 1;
         }
     }
     None

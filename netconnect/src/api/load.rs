@@ -393,6 +393,19 @@ fn push_object(out: &mut FileObjects, origin: Origin, value: serde_json::Value) 
 
 type DecodeFailure = (Option<String>, Option<String>, String);
 
+/// The `apiVersion` a kind netconnect reads must have (`onapNetwork` may have any).
+fn required_api_version(kind: &str) -> Option<&'static str> {
+    match kind {
+        "Node" | "Namespace" | "Service" | "Pod" => Some("v1"),
+        "UserDefinedNetwork" | "ClusterUserDefinedNetwork" | "ClusterNetworkConnect" => {
+            Some("k8s.ovn.org/v1")
+        }
+        "EndpointSlice" => Some("discovery.k8s.io/v1"),
+        "NetworkAttachmentDefinition" => Some("k8s.cni.cncf.io/v1"),
+        _ => None,
+    }
+}
+
 /// The object a document describes; `None` for kinds netconnect does not read.
 fn decode_object(
     value: serde_json::Value,
@@ -419,37 +432,17 @@ fn decode_object(
         (None, Some(n)) => Some(format!("{kind} {n}")),
         _ => None,
     };
-    let group_ok = |want: &str| api_version == want;
     let fail = |field: Option<String>, message: String| Err((label.clone(), field, message));
     if kind.is_empty() {
         return fail(Some("kind".into()), "missing".into());
     }
     let object = match kind.as_str() {
-        "Node" | "Namespace" | "Service" | "Pod" if !group_ok("v1") => {
+        k if required_api_version(k).is_some_and(|want| api_version != want) => {
+            let want = required_api_version(k).unwrap_or_default();
             return fail(
                 Some("apiVersion".into()),
-                format!("{kind} is apiVersion v1, not \"{api_version}\""),
-            )
-        }
-        "UserDefinedNetwork" | "ClusterUserDefinedNetwork" | "ClusterNetworkConnect"
-            if !group_ok("k8s.ovn.org/v1") =>
-        {
-            return fail(
-                Some("apiVersion".into()),
-                format!("{kind} is apiVersion k8s.ovn.org/v1, not \"{api_version}\""),
-            )
-        }
-        "EndpointSlice" if !group_ok("discovery.k8s.io/v1") => {
-            return fail(
-                Some("apiVersion".into()),
-                format!("{kind} is apiVersion discovery.k8s.io/v1, not \"{api_version}\""),
-            )
-        }
-        "NetworkAttachmentDefinition" if !group_ok("k8s.cni.cncf.io/v1") => {
-            return fail(
-                Some("apiVersion".into()),
-                format!("{kind} is apiVersion k8s.cni.cncf.io/v1, not \"{api_version}\""),
-            )
+                format!("{kind} is apiVersion {want}, not \"{api_version}\""),
+            );
         }
         "Node" => Object::Node(Box::new(typed(value, &label, unknown)?)),
         "Service" => Object::Service(Box::new(typed(value, &label, unknown)?)),

@@ -427,20 +427,11 @@ impl Inventory {
                 Ok(None) => {}
                 Err((field, message)) => self.problems.push(problem(Some(field), message)),
             },
-            Object::Pod(p) => {
-                if let Err((field, message)) = self.add_pod(origin, p, context) {
-                    self.problems.push(problem(Some(field), message));
+            Object::Pod(_) | Object::OnapNetwork(_) => {
+                if let Err((field, message)) = self.add_plugin_object(origin, object, context) {
+                    self.problems.push(problem(field, message));
                 }
             }
-            Object::OnapNetwork(o) => match onap::virtual_network(o) {
-                Ok(Some(def)) => {
-                    if let Err(message) = self.add_virtual_network(def) {
-                        self.problems.push(problem(None, message));
-                    }
-                }
-                Ok(None) => {}
-                Err((field, message)) => self.problems.push(problem(Some(field), message)),
-            },
             Object::ClusterNetworkConnect(cnc) => match connect_info(origin, cnc, context) {
                 Ok((info, refused)) => {
                     if let Some(e) = refused {
@@ -478,6 +469,35 @@ impl Inventory {
         };
         self.pods.insert(key, info);
         Ok(())
+    }
+
+    /// Adds an object of the networking plugin's (a pod asking for interfaces, an
+    /// `onapNetwork`); an error names the field (if any) and why it was refused.
+    fn add_plugin_object(
+        &mut self,
+        origin: &Origin,
+        object: &Object,
+        context: &Context,
+    ) -> Result<(), (Option<String>, String)> {
+        match object {
+            Object::Pod(p) => self
+                .add_pod(origin, p, context)
+                .map_err(|(f, m)| (Some(f), m)),
+            Object::OnapNetwork(o) => self.add_onap_network(o),
+            _ => Ok(()),
+        }
+    }
+
+    /// Adds the virtual network `o` declares, if it is ovn's; an error names the field
+    /// (none for a clash with another virtual network) and why it was refused.
+    fn add_onap_network(
+        &mut self,
+        o: &objects::OnapNetwork,
+    ) -> Result<(), (Option<String>, String)> {
+        match onap::virtual_network(o).map_err(|(f, m)| (Some(f), m))? {
+            Some(def) => self.add_virtual_network(def).map_err(|m| (None, m)),
+            None => Ok(()),
+        }
     }
 
     /// Adds a virtual network unless its name is taken or a subnet overlaps another

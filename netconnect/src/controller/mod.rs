@@ -250,16 +250,7 @@ impl Controller {
         let restored = self.restored.clone();
         others.spawn(async move {
             while let Some(e) = events.recv().await {
-                if let CacheEvent::Unusable {
-                    reason: ovsdb_proto::cache::UnusableReason::EveryServerBehind,
-                    error,
-                    ..
-                } = &e
-                {
-                    tracing::warn!(%error, "every NB server is behind what this daemon saw: a database restored from a backup?");
-                    let mut r = restored.lock().unwrap_or_else(|p| p.into_inner());
-                    *r = Some(format!("{}: {error}", crate::status::now()));
-                }
+                note_restored(&e, &restored);
                 let CacheEvent::Change(e) = e else {
                     continue;
                 };
@@ -293,41 +284,67 @@ impl Controller {
                 }
             }
         });
-        let queue = self.queue.clone();
-        let mut world = self.world.clone();
-        let reconciler = self.reconciler.clone();
-        others.spawn(async move {
-            let mut previous = initial;
-            while world.changed().await.is_ok() {
-                let w = world.borrow_and_update().clone();
-                // The keys whose inputs changed are queued first: the rest (the keys
-                // of owners gone, read from every owner index of the cache, which
-                // takes long at 500 x 500) is no reason for them to wait.
-                for k in w.changed_since(&previous) {
-                    queue.add(k);
-                }
-                // And the worker woken for them runs now: the runtime keeps a task this
-                // one woke for this thread, where no other thread takes it, until this
-                // one yields (a network added waited so at 500 x 500).
-                tokio::task::yield_now().await;
-                let started = std::time::Instant::now();
-                let keys = w.keys();
-                let defined: HashSet<&Key> = keys.iter().collect();
-                queue.retain_seen(|k| defined.contains(k));
-                forget_gone_of(&w, &keys, &reconciler);
-                let forgot = started.elapsed();
-                let gone = gone_keys(&previous, &w, &reconciler);
-                let lost = gone.is_some();
-                for k in gone.into_iter().flatten() {
-                    queue.add(k);
-                }
-                tracing::debug!(?forgot, lost, took = ?started.elapsed(), "gone owners looked for");
-                previous = w;
-            }
-        });
+        others.spawn(follow_worlds(
+            self.queue.clone(),
+            self.world.clone(),
+            self.reconciler.clone(),
+            initial,
+        ));
         // The workers end on shutdown; the sources go with them.
         while tasks.join_next().await.is_some() {}
         others.abort_all();
+    }
+}
+
+/// Queues the keys each new world makes to look again, from `initial` on: those whose
+/// inputs changed first, then those of owners the world left without inputs.
+async fn follow_worlds(
+    queue: Arc<KeyQueue>,
+    mut world: watch::Receiver<Arc<World>>,
+    reconciler: Arc<Reconciler>,
+    initial: Arc<World>,
+) {
+    let mut previous = initial;
+    while world.changed().await.is_ok() {
+        let w = world.borrow_and_update().clone();
+        // The keys whose inputs changed are queued first: the rest (the keys
+        // of owners gone, read from every owner index of the cache, which
+        // takes long at 500 x 500) is no reason for them to wait.
+        for k in w.changed_since(&previous) {
+            queue.add(k);
+        }
+        // And the worker woken for them runs now: the runtime keeps a task this
+        // one woke for this thread, where no other thread takes it, until this
+        // one yields (a network added waited so at 500 x 500).
+        tokio::task::yield_now().await;
+        let started = std::time::Instant::now();
+        let keys = w.keys();
+        let defined: HashSet<&Key> = keys.iter().collect();
+        queue.retain_seen(|k| defined.contains(k));
+        forget_gone_of(&w, &keys, &reconciler);
+        let forgot = started.elapsed();
+        let gone = gone_keys(&previous, &w, &reconciler);
+        let lost = gone.is_some();
+        for k in gone.into_iter().flatten() {
+            queue.add(k);
+        }
+        tracing::debug!(?forgot, lost, took = ?started.elapsed(), "gone owners looked for");
+        previous = w;
+    }
+}
+
+/// Logs and keeps, for `/status`, the cache's report that every NB server is behind
+/// what it saw (a database restored from a backup).
+fn note_restored(e: &CacheEvent, restored: &Restored) {
+    if let CacheEvent::Unusable {
+        reason: ovsdb_proto::cache::UnusableReason::EveryServerBehind,
+        error,
+        ..
+    } = e
+    {
+        tracing::warn!(%error, "every NB server is behind what this daemon saw: a database restored from a backup?");
+        let mut r = restored.lock().unwrap_or_else(|p| p.into_inner());
+        *r = Some(format!("{}: {error}", crate::status::now()));
     }
 }
 

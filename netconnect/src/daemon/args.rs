@@ -316,17 +316,6 @@ mod tests {
             .settings();
         assert_eq!(s.topology.gateway_mode, GatewayMode::Shared);
         assert_eq!(s.topology.mtu, 1400);
-        assert!(!s.ignore_connects, "network connect is on by default");
-        let connects = |v: &[&str]| {
-            let mut argv = vec!["netconnectd", "--nb", "x", "--manifests", "/m"];
-            argv.extend(v);
-            Args::try_parse_from(argv).map(|a| !a.settings().ignore_connects)
-        };
-        assert!(connects(&["--enable-network-connect"]).unwrap());
-        assert!(connects(&["--enable-network-connect=true"]).unwrap());
-        assert!(!connects(&["--enable-network-connect=false"]).unwrap());
-        assert!(!connects(&["--enable-network-connect", "false"]).unwrap());
-        assert!(connects(&["--enable-network-connect=maybe"]).is_err());
         assert_eq!(s.reserved, crate::api::validate::Reserved::default());
         assert_eq!(
             s.topology.allowed_default_services,
@@ -362,5 +351,19 @@ mod tests {
             "0",
         ]);
         assert!(none.is_err());
+    }
+    #[test]
+    fn network_connect_is_on_by_default_and_takes_a_boolean() {
+        let connects = |v: &[&str]| {
+            let mut argv = vec!["netconnectd", "--nb", "x", "--manifests", "/m"];
+            argv.extend(v);
+            Args::try_parse_from(argv).map(|a| !a.settings().ignore_connects)
+        };
+        assert!(connects(&[]).unwrap(), "on by default");
+        assert!(connects(&["--enable-network-connect"]).unwrap());
+        assert!(connects(&["--enable-network-connect=true"]).unwrap());
+        assert!(!connects(&["--enable-network-connect=false"]).unwrap());
+        assert!(!connects(&["--enable-network-connect", "false"]).unwrap());
+        assert!(connects(&["--enable-network-connect=maybe"]).is_err());
     }
 }

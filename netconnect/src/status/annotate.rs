@@ -110,33 +110,12 @@ impl State {
             out.objects.insert(key(&o), o);
         }
         for (name, info) in &inv.networks {
-            let verdict = Verdict::InForce {
-                namespaces: info.namespace_selector.as_ref().map(|sel| {
-                    inv.selected_namespaces(sel)
-                        .into_iter()
-                        .map(String::from)
-                        .collect()
-                }),
-                notes: reasons(&inv.problems, &info.network.owner.to_string())
-                    .into_iter()
-                    .chain(alloc.transit_moved.get(name).cloned())
-                    .collect(),
-                allocation: reasons(allocation_problems, &info.network.owner.to_string()),
-            };
+            let verdict = in_force(inv, alloc, allocation_problems, name, info);
             if let Some(o) = network_in_force(name, info, alloc, previous, &verdict, now) {
                 out.objects.insert(key(&o), shared(o, previous));
             }
         }
-        // Pods with interfaces on virtual networks: their answer to the CNI.
-        for (name, addresses) in &alloc.pods {
-            let Some(info) = inv.pods.get(name) else {
-                continue;
-            };
-            let mut pod = info.object.clone();
-            let a = pod.metadata.annotations.get_or_insert_default();
-            a.insert(pod::OVN_IFACE_LIST.into(), addresses.iface_list());
-            a.insert(pod::OVN_NETWORK_ROUTES.into(), addresses.routes_text());
-            let o = Object::Pod(Box::new(pod));
+        for o in pods(inv, alloc) {
             out.objects.insert(key(&o), shared(o, previous));
         }
         for object in &inv.refused_networks {
@@ -148,6 +127,43 @@ impl State {
         }
         out
     }
+}
+
+/// The verdict of network `name` in force: the namespaces a CUDN selects, what was
+/// refused of it or said of it (a moved transit subnet), the allocations that failed.
+fn in_force(
+    inv: &Inventory,
+    alloc: &Allocations,
+    allocation_problems: &[Problem],
+    name: &str,
+    info: &NetworkInfo,
+) -> Verdict {
+    let owner = info.network.owner.to_string();
+    Verdict::InForce {
+        namespaces: info.namespace_selector.as_ref().map(|sel| {
+            inv.selected_namespaces(sel)
+                .into_iter()
+                .map(String::from)
+                .collect()
+        }),
+        notes: reasons(&inv.problems, &owner)
+            .into_iter()
+            .chain(alloc.transit_moved.get(name).cloned())
+            .collect(),
+        allocation: reasons(allocation_problems, &owner),
+    }
+}
+
+/// The pods with interfaces on virtual networks, with their answer to the CNI
+/// (`ovnIfaceList`, `ovnNetworkRoutes`) as annotations.
+fn pods<'a>(inv: &'a Inventory, alloc: &'a Allocations) -> impl Iterator<Item = Object> + 'a {
+    alloc.pods.iter().filter_map(|(name, addresses)| {
+        let mut pod = inv.pods.get(name)?.object.clone();
+        let a = pod.metadata.annotations.get_or_insert_default();
+        a.insert(pod::OVN_IFACE_LIST.into(), addresses.iface_list());
+        a.insert(pod::OVN_NETWORK_ROUTES.into(), addresses.routes_text());
+        Some(Object::Pod(Box::new(pod)))
+    })
 }
 
 /// A ClusterNetworkConnect as written: the connect subnets accepted first, its
