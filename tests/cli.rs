@@ -8,15 +8,7 @@ use serde_json::{Map, Value};
 
 /// The example binary, built by `cargo test --workspace` (which builds examples).
 fn ours() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
-    let path = dir.join("examples/ovsdb-client");
-    assert!(
-        path.exists(),
-        "{} is missing: run the suite with `cargo test --workspace`, which builds the examples",
-        path.display()
-    );
-    path
+    integration_tests::example("ovsdb-client")
 }
 
 fn run_ours(args: &[&str]) -> Output {

@@ -12,15 +12,7 @@ use integration_tests::sandbox;
 
 /// The example binary, built by `cargo test --workspace` (which builds examples).
 fn example() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
-    let path = dir.join("examples/lsp_audit");
-    assert!(
-        path.exists(),
-        "{} is missing: run the suite with `cargo test --workspace`, which builds the examples",
-        path.display()
-    );
-    path
+    integration_tests::example("lsp_audit")
 }
 
 #[test]

@@ -302,17 +302,7 @@ async fn a_name_taken_after_the_cache_read_fails_in_the_transaction() {
 fn the_example_cli_runs_each_verb() {
     let sb = sandbox();
     sb.nbctl(&["lr-add", "k8smaster"]).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .unwrap()
-        .join("examples/virtual_networks");
-    assert!(
-        bin.exists(),
-        "{} is missing: run `cargo test --workspace`",
-        bin.display()
-    );
+    let bin = integration_tests::example("virtual_networks");
     let run = |args: &[&str]| {
         Command::new(&bin)
             .arg(sb.nb.unix_remote())

@@ -16,6 +16,21 @@ pub fn sandbox() -> Sandbox {
     Sandbox::start().unwrap_or_else(|e| panic!("cannot start the OVN sandbox: {e}"))
 }
 
+/// Example binary `name` of a workspace crate, which `cargo test --workspace` builds
+/// (beside this test's own binary); panics naming the command that builds it when it
+/// is missing.
+pub fn example(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
+    let path = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the suite with `cargo test --workspace`, which builds the examples",
+        path.display()
+    );
+    path
+}
+
 /// A standalone OVN_Northbound server from the recent installation.
 pub fn nb_server() -> OvsdbServer {
     let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));

@@ -505,6 +505,12 @@ impl Chassis {
         &self.system_id
     }
 
+    /// `unix:PATH` of the chassis' Open_vSwitch database, for a client on this host
+    /// (the database ovn-controller and ovs-vswitchd read).
+    pub fn ovsdb_remote(&self) -> String {
+        format!("unix:{}", self.dir.host("db.sock").display())
+    }
+
     /// Runs `ovs-vsctl` against this chassis.
     pub fn vsctl(&self, args: &[&str]) -> Result<String> {
         let db = format!("--db=unix:{}", self.db_inner.display());
