@@ -108,9 +108,17 @@ fn rows(r: &netconnect::reconcile::Reconciler) -> BTreeMap<(String, String), ovs
 async fn ovn_kubernetes_nb(
     r: &netconnect::reconcile::Reconciler,
 ) -> BTreeMap<(String, String), ovsdb_proto::Row> {
+    ovn_kubernetes_nb_of(r, &networks()).await
+}
+
+/// [`ovn_kubernetes_nb`] for the networks of `manifests`.
+async fn ovn_kubernetes_nb_of(
+    r: &netconnect::reconcile::Reconciler,
+    manifests: &str,
+) -> BTreeMap<(String, String), ovsdb_proto::Row> {
     // OVN-Kubernetes' networks: netconnect's rows for them, the owner stamps taken off
     // where OVN-Kubernetes writes none.
-    let plain = udn::world(&networks(), &State::default(), None);
+    let plain = udn::world(manifests, &State::default(), None);
     udn::apply(r, &plain).await;
     let stamps = Datum::set([
         "k8s.ovn.org/owner-controller",
@@ -387,6 +395,60 @@ async fn adopting_ovn_kubernetes_rows_keeps_each_row_in_place_and_converges() {
         let plan = o.result.as_ref().unwrap();
         assert!(plan.is_empty(), "{}: {}", o.key, plan);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_takeover_without_the_networks_definitions_numbers_them_as_their_rows_do() {
+    // OVN-Kubernetes numbered blue 7, green 5, yellow 9 (not the name order netconnect
+    // would number them in); the manifests lack the NetworkAttachmentDefinitions that
+    // say so. The numbers are read off the rows (the transit switches' tunnel keys,
+    // the Layer2 transit router's), and the takeover changes no column but the owner
+    // keys: nothing renumbered.
+    use netconnect::reconcile::dry_run::DryRun;
+    use netconnect::world::numbers;
+    let sb = sandbox();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let numbered = networks()
+        + &nad("blue", "blue", "layer3", 7)
+        + &nad("green", "green", "layer3", 5)
+        + &nad("yellow", "yellow", "layer2", 9);
+    ovn_kubernetes_nb_of(&r, &numbered).await;
+
+    let read = numbers::read(&r.cache().snapshot());
+    let ids: Vec<(&str, u32)> = read.ids.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+    assert_eq!(
+        ids,
+        [
+            ("cluster_udn_blue", 7),
+            ("cluster_udn_green", 5),
+            ("cluster_udn_yellow", 9)
+        ]
+    );
+    let keys = read.tunnel_keys["cluster_udn_yellow"].clone();
+    assert_eq!(keys[0], 16_711_683 + 9, "{keys:?}");
+    assert_eq!(read.tunnel_keys.len(), 1, "{:?}", read.tunnel_keys);
+
+    let settings = Settings {
+        adopt: true,
+        numbers_in_nb: Some(std::sync::Arc::new(read)),
+        ..Default::default()
+    };
+    let world = udn::world_in(&networks(), &State::default(), settings);
+    assert_eq!(world.allocations.network_ids["cluster_udn_blue"], 7);
+    assert_eq!(world.allocations.tunnel_keys["cluster_udn_yellow"], keys);
+    let snap = r.cache().snapshot();
+    let mut dry = DryRun::of(&snap, r.cache().schema().unwrap()).unwrap();
+    let mut adopted = 0;
+    for key in netconnect::controller::all_keys(&world, &r) {
+        let plan = dry.plan(&world.desired(&key).unwrap()).unwrap();
+        adopted += plan.adopted.len();
+        assert!(plan.inserted.is_empty(), "{key}: {plan}");
+        assert!(plan.deleted.is_empty(), "{key}: {plan}");
+        for (row, columns) in &plan.updated {
+            assert_eq!(columns, &["external_ids"], "{key}: {row} renumbered");
+        }
+    }
+    assert!(adopted > 50, "{adopted} rows adopted");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,9 @@ use crate::ovnk::ownership::Owner;
 use crate::status::dir::State;
 use crate::topology::{Inputs, TopologyConfig};
 
+pub mod numbers;
+pub use numbers::NumbersInNb;
+
 /// Which rows netconnect writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Manage {
@@ -48,6 +51,9 @@ pub struct Settings {
     pub cluster: ClusterConfig,
     /// Cluster-wide topology settings.
     pub topology: TopologyConfig,
+    /// The numbers the networks' rows carry in the NB, which number the networks
+    /// their objects do not ([`numbers`]); `None`: not read (yet).
+    pub numbers_in_nb: Option<std::sync::Arc<NumbersInNb>>,
 }
 
 impl Settings {
@@ -160,6 +166,9 @@ impl World {
         let mut inventory = Inventory::build_after(files, context, previous.map(|p| &p.inventory));
         if settings.ignore_connects {
             inventory.ignore_connects();
+        }
+        if let Some(nb) = &settings.numbers_in_nb {
+            numbers::take(&mut inventory, nb);
         }
         let read = started.elapsed();
         let before = previous.map(|p| (&p.inventory, &p.allocations));

@@ -165,6 +165,8 @@ pub struct Controller {
     /// When and why the NB was last found behind what the cache had seen (a database
     /// restored from a backup), as the cache reported it.
     restored: Restored,
+    /// While it says false, no key is taken ([`Controller::with_gate`]).
+    gate: Option<watch::Receiver<bool>>,
 }
 
 /// When and why the NB was last found behind what the cache had seen.
@@ -184,6 +186,7 @@ impl Controller {
             reports: Arc::default(),
             hook: None,
             restored: Arc::default(),
+            gate: None,
         }
     }
 
@@ -196,6 +199,13 @@ impl Controller {
     /// Calls `hook` after every reconcile.
     pub(crate) fn with_hook(mut self, hook: OutcomeHook) -> Controller {
         self.hook = Some(hook);
+        self
+    }
+
+    /// Takes keys only while `gate` says true (one replica of several active): the
+    /// keys stay queued meanwhile, and a reconcile already under way finishes.
+    pub(crate) fn with_gate(mut self, gate: watch::Receiver<bool>) -> Controller {
+        self.gate = Some(gate);
         self
     }
 
@@ -241,6 +251,7 @@ impl Controller {
             reports: self.reports.clone(),
             hook: self.hook.clone(),
             first,
+            gate: self.gate.clone(),
         };
         for _ in 0..workers.max(1) {
             tasks.spawn(w.clone().run(shutdown.clone()));

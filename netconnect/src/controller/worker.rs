@@ -73,6 +73,8 @@ pub(crate) struct Worker {
     pub(crate) hook: Option<OutcomeHook>,
     /// The first pass's order.
     pub first: Arc<FirstPass>,
+    /// While it says false, no key is taken.
+    pub gate: Option<watch::Receiver<bool>>,
 }
 
 impl Worker {
@@ -82,11 +84,19 @@ impl Worker {
     /// next start plans from what the NB holds.
     pub async fn run(self, shutdown: CancellationToken) {
         loop {
+            if let Some(mut gate) = self.gate.clone() {
+                tokio::select! {
+                    _ = shutdown.cancelled() => break,
+                    _ = gate.wait_for(|open| *open) => {}
+                }
+            }
             let key = tokio::select! {
                 _ = shutdown.cancelled() => break,
                 key = self.queue.next() => key,
             };
-            if self.first.holds(&key) {
+            // Closed while this worker waited for a key: the key goes back.
+            let closed = self.gate.as_ref().is_some_and(|g| !*g.borrow());
+            if closed || self.first.holds(&key) {
                 self.queue.done(&key, true);
                 self.queue.add_after(key, HELD);
                 continue;

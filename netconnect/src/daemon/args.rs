@@ -57,12 +57,22 @@ pub struct Args {
         env = "NETCONNECTD_VL_ROUTER"
     )]
     pub vl_router: String,
+    /// The numbers the networks' rows carry in the NB, once read
+    /// ([`Settings::numbers_in_nb`]).
+    #[arg(skip)]
+    pub numbers_in_nb: Option<std::sync::Arc<crate::world::NumbersInNb>>,
     /// When every NB server is behind what netconnectd saw (a database restored from a
     /// backup) for `--behind-limit` seconds: keep the cache as it was, refusing them,
     /// instead of taking what they have and putting netconnectd's rows back (the
     /// default). Either way it is logged and shown on `/status` (`nbBehind`).
     #[arg(long, env = "NETCONNECTD_KEEP_STALE_CACHE")]
     pub keep_stale_cache: bool,
+    /// Run as one of several replicas: only the replica holding OVSDB lock NAME on the
+    /// server it writes to (a raft cluster's leader) writes; the others stand by,
+    /// synced and ready, and one of them takes over when the active one's connection
+    /// ends. Every replica is given the same NAME. Without it, this process writes.
+    #[arg(long, value_name = "NAME", env = "NETCONNECTD_LOCK")]
+    pub lock: Option<String>,
     /// How long every NB server may be behind before that is reported (and, unless
     /// `--keep-stale-cache`, the cache takes what they have), in seconds.
     #[arg(
@@ -218,6 +228,7 @@ impl Args {
         s.adopt = self.adopt.is_some();
         s.ignore_connects = !self.enable_network_connect;
         s.vl_router = Some(self.vl_router.clone());
+        s.numbers_in_nb = self.numbers_in_nb.clone();
         s.set_preconfigured_udn_addresses(self.enable_preconfigured_udn_addresses);
         if !self.transit_subnets.is_empty() {
             s.cluster.transit_subnets = self.transit_subnets.clone();

@@ -2,8 +2,10 @@
 //!
 //! - `/healthz`: 200 while the process serves;
 //! - `/readyz`: 200 once the NB cache is synced and the first pass over every key is
-//!   done, 503 before;
-//! - `/status`: JSON: readiness, each key's last outcome, the input problems, each
+//!   done (a replica standing by: once synced; the body says `ready (active)` or
+//!   `ready (standby)`), 503 before;
+//! - `/status`: JSON: readiness, the replica's role (`single`, `starting`, `active`,
+//!   `standby`), each key's last outcome, the input problems, each
 //!   ClusterNetworkConnect's acceptance;
 //! - `/metrics`: [`super::metrics`], Prometheus text format.
 
@@ -39,6 +41,8 @@ pub struct Shared {
     pub(crate) queue: Arc<crate::controller::KeyQueue>,
     /// When and why the NB was last found restored from a backup.
     pub(crate) restored: crate::controller::Restored,
+    /// What this replica is, when it is one of several (`--lock`).
+    pub(crate) role: Option<watch::Receiver<super::replica::Role>>,
 }
 
 impl Shared {
@@ -52,10 +56,11 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(s): State<Arc<Shared>>) -> impl IntoResponse {
-    if s.is_ready() {
-        (StatusCode::OK, "ready\n")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
+    let role = s.role.as_ref().map(|r| *r.borrow());
+    match (s.is_ready(), role) {
+        (true, None) => (StatusCode::OK, "ready\n".to_owned()),
+        (true, Some(r)) => (StatusCode::OK, format!("ready ({})\n", r.as_str())),
+        (false, _) => (StatusCode::SERVICE_UNAVAILABLE, "not ready\n".to_owned()),
     }
 }
 
@@ -105,6 +110,7 @@ async fn status(State(s): State<Arc<Shared>>) -> impl IntoResponse {
         .collect();
     let body = serde_json::json!({
         "ready": s.is_ready(),
+        "role": s.role.as_ref().map_or("single", |r| r.borrow().as_str()),
         "zone": world.zone_name(),
         "keys": keys,
         "problems": world.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ovsdb_proto::cache::{CacheConfig, CacheEvents};
-use ovsdb_proto::{Remote, TlsConfig};
+use ovsdb_proto::{ConnectOptions, Remote, TlsConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::args::Args;
 use super::http;
 use super::metrics::Metrics;
+use super::replica::{self, Role};
 use super::seams::{ManifestSource, NoSink, Sink, Source, StatusDir};
 use crate::api::load::{FileObjects, Object};
 use crate::controller::{self, Backoff, Controller, ReadyTracker};
@@ -22,10 +23,10 @@ use crate::reconcile::dry_run::DryRun;
 use crate::reconcile::Reconciler;
 use crate::status;
 use crate::status::dir::State;
-use crate::world::{Manage, World};
+use crate::world::{numbers, Manage, NumbersInNb, World};
 
 /// Runs netconnectd with `args`; the exit code, or why it could not run.
-pub async fn run(args: Args) -> Result<ExitCode, String> {
+pub async fn run(mut args: Args) -> Result<ExitCode, String> {
     if args.settings().ignore_connects && args.settings().manage == Manage::Connects {
         return Err(
             "--manage connects with --enable-network-connect=false: nothing to manage".into(),
@@ -35,6 +36,7 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
     if args.once || args.plan {
         // A single pass needs the NB now; the daemon waits for it while it serves.
         reconciler.ready(Duration::from_secs(args.timeout)).await?;
+        args.numbers_in_nb = Some(Arc::new(numbers::read(&reconciler.cache().snapshot())));
     }
     let mut source: Box<dyn Source> = Box::new(ManifestSource::new(&args.manifests));
     let sink: Arc<dyn Sink> = match &args.status_dir {
@@ -61,8 +63,11 @@ pub async fn run(args: Args) -> Result<ExitCode, String> {
         return Ok(plan(&world, &reconciler));
     }
     let state = world.state(&state);
-    sink.save(&state, None)
-        .map_err(|e| format!("cannot write {}: {e}", sink.describe()))?;
+    // A replica (--lock) writes its status directory only once active.
+    if args.lock.is_none() || single {
+        sink.save(&state, None)
+            .map_err(|e| format!("cannot write {}: {e}", sink.describe()))?;
+    }
     if args.once {
         // Nothing reads the cache's events in a single pass; a kept stream would stop
         // the cache once its buffer is full.
@@ -100,19 +105,25 @@ fn connect(args: &Args) -> Result<(CacheEvents, Arc<Reconciler>), String> {
     }
     let mut config = CacheConfig::new(remotes, "OVN_Northbound", &[]);
     config.leader_only = true;
+    config.connect = connect_options(args);
     // A database restored from a backup (every server behind what the cache saw): by
     // default the cache takes what the servers have, and the keys put their rows back.
     config.reset_when_behind = !args.keep_stale_cache;
     config.behind_limit = Duration::from_secs(args.behind_limit.max(1));
-    if let Some(ca) = &args.ca_cert {
-        config.connect.tls = Some(TlsConfig {
+    let (reconciler, events) = Reconciler::start(config);
+    Ok((events, Arc::new(reconciler)))
+}
+
+/// How netconnectd's connections to the NB are made (the cache's, the lock's).
+fn connect_options(args: &Args) -> ConnectOptions {
+    ConnectOptions {
+        tls: args.ca_cert.as_ref().map(|ca| TlsConfig {
             ca_cert: ca.clone(),
             certificate: args.certificate.clone(),
             private_key: args.private_key.clone(),
-        });
+        }),
+        ..ConnectOptions::default()
     }
-    let (reconciler, events) = Reconciler::start(config);
-    Ok((events, Arc::new(reconciler)))
 }
 
 /// Reads the inputs and the state, and builds the world.
@@ -258,7 +269,15 @@ async fn serve(
     let current_warnings = world.warnings.iter().map(ToString::to_string).collect();
     let (tx, rx) = tokio::sync::watch::channel(Arc::new(world));
     let shutdown = CancellationToken::new();
-    let run = start_controller(&args, rx, events, reconciler, sink.clone(), &shutdown).await?;
+    let (numbers_tx, mut numbers) = tokio::sync::mpsc::channel(1);
+    let (replica, sink) = Replica::of(&args, sink);
+    let mut role = replica.as_ref().map(|r| r.tell.role.subscribe());
+    let seams = (
+        sink.clone(),
+        numbers_tx,
+        replica.as_ref().map(|r| r.tell.clone()),
+    );
+    let run = start_controller(&args, rx, events, reconciler, seams, &shutdown).await?;
     let (changed_tx, mut changed) = tokio::sync::mpsc::channel(1);
     let _watch = source
         .watch(changed_tx)
@@ -280,6 +299,7 @@ async fn serve(
         files: Arc::new(Vec::new()),
         read_beside: None,
         saving: None,
+        replica,
     };
     loop {
         let at = serving.quiet.at;
@@ -308,6 +328,17 @@ async fn serve(
                 serving.settle(done);
             }
             () = quiet_due => serving.when_quiet(&|| changed.is_empty()),
+            Some(now) = role_change(role.as_mut()) => {
+                if now == Role::Active {
+                    serving.take_over().await;
+                }
+            }
+            Some(read) = numbers.recv() => {
+                // The NB read once synced: the world is built again with what its
+                // rows number, before any key is written.
+                serving.args.numbers_in_nb = Some(Arc::new(read));
+                serving.reload().await;
+            }
             Some(()) = changed.recv() => serving.reload().await,
         }
     }
@@ -327,10 +358,24 @@ async fn start_controller(
     rx: tokio::sync::watch::Receiver<Arc<World>>,
     events: CacheEvents,
     reconciler: Arc<Reconciler>,
-    sink: Arc<dyn Sink>,
+    (sink, numbers, tell): (
+        Arc<dyn Sink>,
+        tokio::sync::mpsc::Sender<NumbersInNb>,
+        Option<replica::Tell>,
+    ),
     shutdown: &CancellationToken,
 ) -> Result<tokio::task::JoinHandle<()>, String> {
-    let controller = Controller::new(reconciler.clone(), rx.clone(), Backoff::default());
+    let mut numbered = rx.clone();
+    let (started_tx, started) = tokio::sync::oneshot::channel::<()>();
+    let mut controller = Controller::new(reconciler.clone(), rx.clone(), Backoff::default());
+    let mut role = None;
+    if let (Some(name), Some(tell)) = (args.lock.clone(), tell) {
+        controller = controller.with_gate(tell.may_write.subscribe());
+        role = Some(tell.role.subscribe());
+        let options = connect_options(args);
+        let (r, stop) = (reconciler.clone(), shutdown.clone());
+        tokio::spawn(replica::hold(r, options, name, tell, stop));
+    }
     let queue = controller.queue();
     let shared = Arc::new(http::Shared {
         ready: AtomicBool::new(false),
@@ -340,6 +385,7 @@ async fn start_controller(
         metrics: Metrics::new(),
         queue: queue.clone(),
         restored: controller.restored(),
+        role: role.clone(),
     });
     let controller = controller.with_hook(outcome_hook(shared.clone(), sink));
     // The endpoints first: /healthz answers while the NB is not there yet.
@@ -369,22 +415,52 @@ async fn start_controller(
             }
         }
         tracing::info!(remote = ?reconciler.cache().remote().map(|r| r.to_string()), "NB synced");
+        // No key before the world numbers the networks as their rows in the NB do.
+        let read = numbers::read(&reconciler.cache().snapshot());
+        if numbers.send(read).await.is_err() {
+            return;
+        }
+        tokio::select! {
+            _ = numbered.wait_for(|w| w.settings.numbers_in_nb.is_some()) => {}
+            () = stop.cancelled() => return,
+        }
+        // run_until queues every key before it first waits.
+        let _ = started_tx.send(());
         controller.run_until(events, workers, stop).await;
     });
-    tokio::spawn(async move {
-        // Not before the NB is synced and the controller took the first keys.
-        shared.reconciler.cache().wait_until_ready().await;
-        while !controller::settle(
-            &queue,
-            Duration::from_millis(200),
-            Duration::from_secs(3600),
-        )
-        .await
-        {}
-        shared.ready.store(true, Ordering::Relaxed);
-        tracing::info!("first pass done: ready");
-    });
+    tokio::spawn(mark_ready(started, role, queue, shared));
     Ok(run)
+}
+
+/// Marks the daemon ready once the controller `started` and its first pass is done
+/// (its `queue` idle a moment), or, for a replica (`role`), as soon as it stands by.
+async fn mark_ready(
+    started: tokio::sync::oneshot::Receiver<()>,
+    role: Option<tokio::sync::watch::Receiver<Role>>,
+    queue: Arc<controller::KeyQueue>,
+    shared: Arc<http::Shared>,
+) {
+    if started.await.is_err() {
+        return;
+    }
+    let standby = async {
+        match role {
+            Some(mut r) => {
+                let _ = r.wait_for(|r| *r == Role::Standby).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let settled = async {
+        let (quiet, most) = (Duration::from_millis(200), Duration::from_secs(3600));
+        while !controller::settle(&queue, quiet, most).await {}
+    };
+    let how = tokio::select! {
+        () = settled => "first pass done: ready",
+        () = standby => "synced, standing by: ready",
+    };
+    shared.ready.store(true, Ordering::Relaxed);
+    tracing::info!("{how}");
 }
 
 /// The daemon's state between manifest reloads.
@@ -411,6 +487,43 @@ struct Serving {
     /// The state of the world served, being worked out and saved beside its
     /// reconciles.
     saving: Option<tokio::task::JoinHandle<Saved>>,
+    /// When this is one replica of several (`--lock`).
+    replica: Option<Replica>,
+}
+
+/// One replica of several: what it tells, and its status directory itself (the
+/// served one is written only while it may write).
+struct Replica {
+    tell: replica::Tell,
+    sink: Arc<dyn Sink>,
+}
+
+impl Replica {
+    /// With `--lock`, one replica of several, and its status directory written only
+    /// while it is active; else none, and the status directory as it is.
+    fn of(args: &Args, sink: Arc<dyn Sink>) -> (Option<Replica>, Arc<dyn Sink>) {
+        if args.lock.is_none() {
+            return (None, sink);
+        }
+        let tell = replica::Tell::new();
+        let gated = Arc::new(replica::GatedSink {
+            inner: sink.clone(),
+            may_write: tell.may_write.subscribe(),
+        });
+        (Some(Replica { tell, sink }), gated)
+    }
+}
+
+/// The next role `rx` tells; never, without one.
+async fn role_change(rx: Option<&mut tokio::sync::watch::Receiver<Role>>) -> Option<Role> {
+    match rx {
+        Some(rx) => {
+            rx.changed().await.ok()?;
+            let now = *rx.borrow_and_update();
+            Some(now)
+        }
+        None => std::future::pending().await,
+    }
 }
 
 impl Serving {
@@ -497,6 +610,39 @@ impl Serving {
         self.saving = Some(tokio::task::spawn_blocking(move || {
             save_state(world, since, sink.as_ref(), reserved, gate)
         }));
+    }
+
+    /// This replica turned active: the status directory is read again (the replica
+    /// active before wrote it meanwhile), the world rebuilt on it and its state saved,
+    /// then the keys are let through.
+    async fn take_over(&mut self) {
+        let Some(r) = &self.replica else { return };
+        let (tell, inner) = (r.tell.clone(), r.sink.clone());
+        if let Some(task) = self.saving.take() {
+            self.settle(task.await);
+        }
+        match inner.load() {
+            Ok((state, problems)) => {
+                for p in problems {
+                    tracing::warn!(problem = %p, "status dir");
+                }
+                let context = Arc::new(state.context(self.args.settings().reserved));
+                self.current = Current {
+                    state: Arc::new(state),
+                    saved: true,
+                    of: None,
+                    context,
+                };
+            }
+            Err(e) => tracing::error!(error = %e, "cannot read {} again", inner.describe()),
+        }
+        // This reload's state is saved whatever the gate says (it is not open yet).
+        let gated = std::mem::replace(&mut self.sink, inner);
+        self.reload().await;
+        self.sink = gated;
+        if tell.open() {
+            tracing::info!("took over: writing");
+        }
     }
 
     /// Before stopping: the save under way finished, the journal folded.

@@ -129,3 +129,45 @@ fn a_world_built_after_another_is_the_world_built_afresh() {
         p.problems
     );
 }
+
+#[test]
+fn a_network_is_numbered_by_its_definition_first_then_by_its_rows_then_by_what_was_remembered() {
+    use crate::world::{NumbersInNb, Settings, World};
+    // UDN red/net is network `red_net`; its rows in the NB say 7.
+    let net = l3("[{cidr: 10.1.0.0/16}]");
+    let nad = "---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\n\
+        metadata: {name: net, namespace: red, annotations: {k8s.ovn.org/network-id: '4'}}\n\
+        spec:\n  config: '{\"cniVersion\":\"1.0.0\",\"name\":\"red_net\",\"netAttachDefName\":\"red/net\",\"topology\":\"layer3\",\"type\":\"ovn-k8s-cni-overlay\"}'\n";
+    let numbers = NumbersInNb {
+        ids: [("red_net".to_owned(), 7)].into(),
+        ..Default::default()
+    };
+    let with = |numbers: Option<&NumbersInNb>| Settings {
+        numbers_in_nb: numbers.cloned().map(std::sync::Arc::new),
+        ..Default::default()
+    };
+    let build = |yaml: &str, state: &State, settings: Settings| {
+        let w = World::build(&[parse_file(Path::new("m.yaml"), yaml)], state, settings);
+        assert!(w.problems.is_empty(), "{:?}", w.problems);
+        w.allocations.network_ids["red_net"]
+    };
+    let nodes = node("a", &[]);
+    let plain = format!("{nodes}{net}");
+    // Nothing says: netconnect numbers it (the first id).
+    assert_eq!(build(&plain, &State::default(), with(None)), 1);
+    // Its rows say 7.
+    assert_eq!(build(&plain, &State::default(), with(Some(&numbers))), 7);
+    // Its NetworkAttachmentDefinition says 4: that wins over the rows.
+    let defined = format!("{plain}{nad}");
+    assert_eq!(build(&defined, &State::default(), with(Some(&numbers))), 4);
+    // A status directory remembering 1 (numbered before the rows were read): the rows
+    // win, they are what the pods use.
+    let first = World::build(
+        &[parse_file(Path::new("m.yaml"), &plain)],
+        &State::default(),
+        with(None),
+    );
+    let remembered = first.state(&State::default());
+    assert_eq!(build(&plain, &remembered, with(None)), 1);
+    assert_eq!(build(&plain, &remembered, with(Some(&numbers))), 7);
+}
