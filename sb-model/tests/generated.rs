@@ -52,3 +52,20 @@ fn the_model_has_every_table_of_the_schema_with_docs() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ovn-sb.md")).unwrap();
     assert_eq!(docs.matches("\n## ").count(), 39);
 }
+
+#[test]
+fn a_chassis_row_decodes_and_encodes_back() {
+    use ovsdb_proto::model::Table;
+    use ovsdb_proto::{Row, Uuid};
+    let row: Row = serde_json::from_value(serde_json::json!({
+        "name": "chassis-1", "hostname": "node1",
+        "encaps": ["set", [["uuid", "36bd8a88-2b8f-4b4c-8e18-1c2f2b6a1f00"]]],
+        "other_config": ["map", [["ovn-bridge-mappings", "physnet:br-ex"]]]
+    }))
+    .unwrap();
+    let c = sb_model::Chassis::from_row(Uuid::nil(), &row).unwrap();
+    assert_eq!(c.hostname, "node1");
+    assert_eq!(c.encaps.len(), 1);
+    assert_eq!(c.other_config["ovn-bridge-mappings"], "physnet:br-ex");
+    assert_eq!(c.to_row()["name"], row["name"]);
+}
