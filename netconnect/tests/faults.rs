@@ -482,3 +482,92 @@ fn a_raft_cluster_restored_from_its_files_gets_the_daemons_rows_back() {
     let (_, status) = common::get(&d.addr, "/status").unwrap();
     assert!(status.contains("\"nbBehind\":\""), "{status}");
 }
+
+/// The first value of metric `name` in `text`.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+}
+
+#[test]
+fn killed_during_a_500_node_networks_transaction_it_converges_and_touches_no_one_elses_row() {
+    // One network on 500 nodes: its key's one transaction holds thousands of rows.
+    // SIGKILL while that key is being reconciled: the NB holds all of the network's
+    // rows or none (a transaction is atomic); restarted, the daemon converges to what
+    // an undisturbed run writes (no row twice, none missing), and another party's rows
+    // are as they were.
+    let sb = Sandbox::start().unwrap();
+    let nb = sb.nb.unix_remote();
+    sb.nbctl(&[
+        "ls-add",
+        "theirs",
+        "--",
+        "set",
+        "Logical_Switch",
+        "theirs",
+        "external_ids:owner=someone",
+        "--",
+        "pg-add",
+        "theirs_pg",
+    ])
+    .unwrap();
+    let theirs = || {
+        (
+            sb.nbctl(&["list", "Logical_Switch", "theirs"]).unwrap(),
+            sb.nbctl(&["list", "Port_Group", "theirs_pg"]).unwrap(),
+        )
+    };
+    let before = theirs();
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    let mut text = String::from(
+        "apiVersion: k8s.ovn.org/v1\nkind: ClusterUserDefinedNetwork\nmetadata: {name: big}\n\
+         spec:\n  namespaceSelector: {}\n  network: {topology: Layer3, layer3: {role: Primary, subnets: [{cidr: 172.16.0.0/12, hostSubnet: 24}]}}\n",
+    );
+    for i in 0..500 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: node{i:03}, annotations: {{k8s.ovn.org/node-chassis-id: ch{i}}}}}\n"
+        ));
+    }
+    std::fs::write(m.path().join("big.yaml"), text).unwrap();
+    let mut d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    // Killed while a key's reconcile is in flight, well into it.
+    wait_until("the network's reconcile under way", 120, || {
+        common::get(&d.addr, "/metrics").is_some_and(|(_, t)| {
+            metric(&t, "netconnect_queue_running").is_some_and(|n| n >= 1.0)
+                && metric(&t, "netconnect_oldest_running_seconds").is_some_and(|s| s > 0.3)
+        })
+    });
+    d.kill();
+    let switches = || {
+        sb.nbctl(&["--bare", "--columns=name", "list", "Logical_Switch"])
+            .unwrap()
+            .split_whitespace()
+            .filter(|n| n.starts_with("cluster_udn_big_node"))
+            .count()
+    };
+    let at_kill = switches();
+    assert!(
+        at_kill == 0 || at_kill >= 500,
+        "{at_kill} of the network's switches: a transaction cut in two"
+    );
+    let d = Daemon::start(&nb, m.path(), s.path(), &[]);
+    d.wait_converged(300);
+    let without_theirs = |c: BTreeMap<String, Vec<String>>| -> BTreeMap<String, Vec<String>> {
+        c.into_iter()
+            .map(|(t, rows)| {
+                let rows = rows.into_iter().filter(|r| !r.contains("theirs")).collect();
+                (t, rows)
+            })
+            .collect()
+    };
+    let got = without_theirs(contents(&nb));
+    let want = without_theirs(reference(m.path(), s.path(), &[]));
+    assert_eq!(
+        got, want,
+        "the rows of an undisturbed run, none twice, none missing"
+    );
+    assert_eq!(theirs(), before, "another party's rows untouched");
+    eprintln!("killed with {at_kill} of the network's switches in; converged after the restart");
+}

@@ -2,7 +2,7 @@
 //!
 //! - `/healthz`: 200 while the process serves;
 //! - `/readyz`: 200 once the NB cache is synced and the first pass over every key is
-//!   done (a replica standing by: once synced; the body says `ready (active)` or
+//!   done, while the cache is connected (503 again while it is not) (a replica standing by: once synced; the body says `ready (active)` or
 //!   `ready (standby)`), 503 before;
 //! - `/status`: JSON: readiness, the replica's role (`single`, `starting`, `active`,
 //!   `standby`), each key's last outcome, the input problems, each
@@ -46,8 +46,12 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Ready: the first pass done (or standing by), and the cache synced over a live
+    /// connection now (cut off from the NB, the daemon writes nothing: not ready until
+    /// it is back).
     fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed) && self.reconciler.cache().schema().is_some()
+        let cache = self.reconciler.cache();
+        self.ready.load(Ordering::Relaxed) && cache.client().is_some_and(|c| !c.is_closed())
     }
 }
 

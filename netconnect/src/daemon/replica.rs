@@ -11,9 +11,15 @@
 //! and stands by until it holds it. Every replica follows the leader the same way, so
 //! they meet in one line again.
 //!
-//! What the lock does not fence: a reconcile already sending when its replica stops
-//! being active finishes its one transaction (the next key waits). OVN-Kubernetes'
-//! own leader election (a Kubernetes lease) has the same window.
+//! The gate closes the moment the lock is lost or the cache leaves the lock's server;
+//! the reconciler looks at it just before each send, the workers before each key. What
+//! it does not fence: a transaction already sent when its replica stops being active
+//! (it completes), and, at a raft leader change, the moment between one replica's
+//! cache learning of the new leader (it then takes the new leader's lock at once) and
+//! the other's learning it (until then it holds the old leader's lock and its writes
+//! are forwarded to the new leader): the time a member takes to tell its clients it
+//! stepped down. ovn-northd's lock on a clustered Southbound has the same window, and
+//! OVN-Kubernetes' lease-based election a wider one (the lease's renew deadline).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -133,9 +139,6 @@ impl Sink for GatedSink {
     }
 }
 
-/// How often the lock's server is compared with the cache's.
-const FOLLOW: Duration = Duration::from_millis(250);
-
 /// Holds (or waits for) lock `name` on the server the cache of `reconciler` writes to
 /// until `stop`, telling `role` what this replica is.
 ///
@@ -155,7 +158,7 @@ pub(crate) async fn hold(
             () = stop.cancelled() => return,
         }
         let Some(remote) = cache.remote() else {
-            tokio::time::sleep(FOLLOW).await;
+            tokio::time::sleep(Duration::from_millis(100)).await;
             continue;
         };
         let lock = tokio::select! {
@@ -192,7 +195,8 @@ async fn follow(
             LockState::Waiting => Role::Standby,
             LockState::Lost => return,
         };
-        if reconciler.cache().remote().as_ref() != Some(remote) {
+        let cache = reconciler.cache();
+        if cache.remote().as_ref() != Some(remote) {
             tracing::info!(lock = %name, %remote, "the NB's writer moved: asking for the lock there");
             return;
         }
@@ -200,7 +204,8 @@ async fn follow(
         tokio::select! {
             _ = lock.wait_held(), if now == Role::Standby => {}
             () = lock.lost(), if now == Role::Active => {}
-            () = tokio::time::sleep(FOLLOW) => {}
+            // At once: the writes go elsewhere now, the lock held here says nothing.
+            () = cache.wait_left(remote) => {}
             () = stop.cancelled() => return,
         }
     }

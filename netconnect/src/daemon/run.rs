@@ -371,6 +371,7 @@ async fn start_controller(
     let mut role = None;
     if let (Some(name), Some(tell)) = (args.lock.clone(), tell) {
         controller = controller.with_gate(tell.may_write.subscribe());
+        reconciler.gate_writes(tell.may_write.subscribe());
         role = Some(tell.role.subscribe());
         let options = connect_options(args);
         let (r, stop) = (reconciler.clone(), shutdown.clone());

@@ -111,6 +111,10 @@ pub enum ReconcileError {
         "the cache did not show the outcome of the previous transaction within {0:?}; nothing sent"
     )]
     Unsettled(Duration),
+    /// This process is one replica of several and not the active one (any more):
+    /// nothing sent ([`Reconciler::gate_writes`]).
+    #[error("this replica is not the active one; nothing sent")]
+    NotActive,
 }
 
 impl ReconcileError {
@@ -123,6 +127,7 @@ impl ReconcileError {
             ReconcileError::Plan(_) => false,
             ReconcileError::Nb(_) => true,
             ReconcileError::Unsettled(_) => true,
+            ReconcileError::NotActive => true,
         }
     }
 }
@@ -141,6 +146,8 @@ pub struct Reconciler {
     memo: Memo,
     /// Keys whose last transaction may have written what the cache does not show yet.
     unsettled: Mutex<HashMap<String, Unsettled>>,
+    /// While it says false, nothing is sent ([`Reconciler::gate_writes`]).
+    write_gate: std::sync::OnceLock<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// A transaction whose effects the cache may not show yet: the key's next plan waits
@@ -202,7 +209,16 @@ impl Reconciler {
             planner: std::sync::Mutex::new(None),
             memo: Memo::default(),
             unsettled: Mutex::new(HashMap::new()),
+            write_gate: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sends no transaction while `gate` says false (one replica of several, not the
+    /// active one): a key's write then fails with [`ReconcileError::NotActive`],
+    /// nothing sent. Looked at just before each send, after the key's plan. Set once;
+    /// later calls are ignored.
+    pub fn gate_writes(&self, gate: tokio::sync::watch::Receiver<bool>) {
+        let _ = self.write_gate.set(gate);
     }
 
     /// The cache.
@@ -382,6 +398,9 @@ impl Reconciler {
         (planned, before): (Arc<Snapshot>, KeyRows),
         mut took: Took,
     ) -> Result<Plan, ReconcileError> {
+        if self.write_gate.get().is_some_and(|g| !*g.borrow()) {
+            return Err(ReconcileError::NotActive);
+        }
         // The operations are lent to the transaction (with a comment after them) and
         // given back to the plan: a key's first transaction holds all its rows.
         let mut ops = std::mem::take(&mut plan.operations);

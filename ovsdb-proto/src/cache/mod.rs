@@ -763,6 +763,16 @@ impl Cache {
         self.client.borrow().clone()
     }
 
+    /// Waits until the cache is no longer synced with `remote`: its connection there
+    /// ended, or it moved to another server (a raft cluster's new leader). At once when
+    /// it is not synced with `remote` now. What holds something on one server (an
+    /// OVSDB lock: ovsdb-server keeps locks per server, not in the raft log) learns
+    /// here that its writes no longer go there.
+    pub async fn wait_left(&self, remote: &Remote) {
+        let mut rx = self.remote.clone();
+        let _ = rx.wait_for(|r| r.as_ref() != Some(remote)).await;
+    }
+
     /// The server the cache is synced with now, if any (one of the configured
     /// remotes): which member of a cluster it follows.
     pub fn remote(&self) -> Option<Remote> {
