@@ -14,6 +14,11 @@ echo "== cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo doc (warnings denied: a broken link or a bad doc comment fails)"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --quiet
+echo "== cargo package (the crates meant for crates.io, built from their packaged sources)"
+# netconnect and ovn-sandbox are this repository's daemon and test bench (publish =
+# false); the six libraries must build from what a registry would hold.
+cargo package --quiet --allow-dirty -p ovsdb-derive -p ovsdb-proto -p ovsdb-codegen \
+    -p nb-model -p sb-model -p ovs-model
 echo "== cargo test"
 # The programs tests run (ovn-sandbox's command among them): cargo test builds a
 # package's binaries only for that package's own integration tests.
