@@ -31,6 +31,30 @@ fn image(install: &Installation) -> String {
     .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The image run as its README shows: on the NB's network (and `more`), the NB's
+/// address in its environment, manifests and status directory mounted in.
+fn start(
+    image: &str,
+    nb: &ContainerCluster,
+    more: &[(&ovn_sandbox::DockerNetwork, u8)],
+    manifests: &Path,
+    status: &Path,
+) -> ovn_sandbox::Container {
+    let mut networks = vec![(nb.client_network(), 100)];
+    networks.extend_from_slice(more);
+    let spec = ContainerSpec {
+        image,
+        name: "netconnectd",
+        env: vec![format!("NETCONNECTD_NB={}", nb.tcp_remote(0))],
+        binds: vec![
+            format!("{}:/etc/netconnect/manifests:ro", manifests.display()),
+            format!("{}:/var/lib/netconnect", status.display()),
+        ],
+        ..Default::default()
+    };
+    ovn_sandbox::Container::start(&networks, spec).unwrap()
+}
+
 /// A status directory the image's user owns.
 fn status_dir() -> tempfile::TempDir {
     let status = tempfile::tempdir().unwrap();
@@ -55,23 +79,7 @@ fn the_image_built_by_the_engine_programs_the_nb_as_its_user_and_stops_cleanly()
     )
     .unwrap();
     let status = status_dir();
-    let daemon = ovn_sandbox::Container::start(
-        &[(nb.client_network(), 100)],
-        ContainerSpec {
-            image: &image,
-            name: "netconnectd",
-            env: vec![format!("NETCONNECTD_NB={}", nb.tcp_remote(0))],
-            binds: vec![
-                format!(
-                    "{}:/etc/netconnect/manifests:ro",
-                    manifests.path().display()
-                ),
-                format!("{}:/var/lib/netconnect", status.path().display()),
-            ],
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let daemon = start(&image, &nb, &[], manifests.path(), status.path());
 
     let addr = format!("{}:9476", daemon.ip());
     wait_until("/readyz over the container's address", 60, || {
@@ -129,23 +137,13 @@ fn cut_off_from_its_nb_for_30s_it_is_not_ready_and_converges_once_back() {
     std::fs::write(m("blue.yaml"), network("blue", "10.10.0.0/16")).unwrap();
     std::fs::write(m("green.yaml"), network("green", "10.20.0.0/16")).unwrap();
     let status = status_dir();
-    let daemon = ovn_sandbox::Container::start(
-        &[(nb.client_network(), 100), (&reach, 10)],
-        ContainerSpec {
-            image: &image,
-            name: "netconnectd",
-            env: vec![format!("NETCONNECTD_NB={}", nb.tcp_remote(0))],
-            binds: vec![
-                format!(
-                    "{}:/etc/netconnect/manifests:ro",
-                    manifests.path().display()
-                ),
-                format!("{}:/var/lib/netconnect", status.path().display()),
-            ],
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let daemon = start(
+        &image,
+        &nb,
+        &[(&reach, 10)],
+        manifests.path(),
+        status.path(),
+    );
     let addr = format!("{}:9476", daemon.ip_on(&reach).unwrap());
     let ready = || get(&addr, "/readyz").map(|(c, _)| c);
     wait_until("/readyz", 60, || ready() == Some(200));

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod check;
 mod docs;
 mod emit;
 pub mod names;
