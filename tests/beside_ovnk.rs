@@ -452,6 +452,75 @@ async fn a_takeover_without_the_networks_definitions_numbers_them_as_their_rows_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn netconnectd_audits_and_takes_over_without_the_definitions_keeping_the_numbers() {
+    // The same NB (blue 7, green 5, yellow 9) and manifests without the NADs, through
+    // the command: `--plan --adopt` plans owner keys only; `--once --adopt` takes
+    // over, the transit switches keep their keys, the status files say the ids.
+    let sb = sandbox();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let numbered = networks()
+        + &nad("blue", "blue", "layer3", 7)
+        + &nad("green", "green", "layer3", 5)
+        + &nad("yellow", "yellow", "layer2", 9);
+    ovn_kubernetes_nb_of(&r, &numbered).await;
+    let m = tempfile::tempdir().unwrap();
+    let s = tempfile::tempdir().unwrap();
+    std::fs::write(m.path().join("networks.yaml"), networks()).unwrap();
+    let run = |extra: &[&str]| {
+        std::process::Command::new(integration_tests::binary("netconnectd"))
+            .args(["--nb", &sb.nb.unix_remote(), "--manifests"])
+            .arg(m.path())
+            .arg("--status-dir")
+            .arg(s.path())
+            .args(["--adopt", "ovn-kubernetes"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let plan = run(&["--plan"]);
+    let text = String::from_utf8_lossy(&plan.stdout).into_owned();
+    assert_eq!(plan.status.code(), Some(2), "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
+    assert!(
+        rows.iter().filter(|l| l.starts_with("  adopt ")).count() > 50,
+        "{text}"
+    );
+    for line in &rows {
+        let owner_keys_only = line.starts_with("  adopt ") && line.ends_with(": external_ids");
+        // (A Layer2 network on two nodes of one NB says it cannot reach both hosts.)
+        let note = line.starts_with("  not written ") || line.starts_with("  incomplete: ");
+        assert!(owner_keys_only || note, "{line}\n{text}");
+    }
+    let once = run(&["--once"]);
+    let out = String::from_utf8_lossy(&once.stdout).into_owned();
+    assert!(
+        once.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&once.stderr)
+    );
+    let key = |switch: &str| {
+        sb.nbctl(&[
+            "get",
+            "Logical_Switch",
+            switch,
+            "other_config:requested-tnl-key",
+        ])
+        .unwrap()
+    };
+    assert_eq!(
+        key("cluster_udn_blue_transit_switch").trim(),
+        "\"16711690\""
+    );
+    assert_eq!(
+        key("cluster_udn_green_transit_switch").trim(),
+        "\"16711688\""
+    );
+    let status =
+        std::fs::read_to_string(s.path().join("ClusterUserDefinedNetwork/yellow.yaml")).unwrap();
+    assert!(status.contains("k8s.ovn.org/network-id: '9'"), "{status}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_keep_pinging_through_a_takeover() {
     // Two pods of OVN-Kubernetes' blue network on two nodes (their path crosses the
     // network's cluster router): pinging all the while netconnect adopts the rows,

@@ -31,6 +31,19 @@ pub fn example(name: &str) -> std::path::PathBuf {
     path
 }
 
+/// Binary `name` of a workspace crate, which `cargo build --workspace --bins` builds
+/// (the suite does, before its tests); panics naming that command when it is missing.
+pub fn binary(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().and_then(|d| d.parent()).unwrap().join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path
+}
+
 /// A standalone OVN_Northbound server from the recent installation.
 pub fn nb_server() -> OvsdbServer {
     let install = Installation::recent().unwrap_or_else(|e| panic!("{e}"));
