@@ -171,7 +171,50 @@ async fn ovn_kubernetes_nb_of(
     theirs
 }
 
-#[allow(clippy::too_many_lines)] // a test: one story, start to end
+/// Asserts that every row of `theirs` is in `after`, the same row (uuid), its columns
+/// the same but for elements added to its sets.
+fn kept_but_set_elements(
+    theirs: &BTreeMap<(String, String), ovsdb_proto::Row>,
+    after: &BTreeMap<(String, String), ovsdb_proto::Row>,
+) {
+    for ((table, uuid), before) in theirs {
+        let now = after
+            .get(&(table.clone(), uuid.clone()))
+            .unwrap_or_else(|| panic!("{table} {uuid} deleted or recreated: {before:?}"));
+        for (column, value) in before {
+            // ovn-northd sets a port's `up` (and the like) when it gets to it.
+            if netconnect::reconcile::left::WRITTEN_BY_OVN.contains(&column.as_str()) {
+                continue;
+            }
+            let new = &now[column];
+            let kept = match (value, new) {
+                (Datum::Set(a), Datum::Set(b)) => a.iter().all(|x| b.contains(x)),
+                (Datum::Map(a), Datum::Map(b)) => a.iter().all(|x| b.contains(x)),
+                _ => false,
+            };
+            assert!(kept, "{table} {uuid} {column}: {value:?} became {new:?}");
+            if !matches!(
+                column.as_str(),
+                "ports" | "policies" | "load_balancer_group" | "acls"
+            ) {
+                assert_eq!(value, new, "{table} {uuid} {column} changed");
+            }
+        }
+    }
+}
+
+/// The name of the connect's router `connect_router_colored`, if the NB has it.
+fn connect_router(sb: &integration_tests::Sandbox) -> String {
+    let args = [
+        "--bare",
+        "--columns=name",
+        "find",
+        "Logical_Router",
+        "name=connect_router_colored",
+    ];
+    sb.nbctl(&args).unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_elements_only() {
     let sb = sandbox();
@@ -198,41 +241,8 @@ async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_eleme
         .iter()
         .any(|o| o.result.as_ref().is_ok_and(|p| !p.is_empty())));
     let after = rows(&r);
-    // Every row of OVN-Kubernetes' is still there, the same row (uuid), its columns the
-    // same but for elements added to its sets.
-    for ((table, uuid), before) in &theirs {
-        let now = after
-            .get(&(table.clone(), uuid.clone()))
-            .unwrap_or_else(|| panic!("{table} {uuid} deleted or recreated: {before:?}"));
-        for (column, value) in before {
-            // ovn-northd sets a port's `up` (and the like) when it gets to it.
-            if netconnect::reconcile::left::WRITTEN_BY_OVN.contains(&column.as_str()) {
-                continue;
-            }
-            let new = &now[column];
-            let kept = match (value, new) {
-                (Datum::Set(a), Datum::Set(b)) => a.iter().all(|x| b.contains(x)),
-                (Datum::Map(a), Datum::Map(b)) => a.iter().all(|x| b.contains(x)),
-                _ => false,
-            };
-            assert!(kept, "{table} {uuid} {column}: {value:?} became {new:?}");
-            if !matches!(
-                column.as_str(),
-                "ports" | "policies" | "load_balancer_group" | "acls"
-            ) {
-                assert_eq!(value, new, "{table} {uuid} {column} changed");
-            }
-        }
-    }
-    let router = sb
-        .nbctl(&[
-            "--bare",
-            "--columns=name",
-            "find",
-            "Logical_Router",
-            "name=connect_router_colored",
-        ])
-        .unwrap();
+    kept_but_set_elements(&theirs, &after);
+    let router = connect_router(&sb);
     assert_eq!(router.trim(), "connect_router_colored");
     // A port of the connect on a network router of OVN-Kubernetes'.
     let ports = sb
@@ -270,15 +280,7 @@ async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_eleme
         "{:?}",
         gone.iter().map(|o| &o.key).collect::<Vec<_>>()
     );
-    let router = sb
-        .nbctl(&[
-            "--bare",
-            "--columns=name",
-            "find",
-            "Logical_Router",
-            "name=connect_router_colored",
-        ])
-        .unwrap();
+    let router = connect_router(&sb);
     assert_eq!(router.trim(), "connect_router_colored", "left alone");
 
     // A network's router gone (OVN-Kubernetes not done creating it, or deleting it):
@@ -590,17 +592,13 @@ async fn pods_keep_pinging_through_a_takeover() {
     );
 }
 
-#[allow(clippy::too_many_lines)] // a test: one story, start to end
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_audit_names_every_drift_and_every_row_it_would_not_write() {
-    // `--plan --adopt ovn-kubernetes` over OVN-Kubernetes' NB with three drifts made by
-    // hand: a column changed (a router port's MAC), a row deleted (a policy), a row
-    // netconnect does not write added (a policy). The audit names the three, plans no
-    // change but the owner keys for every other row, and writes nothing.
-    use netconnect::reconcile::dry_run::DryRun;
-    let sb = sandbox();
-    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
-    ovn_kubernetes_nb(&r).await;
+/// Three drifts by hand in OVN-Kubernetes' NB: blue's `rtos-…node-a` MAC changed, the
+/// first policy of green's router taken out of it (its priority and match returned),
+/// a policy netconnect does not write added to blue's router (priority 1234).
+async fn drift(
+    sb: &integration_tests::Sandbox,
+    r: &netconnect::reconcile::Reconciler,
+) -> (String, String) {
     let port = "rtos-cluster_udn_blue_node-a";
     sb.nbctl(&[
         "set",
@@ -651,6 +649,25 @@ async fn an_audit_names_every_drift_and_every_row_it_would_not_write() {
             })
         })
         .await;
+    (gone_priority, gone_match)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_names_every_drift_and_every_row_it_would_not_write() {
+    // `--plan --adopt ovn-kubernetes` over OVN-Kubernetes' NB with three drifts made by
+    // hand: a column changed (a router port's MAC), a row deleted (a policy), a row
+    // netconnect does not write added (a policy). The audit names the three, plans no
+    // change but the owner keys for every other row, and writes nothing.
+    use netconnect::reconcile::dry_run::DryRun;
+    let sb = sandbox();
+    let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
+    ovn_kubernetes_nb(&r).await;
+    let (port, green, blue) = (
+        "rtos-cluster_udn_blue_node-a",
+        "cluster_udn_green_ovn_cluster_router",
+        "cluster_udn_blue_ovn_cluster_router",
+    );
+    let (gone_priority, gone_match) = drift(&sb, &r).await;
     let before = rows(&r);
 
     let settings = Settings {
