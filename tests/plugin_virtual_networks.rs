@@ -5,7 +5,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use integration_tests::sandbox;
+use integration_tests::{sandbox, Sandbox};
 use netconnect::virtual_networks::{self as vl, Plugin, VlError};
 use ovsdb_proto::cache::{Cache, CacheConfig};
 
@@ -38,22 +38,9 @@ async fn cache(remote: &str) -> Cache {
     cache
 }
 
-#[allow(clippy::too_many_lines)] // a test: one story, start to end
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn create_query_update_delete_follow_the_seed() {
-    let sb = sandbox();
-    // The site made the distributed and gateway routers (the seed assumes them).
-    sb.nbctl(&["lr-add", "k8smaster"]).unwrap();
-    sb.nbctl(&["lr-add", "GR_k8smaster"]).unwrap();
-    sb.nbctl(&["lr-route-add", "GR_k8smaster", "0.0.0.0/0", "192.168.121.1"])
-        .unwrap();
-    let cache = cache(&sb.nb.unix_remote()).await;
-    let p = plugin();
-
-    let vn = vl::create(&cache, &p, "ovn-ls-24", "172.16.24.0/24", "172.16.24.1/24")
-        .await
-        .unwrap();
-    assert_eq!(vn.subnet.to_string(), "172.16.24.0/24");
+/// The rows `create("ovn-ls-24", "172.16.24.0/24", "172.16.24.1/24")` writes, as the
+/// seed lists them, and the site's own route and NAT kept.
+fn assert_created_as_the_seed_shows(sb: &Sandbox) {
     assert_eq!(
         sb.nbctl(&["get", "logical_switch", "ovn-ls-24", "other_config:subnet"])
             .unwrap()
@@ -110,36 +97,10 @@ async fn create_query_update_delete_follow_the_seed() {
         nats.contains("192.168.121.19") && nats.contains("172.16.24.0/24"),
         "{nats}"
     );
-    sb.sync().unwrap();
+}
 
-    // Create of an existing name is an error, and writes nothing.
-    let before = sb.nbctl(&["show"]).unwrap();
-    let e = vl::create(&cache, &p, "ovn-ls-24", "172.16.25.0/24", "172.16.25.1")
-        .await
-        .unwrap_err();
-    assert!(matches!(e, VlError::Exists(_)), "{e}");
-    assert_eq!(sb.nbctl(&["show"]).unwrap(), before);
-    sb.nbctl(&["ls-add", "late"]).unwrap();
-    assert!(
-        cache
-            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
-                == 2)
-            .await
-    );
-
-    // Query returns the typed rows.
-    let q = vl::query(&cache.snapshot(), &p, "ovn-ls-24")
-        .unwrap()
-        .unwrap();
-    assert_eq!(q.router_port.mac, "0a:58:ac:10:18:01");
-    assert_eq!(q.route.as_ref().unwrap().nexthop, "100.64.1.1");
-    assert!(
-        vl::query(&cache.snapshot(), &p, "late").unwrap().is_none(),
-        "not ours"
-    );
-
-    // Another writer's columns and map keys on the rows (ovn-northd's `up` on the
-    // switch port among them) are not the plugin's: the update keeps them.
+/// Values another writer puts on the virtual network's rows, once the cache shows them.
+async fn another_writers_values(sb: &Sandbox, cache: &Cache) {
     sb.nbctl(&[
         "set",
         "logical_switch_port",
@@ -179,24 +140,16 @@ async fn create_query_update_delete_follow_the_seed() {
         lrp && ls && lsp
     };
     tokio::time::timeout(Duration::from_secs(10), async {
-        while !seen(&cache) {
+        while !seen(cache) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
     .expect("the cache shows the other writer's values");
+}
 
-    // Update moves everything to the new subnet in one transaction.
-    let u = vl::update(&cache, &p, "ovn-ls-24", "172.16.124.0/24", "172.16.124.1")
-        .await
-        .unwrap();
-    assert_eq!(u.switch.uuid, vn.switch.uuid, "the same rows, updated");
-    assert_eq!(
-        u.router_port.networks.iter().collect::<Vec<_>>(),
-        ["172.16.124.1/24"]
-    );
-    assert_eq!(u.snat.as_ref().unwrap().logical_ip, "172.16.124.0/24");
-    assert_eq!(u.route.as_ref().unwrap().ip_prefix, "172.16.124.0/24");
+/// [`another_writers_values`], kept by an update.
+fn another_writers_values_kept(sb: &Sandbox) {
     let get = |table: &str, row: &str, column: &str| {
         sb.nbctl(&["get", table, row, column])
             .unwrap()
@@ -220,6 +173,68 @@ async fn create_query_update_delete_follow_the_seed() {
         ),
         "\"false\""
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_query_update_delete_follow_the_seed() {
+    let sb = sandbox();
+    // The site made the distributed and gateway routers (the seed assumes them).
+    sb.nbctl(&["lr-add", "k8smaster"]).unwrap();
+    sb.nbctl(&["lr-add", "GR_k8smaster"]).unwrap();
+    sb.nbctl(&["lr-route-add", "GR_k8smaster", "0.0.0.0/0", "192.168.121.1"])
+        .unwrap();
+    let cache = cache(&sb.nb.unix_remote()).await;
+    let p = plugin();
+
+    let vn = vl::create(&cache, &p, "ovn-ls-24", "172.16.24.0/24", "172.16.24.1/24")
+        .await
+        .unwrap();
+    assert_eq!(vn.subnet.to_string(), "172.16.24.0/24");
+    assert_created_as_the_seed_shows(&sb);
+    sb.sync().unwrap();
+
+    // Create of an existing name is an error, and writes nothing.
+    let before = sb.nbctl(&["show"]).unwrap();
+    let e = vl::create(&cache, &p, "ovn-ls-24", "172.16.25.0/24", "172.16.25.1")
+        .await
+        .unwrap_err();
+    assert!(matches!(e, VlError::Exists(_)), "{e}");
+    assert_eq!(sb.nbctl(&["show"]).unwrap(), before);
+    sb.nbctl(&["ls-add", "late"]).unwrap();
+    assert!(
+        cache
+            .wait_for(Duration::from_secs(10), |s| s.table("Logical_Switch").len()
+                == 2)
+            .await
+    );
+
+    // Query returns the typed rows.
+    let q = vl::query(&cache.snapshot(), &p, "ovn-ls-24")
+        .unwrap()
+        .unwrap();
+    assert_eq!(q.router_port.mac, "0a:58:ac:10:18:01");
+    assert_eq!(q.route.as_ref().unwrap().nexthop, "100.64.1.1");
+    assert!(
+        vl::query(&cache.snapshot(), &p, "late").unwrap().is_none(),
+        "not ours"
+    );
+
+    // Another writer's columns and map keys on the rows (ovn-northd's `up` on the
+    // switch port among them) are not the plugin's: the update keeps them.
+    another_writers_values(&sb, &cache).await;
+
+    // Update moves everything to the new subnet in one transaction.
+    let u = vl::update(&cache, &p, "ovn-ls-24", "172.16.124.0/24", "172.16.124.1")
+        .await
+        .unwrap();
+    assert_eq!(u.switch.uuid, vn.switch.uuid, "the same rows, updated");
+    assert_eq!(
+        u.router_port.networks.iter().collect::<Vec<_>>(),
+        ["172.16.124.1/24"]
+    );
+    assert_eq!(u.snat.as_ref().unwrap().logical_ip, "172.16.124.0/24");
+    assert_eq!(u.route.as_ref().unwrap().ip_prefix, "172.16.124.0/24");
+    another_writers_values_kept(&sb);
 
     vl::create(&cache, &p, "ovn-ls-25", "172.16.25.0/24", "172.16.25.1")
         .await
@@ -363,7 +378,7 @@ spec:
   config: '{"cnitype": "flannel", "name": "flannel-net", "subnet": "10.244.0.0/16"}'
 "#;
 
-fn names(sb: &integration_tests::Sandbox, table: &str) -> Vec<String> {
+fn names(sb: &Sandbox, table: &str) -> Vec<String> {
     let mut v: Vec<String> = sb
         .nbctl(&["--bare", "--columns=name", "list", table])
         .unwrap()
@@ -374,7 +389,37 @@ fn names(sb: &integration_tests::Sandbox, table: &str) -> Vec<String> {
     v
 }
 
-#[allow(clippy::too_many_lines)] // a test: one story, start to end
+/// The distributed router's port per subnet of the two onapNetworks of [`ONAP`], the
+/// switch's subnet.
+fn assert_router_ports_per_subnet(sb: &Sandbox) {
+    let ports = sb.nbctl(&["lrp-list", "ovn_cluster_router"]).unwrap();
+    for p in [
+        "rtos-ovn-ls-24-172.16.24.0",
+        "rtos-ovn-ls-25-172.16.25.0",
+        "rtos-ovn-ls-25-172.16.26.0",
+    ] {
+        assert!(ports.contains(p), "{p}: {ports}");
+    }
+    assert_eq!(
+        sb.nbctl(&[
+            "get",
+            "logical_router_port",
+            "rtos-ovn-ls-25-172.16.26.0",
+            "networks"
+        ])
+        .unwrap()
+        .trim(),
+        "[\"172.16.26.1/24\"]",
+        "the subnet's first address without a gateway"
+    );
+    assert_eq!(
+        sb.nbctl(&["get", "logical_switch", "ovn-ls-24", "other_config:subnet"])
+            .unwrap()
+            .trim(),
+        "\"172.16.24.0/24\""
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn onap_networks_in_the_manifests_are_kept_as_declared() {
     use integration_tests::udn;
@@ -423,32 +468,7 @@ async fn onap_networks_in_the_manifests_are_kept_as_declared() {
         names(&sb, "Logical_Switch"),
         ["by-hand", "ovn-ls-24", "ovn-ls-25"]
     );
-    let ports = sb.nbctl(&["lrp-list", "ovn_cluster_router"]).unwrap();
-    for p in [
-        "rtos-ovn-ls-24-172.16.24.0",
-        "rtos-ovn-ls-25-172.16.25.0",
-        "rtos-ovn-ls-25-172.16.26.0",
-    ] {
-        assert!(ports.contains(p), "{p}: {ports}");
-    }
-    assert_eq!(
-        sb.nbctl(&[
-            "get",
-            "logical_router_port",
-            "rtos-ovn-ls-25-172.16.26.0",
-            "networks"
-        ])
-        .unwrap()
-        .trim(),
-        "[\"172.16.26.1/24\"]",
-        "the subnet's first address without a gateway"
-    );
-    assert_eq!(
-        sb.nbctl(&["get", "logical_switch", "ovn-ls-24", "other_config:subnet"])
-            .unwrap()
-            .trim(),
-        "\"172.16.24.0/24\""
-    );
+    assert_router_ports_per_subnet(&sb);
     // northd takes them.
     sb.sync().unwrap();
     let again = udn::apply(&r, &world).await;

@@ -7,11 +7,9 @@ use crate::api::load::parse_file;
 use crate::status::dir::tests::{l3, sharing};
 use crate::testing::node;
 
-#[allow(clippy::too_many_lines)] // a test: one story, start to end
-#[test]
-fn a_world_built_after_another_is_the_world_built_afresh() {
-    use crate::api::load::FileObjects;
-    use crate::world::{Settings, World};
+/// The steps of [`a_world_built_after_another_is_the_world_built_afresh`]: what
+/// changes, and the files after it.
+fn steps() -> Vec<(&'static str, Vec<crate::api::load::FileObjects>)> {
     let net = l3("[{cidr: 10.1.0.0/16}]");
     let net2 = "---\napiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: net2, namespace: red}\n\
          spec:\n  topology: Layer3\n  layer3:\n    role: Primary\n    subnets: [{cidr: 10.2.0.0/16}]\n";
@@ -26,7 +24,7 @@ fn a_world_built_after_another_is_the_world_built_afresh() {
         )],
     );
     let one = |yaml: String| vec![parse_file(Path::new("m.yaml"), &yaml)];
-    let steps: Vec<(&str, Vec<FileObjects>)> = vec![
+    vec![
         ("first", one(a.clone() + &b + &net)),
         ("the allocations remembered", one(a.clone() + &b + &net)),
         ("nothing changed", one(a.clone() + &b + &net)),
@@ -72,7 +70,13 @@ fn a_world_built_after_another_is_the_world_built_afresh() {
                 parse_file(Path::new("n.yaml"), &(c_bad.clone() + net2)),
             ],
         ),
-    ];
+    ]
+}
+
+#[test]
+fn a_world_built_after_another_is_the_world_built_afresh() {
+    use crate::world::{Settings, World};
+    let steps = steps();
     let mut state = State::default();
     let mut previous: Option<World> = None;
     let (mut taken, mut shared, mut kept_text) = (0, 0, 0);
