@@ -3,6 +3,10 @@
 //! Each measurement gets a fresh server so database size does not favour either side.
 //!
 //! `cargo bench -p integration-tests --bench transact [-- SEQUENTIAL PIPELINED]`
+//!
+//! `RAW_DELAY_NS=N` delays each of the raw client's sequential requests by N ns after
+//! the reply before it (what a client's own reaction time costs the server's round
+//! trip; see docs/benchmarks.md).
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -62,8 +66,18 @@ fn raw_sequential(n: usize) -> Duration {
         count: 0,
     };
     let mut buf = vec![0u8; 65536];
+    let delay: u64 = std::env::var("RAW_DELAY_NS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let start = Instant::now();
     for i in 0..n {
+        if delay > 0 {
+            // RAW_DELAY_NS: the raw client answers that much later (a busy wait),
+            // to see what a client's reaction time costs the server's round trip.
+            let t = Instant::now();
+            while (t.elapsed().as_nanos() as u64) < delay {}
+        }
         s.write_all(&request(i)).unwrap();
         while counter.count <= i {
             let r = s.read(&mut buf).unwrap();
