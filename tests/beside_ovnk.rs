@@ -43,6 +43,15 @@ fn networks_with_ids() -> String {
         + &nad("yellow", "yellow", "layer2", 3)
 }
 
+/// [`networks`] with NADs numbering them as OVN-Kubernetes might have, not in name
+/// order: blue 7, green 5, yellow 9.
+fn numbered_networks() -> String {
+    networks()
+        + &nad("blue", "blue", "layer3", 7)
+        + &nad("green", "green", "layer3", 5)
+        + &nad("yellow", "yellow", "layer2", 9)
+}
+
 /// Two primary Layer3 networks and a primary Layer2 one (CUDNs labelled for the
 /// connect), on two nodes.
 fn networks() -> String {
@@ -410,11 +419,7 @@ async fn a_takeover_without_the_networks_definitions_numbers_them_as_their_rows_
     use netconnect::world::numbers;
     let sb = sandbox();
     let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
-    let numbered = networks()
-        + &nad("blue", "blue", "layer3", 7)
-        + &nad("green", "green", "layer3", 5)
-        + &nad("yellow", "yellow", "layer2", 9);
-    ovn_kubernetes_nb_of(&r, &numbered).await;
+    ovn_kubernetes_nb_of(&r, &numbered_networks()).await;
 
     let read = numbers::read(&r.cache().snapshot());
     let ids: Vec<(&str, u32)> = read.ids.iter().map(|(n, i)| (n.as_str(), *i)).collect();
@@ -460,11 +465,7 @@ async fn netconnectd_audits_and_takes_over_without_the_definitions_keeping_the_n
     // over, the transit switches keep their keys, the status files say the ids.
     let sb = sandbox();
     let (r, _events) = udn::reconciler(&sb.nb.unix_remote()).await;
-    let numbered = networks()
-        + &nad("blue", "blue", "layer3", 7)
-        + &nad("green", "green", "layer3", 5)
-        + &nad("yellow", "yellow", "layer2", 9);
-    ovn_kubernetes_nb_of(&r, &numbered).await;
+    ovn_kubernetes_nb_of(&r, &numbered_networks()).await;
     let m = tempfile::tempdir().unwrap();
     let s = tempfile::tempdir().unwrap();
     std::fs::write(m.path().join("networks.yaml"), networks()).unwrap();
