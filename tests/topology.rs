@@ -898,3 +898,125 @@ async fn a_world_being_saved_writes_nothing_until_its_save_is_done() {
         "{root} put back: {put_back}"
     );
 }
+
+/// `name` as OVN-Kubernetes' cluster port group of the network whose controller is
+/// `controller`, with its owner keys, added with ovn-nbctl.
+fn their_port_group(sb: &integration_tests::Sandbox, controller: &str) {
+    let name = netconnect::topology::policy_base::port_group_name(controller, "clusterPortGroup");
+    let ids = [
+        format!("external_ids:k8s.ovn.org/owner-controller={controller}"),
+        "external_ids:k8s.ovn.org/owner-type=Cluster".into(),
+        "external_ids:k8s.ovn.org/name=clusterPortGroup".into(),
+        format!("external_ids:k8s.ovn.org/id={controller}:Cluster:clusterPortGroup"),
+    ];
+    let mut cmd = vec!["pg-add".to_owned(), name.clone(), "--".into(), "set".into()];
+    cmd.extend(["port_group".into(), name]);
+    cmd.extend(ids);
+    let cmd: Vec<&str> = cmd.iter().map(String::as_str).collect();
+    sb.nbctl(&cmd).unwrap();
+}
+
+/// The names of the port groups and the matches of the ACLs `controller` owns.
+fn policy_base_of(sb: &integration_tests::Sandbox, controller: &str) -> (String, String) {
+    let find = |table: &str, column: &str| {
+        sb.nbctl(&[
+            "--bare",
+            &format!("--columns={column}"),
+            "find",
+            table,
+            &format!("external_ids:k8s.ovn.org/owner-controller={controller}"),
+        ])
+        .unwrap()
+        .split_whitespace()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect::<Vec<_>>()
+        .join(" ")
+    };
+    (find("port_group", "name"), find("acl", "match"))
+}
+
+/// OVN-Kubernetes' cluster port groups and allow-from-node ACLs (reference §2) are the
+/// network key's: written with its rows (the management ports in
+/// `clusterPortGroup`), left alone on a second pass, gone with the network. The
+/// default network's and a network's netconnect does not run are never touched, though
+/// they carry the same owner types.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_networks_port_groups_and_node_acls_come_and_go_with_it_and_no_others() {
+    use integration_tests::udn;
+    let sb = sandbox();
+    their_port_group(&sb, "default-network-controller");
+    their_port_group(&sb, "cluster_udn_theirs-network-controller");
+    let theirs = dump(&sb.nb.unix_remote()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (r, _) = udn::reconciler(&sb.nb.unix_remote()).await;
+    let nodes = udn::node("n1", "c1", &[]) + &udn::node("n2", "c2", &[]);
+    let green = l3("green", "[{cidr: 10.60.0.0/16}]");
+    let blue = l3("blue", "[{cidr: 10.1.0.0/16, hostSubnet: 24}]");
+    let w = step(&r, dir.path(), &(nodes.clone() + &green + &blue)).await;
+
+    let ctrl = "cluster_udn_blue-network-controller";
+    let (groups, acls) = policy_base_of(&sb, ctrl);
+    let pg = |n| netconnect::topology::policy_base::port_group_name(ctrl, n);
+    let mut want = [pg("clusterPortGroup"), pg("clusterRtrPortGroup")];
+    want.sort();
+    assert_eq!(groups, want.join(" "));
+    let mgmt: Vec<String> = ["n1", "n2"]
+        .iter()
+        .map(|n| {
+            let subnet = w.allocations.host_subnets["cluster_udn_blue"][*n][0];
+            format!("ip4.src=={}", subnet.hosts().nth(1).unwrap())
+        })
+        .collect();
+    assert_eq!(acls, mgmt.join(" "), "one ACL per node switch");
+    let ports = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=ports",
+            "list",
+            "port_group",
+            &pg("clusterPortGroup"),
+        ])
+        .unwrap();
+    for n in ["n1", "n2"] {
+        let port = sb
+            .nbctl(&[
+                "--bare",
+                "--columns=_uuid",
+                "find",
+                "logical_switch_port",
+                &format!("name=k8s-cluster_udn_blue_{n}"),
+            ])
+            .unwrap();
+        assert!(
+            ports.contains(port.trim()),
+            "{n}'s management port in {ports}"
+        );
+    }
+    let acl = sb
+        .nbctl(&[
+            "--bare",
+            "--columns=acls",
+            "list",
+            "logical_switch",
+            "cluster_udn_blue_n1",
+        ])
+        .unwrap();
+    assert!(!acl.trim().is_empty(), "the ACL is on n1's switch");
+
+    // A second pass writes nothing.
+    let t = r.transactions();
+    step(&r, dir.path(), &(nodes.clone() + &green + &blue)).await;
+    assert_eq!(r.transactions(), t);
+
+    // blue gone: its port groups and ACLs with it; green's and theirs stay.
+    step(&r, dir.path(), &(nodes.clone() + &green)).await;
+    assert_eq!(policy_base_of(&sb, ctrl), (String::new(), String::new()));
+    let (green_groups, _) = policy_base_of(&sb, "cluster_udn_green-network-controller");
+    assert_eq!(green_groups.split(' ').count(), 2, "{green_groups}");
+    // No network at all: the port groups left are theirs, exactly as they were.
+    step(&r, dir.path(), &nodes).await;
+    let now = dump(&sb.nb.unix_remote()).await;
+    assert_eq!(theirs["Port_Group"].len(), 2);
+    assert_eq!(theirs["Port_Group"], now["Port_Group"]);
+}

@@ -567,7 +567,9 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
         built.contains("rows=") && built.contains("took="),
         "{built}"
     );
-    // Told with its key, table and row: the switch itself among the rows it took.
+    // Told with its key, table and row: the first of the rows the switch took with it
+    // in one update (its allow-from-node ACL, the ACL table coming first), or the
+    // switch itself.
     let unseen: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("row changed: key queued"))
@@ -576,7 +578,7 @@ fn the_daemon_watches_its_manifests_serves_its_endpoints_and_stops_cleanly_on_si
         unseen
             .iter()
             .any(|l| l.contains("key=network cluster_udn_blue")
-                && l.contains("table=Logical_Switch ")
+                && (l.contains("table=ACL ") || l.contains("table=Logical_Switch "))
                 && l.contains("uuid=")),
         "{unseen:?}"
     );

@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 use ovsdb_proto::cache::{CachedRow, Snapshot};
 use ovsdb_proto::Datum;
 
-use crate::ovnk::ownership::{is_ours, Owner, Scope};
+use crate::ovnk::ownership::{is_ours, network_of_alias, Owner, Scope};
 use crate::reconcile::NbIndexes;
 use crate::topology::desired::{Fragments, NoFragments};
 use crate::topology::{BuildError, Desired};
@@ -350,7 +350,13 @@ impl World {
 /// when deleted): the key that owns it, if netconnect does, and what each kind says.
 pub(crate) fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
     let ids = row.get("external_ids");
-    let owner = ids.and_then(Owner::of).filter(|o| world.manages(o));
+    let stamped = ids.and_then(Owner::of);
+    // A row of a network's under another of OVN-Kubernetes' owners (a cluster port
+    // group, an allow-from-node ACL) is the network key's while the network is defined,
+    // never a key gone's: it may be a network's OVN-Kubernetes runs.
+    let network = stamped.as_ref().and_then(network_of_alias);
+    let aliased = network.is_some();
+    let owner = network.or(stamped).filter(|o| world.manages(o));
     let key = owner
         .as_ref()
         .map(|o| ids.map_or_else(|| world.key_of(o), |ids| world.key_of_row(o, ids)));
@@ -362,7 +368,8 @@ pub(crate) fn woken(world: &World, table: &str, row: &CachedRow) -> Vec<Wake> {
     };
     let mut out: Vec<Wake> = world.kinds().flat_map(|k| k.woken(world, &event)).collect();
     // Beside OVN-Kubernetes, rows of an owner gone are left alone ([`World::gone`]).
-    let removable = |k: &Key| !matches!(k, Key::Gone(_)) || world.settings.manage == Manage::All;
+    let removable =
+        |k: &Key| !matches!(k, Key::Gone(_)) || (world.settings.manage == Manage::All && !aliased);
     out.extend(key.filter(removable).map(Wake::Own));
     out
 }

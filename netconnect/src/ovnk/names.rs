@@ -174,6 +174,17 @@ impl Names {
     }
 }
 
+/// OVN-Kubernetes' hashed name for a row id (`HashForOVN`: port groups, address
+/// sets): `a` and the decimal FNV-1a 64-bit hash of the id.
+pub(crate) fn hash_name(id: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("a{h}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

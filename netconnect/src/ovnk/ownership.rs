@@ -158,6 +158,49 @@ pub(crate) fn network_of_owner(owner: &Owner) -> Option<&str> {
     .then_some(net)
 }
 
+/// OVN-Kubernetes' owner type of a network's two cluster-wide port groups
+/// (`PortGroupCluster`, `clusterPortGroup` and `clusterRtrPortGroup`).
+pub(crate) const PORT_GROUP_CLUSTER_KIND: &str = "Cluster";
+/// OVN-Kubernetes' owner type of the ACL letting a node's host reach its pods on a
+/// node switch (`ACLNetpolNode`).
+pub(crate) const NETPOL_NODE_KIND: &str = "NetpolNode";
+
+/// The owner a network's controller writes its row under when that is not the
+/// network's own: `kind` (one of [`PORT_GROUP_CLUSTER_KIND`], [`NETPOL_NODE_KIND`])
+/// and `name` under the controller of `network_owner`.
+pub(crate) fn network_alias(network_owner: &Owner, kind: &str, name: &str) -> Owner {
+    Owner {
+        controller: network_owner.controller.clone(),
+        kind: kind.into(),
+        name: name.into(),
+    }
+}
+
+/// For a row a user-defined network's controller writes under an owner of OVN-Kubernetes'
+/// other than the network's (its cluster port groups, its allow-from-node ACLs), the
+/// owner of the network's own rows, whose key writes it: the network's name follows
+/// from the controller's (`cluster_udn_<name>` for a ClusterUserDefinedNetwork,
+/// `<namespace>_<name>` for a UserDefinedNetwork: neither a namespace nor a name holds
+/// `_`). None for any other owner, the default network's among them.
+pub(crate) fn network_of_alias(owner: &Owner) -> Option<Owner> {
+    if owner.kind != PORT_GROUP_CLUSTER_KIND && owner.kind != NETPOL_NODE_KIND {
+        return None;
+    }
+    let net = owner.controller.strip_suffix(NETWORK_CONTROLLER_SUFFIX)?;
+    let (kind, name) = match net.strip_prefix("cluster_udn_") {
+        Some(name) => ("ClusterUserDefinedNetwork", name.to_owned()),
+        None => {
+            let (namespace, name) = net.split_once('_')?;
+            ("UserDefinedNetwork", format!("{namespace}/{name}"))
+        }
+    };
+    (!name.is_empty() && !name.ends_with('/')).then(|| Owner {
+        controller: owner.controller.clone(),
+        kind: kind.into(),
+        name,
+    })
+}
+
 /// The controller of the networking plugin's virtual networks' rows.
 pub(crate) const VL_CONTROLLER: &str = "networking-plugin";
 /// The owner type of the rows netconnectd writes for a virtual network an
@@ -233,6 +276,43 @@ pub(crate) fn partition_of(external_ids: &Datum) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_networks_port_groups_and_node_acls_are_its_keys_and_the_default_networks_are_not() {
+        let alias = |controller: &str, kind: &str| Owner {
+            controller: controller.into(),
+            kind: kind.into(),
+            name: "clusterPortGroup".into(),
+        };
+        let cudn = network_of_alias(&alias("cluster_udn_blue-network-controller", "Cluster"));
+        assert_eq!(
+            cudn,
+            Some(Owner {
+                controller: "cluster_udn_blue-network-controller".into(),
+                kind: "ClusterUserDefinedNetwork".into(),
+                name: "blue".into(),
+            })
+        );
+        let udn = network_of_alias(&alias("ns1_green-network-controller", "NetpolNode"));
+        assert_eq!(
+            udn.map(|o| (o.kind, o.name)),
+            Some(("UserDefinedNetwork".into(), "ns1/green".into()))
+        );
+        // The default network's port groups and node ACLs are never a key's.
+        assert_eq!(
+            network_of_alias(&alias(CLUSTER_CONTROLLER, "Cluster")),
+            None
+        );
+        assert_eq!(
+            network_of_alias(&alias(CLUSTER_CONTROLLER, "NetpolNode")),
+            None
+        );
+        // Nor another owner type of a network's controller.
+        assert_eq!(
+            network_of_alias(&alias("cluster_udn_blue-network-controller", "Service")),
+            None
+        );
+    }
 
     #[test]
     fn the_owners_netconnect_writes_are_its_and_no_others() {

@@ -2,6 +2,13 @@
 //! reconciler looks rows up by: every row by its owner (the three ownership keys of
 //! `external_ids`) and partition, and every named row by name.
 //!
+//! A row a network's controller writes under one of OVN-Kubernetes' own owners other
+//! than the network's (its cluster port groups, its allow-from-node ACLs:
+//! `ownership::network_of_alias`) is indexed under the network's owner,
+//! in an index of its own: it is the network key's row, and gone with the network, but
+//! such rows alone (OVN-Kubernetes' own networks') never make an owner netconnect
+//! would remove.
+//!
 //! A *partition* splits one owner's rows between keys: a ClusterNetworkConnect's rows
 //! for one connected network (its ports, routes and policies, which carry the network's
 //! id in `network-id` or `source-network-id`) belong to that network's key, so that
@@ -14,7 +21,7 @@ use std::sync::Arc;
 use ovsdb_proto::cache::{CacheConfig, CachedRow, IndexedRows, RowIndex, Snapshot};
 use ovsdb_proto::{Atom, Uuid};
 
-use crate::ovnk::ownership::partition_of;
+use crate::ovnk::ownership::{network_of_alias, partition_of};
 use crate::ovnk::ownership::{Owner, Scope};
 
 /// The tables whose rows netconnect owns or refers to.
@@ -34,6 +41,7 @@ pub const TABLES: &[&str] = &[
     "Meter",
     "Meter_Band",
     "NAT",
+    "Port_Group",
     "Static_MAC_Binding",
 ];
 
@@ -61,6 +69,10 @@ pub(crate) const ATTACHABLE: &[(&str, &[&str])] = &[
     ("Logical_Router", &["load_balancer"]),
 ];
 
+/// The tables whose rows a network's controller writes under another owner of
+/// OVN-Kubernetes' ([`network_of_alias`]).
+pub(crate) const ALIASED: &[&str] = &["ACL", "Port_Group"];
+
 /// The tables whose rows may have a partition.
 pub(crate) const PARTITIONED: &[&str] = &[
     "Logical_Router_Policy",
@@ -82,6 +94,8 @@ pub struct NbIndexes {
     part: BTreeMap<&'static str, RowIndex<Arc<(Owner, String)>>>,
     /// Rows with a partition, by owner (every partition of an owner in one look-up).
     parted: BTreeMap<&'static str, RowIndex<Arc<Owner>>>,
+    /// Rows of a network's written under another owner, by the network's owner.
+    aliased: BTreeMap<&'static str, RowIndex<Arc<Owner>>>,
     name: BTreeMap<&'static str, RowIndex<Arc<str>>>,
     holders: BTreeMap<&'static str, RowIndex<Uuid>>,
 }
@@ -93,7 +107,20 @@ fn owner_of(row: &CachedRow) -> Vec<Arc<Owner>> {
     if partition_of(ids).is_some() {
         return Vec::new();
     }
-    Owner::of(ids).map(Arc::new).into_iter().collect()
+    Owner::of(ids)
+        .filter(|o| network_of_alias(o).is_none())
+        .map(Arc::new)
+        .into_iter()
+        .collect()
+}
+
+fn aliased_owner_of(row: &CachedRow) -> Vec<Arc<Owner>> {
+    row.get("external_ids")
+        .and_then(Owner::of)
+        .and_then(|o| network_of_alias(&o))
+        .map(Arc::new)
+        .into_iter()
+        .collect()
 }
 
 fn parted_owner_of(row: &CachedRow) -> Vec<Arc<Owner>> {
@@ -144,6 +171,7 @@ impl NbIndexes {
         let mut owner = BTreeMap::new();
         let mut part = BTreeMap::new();
         let mut parted = BTreeMap::new();
+        let mut aliased = BTreeMap::new();
         let mut name = BTreeMap::new();
         for &table in TABLES {
             if !UNSTAMPED.contains(&table) {
@@ -151,6 +179,9 @@ impl NbIndexes {
                 part.insert(table, config.index(table, "part", part_of));
                 if PARTITIONED.contains(&table) {
                     parted.insert(table, config.index(table, "parted", parted_owner_of));
+                }
+                if ALIASED.contains(&table) {
+                    aliased.insert(table, config.index(table, "aliased", aliased_owner_of));
                 }
             }
             if table == "Static_MAC_Binding" {
@@ -174,6 +205,7 @@ impl NbIndexes {
             owner,
             part,
             parted,
+            aliased,
             name,
             holders,
         }
@@ -216,6 +248,15 @@ impl NbIndexes {
                     .get(table)
                     .and_then(|i| snap.indexed_rows(i, owner).ok());
                 put(at, PartSource::Owner, rows);
+            }
+            if !matches!(scope, Scope::Part(_)) {
+                // After the owner's part (the aliased tables have no partitions), as
+                // `PartSource::Aliased` sorts.
+                let aliased = self
+                    .aliased
+                    .get(table)
+                    .and_then(|i| snap.indexed_rows(i, owner).ok());
+                put(at, PartSource::Aliased, aliased);
             }
             if !parted {
                 continue;
@@ -289,6 +330,9 @@ pub(crate) enum PartSource {
     Parted,
     /// The owner's rows in one partition.
     Partition(String),
+    /// The rows of the owner's network written under other owners
+    /// ([`network_of_alias`]).
+    Aliased,
 }
 
 /// The rows of one table of a key under one index entry, shared with the snapshot.

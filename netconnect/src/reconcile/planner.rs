@@ -1,7 +1,10 @@
 //! The difference between what one key wants and what the NB holds, as one minimal
 //! transaction. The ownership rules, all here:
 //!
-//! - A row is the key's when its `external_ids` carry the key's owner (for a table
+//! - A row is the key's when its `external_ids` carry the key's owner, or, for a
+//!   network's key, one of the owners OVN-Kubernetes writes a network's port groups and
+//!   node ACLs under (`ownership::network_of_alias`; such a row is known
+//!   by its whole id, `Desired::add_aliased`) (for a table
 //!   without `external_ids`, when the key claims its name; a static MAC binding, when
 //!   it sits on one of the key's router ports). Only such rows are inserted, updated
 //!   or deleted; an update sends only the columns that differ.
@@ -34,7 +37,9 @@ use super::nb::{NbIndexes, TABLES};
 use super::plan::{ForeignMutation, Plan, RowName};
 use super::rows::{KeptRows, KeyRow, KeyRows};
 use crate::ovnk::ownership::{binding_identity, binding_port, Owner, OWNER_ID};
-use crate::topology::desired::{foreign_placeholder, parse_foreign, Desired, DesiredRow};
+use crate::topology::desired::{
+    aliased_identity, foreign_placeholder, parse_foreign, Desired, DesiredRow,
+};
 
 /// Why a key cannot be reconciled now.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -252,6 +257,9 @@ impl<'a> Planning<'a> {
                 .and_then(|d| d.get_str(OWNER_ID))
                 .and_then(Atom::as_str)
             {
+                // A row of the key's network under another owner is known by its
+                // whole id ([`Desired::add_aliased`]).
+                Some(id) if r.aliased => Some(aliased_identity(id)),
                 Some(id) => id.strip_prefix(prefix.as_str()).map(str::to_owned),
                 // Without an id, a row is the key's unidentified row of its name.
                 None => r

@@ -32,6 +32,9 @@ pub(crate) struct KeyRow<'a> {
     pub table: usize,
     /// The row.
     pub row: &'a Arc<CachedRow>,
+    /// True for a row of the key's network written under another owner
+    /// ([`nb::PartSource::Aliased`]).
+    pub aliased: bool,
 }
 
 impl KeyRows {
@@ -59,6 +62,7 @@ impl KeyRows {
                 uuid: *uuid,
                 table: p.table,
                 row,
+                aliased: p.source == nb::PartSource::Aliased,
             })
         })
     }
@@ -94,6 +98,7 @@ impl KeyRows {
                     uuid: *uuid,
                     table: p.table,
                     row,
+                    aliased: p.source == nb::PartSource::Aliased,
                 },
             ))
         })

@@ -34,6 +34,8 @@ pub(crate) struct NetworkBuilder<'a> {
     pub(crate) lb_groups: LbGroups,
     /// Where the rows go.
     pub d: &'a mut Desired,
+    /// The management ports built so far, for the cluster port group.
+    pub(crate) management_ports: Vec<Ref<nb_model::LogicalSwitchPort>>,
 }
 
 impl<'a> NetworkBuilder<'a> {
@@ -55,6 +57,7 @@ impl<'a> NetworkBuilder<'a> {
             topology,
             lb_groups,
             d,
+            management_ports: Vec::new(),
         }
     }
 

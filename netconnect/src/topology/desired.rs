@@ -263,6 +263,15 @@ pub struct Desired {
     /// True once a row was built in a fragment nested in the base: only rows added to a
     /// skipped base after that can refer to one.
     built_in_base: bool,
+    /// The owner and id of the row [`Desired::add_aliased`] is adding.
+    alias: Option<(Owner, String)>,
+}
+
+/// The identity in its key of a row of a network written under another owner
+/// ([`Desired::add_aliased`]): `@` and its whole `k8s.ovn.org/id` (no identity of a
+/// row under the key's own owner starts with `@`).
+pub(crate) fn aliased_identity(id: &str) -> String {
+    format!("@{id}")
 }
 
 /// How a row is added.
@@ -300,6 +309,7 @@ impl Desired {
             base: None,
             growth: Vec::new(),
             built_in_base: false,
+            alias: None,
         }
     }
 
@@ -353,6 +363,19 @@ impl Desired {
             ..Kind::default()
         };
         self.insert(name.into(), row, kind)
+    }
+
+    /// Adds a row of the key's network that OVN-Kubernetes writes under another of its
+    /// owners, `owner` (a cluster port group, an allow-from-node ACL:
+    /// `ownership::network_of_alias`), its `k8s.ovn.org/id` being `id`
+    /// (OVN-Kubernetes' form, which starts with `owner`). It is stamped with `owner`;
+    /// its identity in the key is [`aliased_identity`] of `id`. Only for the tables
+    /// the reconciler finds such rows in (`ALIASED` of [`crate::reconcile::nb`]).
+    pub(crate) fn add_aliased<T: Table>(&mut self, owner: Owner, id: String, row: T) -> Ref<T> {
+        debug_assert!(id.starts_with(&owner.to_string()));
+        let identity = aliased_identity(&id);
+        self.alias = Some((owner, id));
+        self.insert(identity, row, Kind::default())
     }
 
     /// A reference standing for every row `selection` matches when the key is
@@ -524,6 +547,7 @@ impl Desired {
     }
 
     fn insert<T: Table>(&mut self, identity: String, row: T, kind: Kind) -> Ref<T> {
+        let alias = self.alias.take();
         let shared = kind.shared;
         let key = (T::NAME, identity.clone());
         if let Some(&at) = self.index.get(&key) {
@@ -577,7 +601,10 @@ impl Desired {
             });
             return reference;
         }
-        let id = self.id(T::NAME, &identity);
+        let (owner, id) = match &alias {
+            Some((owner, id)) => (owner, id.clone()),
+            None => (&self.owner, self.id(T::NAME, &identity)),
+        };
         // The row's own ids, then the owner's (which win over the row's), in the
         // row's own column (a stamped table's row always has it).
         let column = match values.get_mut("external_ids") {
@@ -591,9 +618,9 @@ impl Desired {
             Datum::Set(_) => Vec::new(),
         };
         for (k, v) in [
-            (OWNER_CONTROLLER, self.owner.controller.as_str()),
-            (OWNER_TYPE, self.owner.kind.as_str()),
-            (OWNER_NAME, self.owner.name.as_str()),
+            (OWNER_CONTROLLER, owner.controller.as_str()),
+            (OWNER_TYPE, owner.kind.as_str()),
+            (OWNER_NAME, owner.name.as_str()),
             (OWNER_ID, id.as_str()),
         ] {
             if k == OWNER_ID && kind.unidentified {

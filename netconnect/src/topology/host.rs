@@ -70,7 +70,8 @@ pub(crate) struct HostSide<'r> {
 }
 
 impl NetworkBuilder<'_> {
-    /// `k8s-<p><node>` with `addresses` (MAC first), not yet on its switch.
+    /// `k8s-<p><node>` with `addresses` (MAC first), not yet on its switch (in the
+    /// cluster port group: [`NetworkBuilder::management_ports`]).
     pub(crate) fn management_port(
         &mut self,
         node: &str,
@@ -86,7 +87,9 @@ impl NetworkBuilder<'_> {
             .into(),
             ..Default::default()
         };
-        self.d.add(name, port)
+        let port = self.d.add(name, port);
+        self.management_ports.push(port.clone());
+        port
     }
 
     /// The masquerade SNAT of each of `subnets` on `side`'s router, for packets to the

@@ -101,6 +101,10 @@ pub fn build(
         ));
     }
     if !local.is_empty() {
+        // One ACL per address: the zone's management ports share their addresses.
+        let (switch, management) = (l2.b.names.layer2_switch(), l2.management.clone());
+        let acls = l2.b.allow_from_node(&switch, &management);
+        l2.ls.acls.extend(acls);
         l2.management_side(
             local.iter().any(|n| n.gateway_router().is_some()),
             &services,
@@ -461,7 +465,9 @@ impl<'a> Layer2<'a> {
 
     /// Adds the network-wide rows, complete now that every node is in.
     fn finish(self) {
-        let Layer2 { b, tr, ls, .. } = self;
+        let Layer2 { mut b, tr, ls, .. } = self;
+        let management_ports = std::mem::take(&mut b.management_ports);
+        b.cluster_port_groups(management_ports);
         b.d.add(b.names.layer2_switch(), ls);
         b.d.add(b.names.transit_router(), tr);
         b.d.end_fragment();

@@ -252,6 +252,9 @@ impl<'a> Layer3<'a> {
         let stor = LogicalSwitchPort::to_router(names.stor(n), names.rtos(n));
         ls.ports.insert(self.b.d.add(names.stor(n), stor));
         ls.ports.insert(self.b.management_port(n, &host.management));
+        ls.acls = (self.b.allow_from_node(&ls.name, &host.management))
+            .into_iter()
+            .collect();
         self.b.d.add(self.b.names.node_switch(n), ls);
     }
 
@@ -359,8 +362,14 @@ impl<'a> Layer3<'a> {
     /// Adds the network-wide rows, complete now that every node is in.
     fn finish(self) {
         let Layer3 {
-            b, cr, join, ts, ..
+            mut b,
+            cr,
+            join,
+            ts,
+            ..
         } = self;
+        let management_ports = std::mem::take(&mut b.management_ports);
+        b.cluster_port_groups(management_ports);
         b.d.add(b.names.join_switch(), join);
         b.d.add(b.names.transit_switch(), ts);
         b.d.add(b.names.cluster_router(), cr);

@@ -25,6 +25,7 @@ pub mod host;
 pub mod interconnect;
 pub mod layer2;
 pub mod layer3;
+pub mod policy_base;
 pub mod rows;
 pub mod services;
 

@@ -16,6 +16,7 @@ use nb_model::{Acl, AclAction, AclDirection, AddressSet, LogicalSwitch};
 use ovsdb_proto::model::Ref;
 
 use super::{family, Connected};
+use crate::ovnk::names::hash_name;
 use crate::ovnk::ownership::{CONNECT_CONTROLLER, CONNECT_OWNER_TYPE, IP_FAMILY};
 use crate::topology::desired::Desired;
 use crate::topology::rows::{ip_match_family, map};
@@ -30,16 +31,6 @@ pub(crate) const DROP_POD_PRIORITY: i64 = 450;
 
 /// `external_ids` key: the ACL's type.
 pub(crate) const TYPE: &str = "type";
-
-/// OVN-Kubernetes' hashed name for a row id: `a` and the decimal FNV-1a 64-bit hash.
-pub(crate) fn hash_name(id: &str) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in id.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("a{h}")
-}
 
 /// The name of CNC `cnc`'s address set of the connected subnets of one family.
 pub fn address_set_name(cnc: &str, ipv4: bool) -> String {

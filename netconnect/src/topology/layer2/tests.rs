@@ -653,3 +653,28 @@ fn preconfigured_addresses_reach_the_rows() {
         );
     }
 }
+
+/// OVN-Kubernetes' `syncNodeManagementPort` on a Layer2 network: one
+/// allow-from-node ACL on the network's one switch (named after it, the management
+/// address `.2` of the subnet), the zone's management port in `clusterPortGroup`
+/// (`multihoming_test.go`'s `withClusterPortGroup`).
+#[test]
+fn the_allow_from_node_acl_is_on_the_switch_and_the_port_in_the_cluster_port_group() {
+    use nb_model::{Acl, LogicalSwitch, PortGroup};
+    let d = vector();
+    let switch = format!("{P}ovn_layer2_switch");
+    let ctrl = format!("{NET}-network-controller");
+    let acl_id = format!("{ctrl}:NetpolNode:{switch}:100.200.0.2");
+    let acl = d.get::<Acl>(&format!("@{acl_id}")).unwrap();
+    assert_eq!(acl.match_, "ip4.src==100.200.0.2");
+    assert_eq!(acl.external_ids["k8s.ovn.org/name"], switch);
+    assert_eq!(acl.external_ids["ip"], "100.200.0.2");
+    let ls = d.get::<LogicalSwitch>(&switch).unwrap();
+    let acls: Vec<&str> = ls.acls.iter().filter_map(|a| d.identity_of(a)).collect();
+    assert_eq!(acls, [format!("@{acl_id}")]);
+    let pg = d
+        .get::<PortGroup>(&format!("@{ctrl}:Cluster:clusterPortGroup"))
+        .unwrap();
+    let ports: Vec<&str> = pg.ports.iter().filter_map(|p| d.identity_of(p)).collect();
+    assert_eq!(ports, [format!("k8s-{P}test-node")]);
+}

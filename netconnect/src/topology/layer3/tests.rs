@@ -618,3 +618,67 @@ fn with_several_local_nodes_the_management_snat_names_its_gateway_port() {
     assert_eq!(snats.len(), 1, "{snats:?}");
     assert!(snats[0].gateway_port.is_none(), "{snats:?}");
 }
+
+/// The owner keys OVN-Kubernetes stamps a row of its `DbObjectIDs` with (its
+/// `GetExternalIDs`): controller, owner type, name and id.
+fn object_ids(kind: &str, name: &str, id: &str) -> Vec<(String, String)> {
+    [
+        (
+            "k8s.ovn.org/owner-controller",
+            format!("{NET}-network-controller"),
+        ),
+        ("k8s.ovn.org/owner-type", kind.to_owned()),
+        ("k8s.ovn.org/name", name.to_owned()),
+        ("k8s.ovn.org/id", id.to_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
+/// OVN-Kubernetes' `egressip_udn_l3_test.go` (the node switch's `NetpolNode` ACL) and
+/// `multihoming_test.go` / `master_test.go` (`newNetworkClusterPortGroup`,
+/// `newNetworkRouterPortGroup`): the rows network policies build on.
+#[test]
+fn the_allow_from_node_acl_and_the_cluster_port_groups_match_the_reference() {
+    use nb_model::{Acl, AclAction, AclDirection, PortGroup};
+    let d = build(
+        &(cudn("[{cidr: 192.168.0.0/16, hostSubnet: 24}]", 2) + &test_node()),
+        None,
+    );
+    let switch = format!("{P}test-node");
+    let ctrl = format!("{NET}-network-controller");
+    let acl_id = format!("{ctrl}:NetpolNode:{switch}:192.168.1.2");
+    let acl = d.get::<Acl>(&format!("@{acl_id}")).unwrap();
+    assert_eq!(acl.direction, AclDirection::ToLport);
+    assert_eq!(acl.action, AclAction::AllowRelated);
+    assert_eq!(acl.match_, "ip4.src==192.168.1.2");
+    assert_eq!((acl.priority, acl.tier), (1001, 2));
+    assert_eq!(acl.meter.as_deref(), Some("acl-logging"));
+    assert_eq!((acl.name, acl.severity, acl.log), (None, None, false));
+    let mut want = object_ids("NetpolNode", &switch, &acl_id);
+    want.push(("ip".into(), "192.168.1.2".into()));
+    want.sort();
+    assert_eq!(acl.external_ids.into_iter().collect::<Vec<_>>(), want);
+    let ls = d.get::<LogicalSwitch>(&switch).unwrap();
+    assert_eq!(ids(&d, &ls.acls), [format!("@{acl_id}")]);
+
+    // Named `a` and the FNV-1a 64 of the id (computed apart from netconnect's code).
+    for (name, hashed, ports) in [
+        (
+            "clusterPortGroup",
+            "a7625753787500193510",
+            vec![format!("k8s-{P}test-node")],
+        ),
+        ("clusterRtrPortGroup", "a7906938476932160434", vec![]),
+    ] {
+        let id = format!("{ctrl}:Cluster:{name}");
+        let pg = d.get::<PortGroup>(&format!("@{id}")).unwrap();
+        assert_eq!(pg.name, hashed);
+        assert_eq!(ids(&d, &pg.ports), ports, "{name}");
+        assert!(pg.acls.is_empty());
+        let mut want = object_ids("Cluster", name, &id);
+        want.sort();
+        assert_eq!(pg.external_ids.into_iter().collect::<Vec<_>>(), want);
+    }
+}
