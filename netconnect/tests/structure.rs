@@ -420,3 +420,92 @@ fn the_readme_stays_a_front_door() {
     let lines = std::fs::read_to_string(readme).unwrap().lines().count();
     assert!(lines <= 150, "README.md has {lines} lines; 150 at most");
 }
+
+/// The functions of `text` (rustfmt's layout: an item's closing brace at its own
+/// indent), each with its first line (1-based) and its length in lines, comments and
+/// blank lines included; the tests at its end (from a `#[cfg(test)]` item on) left out.
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < lines.len() {
+        let line = lines[at];
+        if line.starts_with("#[cfg(test)]") {
+            break;
+        }
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        let head = [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ]
+        .iter()
+        .fold(trimmed, |t, p| t.strip_prefix(p).unwrap_or(t));
+        let one_line = trimmed.ends_with('}') || trimmed.ends_with(';');
+        if let Some(rest) = head.strip_prefix("fn ").filter(|_| !one_line) {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let close = format!("{indent}}}");
+            let end = (at..lines.len())
+                .find(|&e| lines[e] == close)
+                .unwrap_or(lines.len() - 1);
+            out.push((name, at + 1, end - at + 1));
+            at = end;
+        }
+        at += 1;
+    }
+    out
+}
+
+/// The rule a resolved issue set: no function of the workspace's libraries and
+/// programs is over 100 lines, counted as they stand (clippy's `too_many_lines`, also
+/// on, counts code lines only). Generated models and tests aside.
+#[test]
+fn no_function_of_the_workspace_is_over_100_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut over = Vec::new();
+    for krate in [
+        "netconnect",
+        "ovsdb-proto",
+        "ovsdb-derive",
+        "ovsdb-codegen",
+        "ovn-sandbox",
+        "nb-model",
+        "sb-model",
+        "ovs-model",
+    ] {
+        let mut stack = vec![root.join(krate).join("src")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if name.ends_with(".rs") && name != "tests.rs" && name != "generated.rs" {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    for (f, line, len) in function_lengths(&text) {
+                        if len > 100 {
+                            over.push(format!("{}:{line} {f}: {len} lines", path.display()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(over.is_empty(), "functions over 100 lines: {over:#?}");
+}
+
+#[test]
+fn function_lengths_count_from_the_head_to_the_closing_brace() {
+    let text = "fn a() {\n    x();\n}\n\npub(crate) async fn b(\n    y: u8,\n) {\n    if y {\n    }\n}\nfn c() {}\n";
+    assert_eq!(
+        function_lengths(text),
+        [("a".to_owned(), 1, 3), ("b".to_owned(), 5, 6)]
+    );
+}

@@ -352,16 +352,7 @@ fn index_key(
         let (fname, ty) = field_types
             .get(c.as_str())
             .ok_or_else(|| Error(format!("table {} index names unknown column {c}", t.name)))?;
-        let col = t.column(c).map(|c| &c.column_type);
-        if col.is_some_and(|ct| {
-            ct.key.atomic == AtomicType::Real
-                || ct
-                    .value
-                    .as_ref()
-                    .is_some_and(|v| v.atomic == AtomicType::Real)
-        }) {
-            hashable = false;
-        }
+        hashable &= !real_valued(t, c);
         let f = ident(fname);
         let d = doc(&format!("Column `{c}`."));
         fields.push(quote! { #d pub #f: #ty, });
@@ -385,9 +376,9 @@ fn index_key(
     let copies: Vec<bool> = cols
         .iter()
         .map(|c| {
-            field_types.get(c.as_str()).is_some_and(|(_, ty)| {
-                matches!(ty.to_string().as_str(), "i64" | "f64" | "bool" | "Uuid")
-            })
+            field_types
+                .get(c.as_str())
+                .is_some_and(|(_, ty)| copied(ty))
         })
         .collect();
     let take = |base: TokenStream, f: &Ident, copy: bool| {
@@ -440,6 +431,24 @@ fn index_key(
             }
         }
     })
+}
+
+/// True when column `c` of `t` holds reals (keys or values): its index key cannot be
+/// hashed.
+fn real_valued(t: &TableSchema, c: &str) -> bool {
+    t.column(c).is_some_and(|c| {
+        let ct = &c.column_type;
+        ct.key.atomic == AtomicType::Real
+            || ct
+                .value
+                .as_ref()
+                .is_some_and(|v| v.atomic == AtomicType::Real)
+    })
+}
+
+/// True for a field type that is `Copy`.
+fn copied(ty: &TokenStream) -> bool {
+    matches!(ty.to_string().as_str(), "i64" | "f64" | "bool" | "Uuid")
 }
 
 fn enum_item(e: &EnumDef) -> TokenStream {

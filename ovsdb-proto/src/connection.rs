@@ -302,16 +302,20 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
 ) {
     let mut ended = shared.ended.subscribe();
     let mut notes = Some(notes);
-    let mut probing = false;
-    let mut seen = 0u64;
-    // Messages completed, and as of the last interval; whether the last interval was
-    // too slow for a message in transit.
-    let (mut completed, mut completed_seen) = (0u64, 0u64);
-    let mut slow = false;
+    // Messages completed.
+    let mut completed = 0u64;
     // One timer for the connection, checked each interval rather than restarted for
     // each message: an interval with no byte received sends a probe, a second one
     // ends the connection.
     let period = probe.unwrap_or(Duration::from_secs(3600 * 24 * 365));
+    let mut watch = Watch {
+        period,
+        min_rate,
+        seen: 0,
+        completed_seen: 0,
+        probing: false,
+        slow: false,
+    };
     let idle = tokio::time::sleep(period);
     tokio::pin!(idle);
     loop {
@@ -320,41 +324,12 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             _ = ended.wait_for(|e| *e) => return,
             _ = &mut idle, if probe.is_some() => {
                 idle.as_mut().reset(tokio::time::Instant::now() + period);
-                // Bytes of a message still arriving are activity too, if they come
-                // fast enough.
-                let now = received.load(Ordering::Relaxed);
-                let stuck = completed == completed_seen;
-                completed_seen = completed;
-                if now != seen {
-                    let bytes = now - seen;
-                    seen = now;
-                    probing = false;
-                    let floor = min_rate.map(|r| r as f64 * period.as_secs_f64());
-                    if stuck && floor.is_some_and(|f| (bytes as f64) < f) {
-                        if slow {
-                            shared.fail(Error::closed(Some(
-                                format!(
-                                    "a message from the server has been arriving at {bytes} bytes in {period:?}, \
-                                     slower than the minimum of {} bytes per second (ConnectOptions::min_receive_rate)",
-                                    min_rate.unwrap_or_default()
-                                )
-                                .into(),
-                            )));
-                            return;
-                        }
-                        slow = true;
-                    } else {
-                        slow = false;
-                    }
-                    continue;
-                }
-                slow = false;
-                if probing {
-                    shared.fail(Error::silent(period));
-                    return;
-                }
-                probing = true;
-                if let Err(e) = send_probe(&shared, &writer) {
+                let tick = watch.tick(received.load(Ordering::Relaxed), completed);
+                let probed = tick.and_then(|t| match t {
+                    Tick::Probe => send_probe(&shared, &writer),
+                    Tick::Quiet => Ok(()),
+                });
+                if let Err(e) = probed {
                     shared.fail(e);
                     return;
                 }
@@ -400,6 +375,68 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
             shared.fail(e);
             return;
         }
+    }
+}
+
+/// The reader's watch over the server's liveness, checked once an interval.
+struct Watch {
+    period: Duration,
+    min_rate: Option<u64>,
+    /// Bytes received as of the last interval.
+    seen: u64,
+    /// Messages completed as of the last interval.
+    completed_seen: u64,
+    /// A probe went out in the last interval.
+    probing: bool,
+    /// The last interval was too slow for a message in transit.
+    slow: bool,
+}
+
+/// What an interval's check asks of the reader.
+enum Tick {
+    /// Nothing: the server is alive.
+    Quiet,
+    /// Send a probe: nothing came in the interval.
+    Probe,
+}
+
+impl Watch {
+    /// The check at the end of an interval, `received` bytes and `completed` messages
+    /// in so far: an error ends the connection.
+    fn tick(&mut self, received: u64, completed: u64) -> Result<Tick, Error> {
+        let stuck = completed == self.completed_seen;
+        self.completed_seen = completed;
+        // Bytes of a message still arriving are activity too, if they come fast
+        // enough.
+        if received != self.seen {
+            let bytes = received - self.seen;
+            self.seen = received;
+            self.probing = false;
+            let period = self.period;
+            let floor = self.min_rate.map(|r| r as f64 * period.as_secs_f64());
+            if stuck && floor.is_some_and(|f| (bytes as f64) < f) {
+                if self.slow {
+                    return Err(Error::closed(Some(
+                        format!(
+                            "a message from the server has been arriving at {bytes} bytes in {period:?}, \
+                             slower than the minimum of {} bytes per second (ConnectOptions::min_receive_rate)",
+                            self.min_rate.unwrap_or_default()
+                        )
+                        .into(),
+                    )));
+                }
+                self.slow = true;
+            } else {
+                self.slow = false;
+            }
+            return Ok(Tick::Quiet);
+        }
+        self.slow = false;
+        if self.probing {
+            return Err(Error::silent(self.period));
+        }
+        self.probing = true;
+        Ok(Tick::Probe)
     }
 }
 

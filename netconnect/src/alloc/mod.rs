@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 
-use crate::api::{Inventory, Problem, Role, Topology};
+use crate::api::{Inventory, Network, Problem, Role, Topology};
 use crate::ovnk::addr::nth_in;
 
 pub(crate) use ids::IdAllocator;
@@ -395,16 +395,7 @@ fn subnets(
         }
         match net.topology {
             Topology::Layer3 => {
-                // The host subnets before and their allocator, when the network's
-                // subnets are the same.
-                let given = before.and_then(|(inv_before, alloc)| {
-                    let same = inv_before
-                        .networks
-                        .get(name)
-                        .is_some_and(|b| b.network.subnets == net.subnets);
-                    let allocator = alloc.host_allocators.get(name);
-                    alloc.host_subnets.get(name).zip(allocator).filter(|_| same)
-                });
+                let given = given_before(before, name, net);
                 let edited = given
                     .zip(moved.as_ref())
                     .and_then(|((subnets, allocator), moved)| {
@@ -464,13 +455,38 @@ fn subnets(
             _ => {}
         }
     }
-    out.as_annotated = inv
-        .nodes
+    out.as_annotated = annotated_nodes(inv, as_annotated);
+}
+
+/// The host subnets network `name` (now `net`) had before and their allocator, when its
+/// subnets are the same.
+fn given_before<'a>(
+    before: Option<(&Inventory, &'a Allocations)>,
+    name: &str,
+    net: &Network,
+) -> Option<(&'a HostSubnets, &'a SubnetAllocator)> {
+    before.and_then(|(inv_before, alloc)| {
+        let same = inv_before
+            .networks
+            .get(name)
+            .is_some_and(|b| b.network.subnets == net.subnets);
+        let allocator = alloc.host_allocators.get(name);
+        alloc.host_subnets.get(name).zip(allocator).filter(|_| same)
+    })
+}
+
+/// The nodes (in name order) annotated with exactly what they have (`as_annotated`),
+/// with their annotations as read.
+fn annotated_nodes(
+    inv: &Inventory,
+    as_annotated: Vec<bool>,
+) -> BTreeMap<String, Arc<BTreeMap<String, Vec<IpNet>>>> {
+    inv.nodes
         .iter()
         .zip(as_annotated)
         .filter(|(_, kept)| *kept)
         .map(|((name, node), _)| (name.clone(), node.subnets.clone()))
-        .collect();
+        .collect()
 }
 
 /// The nodes added and gone since an allocation before, when every node of it that is

@@ -197,16 +197,8 @@ impl Memo {
                 }
             }
         }
-        // Fragments the key no longer builds (a node gone) are forgotten.
         if fragments.len() != present {
-            let labels: LabelSet = desired.fragments().iter().map(|f| f.key).collect();
-            fragments.retain(|k, f| {
-                let keep = labels.contains(k);
-                if !keep {
-                    removed.extend(f.uuids());
-                }
-                keep
-            });
+            forget_unbuilt(&mut fragments, desired, &mut removed);
         }
         // A row both removed and added (a fragment's row updated in place) stays.
         let (removed, added): (UuidSet, UuidSet) =
@@ -323,6 +315,23 @@ fn built_now(
         }
     }
     (built, identities)
+}
+
+/// Forgets the fragments `desired` no longer builds (a node gone), their rows put in
+/// `removed`.
+fn forget_unbuilt(
+    fragments: &mut ByLabel<FragmentMemo>,
+    desired: &Desired,
+    removed: &mut Vec<Uuid>,
+) {
+    let labels: LabelSet = desired.fragments().iter().map(|f| f.key).collect();
+    fragments.retain(|k, f| {
+        let keep = labels.contains(k);
+        if !keep {
+            removed.extend(f.uuids());
+        }
+        keep
+    });
 }
 
 /// What the reconciler remembers of a key with fragments after applying it.

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use super::{
     BaseType, ColumnSchema, ColumnType, DatabaseSchema, Max, RefType, SchemaError, TableSchema,
 };
-use crate::datum::{AtomicType, Datum};
+use crate::datum::{Atom, AtomicType, Datum};
 
 fn err(path: &str, message: impl Into<String>) -> SchemaError {
     SchemaError {
@@ -51,21 +51,7 @@ impl BaseType {
                     ));
                 }
                 if let Some(e) = o.get("enum") {
-                    let epath = format!("{path}.enum");
-                    let datum = Datum::from_json(e).map_err(|x| err(&epath, x.to_string()))?;
-                    let atoms = match datum {
-                        Datum::Set(atoms) => atoms,
-                        Datum::Map(_) => return Err(err(&epath, "enum must be a set, not a map")),
-                    };
-                    for a in &atoms {
-                        if !base.atomic_matches(a) {
-                            return Err(err(
-                                &epath,
-                                format!("enum value {a} is not of type {}", base.atomic),
-                            ));
-                        }
-                    }
-                    base.enum_values = Some(atoms.into_vec());
+                    base.enum_values = Some(base.enum_of(e, &format!("{path}.enum"))?);
                 }
                 base.min_integer = opt_i64(o, "minInteger", path)?;
                 base.max_integer = opt_i64(o, "maxInteger", path)?;
@@ -73,20 +59,6 @@ impl BaseType {
                 base.max_real = opt_f64(o, "maxReal", path)?;
                 base.min_length = opt_u64(o, "minLength", path)?;
                 base.max_length = opt_u64(o, "maxLength", path)?;
-                fn ordered<T: PartialOrd + std::fmt::Display>(
-                    min: Option<T>,
-                    max: Option<T>,
-                    path: &str,
-                    names: (&str, &str),
-                ) -> Result<(), SchemaError> {
-                    match (min, max) {
-                        (Some(a), Some(b)) if a > b => Err(err(
-                            path,
-                            format!("{} {a} exceeds {} {b}", names.0, names.1),
-                        )),
-                        _ => Ok(()),
-                    }
-                }
                 ordered(
                     base.min_integer,
                     base.max_integer,
@@ -107,16 +79,7 @@ impl BaseType {
                     base.ref_table = Some(t.to_owned());
                 }
                 if let Some(r) = o.get("refType") {
-                    base.ref_type = match r.as_str() {
-                        Some("strong") => RefType::Strong,
-                        Some("weak") => RefType::Weak,
-                        _ => {
-                            return Err(err(
-                                &format!("{path}.refType"),
-                                format!("must be \"strong\" or \"weak\", not {r}"),
-                            ))
-                        }
-                    };
+                    base.ref_type = ref_type(r, path)?;
                 }
                 Ok(base)
             }
@@ -125,6 +88,52 @@ impl BaseType {
                 format!("expected an atomic type name or a base-type object, found {other}"),
             )),
         }
+    }
+
+    /// The values of an `enum` constraint (at `path`): a set of atoms of this type.
+    fn enum_of(&self, e: &Value, path: &str) -> Result<Vec<Atom>, SchemaError> {
+        let datum = Datum::from_json(e).map_err(|x| err(path, x.to_string()))?;
+        let atoms = match datum {
+            Datum::Set(atoms) => atoms,
+            Datum::Map(_) => return Err(err(path, "enum must be a set, not a map")),
+        };
+        for a in &atoms {
+            if !self.atomic_matches(a) {
+                return Err(err(
+                    path,
+                    format!("enum value {a} is not of type {}", self.atomic),
+                ));
+            }
+        }
+        Ok(atoms.into_vec())
+    }
+}
+
+/// A base type's `refType` (at `path`): `strong` or `weak`.
+fn ref_type(r: &Value, path: &str) -> Result<RefType, SchemaError> {
+    match r.as_str() {
+        Some("strong") => Ok(RefType::Strong),
+        Some("weak") => Ok(RefType::Weak),
+        _ => Err(err(
+            &format!("{path}.refType"),
+            format!("must be \"strong\" or \"weak\", not {r}"),
+        )),
+    }
+}
+
+/// An error when both bounds are given and `min` exceeds `max` (`names` theirs).
+fn ordered<T: PartialOrd + std::fmt::Display>(
+    min: Option<T>,
+    max: Option<T>,
+    path: &str,
+    names: (&str, &str),
+) -> Result<(), SchemaError> {
+    match (min, max) {
+        (Some(a), Some(b)) if a > b => Err(err(
+            path,
+            format!("{} {a} exceeds {} {b}", names.0, names.1),
+        )),
+        _ => Ok(()),
     }
 }
 
