@@ -397,6 +397,21 @@ async fn a_connect_beside_the_vectors_rows_adds_only_its_rows_and_set_elements()
         assert!(start.elapsed().as_secs() < 30, "/readyz never 200");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    // The command's own pass over it: nothing to do, exit 0.
+    let once = std::process::Command::new(integration_tests::binary("netconnectd"))
+        .args(["--nb", &sb.nb.unix_remote(), "--zone", NODE.name])
+        .args(["--manage", "connects", "--once", "--manifests"])
+        .arg(m.path())
+        .arg("--status-dir")
+        .arg(s.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        once.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&once.stderr)
+    );
     let pid = d.0.id().to_string();
     assert!(std::process::Command::new("kill")
         .args(["-TERM", &pid])
