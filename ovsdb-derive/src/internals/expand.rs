@@ -35,10 +35,7 @@ fn expand_table(m: &Table) -> TokenStream {
     let assertions = m.columns.iter().map(|c| {
         let ty = &c.field.ty;
         quote_spanned! {ty.span()=>
-            const _: fn() = || {
-                fn column_value<V: ::ovsdb_proto::model::ColumnValue>() {}
-                column_value::<#ty>();
-            };
+            const _: fn() = || { fn column_value<V: ::ovsdb_proto::model::ColumnValue>() {} column_value::<#ty>(); };
         }
     });
     quote! {
