@@ -99,17 +99,9 @@ const TABLES: [&str; 11] = [
     "ACL",
 ];
 
-/// Every row of the NB (of [`TABLES`]), by table and uuid, as JSON text of its columns
-/// (sets and maps as written, in order).
+/// Every row of the NB (of [`TABLES`]), by table and uuid.
 fn rows(r: &netconnect::reconcile::Reconciler) -> BTreeMap<(String, String), ovsdb_proto::Row> {
-    let snap = r.cache().snapshot();
-    let mut out = BTreeMap::new();
-    for t in TABLES {
-        for (uuid, row) in snap.table(t).iter() {
-            out.insert((t.to_owned(), uuid.to_string()), row.to_row());
-        }
-    }
-    out
+    udn::rows_of(r, &TABLES)
 }
 
 /// Fills the NB behind `r` as OVN-Kubernetes would have it for [`networks`]: netconnect's
@@ -180,38 +172,6 @@ async fn ovn_kubernetes_nb_of(
     theirs
 }
 
-/// Asserts that every row of `theirs` is in `after`, the same row (uuid), its columns
-/// the same but for elements added to its sets.
-fn kept_but_set_elements(
-    theirs: &BTreeMap<(String, String), ovsdb_proto::Row>,
-    after: &BTreeMap<(String, String), ovsdb_proto::Row>,
-) {
-    for ((table, uuid), before) in theirs {
-        let now = after
-            .get(&(table.clone(), uuid.clone()))
-            .unwrap_or_else(|| panic!("{table} {uuid} deleted or recreated: {before:?}"));
-        for (column, value) in before {
-            // ovn-northd sets a port's `up` (and the like) when it gets to it.
-            if netconnect::reconcile::left::WRITTEN_BY_OVN.contains(&column.as_str()) {
-                continue;
-            }
-            let new = &now[column];
-            let kept = match (value, new) {
-                (Datum::Set(a), Datum::Set(b)) => a.iter().all(|x| b.contains(x)),
-                (Datum::Map(a), Datum::Map(b)) => a.iter().all(|x| b.contains(x)),
-                _ => false,
-            };
-            assert!(kept, "{table} {uuid} {column}: {value:?} became {new:?}");
-            if !matches!(
-                column.as_str(),
-                "ports" | "policies" | "load_balancer_group" | "acls"
-            ) {
-                assert_eq!(value, new, "{table} {uuid} {column} changed");
-            }
-        }
-    }
-}
-
 /// The name of the connect's router `connect_router_colored`, if the NB has it.
 fn connect_router(sb: &integration_tests::Sandbox) -> String {
     let args = [
@@ -250,7 +210,11 @@ async fn a_connect_added_beside_ovn_kubernetes_writes_its_own_rows_and_set_eleme
         .iter()
         .any(|o| o.result.as_ref().is_ok_and(|p| !p.is_empty())));
     let after = rows(&r);
-    kept_but_set_elements(&theirs, &after);
+    udn::assert_kept_but_set_elements(
+        &theirs,
+        &after,
+        &["ports", "policies", "load_balancer_group", "acls"],
+    );
     let router = connect_router(&sb);
     assert_eq!(router.trim(), "connect_router_colored");
     // A port of the connect on a network router of OVN-Kubernetes'.
@@ -732,17 +696,14 @@ async fn an_audit_names_every_drift_and_every_row_it_would_not_write() {
     assert_eq!(without_ovn_columns(rows(&r)), before);
 }
 
-/// `rows` without the columns OVN's own daemons write (ovn-northd sets a port's `up`
+/// `rows` without the columns OVN's daemons write (ovn-northd sets a port's `up`
 /// when it gets to it, whoever wrote the port).
 fn without_ovn_columns(
-    mut rows: BTreeMap<(String, String), ovsdb_proto::Row>,
+    rows: BTreeMap<(String, String), ovsdb_proto::Row>,
 ) -> BTreeMap<(String, String), ovsdb_proto::Row> {
-    for row in rows.values_mut() {
-        row.retain(|column, _| {
-            !netconnect::reconcile::left::WRITTEN_BY_OVN.contains(&column.as_str())
-        });
-    }
-    rows
+    rows.iter()
+        .map(|(k, row)| (k.clone(), udn::without_ovn_columns(row)))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,8 +16,6 @@
 //! made by hand and nothing else; beside them (`--manage connects`) a connect adds only
 //! its own rows and elements of their sets.
 
-use std::collections::BTreeMap;
-
 use integration_tests::{sandbox, udn};
 use netconnect::status::dir::State;
 use netconnect::world::Settings;
@@ -119,31 +117,15 @@ fn manifests() -> String {
     )
 }
 
-/// Every row of every table, by table and uuid.
+/// Every row of the tables netconnect writes, by table and uuid.
 fn all_rows(r: &netconnect::reconcile::Reconciler) -> Rows {
-    let snap = r.cache().snapshot();
-    let mut out = BTreeMap::new();
-    for t in netconnect::reconcile::nb::TABLES {
-        for (uuid, row) in snap.table(t).iter() {
-            out.insert((t.to_string(), uuid.to_string()), row.to_row());
-        }
-    }
-    out
-}
-
-/// `row` without the columns OVN's daemons write (ovn-northd sets a port's `up`).
-fn ours(row: &ovsdb_proto::Row) -> ovsdb_proto::Row {
-    let mut row = row.clone();
-    for c in netconnect::reconcile::left::WRITTEN_BY_OVN {
-        row.remove(*c);
-    }
-    row
+    udn::rows_of(r, netconnect::reconcile::nb::TABLES)
 }
 
 /// `row` without netconnect's owner keys where OVN-Kubernetes stamps none (the rows
 /// not of its `DbObjectIDs`), and without the columns OVN's daemons write.
 fn stamps_off(row: &ovsdb_proto::Row) -> ovsdb_proto::Row {
-    let mut row = ours(row);
+    let mut row = udn::without_ovn_columns(row);
     if let Some(ovsdb_proto::Datum::Map(ids)) = row.get("external_ids") {
         let of_ovn_k = ids.iter().any(|(k, v)| {
             k.as_str() == Some("k8s.ovn.org/owner-type")
@@ -193,8 +175,7 @@ async fn ovn_kubernetes_nb(r: &netconnect::reconcile::Reconciler) -> Rows {
     rows
 }
 
-/// Every row by table and uuid.
-type Rows = BTreeMap<(String, String), ovsdb_proto::Row>;
+use udn::Rows;
 
 /// The world of [`manifests`] (and `more`) in `settings`, the zone node-a's.
 fn world(more: &str, settings: Settings) -> netconnect::world::World {
@@ -421,7 +402,14 @@ async fn a_connect_beside_the_vectors_rows_adds_only_its_rows_and_set_elements()
     assert_eq!(d.0.wait().unwrap().code(), Some(0));
 
     let after = all_rows(&r);
-    kept_but_set_elements(&theirs, &after);
+    let sets = [
+        "ports",
+        "policies",
+        "static_routes",
+        "load_balancer_group",
+        "acls",
+    ];
+    udn::assert_kept_but_set_elements(&theirs, &after, &sets);
     assert!(after.len() > theirs.len() + 10, "the connect's rows");
     let connects = Settings {
         manage: netconnect::world::Manage::Connects,
@@ -430,36 +418,5 @@ async fn a_connect_beside_the_vectors_rows_adds_only_its_rows_and_set_elements()
     for o in udn::apply(&r, &world(cnc, connects)).await {
         let plan = o.result.as_ref().unwrap();
         assert!(plan.is_empty(), "{}: {}", o.key, plan);
-    }
-}
-
-/// Asserts that every row of `theirs` is in `after`, the same row (uuid), its columns
-/// the same but for elements added to its sets of references.
-fn kept_but_set_elements(theirs: &Rows, after: &Rows) {
-    for (key, before) in theirs {
-        let now = after
-            .get(key)
-            .unwrap_or_else(|| panic!("{key:?} deleted or recreated"));
-        let (before, now) = (ours(before), ours(now));
-        for (column, value) in &before {
-            let new = &now[column];
-            let grown = match (value, new) {
-                (ovsdb_proto::Datum::Set(a), ovsdb_proto::Datum::Set(b)) => {
-                    a.iter().all(|x| b.contains(x))
-                }
-                _ => false,
-            };
-            let sets = [
-                "ports",
-                "policies",
-                "static_routes",
-                "load_balancer_group",
-                "acls",
-            ];
-            assert!(
-                value == new || (grown && sets.contains(&column.as_str())),
-                "{key:?} {column}: {value:?} became {new:?}"
-            );
-        }
     }
 }

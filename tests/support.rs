@@ -328,6 +328,56 @@ pub mod udn {
     use netconnect::world::{Settings, World};
     use ovsdb_proto::cache::{Cache, CacheConfig, CacheEvents};
 
+    /// Every row by table and uuid.
+    pub type Rows = std::collections::BTreeMap<(String, String), ovsdb_proto::Row>;
+
+    /// Every row of `tables` in `r`'s cache now.
+    pub fn rows_of(r: &Reconciler, tables: &[&str]) -> Rows {
+        let snap = r.cache().snapshot();
+        let mut out = Rows::new();
+        for t in tables {
+            for (uuid, row) in snap.table(t).iter() {
+                out.insert((t.to_string(), uuid.to_string()), row.to_row());
+            }
+        }
+        out
+    }
+
+    /// `row` without the columns OVN's daemons write (ovn-northd sets a port's `up`
+    /// when it gets to it, whoever wrote the port).
+    pub fn without_ovn_columns(row: &ovsdb_proto::Row) -> ovsdb_proto::Row {
+        let mut row = row.clone();
+        row.retain(|column, _| {
+            !netconnect::reconcile::left::WRITTEN_BY_OVN.contains(&column.as_str())
+        });
+        row
+    }
+
+    /// Asserts that every row of `theirs` is in `after`, the same row (uuid), its
+    /// columns (but those OVN's daemons write) the same but for elements added to its
+    /// sets of references named in `growing`.
+    pub fn assert_kept_but_set_elements(theirs: &Rows, after: &Rows, growing: &[&str]) {
+        for (key, before) in theirs {
+            let now = after
+                .get(key)
+                .unwrap_or_else(|| panic!("{key:?} deleted or recreated: {before:?}"));
+            let (before, now) = (without_ovn_columns(before), without_ovn_columns(now));
+            for (column, value) in &before {
+                let new = &now[column];
+                let grown = match (value, new) {
+                    (ovsdb_proto::Datum::Set(a), ovsdb_proto::Datum::Set(b)) => {
+                        a.iter().all(|x| b.contains(x))
+                    }
+                    _ => false,
+                };
+                assert!(
+                    value == new || (grown && growing.contains(&column.as_str())),
+                    "{key:?} {column}: {value:?} became {new:?}"
+                );
+            }
+        }
+    }
+
     /// A cache of the NB at `remote` with netconnect's indexes, and a reconciler over it.
     pub async fn reconciler(remote: &str) -> (Arc<Reconciler>, CacheEvents) {
         let mut cc = CacheConfig::new(vec![remote.parse().unwrap()], "OVN_Northbound", &[]);

@@ -38,6 +38,17 @@ pub(crate) fn hash_for_ovn(id: &str) -> String {
     format!("a{h}")
 }
 
+/// A switch's port to router port `router_port`: type `router`, address `router`.
+pub(crate) fn router_lsp(name: String, router_port: &str) -> LogicalSwitchPort {
+    LogicalSwitchPort {
+        name,
+        type_: "router".into(),
+        addresses: ["router".to_owned()].into(),
+        options: map([("router-port", router_port)]),
+        ..Default::default()
+    }
+}
+
 /// `IPAddrToHWAddr`: `0a:58` and the IPv4 address's four bytes.
 pub(crate) fn mac(ip: &str) -> String {
     let ip: std::net::Ipv4Addr = ip.parse().unwrap();
@@ -272,14 +283,11 @@ pub(crate) fn node_switch(f: &mut Fixture, n: &Net, lbg: &[Ref<LoadBalancerGroup
         true => (format!("stotr-{switch}"), format!("trtos-{switch}")),
         false => (format!("stor-{switch}"), format!("rtos-{switch}")),
     };
-    let stor = f.add(LogicalSwitchPort {
-        name: to_router,
-        type_: "router".into(),
-        addresses: ["router".to_owned()].into(),
-        options: map([("router-port", &router_port)]),
-        external_ids: if layer2 { n.ids() } else { BTreeMap::new() },
-        ..Default::default()
-    });
+    let mut stor = router_lsp(to_router, &router_port);
+    if layer2 {
+        stor.external_ids = n.ids();
+    }
+    let stor = f.add(stor);
     let mut other_config = map([("subnet", n.host)]);
     if layer2 {
         other_config.extend(map([
@@ -406,17 +414,11 @@ pub(crate) fn cluster_router(f: &mut Fixture, n: &Net, copp: &Ref<Copp>) {
         external_ids: ids,
         ..Default::default()
     });
-    let tstor = f.add(LogicalSwitchPort {
-        name: format!("{p}tstor-{node}"),
-        type_: "router".into(),
-        addresses: ["router".to_owned()].into(),
-        options: map([
-            ("router-port", &rtots.name),
-            ("requested-tnl-key", &n.node.id.to_string()),
-        ]),
-        external_ids: map([("node", node)]),
-        ..Default::default()
-    });
+    let mut tstor = router_lsp(format!("{p}tstor-{node}"), &rtots.name);
+    let key = n.node.id.to_string();
+    tstor.options.insert("requested-tnl-key".into(), key);
+    tstor.external_ids = map([("node", node)]);
+    let tstor = f.add(tstor);
     f.add(LogicalSwitch {
         name: format!("{p}transit_switch"),
         ports: [tstor].into(),
@@ -548,12 +550,9 @@ pub(crate) fn outside_and_join(f: &mut Fixture, n: &Net, gr: &str) {
     });
     let node_ip = n.node.ip.split('/').next().unwrap();
     let etor = f.add(LogicalSwitchPort {
-        name: format!("etor-{gr}"),
-        type_: "router".into(),
         addresses: [mac(node_ip)].into(),
-        options: map([("router-port", &format!("rtoe-{gr}"))]),
         external_ids: n.ids(),
-        ..Default::default()
+        ..router_lsp(format!("etor-{gr}"), &format!("rtoe-{gr}"))
     });
     f.add(LogicalSwitch {
         name: format!("ext_{p}{node}"),
@@ -565,20 +564,11 @@ pub(crate) fn outside_and_join(f: &mut Fixture, n: &Net, gr: &str) {
         return;
     }
     let to_gr = f.add(LogicalSwitchPort {
-        name: format!("jtor-{gr}"),
-        type_: "router".into(),
-        addresses: ["router".to_owned()].into(),
-        options: map([("router-port", &format!("rtoj-{gr}"))]),
         external_ids: n.ids(),
-        ..Default::default()
+        ..router_lsp(format!("jtor-{gr}"), &format!("rtoj-{gr}"))
     });
-    let to_cr = f.add(LogicalSwitchPort {
-        name: format!("jtor-{p}ovn_cluster_router"),
-        type_: "router".into(),
-        addresses: ["router".to_owned()].into(),
-        options: map([("router-port", &format!("rtoj-{p}ovn_cluster_router"))]),
-        ..Default::default()
-    });
+    let cr = format!("{p}ovn_cluster_router");
+    let to_cr = f.add(router_lsp(format!("jtor-{cr}"), &format!("rtoj-{cr}")));
     f.add(LogicalSwitch {
         name: format!("{p}join"),
         ports: [to_gr, to_cr].into(),

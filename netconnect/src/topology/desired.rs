@@ -263,8 +263,34 @@ pub struct Desired {
     /// True once a row was built in a fragment nested in the base: only rows added to a
     /// skipped base after that can refer to one.
     built_in_base: bool,
-    /// The owner and id of the row [`Desired::add_aliased`] is adding.
-    alias: Option<(Owner, String)>,
+}
+
+/// Stamps `values`, a row of a table with `external_ids`, with `owner` and (unless
+/// `unidentified`) `id`: the row's own ids, then the owner's (which win over the
+/// row's), in the row's own column.
+fn stamp(values: &mut Row, owner: &Owner, id: &str, unidentified: bool) {
+    let column = match values.get_mut("external_ids") {
+        Some(column) => column,
+        None => values
+            .entry("external_ids".into())
+            .or_insert_with(Datum::empty),
+    };
+    let mut ids: Vec<(Atom, Atom)> = match std::mem::replace(column, Datum::empty()) {
+        Datum::Map(pairs) => pairs.into_vec(),
+        Datum::Set(_) => Vec::new(),
+    };
+    for (k, v) in [
+        (OWNER_CONTROLLER, owner.controller.as_str()),
+        (OWNER_TYPE, owner.kind.as_str()),
+        (OWNER_NAME, owner.name.as_str()),
+        (OWNER_ID, id),
+    ] {
+        if k == OWNER_ID && unidentified {
+            continue;
+        }
+        ids.push((Atom::String(k.into()), Atom::String(v.into())));
+    }
+    *column = Datum::map(ids);
 }
 
 /// The identity in its key of a row of a network written under another owner
@@ -309,7 +335,6 @@ impl Desired {
             base: None,
             growth: Vec::new(),
             built_in_base: false,
-            alias: None,
         }
     }
 
@@ -374,8 +399,7 @@ impl Desired {
     pub(crate) fn add_aliased<T: Table>(&mut self, owner: Owner, id: String, row: T) -> Ref<T> {
         debug_assert!(id.starts_with(&owner.to_string()));
         let identity = aliased_identity(&id);
-        self.alias = Some((owner, id));
-        self.insert(identity, row, Kind::default())
+        self.insert_as(identity, row, Kind::default(), Some((owner, id)))
     }
 
     /// A reference standing for every row `selection` matches when the key is
@@ -547,7 +571,18 @@ impl Desired {
     }
 
     fn insert<T: Table>(&mut self, identity: String, row: T, kind: Kind) -> Ref<T> {
-        let alias = self.alias.take();
+        self.insert_as(identity, row, kind, None)
+    }
+
+    /// [`Desired::insert`], the row stamped with `alias`'s owner and id when given
+    /// ([`Desired::add_aliased`]), else with the key's.
+    fn insert_as<T: Table>(
+        &mut self,
+        identity: String,
+        row: T,
+        kind: Kind,
+        alias: Option<(Owner, String)>,
+    ) -> Ref<T> {
         let shared = kind.shared;
         let key = (T::NAME, identity.clone());
         if let Some(&at) = self.index.get(&key) {
@@ -605,30 +640,7 @@ impl Desired {
             Some((owner, id)) => (owner, id.clone()),
             None => (&self.owner, self.id(T::NAME, &identity)),
         };
-        // The row's own ids, then the owner's (which win over the row's), in the
-        // row's own column (a stamped table's row always has it).
-        let column = match values.get_mut("external_ids") {
-            Some(column) => column,
-            None => values
-                .entry("external_ids".into())
-                .or_insert_with(Datum::empty),
-        };
-        let mut ids: Vec<(Atom, Atom)> = match std::mem::replace(column, Datum::empty()) {
-            Datum::Map(pairs) => pairs.into_vec(),
-            Datum::Set(_) => Vec::new(),
-        };
-        for (k, v) in [
-            (OWNER_CONTROLLER, owner.controller.as_str()),
-            (OWNER_TYPE, owner.kind.as_str()),
-            (OWNER_NAME, owner.name.as_str()),
-            (OWNER_ID, id.as_str()),
-        ] {
-            if k == OWNER_ID && kind.unidentified {
-                continue;
-            }
-            ids.push((Atom::String(k.into()), Atom::String(v.into())));
-        }
-        *column = Datum::map(ids);
+        stamp(&mut values, owner, &id, kind.unidentified);
         let defaults = self.defaults_of::<T>(&values);
         self.rows.push(DesiredRow {
             table: T::NAME,

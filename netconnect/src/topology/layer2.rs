@@ -102,8 +102,8 @@ pub fn build(
     }
     if !local.is_empty() {
         // One ACL per address: the zone's management ports share their addresses.
-        let (switch, management) = (l2.b.names.layer2_switch(), l2.management.clone());
-        let acls = l2.b.allow_from_node(&switch, &management);
+        let switch = l2.b.names.layer2_switch();
+        let acls = l2.b.allow_from_node(&switch, &l2.management);
         l2.ls.acls.extend(acls);
         l2.management_side(
             local.iter().any(|n| n.gateway_router().is_some()),

@@ -252,7 +252,9 @@ impl<'a> Layer3<'a> {
         let stor = LogicalSwitchPort::to_router(names.stor(n), names.rtos(n));
         ls.ports.insert(self.b.d.add(names.stor(n), stor));
         ls.ports.insert(self.b.management_port(n, &host.management));
-        ls.acls = (self.b.allow_from_node(&ls.name, &host.management))
+        ls.acls = self
+            .b
+            .allow_from_node(&ls.name, &host.management)
             .into_iter()
             .collect();
         self.b.d.add(self.b.names.node_switch(n), ls);
