@@ -248,8 +248,6 @@ impl NbIndexes {
                     .get(table)
                     .and_then(|i| snap.indexed_rows(i, owner).ok());
                 put(at, PartSource::Owner, rows);
-            }
-            if !matches!(scope, Scope::Part(_)) {
                 // After the owner's part (the aliased tables have no partitions), as
                 // `PartSource::Aliased` sorts.
                 let aliased = self

@@ -58,11 +58,12 @@ impl KeyRows {
     /// The rows, table by table (each table's in uuid order).
     pub fn iter(&self) -> impl Iterator<Item = KeyRow<'_>> {
         self.parts.iter().flat_map(|p| {
-            p.rows.iter().map(|(uuid, row)| KeyRow {
+            let aliased = p.source == nb::PartSource::Aliased;
+            p.rows.iter().map(move |(uuid, row)| KeyRow {
                 uuid: *uuid,
                 table: p.table,
                 row,
-                aliased: p.source == nb::PartSource::Aliased,
+                aliased,
             })
         })
     }
