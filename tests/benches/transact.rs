@@ -6,7 +6,8 @@
 //!
 //! `RAW_DELAY_NS=N` delays each of the raw client's sequential requests by N ns after
 //! the reply before it (what a client's own reaction time costs the server's round
-//! trip; see docs/benchmarks.md).
+//! trip; see docs/benchmarks.md). `ONLY=ours|tokio-raw|raw` runs that client's
+//! sequential inserts once and nothing else, for a profiler.
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -81,6 +82,31 @@ fn raw_sequential(n: usize) -> Duration {
         s.write_all(&request(i)).unwrap();
         while counter.count <= i {
             let r = s.read(&mut buf).unwrap();
+            counter.feed(&buf[..r]);
+        }
+    }
+    start.elapsed()
+}
+
+/// The raw client again, but as a task on a current-thread tokio runtime: what the
+/// runtime's own wake path (epoll, then the task) costs beside a blocking read, so
+/// that what is left of the gap is the library's.
+async fn tokio_raw_sequential(n: usize) -> Duration {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = server();
+    let mut s = tokio::net::UnixStream::connect(raw_path(&server))
+        .await
+        .unwrap();
+    let mut counter = ReplyCounter {
+        tail: Vec::new(),
+        count: 0,
+    };
+    let mut buf = vec![0u8; 65536];
+    let start = Instant::now();
+    for i in 0..n {
+        s.write_all(&request(i)).await.unwrap();
+        while counter.count <= i {
+            let r = s.read(&mut buf).await.unwrap();
             counter.feed(&buf[..r]);
         }
     }
@@ -191,7 +217,18 @@ fn main() {
         install.ovs_version(),
         install.ovn_version()
     );
-    let mut runs: [Vec<f64>; 5] = Default::default();
+    if let Ok(which) = std::env::var("ONLY") {
+        // One sequential run of one client, for a profiler (`perf stat`, `perf record`).
+        let d = match which.as_str() {
+            "ours" => single.block_on(ours_sequential(seq)),
+            "tokio-raw" => single.block_on(tokio_raw_sequential(seq)),
+            "raw" => raw_sequential(seq),
+            other => panic!("ONLY={other}: ours, tokio-raw or raw"),
+        };
+        println!("{which}: {seq} in {d:?}");
+        return;
+    }
+    let mut runs: [Vec<f64>; 6] = Default::default();
     for _ in 0..5 {
         runs[0].push(rate(seq, raw_sequential(seq)));
         runs[1].push(rate(seq, single.block_on(ours_sequential(seq))));
@@ -200,12 +237,18 @@ fn main() {
         runs[3].push(rate(pipe, raw_pipelined(pipe)));
         let d = multi.block_on(async { tokio::spawn(ours_pipelined(pipe, 1024)).await.unwrap() });
         runs[4].push(rate(pipe, d));
+        runs[5].push(rate(seq, single.block_on(tokio_raw_sequential(seq))));
     }
     let m: Vec<f64> = runs.iter().map(|r| common::median(r)).collect();
     println!("median of 5 runs, transactions per second:");
     println!(
         "  one at a time, raw socket                     {:>8.0}",
         m[0]
+    );
+    println!(
+        "  one at a time, raw socket from a tokio task   {:>8.0}  ratio {:.2}",
+        m[5],
+        m[5] / m[0]
     );
     println!(
         "  one at a time, ovsdb-proto, current-thread rt {:>8.0}  ratio {:.2}",
