@@ -1,7 +1,8 @@
 //! The structure rules the crate keeps, checked on its source: imports only go down (no
 //! cycle among netconnect's modules, a module and its parent or child aside), no file
 //! of `src/` holds more than 800 lines of code outside its tests, and the workspace's
-//! README stays a front door (150 lines at most), and no function of the workspace's
+//! README stays a front door (150 lines at most), every crate meant for crates.io carries
+//! its registry metadata and is packaged by the suite, and no function of the workspace's
 //! libraries and programs is over 100 lines as it stands (clippy's `too_many_lines`,
 //! on for the workspace, counts code lines only).
 //!
@@ -420,6 +421,98 @@ fn the_readme_stays_a_front_door() {
     let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
     let lines = std::fs::read_to_string(readme).unwrap().lines().count();
     assert!(lines <= 150, "README.md has {lines} lines; 150 at most");
+}
+
+/// Every crate of the workspace meant for crates.io (not `publish = false`) says what it
+/// is as a registry shows it: a description, the license (which the workspace's
+/// `LICENSE` file is), a README that exists, keywords, categories and where its docs
+/// are; and `scripts/test.sh` packages it, so that it builds from its packaged sources.
+/// (`repository` stays unset until the project has a public home to point at.)
+#[test]
+fn every_crate_meant_for_crates_io_carries_its_metadata_and_is_packaged() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let license = std::fs::read_to_string(root.join("LICENSE")).unwrap();
+    let test_sh = std::fs::read_to_string(root.join("scripts/test.sh")).unwrap();
+    let packaged = packaged_crates(&test_sh);
+    let mut wrong = Vec::new();
+    let mut published = 0;
+    for p in meta["packages"].as_array().unwrap() {
+        let name = p["name"].as_str().unwrap();
+        if p["publish"].as_array().is_some_and(|r| r.is_empty()) {
+            continue;
+        }
+        published += 1;
+        let dir = Path::new(p["manifest_path"].as_str().unwrap())
+            .parent()
+            .unwrap();
+        for field in ["description", "license", "readme", "documentation"] {
+            if p[field].as_str().is_none_or(|v| v.trim().is_empty()) {
+                wrong.push(format!("{name}: no {field}"));
+            }
+        }
+        for field in ["keywords", "categories"] {
+            if p[field].as_array().is_none_or(|v| v.is_empty()) {
+                wrong.push(format!("{name}: no {field}"));
+            }
+        }
+        if let Some(readme) = p["readme"].as_str() {
+            if !dir.join(readme).is_file() {
+                wrong.push(format!("{name}: its readme {readme} is not a file"));
+            }
+        }
+        if p["license"].as_str() == Some("Apache-2.0")
+            && !(license.contains("Apache License") && license.contains("Version 2.0"))
+        {
+            wrong.push(format!(
+                "{name}: Apache-2.0, but LICENSE is not that license"
+            ));
+        }
+        if !packaged.contains(name) {
+            wrong.push(format!("{name}: not in scripts/test.sh's cargo package"));
+        }
+    }
+    assert!(
+        published >= 6,
+        "only {published} crates meant for crates.io found"
+    );
+    assert!(wrong.is_empty(), "crates.io metadata: {wrong:#?}");
+}
+
+/// The crates `script`'s `cargo package` command names (`-p NAME`, over continued lines).
+fn packaged_crates(script: &str) -> BTreeSet<&str> {
+    let mut words = Vec::new();
+    let lines = script
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("cargo package"));
+    for line in lines {
+        let line = line.trim();
+        words.extend(line.trim_end_matches('\\').split_whitespace());
+        if !line.ends_with('\\') {
+            break;
+        }
+    }
+    words
+        .windows(2)
+        .filter(|w| w[0] == "-p")
+        .map(|w| w[1])
+        .collect()
 }
 
 /// The functions of `text` (rustfmt's layout: an item's closing brace at its own
