@@ -701,8 +701,8 @@ async fn an_audit_names_every_drift_and_every_row_it_would_not_write() {
 fn without_ovn_columns(
     rows: BTreeMap<(String, String), ovsdb_proto::Row>,
 ) -> BTreeMap<(String, String), ovsdb_proto::Row> {
-    rows.iter()
-        .map(|(k, row)| (k.clone(), udn::without_ovn_columns(row)))
+    rows.into_iter()
+        .map(|(k, row)| (k, udn::without_ovn_columns(row)))
         .collect()
 }
 

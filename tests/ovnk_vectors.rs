@@ -125,7 +125,7 @@ fn all_rows(r: &netconnect::reconcile::Reconciler) -> Rows {
 /// `row` without netconnect's owner keys where OVN-Kubernetes stamps none (the rows
 /// not of its `DbObjectIDs`), and without the columns OVN's daemons write.
 fn stamps_off(row: &ovsdb_proto::Row) -> ovsdb_proto::Row {
-    let mut row = udn::without_ovn_columns(row);
+    let mut row = udn::without_ovn_columns(row.clone());
     if let Some(ovsdb_proto::Datum::Map(ids)) = row.get("external_ids") {
         let of_ovn_k = ids.iter().any(|(k, v)| {
             k.as_str() == Some("k8s.ovn.org/owner-type")

@@ -345,8 +345,7 @@ pub mod udn {
 
     /// `row` without the columns OVN's daemons write (ovn-northd sets a port's `up`
     /// when it gets to it, whoever wrote the port).
-    pub fn without_ovn_columns(row: &ovsdb_proto::Row) -> ovsdb_proto::Row {
-        let mut row = row.clone();
+    pub fn without_ovn_columns(mut row: ovsdb_proto::Row) -> ovsdb_proto::Row {
         row.retain(|column, _| {
             !netconnect::reconcile::left::WRITTEN_BY_OVN.contains(&column.as_str())
         });
@@ -361,7 +360,8 @@ pub mod udn {
             let now = after
                 .get(key)
                 .unwrap_or_else(|| panic!("{key:?} deleted or recreated: {before:?}"));
-            let (before, now) = (without_ovn_columns(before), without_ovn_columns(now));
+            let before = without_ovn_columns(before.clone());
+            let now = without_ovn_columns(now.clone());
             for (column, value) in &before {
                 let new = &now[column];
                 let grown = match (value, new) {

@@ -279,15 +279,13 @@ fn stamp(values: &mut Row, owner: &Owner, id: &str, unidentified: bool) {
         Datum::Map(pairs) => pairs.into_vec(),
         Datum::Set(_) => Vec::new(),
     };
-    for (k, v) in [
+    let owners = [
         (OWNER_CONTROLLER, owner.controller.as_str()),
         (OWNER_TYPE, owner.kind.as_str()),
         (OWNER_NAME, owner.name.as_str()),
-        (OWNER_ID, id),
-    ] {
-        if k == OWNER_ID && unidentified {
-            continue;
-        }
+    ];
+    let id = (!unidentified).then_some((OWNER_ID, id));
+    for (k, v) in owners.into_iter().chain(id) {
         ids.push((Atom::String(k.into()), Atom::String(v.into())));
     }
     *column = Datum::map(ids);
@@ -636,11 +634,13 @@ impl Desired {
             });
             return reference;
         }
-        let (owner, id) = match &alias {
-            Some((owner, id)) => (owner, id.clone()),
-            None => (&self.owner, self.id(T::NAME, &identity)),
-        };
-        stamp(&mut values, owner, &id, kind.unidentified);
+        match &alias {
+            Some((owner, id)) => stamp(&mut values, owner, id, kind.unidentified),
+            None => {
+                let id = self.id(T::NAME, &identity);
+                stamp(&mut values, &self.owner, &id, kind.unidentified);
+            }
+        }
         let defaults = self.defaults_of::<T>(&values);
         self.rows.push(DesiredRow {
             table: T::NAME,
