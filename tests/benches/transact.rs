@@ -33,6 +33,7 @@ fn request(id: usize) -> Vec<u8> {
 }
 
 /// Counts complete replies in what has been read (each ends with `"error":null}`).
+#[derive(Default)]
 struct ReplyCounter {
     tail: Vec<u8>,
     count: usize,
@@ -62,10 +63,7 @@ fn raw_path(server: &OvsdbServer) -> String {
 fn raw_sequential(n: usize) -> Duration {
     let server = server();
     let mut s = UnixStream::connect(raw_path(&server)).unwrap();
-    let mut counter = ReplyCounter {
-        tail: Vec::new(),
-        count: 0,
-    };
+    let mut counter = ReplyCounter::default();
     let mut buf = vec![0u8; 65536];
     let delay: u64 = std::env::var("RAW_DELAY_NS")
         .ok()
@@ -97,10 +95,7 @@ async fn tokio_raw_sequential(n: usize) -> Duration {
     let mut s = tokio::net::UnixStream::connect(raw_path(&server))
         .await
         .unwrap();
-    let mut counter = ReplyCounter {
-        tail: Vec::new(),
-        count: 0,
-    };
+    let mut counter = ReplyCounter::default();
     let mut buf = vec![0u8; 65536];
     let start = Instant::now();
     for i in 0..n {
@@ -130,10 +125,7 @@ fn raw_pipelined(n: usize) -> Duration {
         s.write_all(&batch).unwrap();
         s
     });
-    let mut counter = ReplyCounter {
-        tail: Vec::new(),
-        count: 0,
-    };
+    let mut counter = ReplyCounter::default();
     let mut buf = vec![0u8; 1 << 20];
     while counter.count < n {
         let r = reader.read(&mut buf).unwrap();
