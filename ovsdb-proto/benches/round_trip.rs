@@ -6,6 +6,11 @@
 //! wake-up and framing, the reply's decoding, and the hop back to the caller.
 //!
 //! `cargo bench -p ovsdb-proto --bench round_trip [-- COUNT]`
+//!
+//! `ONLY=ours|tokio-raw|raw` runs one client once and nothing else, for a profiler:
+//! under `valgrind --tool=callgrind --separate-threads=yes`, the main thread's
+//! instructions of two counts, subtracted, give the client's instructions per
+//! transaction, a figure that does not move with the machine's load as times do.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -105,6 +110,24 @@ fn raw(path: &str, n: usize) -> Duration {
     start.elapsed()
 }
 
+/// The raw client as a task on the tokio runtime: the floor for a client that runs
+/// there.
+async fn tokio_raw(path: &str, n: usize) -> Duration {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::UnixStream::connect(path).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let start = Instant::now();
+    for i in 0..n {
+        s.write_all(&request(i)).await.unwrap();
+        let mut got = Vec::new();
+        while !got.ends_with(b"null}") {
+            let r = s.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..r]);
+        }
+    }
+    start.elapsed()
+}
+
 async fn ours(path: &str, n: usize) -> Duration {
     let (c, _) = ovsdb_proto::connect(&format!("unix:{path}")).await.unwrap();
     let start = Instant::now();
@@ -143,6 +166,17 @@ fn main() {
         .build()
         .unwrap();
     let per = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+    if let Ok(which) = std::env::var("ONLY") {
+        // One run of one client, for a profiler (`valgrind --tool=callgrind`).
+        let d = match which.as_str() {
+            "ours" => single.block_on(ours(&path, n)),
+            "tokio-raw" => single.block_on(tokio_raw(&path, n)),
+            "raw" => raw(&path, n),
+            other => panic!("ONLY={other}: ours, tokio-raw or raw"),
+        };
+        println!("{which}: {n} in {d:?}, {:.1} µs each", per(d));
+        return;
+    }
     let (mut r, mut s, mut m) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {
         r.push(per(raw(&path, n)));

@@ -107,7 +107,7 @@ impl Client {
     ) -> Reply {
         let msg = Outgoing::Request {
             id,
-            method: method.to_owned(),
+            method: method.into(),
             params,
         };
         // However this ends (a reply, a timeout, the caller giving up), the request

@@ -67,6 +67,17 @@ impl RawMessage {
         })
     }
 
+    /// Where each top-level member's key (quotes included) and value lie in
+    /// [`as_bytes`](Self::as_bytes).
+    pub(crate) fn member_spans(&self) -> impl Iterator<Item = &(Range<usize>, Range<usize>)> {
+        self.members.iter()
+    }
+
+    /// The message's bytes in `range`, sharing its buffer.
+    pub(crate) fn slice(&self, range: Range<usize>) -> Bytes {
+        self.bytes.slice(range)
+    }
+
     /// Every top-level member: its key as JSON text (quotes included) and its value's
     /// JSON text, in the order they came.
     pub fn members(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
@@ -544,7 +555,7 @@ impl Encoder<Outgoing> for JsonRpcCodec {
             Outgoing::Request { id, method, params } => {
                 dst.reserve(params.len() + method.len() + 48);
                 dst.put_slice(b"{\"id\":");
-                dst.put_slice(id.to_string().as_bytes());
+                put_json(dst, &id);
                 dst.put_slice(b",\"method\":");
                 put_json_string(dst, &method);
                 dst.put_slice(b",\"params\":");
@@ -573,9 +584,13 @@ impl Encoder<Outgoing> for JsonRpcCodec {
 }
 
 fn put_json_string(dst: &mut BytesMut, s: &str) {
-    let mut w = dst.writer();
-    // Writing a string into memory cannot fail.
-    let _ = serde_json::to_writer(&mut w, s);
+    put_json(dst, s);
+}
+
+/// Writes `value` (a number or a string) as JSON, in place.
+fn put_json<T: serde::Serialize + ?Sized>(dst: &mut BytesMut, value: &T) {
+    // Writing a number or a string into memory cannot fail.
+    let _ = serde_json::to_writer(dst.writer(), value);
 }
 
 #[cfg(test)]

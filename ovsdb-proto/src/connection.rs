@@ -3,7 +3,7 @@
 //! pieces of tapped replies to their decoders, notifications to the stream, `echo`
 //! answered), and the inactivity probe.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,10 +33,11 @@ pub(crate) struct Pending {
 
 #[derive(Default)]
 pub(crate) struct State {
-    pub(crate) pending: HashMap<u64, Pending>,
+    /// By id. Ids rise one by one, so an ordered map keeps them without hashing.
+    pub(crate) pending: BTreeMap<u64, Pending>,
     /// Requests given up before their reply came (a timeout, a dropped call): their
     /// late replies are dropped, not taken for a broken protocol.
-    pub(crate) abandoned: std::collections::HashSet<u64>,
+    pub(crate) abandoned: BTreeSet<u64>,
     pub(crate) closed: Option<Error>,
 }
 
@@ -90,10 +91,9 @@ impl Shared {
             }
             tracing::debug!(error = %err, "ovsdb connection ended");
             // Requests in flight were (or may have been) sent: their outcome is unknown.
-            let drained = st
-                .pending
-                .drain()
-                .map(|(_, p)| (p, Error::outcome_unknown(err.duplicate())))
+            let drained = std::mem::take(&mut st.pending)
+                .into_values()
+                .map(|p| (p, Error::outcome_unknown(err.duplicate())))
                 .collect();
             st.closed = Some(err);
             drained
@@ -318,10 +318,15 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     };
     let idle = tokio::time::sleep(period);
     tokio::pin!(idle);
+    // Waited for across messages, not made anew for each.
+    let end = ended.wait_for(|e| *e);
+    tokio::pin!(end);
     loop {
         let next = tokio::select! {
+            // A message ready is taken before the other branches are looked at.
+            biased;
             m = stream.next() => m,
-            _ = ended.wait_for(|e| *e) => return,
+            _ = &mut end => return,
             _ = &mut idle, if probe.is_some() => {
                 idle.as_mut().reset(tokio::time::Instant::now() + period);
                 let tick = watch.tick(received.load(Ordering::Relaxed), completed);
@@ -471,22 +476,89 @@ fn send_probe(shared: &Shared, writer: &Writer) -> Result<(), Error> {
 
 /// Checks that the members of `msg` nobody parses (any but `id`, `method`, `params`,
 /// `result` and `error`) are JSON: the framer only matched their brackets.
-fn check_unread(msg: &RawMessage) -> Result<(), Error> {
-    const READ: [&str; 5] = ["id", "method", "params", "result", "error"];
-    for (key, value) in msg.members() {
-        if READ.iter().any(|name| name_is(key, name)) {
-            continue;
+/// The members of a message that JSON-RPC gives a meaning to, found in one pass over
+/// its members. The first of a name counts (as in [`RawMessage::member`]); any other
+/// member is checked to be JSON and otherwise ignored.
+#[derive(Default)]
+struct Envelope {
+    id: Option<Bytes>,
+    method: Option<Bytes>,
+    params: Option<Bytes>,
+    result: Option<Bytes>,
+    error: Option<Bytes>,
+}
+
+impl Envelope {
+    fn of(msg: &RawMessage) -> Result<Envelope, Error> {
+        let mut envelope = Envelope::default();
+        for (key, value) in msg.member_spans() {
+            let text = &msg.as_bytes()[key.clone()];
+            let slot = match known_name(text) {
+                Some(Known::Id) => &mut envelope.id,
+                Some(Known::Method) => &mut envelope.method,
+                Some(Known::Params) => &mut envelope.params,
+                Some(Known::Result) => &mut envelope.result,
+                Some(Known::Error) => &mut envelope.error,
+                None => {
+                    check_unread(text, &msg.as_bytes()[value.clone()])?;
+                    continue;
+                }
+            };
+            if slot.is_none() {
+                *slot = Some(msg.slice(value.clone()));
+            }
         }
-        let name: String = serde_json::from_slice(key).map_err(|e| {
-            Error::protocol(format!(
-                "a message member's name {} is not a JSON string: {e}",
-                String::from_utf8_lossy(key)
-            ))
-        })?;
-        serde_json::from_slice::<serde::de::IgnoredAny>(value).map_err(|e| {
-            Error::protocol(format!("member {name:?} of a message is not JSON: {e}"))
-        })?;
+        Ok(envelope)
     }
+}
+
+/// A member name JSON-RPC gives a meaning to.
+#[derive(Clone, Copy)]
+enum Known {
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+}
+
+/// The member a key names when it is one JSON-RPC reads: `raw` is the key's JSON text,
+/// quotes included; a key with an escape is compared unescaped ([`name_is`]).
+fn known_name(raw: &[u8]) -> Option<Known> {
+    const KNOWN: [(&str, Known); 5] = [
+        ("id", Known::Id),
+        ("method", Known::Method),
+        ("params", Known::Params),
+        ("result", Known::Result),
+        ("error", Known::Error),
+    ];
+    if raw.contains(&b'\\') {
+        return KNOWN
+            .iter()
+            .find(|(name, _)| name_is(raw, name))
+            .map(|&(_, known)| known);
+    }
+    match raw.get(1..raw.len().saturating_sub(1))? {
+        b"id" => Some(Known::Id),
+        b"method" => Some(Known::Method),
+        b"params" => Some(Known::Params),
+        b"result" => Some(Known::Result),
+        b"error" => Some(Known::Error),
+        _ => None,
+    }
+}
+
+/// Checks a member no part of the client reads: its name must be a JSON string and its
+/// value JSON.
+fn check_unread(key: &[u8], value: &[u8]) -> Result<(), Error> {
+    let name: String = serde_json::from_slice(key).map_err(|e| {
+        Error::protocol(format!(
+            "a message member's name {} is not a JSON string: {e}",
+            String::from_utf8_lossy(key)
+        ))
+    })?;
+    serde_json::from_slice::<serde::de::IgnoredAny>(value)
+        .map_err(|e| Error::protocol(format!("member {name:?} of a message is not JSON: {e}")))?;
     Ok(())
 }
 
@@ -504,15 +576,18 @@ async fn dispatch(
     notes: &mut Option<mpsc::Sender<RawNotification>>,
     shared: &Shared,
 ) -> Result<(), Error> {
-    check_unread(&msg)?;
-    let id = msg.member("id");
+    let Envelope {
+        id,
+        method,
+        params,
+        result,
+        error,
+    } = Envelope::of(&msg)?;
     let id_is_null = id.as_deref().is_none_or(|i| i == b"null");
-    if let Some(method) = msg.member("method") {
+    if let Some(method) = method {
         let method: String = serde_json::from_slice(&method)
             .map_err(|e| Error::protocol(format!("method name is not a string: {e}")))?;
-        let params = msg
-            .member("params")
-            .unwrap_or_else(|| Bytes::from_static(b"[]"));
+        let params = params.unwrap_or_else(|| Bytes::from_static(b"[]"));
         if !id_is_null {
             // Sent back in the answer as it came: it must be JSON, or what goes out is not.
             let id = id.as_deref().unwrap_or_default();
@@ -576,14 +651,14 @@ async fn dispatch(
     let Some(pending) = shared.take_pending(id)? else {
         return Ok(());
     };
-    let error = msg.member("error").filter(|e| &e[..] != b"null");
+    let error = error.filter(|e| &e[..] != b"null");
     let reply = match error {
         Some(e) => {
             let raw: serde_json::Value = serde_json::from_slice(&e)
                 .map_err(|e| Error::protocol(format!("malformed error in reply {id}: {e}")))?;
             Err(Error::server(pending.method, ServerError::from_json(raw)))
         }
-        None => match msg.member("result") {
+        None => match result {
             Some(r) => Ok(r),
             None => Err(Error::protocol(format!(
                 "reply {id} to {} has neither result nor error",
@@ -593,4 +668,43 @@ async fn dispatch(
     };
     let _ = pending.reply.send(reply);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(text: &str) -> Result<Envelope, Error> {
+        Envelope::of(&RawMessage::from_bytes(text.as_bytes().to_vec()).unwrap())
+    }
+
+    fn text(b: &Option<Bytes>) -> Option<&str> {
+        b.as_deref().map(|b| std::str::from_utf8(b).unwrap())
+    }
+
+    #[test]
+    fn the_envelope_finds_each_member_once_escaped_or_not_and_the_first_of_a_name_counts() {
+        let e = envelope(
+            r#"{"\u0069d":7,"extra":{"a":[1]},"result":[1],"error":null,"result":"second","method":"m","params":[]}"#,
+        )
+        .unwrap();
+        assert_eq!(text(&e.id), Some("7"));
+        assert_eq!(text(&e.result), Some("[1]"));
+        assert_eq!(text(&e.error), Some("null"));
+        assert_eq!(text(&e.method), Some("\"m\""));
+        assert_eq!(text(&e.params), Some("[]"));
+        let e = envelope(r#"{"ids":1,"i":2,"":3}"#).unwrap();
+        assert!(e.id.is_none() && e.result.is_none());
+    }
+
+    #[test]
+    fn a_member_nobody_reads_must_still_be_json() {
+        let e = envelope(r#"{"id":1,"result":[],"extra":tru}"#)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string().contains("\"extra\" of a message is not JSON"),
+            "{e}"
+        );
+    }
 }

@@ -52,13 +52,16 @@ impl Taps {
         self.lock().clear();
     }
 
-    /// Takes the tap for the reply to `id`: its bytes go there.
-    fn take(&self, id: u64) -> Option<Tap> {
+    /// Takes the tap for the reply whose `id` member reads `id_text`, with the
+    /// request's id: its bytes go there. The id is read only while some reply is
+    /// tapped.
+    fn take(&self, id_text: &[u8]) -> Option<(u64, Tap)> {
         let mut map = self.lock();
         if map.is_empty() {
             return None;
         }
-        map.remove(&id)
+        let id = crate::codec::reply_id(id_text)?;
+        map.remove(&id).map(|tap| (id, tap))
     }
 }
 
@@ -122,12 +125,10 @@ impl Decoder for TappingCodec {
         if !self.checked {
             if let Some(id) = self.inner.id(buf) {
                 self.checked = true;
-                self.tapping = crate::codec::reply_id(id).and_then(|id| {
-                    self.taps.take(id).map(|tap| Tapping {
-                        id,
-                        tap,
-                        released: 0,
-                    })
+                self.tapping = self.taps.take(id).map(|(id, tap)| Tapping {
+                    id,
+                    tap,
+                    released: 0,
                 });
             }
         }

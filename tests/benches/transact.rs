@@ -7,7 +7,9 @@
 //! `RAW_DELAY_NS=N` delays each of the raw client's sequential requests by N ns after
 //! the reply before it (what a client's own reaction time costs the server's round
 //! trip; see docs/benchmarks.md). `ONLY=ours|tokio-raw|raw` runs that client's
-//! sequential inserts once and nothing else, for a profiler.
+//! sequential inserts once and nothing else, for a profiler; `ONLY=ours-spawned` and
+//! `ours-multi` run ours as a spawned task on the current-thread and the multi-thread
+//! runtime (a reply then wakes a task, not `block_on`'s future).
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -213,9 +215,15 @@ fn main() {
         // One sequential run of one client, for a profiler (`perf stat`, `perf record`).
         let d = match which.as_str() {
             "ours" => single.block_on(ours_sequential(seq)),
+            "ours-spawned" => {
+                single.block_on(async { tokio::spawn(ours_sequential(seq)).await.unwrap() })
+            }
+            "ours-multi" => {
+                multi.block_on(async { tokio::spawn(ours_sequential(seq)).await.unwrap() })
+            }
             "tokio-raw" => single.block_on(tokio_raw_sequential(seq)),
             "raw" => raw_sequential(seq),
-            other => panic!("ONLY={other}: ours, tokio-raw or raw"),
+            other => panic!("ONLY={other}: ours, ours-spawned, ours-multi, tokio-raw or raw"),
         };
         println!("{which}: {seq} in {d:?}");
         return;
