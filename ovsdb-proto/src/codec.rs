@@ -557,7 +557,7 @@ impl Encoder<Outgoing> for JsonRpcCodec {
                 dst.put_slice(b"{\"id\":");
                 put_json(dst, &id);
                 dst.put_slice(b",\"method\":");
-                put_json_string(dst, &method);
+                put_json(dst, &*method);
                 dst.put_slice(b",\"params\":");
                 dst.put_slice(&params);
                 dst.put_u8(b'}');
@@ -565,7 +565,7 @@ impl Encoder<Outgoing> for JsonRpcCodec {
             Outgoing::Notification { method, params } => {
                 dst.reserve(params.len() + method.len() + 40);
                 dst.put_slice(b"{\"id\":null,\"method\":");
-                put_json_string(dst, &method);
+                put_json(dst, &*method);
                 dst.put_slice(b",\"params\":");
                 dst.put_slice(&params);
                 dst.put_u8(b'}');
@@ -581,10 +581,6 @@ impl Encoder<Outgoing> for JsonRpcCodec {
         }
         Ok(())
     }
-}
-
-fn put_json_string(dst: &mut BytesMut, s: &str) {
-    put_json(dst, s);
 }
 
 /// Writes `value` (a number or a string) as JSON, in place.
