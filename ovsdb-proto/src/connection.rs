@@ -15,7 +15,7 @@ use futures_util::StreamExt;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::codec::FramedRead;
 
-use crate::codec::{name_is, reply_id, JsonRpcCodec, Outgoing, RawMessage};
+use crate::codec::{reply_id, JsonRpcCodec, Outgoing, RawMessage};
 use crate::config::ConnectOptions;
 use crate::error::Error;
 use crate::monitor::{Notification, RawNotification};
@@ -474,8 +474,6 @@ fn send_probe(shared: &Shared, writer: &Writer) -> Result<(), Error> {
         .map_err(Error::io)
 }
 
-/// Checks that the members of `msg` nobody parses (any but `id`, `method`, `params`,
-/// `result` and `error`) are JSON: the framer only matched their brackets.
 /// The members of a message that JSON-RPC gives a meaning to, found in one pass over
 /// its members. The first of a name counts (as in [`RawMessage::member`]); any other
 /// member is checked to be JSON and otherwise ignored.
@@ -523,22 +521,17 @@ enum Known {
 }
 
 /// The member a key names when it is one JSON-RPC reads: `raw` is the key's JSON text,
-/// quotes included; a key with an escape is compared unescaped ([`name_is`]).
+/// quotes included. A member name is a JSON string, so a key with an escape
+/// (`"\u0069d"`) is compared unescaped.
 fn known_name(raw: &[u8]) -> Option<Known> {
-    const KNOWN: [(&str, Known); 5] = [
-        ("id", Known::Id),
-        ("method", Known::Method),
-        ("params", Known::Params),
-        ("result", Known::Result),
-        ("error", Known::Error),
-    ];
-    if raw.contains(&b'\\') {
-        return KNOWN
-            .iter()
-            .find(|(name, _)| name_is(raw, name))
-            .map(|&(_, known)| known);
-    }
-    match raw.get(1..raw.len().saturating_sub(1))? {
+    let unescaped: String;
+    let name = if raw.contains(&b'\\') {
+        unescaped = serde_json::from_slice(raw).ok()?;
+        unescaped.as_bytes()
+    } else {
+        raw.get(1..raw.len().saturating_sub(1))?
+    };
+    match name {
         b"id" => Some(Known::Id),
         b"method" => Some(Known::Method),
         b"params" => Some(Known::Params),
@@ -549,7 +542,7 @@ fn known_name(raw: &[u8]) -> Option<Known> {
 }
 
 /// Checks a member no part of the client reads: its name must be a JSON string and its
-/// value JSON.
+/// value JSON (the framer only matched its brackets).
 fn check_unread(key: &[u8], value: &[u8]) -> Result<(), Error> {
     let name: String = serde_json::from_slice(key).map_err(|e| {
         Error::protocol(format!(

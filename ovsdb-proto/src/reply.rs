@@ -107,9 +107,9 @@ impl<'de> Deserialize<'de> for Slot {
                 let mut error = None;
                 let mut details = None;
                 let mut other = serde_json::Map::new();
-                while let Some(key) = map.next_key::<SlotKey>()? {
-                    match key {
-                        SlotKey::Uuid => {
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "uuid" => {
                             let d: Datum = map.next_value()?;
                             uuid =
                                 Some(d.as_scalar().and_then(|a| a.as_uuid()).ok_or_else(|| {
@@ -118,11 +118,11 @@ impl<'de> Deserialize<'de> for Slot {
                                     ))
                                 })?);
                         }
-                        SlotKey::Rows => rows = Some(map.next_value::<Vec<Row>>()?),
-                        SlotKey::Count => count = Some(map.next_value::<u64>()?),
-                        SlotKey::Error => error = Some(map.next_value::<serde_json::Value>()?),
-                        SlotKey::Details => details = Some(map.next_value::<serde_json::Value>()?),
-                        SlotKey::Other(key) => {
+                        "rows" => rows = Some(map.next_value::<Vec<Row>>()?),
+                        "count" => count = Some(map.next_value::<u64>()?),
+                        "error" => error = Some(map.next_value::<serde_json::Value>()?),
+                        "details" => details = Some(map.next_value::<serde_json::Value>()?),
+                        _ => {
                             let v: serde_json::Value = map.next_value()?;
                             other.insert(key, v);
                         }
@@ -152,40 +152,6 @@ impl<'de> Deserialize<'de> for Slot {
             }
         }
         d.deserialize_any(V)
-    }
-}
-
-/// A member name of an operation's result, read without a copy unless it is one the
-/// client does not know.
-enum SlotKey {
-    Uuid,
-    Rows,
-    Count,
-    Error,
-    Details,
-    Other(String),
-}
-
-impl<'de> Deserialize<'de> for SlotKey {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SlotKey, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = SlotKey;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_str<E: de::Error>(self, key: &str) -> Result<SlotKey, E> {
-                Ok(match key {
-                    "uuid" => SlotKey::Uuid,
-                    "rows" => SlotKey::Rows,
-                    "count" => SlotKey::Count,
-                    "error" => SlotKey::Error,
-                    "details" => SlotKey::Details,
-                    other => SlotKey::Other(other.to_owned()),
-                })
-            }
-        }
-        d.deserialize_str(V)
     }
 }
 

@@ -52,16 +52,21 @@ impl Taps {
         self.lock().clear();
     }
 
-    /// Takes the tap for the reply whose `id` member reads `id_text`, with the
-    /// request's id: its bytes go there. The id is read only while some reply is
-    /// tapped.
-    fn take(&self, id_text: &[u8]) -> Option<(u64, Tap)> {
+    /// Takes the tap for the reply whose `id` member's text `id_text` finds, with the
+    /// request's id: its bytes go there. `Ok(None)` when the reply is not tapped;
+    /// `Err(())` while its id has not arrived yet. The id is looked for, and read,
+    /// only while some reply is tapped: a request's tap is in before the request goes
+    /// out, so a reply that arrives with none in is not tapped.
+    fn take<'a>(
+        &self,
+        id_text: impl FnOnce() -> Option<&'a [u8]>,
+    ) -> Result<Option<(u64, Tap)>, ()> {
         let mut map = self.lock();
         if map.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let id = crate::codec::reply_id(id_text)?;
-        map.remove(&id).map(|tap| (id, tap))
+        let text = id_text().ok_or(())?;
+        Ok(crate::codec::reply_id(text).and_then(|id| map.remove(&id).map(|tap| (id, tap))))
     }
 }
 
@@ -123,9 +128,10 @@ impl Decoder for TappingCodec {
         let released = self.tapping.as_ref().map_or(0, |t| t.released);
         self.inner.check_size(released + end.unwrap_or(buf.len()))?;
         if !self.checked {
-            if let Some(id) = self.inner.id(buf) {
+            let inner = &self.inner;
+            if let Ok(tapped) = self.taps.take(|| inner.id(buf)) {
                 self.checked = true;
-                self.tapping = self.taps.take(id).map(|(id, tap)| Tapping {
+                self.tapping = tapped.map(|(id, tap)| Tapping {
                     id,
                     tap,
                     released: 0,

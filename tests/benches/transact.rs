@@ -226,7 +226,9 @@ fn main() {
             }
             "tokio-raw" => single.block_on(tokio_raw_sequential(seq)),
             "raw" => raw_sequential(seq),
-            other => panic!("ONLY={other}: ours, ours-spawned, ours-multi, tokio-raw or raw"),
+            other => panic!(
+                "ONLY={other}: ours, ours-spawned, ours-multi, ours-multi-main, tokio-raw or raw"
+            ),
         };
         println!("{which}: {seq} in {d:?}");
         return;
