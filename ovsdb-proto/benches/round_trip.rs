@@ -10,7 +10,7 @@
 //! `ONLY=ours|tokio-raw|raw` runs one client once and nothing else, for a profiler:
 //! under `valgrind --tool=callgrind --separate-threads=yes`, the main thread's
 //! instructions of two counts, subtracted, give the client's instructions per
-//! transaction, a figure that does not move with the machine's load as times do.
+//! transaction, a figure that moves by about 1% between runs where times can move 2x.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
