@@ -7,7 +7,7 @@
 //!
 //! `cargo bench -p ovsdb-proto --bench round_trip [-- COUNT]`
 //!
-//! `ONLY=ours|tokio-raw|raw` runs one client once and nothing else, for a profiler:
+//! `ONLY=ours|tokio-raw|tokio-json|raw` runs one client once and nothing else, for a profiler:
 //! under `valgrind --tool=callgrind --separate-threads=yes`, the main thread's
 //! instructions of two counts, subtracted, give the client's instructions per
 //! transaction, a figure that moves by about 1% between runs where times can move 2x.
@@ -128,6 +128,29 @@ async fn tokio_raw(path: &str, n: usize) -> Duration {
     start.elapsed()
 }
 
+/// The raw task again, but reading each reply as a client must: parsed as JSON, its
+/// id checked and the new row's uuid taken out. The floor for any client that reads
+/// what the server answers.
+async fn tokio_json(path: &str, n: usize) -> Duration {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::UnixStream::connect(path).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let start = Instant::now();
+    for i in 0..n {
+        s.write_all(&request(i)).await.unwrap();
+        let mut got = Vec::new();
+        while !got.ends_with(b"null}") {
+            let r = s.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..r]);
+        }
+        let reply: serde_json::Value = serde_json::from_slice(&got).unwrap();
+        assert_eq!(reply["id"].as_u64(), Some(i as u64));
+        let uuid = reply["result"][0]["uuid"][1].as_str().unwrap();
+        std::hint::black_box(uuid.parse::<uuid::Uuid>().unwrap());
+    }
+    start.elapsed()
+}
+
 async fn ours(path: &str, n: usize) -> Duration {
     let (c, _) = ovsdb_proto::connect(&format!("unix:{path}")).await.unwrap();
     let start = Instant::now();
@@ -171,8 +194,9 @@ fn main() {
         let d = match which.as_str() {
             "ours" => single.block_on(ours(&path, n)),
             "tokio-raw" => single.block_on(tokio_raw(&path, n)),
+            "tokio-json" => single.block_on(tokio_json(&path, n)),
             "raw" => raw(&path, n),
-            other => panic!("ONLY={other}: ours, tokio-raw or raw"),
+            other => panic!("ONLY={other}: ours, tokio-raw, tokio-json or raw"),
         };
         println!("{which}: {n} in {d:?}, {:.1} µs each", per(d));
         return;

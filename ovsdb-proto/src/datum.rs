@@ -423,7 +423,7 @@ impl Serialize for Datum {
 // ---------------------------------------------------------------------------------------
 // JSON: deserialization, straight from the parser without an intermediate `Value`.
 
-fn parse_uuid<E: de::Error>(text: &str) -> Result<Uuid, E> {
+pub(crate) fn parse_uuid<E: de::Error>(text: &str) -> Result<Uuid, E> {
     // RFC 7047 §5.1: a uuid is 36 characters in the 8-4-4-4-12 form.
     if text.len() != 36 {
         return Err(E::custom(format_args!("invalid uuid \"{text}\"")));

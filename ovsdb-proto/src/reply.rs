@@ -3,11 +3,12 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::datum::{Datum, Row};
+use crate::datum::{parse_uuid, Row, TagStr};
 use crate::ops::OperationResult;
+use crate::Uuid;
 
 /// An error the server sent in reply to a request: `{"error": E, "details": D}` (or a
 /// bare string, as for `canceled`).
@@ -107,24 +108,18 @@ impl<'de> Deserialize<'de> for Slot {
                 let mut error = None;
                 let mut details = None;
                 let mut other = serde_json::Map::new();
-                while let Some(key) = map.next_key::<String>()? {
+                // Keys borrowed from the reply where they can be: no allocation for the
+                // names a result has.
+                while let Some(key) = map.next_key::<TagStr<'de>>()? {
                     match key.as_str() {
-                        "uuid" => {
-                            let d: Datum = map.next_value()?;
-                            uuid =
-                                Some(d.as_scalar().and_then(|a| a.as_uuid()).ok_or_else(|| {
-                                    de::Error::custom(format_args!(
-                                        "insert result uuid {d} is not a uuid"
-                                    ))
-                                })?);
-                        }
+                        "uuid" => uuid = Some(map.next_value::<InsertedUuid>()?.0),
                         "rows" => rows = Some(map.next_value::<Vec<Row>>()?),
                         "count" => count = Some(map.next_value::<u64>()?),
                         "error" => error = Some(map.next_value::<serde_json::Value>()?),
                         "details" => details = Some(map.next_value::<serde_json::Value>()?),
-                        _ => {
+                        other_key => {
                             let v: serde_json::Value = map.next_value()?;
-                            other.insert(key, v);
+                            other.insert(other_key.to_owned(), v);
                         }
                     }
                 }
@@ -155,6 +150,41 @@ impl<'de> Deserialize<'de> for Slot {
     }
 }
 
+/// The `uuid` of an insert's result, `["uuid", TEXT]`, read straight into a [`Uuid`]
+/// rather than through a [`Datum`](crate::Datum).
+struct InsertedUuid(Uuid);
+
+impl<'de> Deserialize<'de> for InsertedUuid {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<InsertedUuid, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = InsertedUuid;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the inserted row's uuid, [\"uuid\", TEXT]")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<InsertedUuid, A::Error> {
+                let Some(tag) = seq.next_element::<TagStr<'de>>()? else {
+                    return Err(de::Error::invalid_length(0, &self));
+                };
+                let Some(text) = seq.next_element::<TagStr<'de>>()? else {
+                    return Err(de::Error::invalid_length(1, &self));
+                };
+                if tag.as_str() != "uuid" {
+                    return Err(de::Error::custom(format_args!(
+                        "insert result uuid is tagged \"{}\", not \"uuid\"",
+                        tag.as_str()
+                    )));
+                }
+                if seq.next_element::<de::IgnoredAny>()?.is_some() {
+                    return Err(de::Error::invalid_length(3, &self));
+                }
+                Ok(InsertedUuid(parse_uuid(text.as_str())?))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
 /// Decodes a `transact` reply for `operations` operations into the per-operation
 /// results, or the transaction's error with the index of the failing operation.
 ///
@@ -163,45 +193,109 @@ pub fn decode_transact_reply(
     reply: &[u8],
     operations: usize,
 ) -> Result<Result<Vec<OperationResult>, TransactionError>, String> {
-    let slots: Vec<Slot> =
-        serde_json::from_slice(reply).map_err(|e| format!("malformed transact reply: {e}"))?;
-    if slots.len() < operations {
-        return Err(format!(
-            "transact reply has {} results for {operations} operations",
-            slots.len()
-        ));
+    use serde::de::DeserializeSeed;
+    let mut de = serde_json::Deserializer::from_slice(reply);
+    let slots = Slots {
+        operations,
+        results: Vec::with_capacity(operations),
+        read: 0,
+        end: None,
     }
-    let mut results = Vec::with_capacity(operations);
-    for (i, slot) in slots.into_iter().enumerate() {
-        match slot {
-            Slot::Ok(r) if i < operations => results.push(r),
-            Slot::Ok(_) | Slot::NotRun if i >= operations => {
-                return Err(format!(
-                    "transact reply has a result past operation {operations}"
-                ))
+    .deserialize(&mut de)
+    .and_then(|slots| de.end().map(|()| slots))
+    .map_err(|e| format!("malformed transact reply: {e}"))?;
+    slots.outcome()
+}
+
+/// How a reply's slots read so far end, once one of them decides it: the first error
+/// (the operation that failed, or the commit), or the first thing wrong with the reply.
+enum End {
+    Refused(usize, ServerError),
+    Malformed(String),
+}
+
+/// The slots of a `transact` reply, taken one by one as the parser reads them.
+struct Slots {
+    operations: usize,
+    results: Vec<OperationResult>,
+    /// Slots read.
+    read: usize,
+    /// Set by the first slot that ends the reply's meaning; those after it are only
+    /// checked to be slots.
+    end: Option<End>,
+}
+
+impl Slots {
+    /// Takes slot `self.read`.
+    fn take(&mut self, slot: Slot) {
+        let i = self.read;
+        self.read += 1;
+        if self.end.is_some() {
+            return;
+        }
+        let past = i >= self.operations;
+        self.end = match slot {
+            Slot::Ok(r) if !past => {
+                self.results.push(r);
+                None
             }
+            Slot::Ok(_) | Slot::NotRun if past => Some(End::Malformed(format!(
+                "transact reply has a result past operation {}",
+                self.operations
+            ))),
             Slot::Ok(_) => unreachable!("guarded above"),
-            Slot::Err(error) => {
-                return Ok(Err(TransactionError {
-                    operation: (i < operations).then_some(i),
-                    operations,
-                    error,
-                    results,
-                }))
-            }
-            Slot::NotRun => {
-                return Err(format!(
-                    "transact reply has null for operation {i} with no error before it"
-                ))
-            }
+            Slot::Err(error) => Some(End::Refused(i, error)),
+            Slot::NotRun => Some(End::Malformed(format!(
+                "transact reply has null for operation {i} with no error before it"
+            ))),
+        };
+    }
+
+    fn outcome(self) -> Result<Result<Vec<OperationResult>, TransactionError>, String> {
+        let operations = self.operations;
+        if self.read < operations {
+            return Err(format!(
+                "transact reply has {} results for {operations} operations",
+                self.read
+            ));
+        }
+        match self.end {
+            None => Ok(Ok(self.results)),
+            Some(End::Malformed(why)) => Err(why),
+            Some(End::Refused(i, error)) => Ok(Err(TransactionError {
+                operation: (i < operations).then_some(i),
+                operations,
+                error,
+                results: self.results,
+            })),
         }
     }
-    Ok(Ok(results))
+}
+
+impl<'de> Visitor<'de> for Slots {
+    type Value = Slots;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of operation results")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Slots, A::Error> {
+        while let Some(slot) = seq.next_element::<Slot>()? {
+            self.take(slot);
+        }
+        Ok(self)
+    }
+}
+
+impl<'de> de::DeserializeSeed<'de> for Slots {
+    type Value = Slots;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Slots, D::Error> {
+        d.deserialize_seq(self)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Datum;
 
     #[test]
     fn a_successful_reply_decodes_per_operation() {
@@ -254,8 +348,33 @@ mod tests {
         assert!(decode_transact_reply(b"[{},{}]", 1)
             .unwrap_err()
             .contains("past operation"));
-        assert!(decode_transact_reply(br#"[{"uuid":5}]"#, 1)
+        // What follows a refused operation is still read as results; nothing may
+        // follow the array.
+        assert!(decode_transact_reply(br#"[{"error":"x"},5]"#, 2)
             .unwrap_err()
-            .contains("not a uuid"));
+            .contains("malformed"));
+        assert!(decode_transact_reply(b"[{}] [{}]", 1)
+            .unwrap_err()
+            .contains("trailing characters"));
+        for (bad, says) in [
+            (r#"[{"uuid":5}]"#, "expected the inserted row's uuid"),
+            (
+                r#"[{"uuid":["named-uuid","x"]}]"#,
+                "tagged \"named-uuid\", not \"uuid\"",
+            ),
+            (r#"[{"uuid":[]}]"#, "invalid length 0"),
+            (r#"[{"uuid":["uuid"]}]"#, "invalid length 1"),
+            (
+                r#"[{"uuid":["uuid","005fc7ab-9549-4df1-aaf9-5d907d5e2675",1]}]"#,
+                "invalid length 3",
+            ),
+            (
+                r#"[{"uuid":["uuid","005fc7ab"]}]"#,
+                "invalid uuid \"005fc7ab\"",
+            ),
+        ] {
+            let e = decode_transact_reply(bad.as_bytes(), 1).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
     }
 }

@@ -112,6 +112,32 @@ async fn tokio_raw_sequential(n: usize) -> Duration {
     start.elapsed()
 }
 
+/// The raw task again, but reading each reply as a client must: parsed as JSON (one
+/// `read` brings a whole reply here), its id checked and the new row's uuid taken out.
+/// The floor for a client that reads what the server answers.
+async fn tokio_json_sequential(n: usize) -> Duration {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = server();
+    let mut s = tokio::net::UnixStream::connect(raw_path(&server))
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 65536];
+    let start = Instant::now();
+    for i in 0..n {
+        s.write_all(&request(i)).await.unwrap();
+        let mut got = Vec::new();
+        while !got.ends_with(b"\"error\":null}") {
+            let r = s.read(&mut buf).await.unwrap();
+            got.extend_from_slice(&buf[..r]);
+        }
+        let reply: serde_json::Value = serde_json::from_slice(&got).unwrap();
+        assert_eq!(reply["id"].as_u64(), Some(i as u64));
+        let uuid = reply["result"][0]["uuid"][1].as_str().unwrap();
+        std::hint::black_box(uuid.parse::<ovsdb_proto::Uuid>().unwrap());
+    }
+    start.elapsed()
+}
+
 fn raw_pipelined(n: usize) -> Duration {
     let server = server();
     let mut s = UnixStream::connect(raw_path(&server)).unwrap();
@@ -225,9 +251,10 @@ fn main() {
                 multi.block_on(async { tokio::spawn(ours_sequential(seq)).await.unwrap() })
             }
             "tokio-raw" => single.block_on(tokio_raw_sequential(seq)),
+            "tokio-json" => single.block_on(tokio_json_sequential(seq)),
             "raw" => raw_sequential(seq),
             other => panic!(
-                "ONLY={other}: ours, ours-spawned, ours-multi, ours-multi-main, tokio-raw or raw"
+                "ONLY={other}: ours, ours-spawned, ours-multi, ours-multi-main, tokio-raw, tokio-json or raw"
             ),
         };
         println!("{which}: {seq} in {d:?}");
