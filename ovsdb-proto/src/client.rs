@@ -23,6 +23,7 @@ use crate::connection::{Connection, Pending, Reply, Shared};
 use crate::error::Error;
 use crate::monitor::{MonitorRequest, MonitorSince, TableUpdates, TableUpdates2};
 use crate::ops::{Operation, OperationResult, ResultShape};
+use crate::reader::ReplyWait;
 use crate::reply::{decode_transact_reply, ServerError};
 use crate::schema::DatabaseSchema;
 use crate::tap::{decode_reply, Cut, Taps, TAP_CAPACITY};
@@ -104,6 +105,7 @@ impl Client {
         method: &'static str,
         params: Bytes,
         rx: oneshot::Receiver<Reply>,
+        may_read: bool,
     ) -> Reply {
         let msg = Outgoing::Request {
             id,
@@ -126,9 +128,11 @@ impl Client {
             self.connection.shared.fail(Error::io(e));
             return Err(Error::unavailable(self.closed_error()));
         }
+        let (shared, writer) = (&*self.connection.shared, &*self.connection.writer);
+        let wait = ReplyWait::new(shared, writer, id, rx, may_read);
         let reply = match self.connection.shared.request_timeout {
-            None => rx.await,
-            Some(t) => match tokio::time::timeout(t, rx).await {
+            None => wait.await,
+            Some(t) => match tokio::time::timeout(t, wait).await {
                 Ok(r) => r,
                 Err(_) => {
                     return Err(Error::outcome_unknown(Error::io(std::io::Error::new(
@@ -156,7 +160,7 @@ impl Client {
     /// Sends a request with already serialized params and returns the raw result.
     pub async fn call_raw(&self, method: &'static str, params: Bytes) -> Result<Bytes, Error> {
         let (id, rx) = self.register(method)?;
-        self.send_request(id, method, params, rx).await
+        self.send_request(id, method, params, rx, true).await
     }
 
     /// Sends a request whose result `seed` decodes while the reply arrives, on a
@@ -202,7 +206,8 @@ impl Client {
         let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed, cut));
         // A tapped reply reaches the request only as "done": its result, or the
         // server's error, is what the decoder read.
-        let sent = self.send_request(id, method, params, rx).await;
+        // Its reply goes in pieces to the decoder: the reader task reads it.
+        let sent = self.send_request(id, method, params, rx, false).await;
         // The request is over: if the reply never started to arrive (the connection
         // ended, the request timed out), the decoder must not wait for it.
         drop(untap);
@@ -306,7 +311,9 @@ impl Client {
         let (id, rx) = self.register("transact")?;
         let client = self.clone();
         Ok((RequestId(id), async move {
-            let raw = client.send_request(id, "transact", params, rx).await?;
+            let raw = client
+                .send_request(id, "transact", params, rx, true)
+                .await?;
             match decode_transact_reply(&raw, n) {
                 // Each result must be the kind its operation gives (a select answered
                 // with a count is the server's mistake, not rows).
@@ -360,6 +367,8 @@ impl Client {
         if let Some(p) = dropped {
             let error = ServerError::from_json(serde_json::json!("canceled"));
             let _ = p.reply.send(Err(Error::server(p.method, error)));
+            // Its caller may be reading for itself, its waker on the socket only.
+            self.connection.shared.driver.wake();
         }
         Ok(())
     }

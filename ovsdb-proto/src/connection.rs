@@ -1,26 +1,23 @@
-//! One connection's machinery: the requests in flight matched by id, the reader task
-//! that frames what the server sends and hands it out (replies to their requests,
-//! pieces of tapped replies to their decoders, notifications to the stream, `echo`
-//! answered), and the inactivity probe.
+//! One connection's machinery: the requests in flight matched by id, the state the
+//! readers (see `reader.rs`) and the writer share, and the notifications stream.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
+use futures_util::task::AtomicWaker;
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_util::codec::FramedRead;
 
-use crate::codec::{reply_id, JsonRpcCodec, Outgoing, RawMessage};
+use crate::codec::JsonRpcCodec;
 use crate::config::ConnectOptions;
 use crate::error::Error;
 use crate::monitor::{Notification, RawNotification};
-use crate::reply::ServerError;
-use crate::tap::{Frame, TappingCodec, Taps};
+use crate::reader::{read_loop, Progress, ReadSide};
+use crate::tap::{TappingCodec, Taps};
 use crate::transport::Transport;
 use crate::writer::Writer;
 
@@ -57,6 +54,17 @@ pub(crate) struct Shared {
     /// counts every notification the server sent before it (ovsdb-server sends a
     /// transaction's monitor updates before its reply).
     pub(crate) notes_sent: AtomicU64,
+    /// The read half and where what is read goes ([`Shared::read_side`]).
+    pub(crate) read: Mutex<ReadSide>,
+    /// The reader task, woken when a caller stops reading.
+    pub(crate) reader_task: AtomicWaker,
+    /// The caller that reads now, woken when its request completes otherwise (the
+    /// connection's end, `cancel`).
+    pub(crate) driver: AtomicWaker,
+    /// Messages read whole, for the inactivity probe.
+    pub(crate) completed: AtomicU64,
+    /// Set once the connection has ended.
+    is_ended: AtomicBool,
 }
 
 /// The next connection's id.
@@ -71,7 +79,7 @@ impl Shared {
 
     /// The request a reply with `id` answers; `None` for one given up already (its
     /// late reply is dropped). A reply to no request breaks the protocol.
-    fn take_pending(&self, id: u64) -> Result<Option<Pending>, Error> {
+    pub(crate) fn take_pending(&self, id: u64) -> Result<Option<Pending>, Error> {
         let mut st = self.lock();
         match st.pending.remove(&id) {
             Some(p) => Ok(Some(p)),
@@ -104,7 +112,14 @@ impl Shared {
         // A reply being decoded while it arrives will get no more bytes: its decoder
         // sees the end of them now, whether or not its reply had started.
         self.taps.clear();
+        self.is_ended.store(true, Ordering::Release);
         self.ended.send_replace(true);
+        self.driver.wake();
+    }
+
+    /// True once the connection has ended.
+    pub(crate) fn is_ended(&self) -> bool {
+        self.is_ended.load(Ordering::Acquire)
     }
 }
 
@@ -212,24 +227,28 @@ impl Connection {
         let (note_tx, note_rx) = mpsc::channel(options.notification_capacity.max(1));
         let (ended, _) = watch::channel(false);
         let taps = Taps::default();
+        let received = Arc::new(AtomicU64::new(0));
+        let codec = TappingCodec::new(JsonRpcCodec::new(options.max_message_size), taps.clone());
         let shared = Arc::new(Shared {
             next_id: AtomicU64::new(1),
-            taps: taps.clone(),
+            taps,
             state: Mutex::new(State::default()),
             ended,
             request_timeout: options.request_timeout,
             id: NEXT_CONNECTION.fetch_add(1, Ordering::Relaxed),
             notes_sent: AtomicU64::new(0),
+            read: Mutex::new(ReadSide::new(
+                Box::new(read),
+                received.clone(),
+                codec,
+                note_tx,
+            )),
+            reader_task: AtomicWaker::new(),
+            driver: AtomicWaker::new(),
+            completed: AtomicU64::new(0),
+            is_ended: AtomicBool::new(false),
         });
         let writer = Writer::new(Box::new(write), options.max_unsent);
-        let received = Arc::new(AtomicU64::new(0));
-        let reader = FramedRead::new(
-            Counting {
-                inner: read,
-                received: received.clone(),
-            },
-            TappingCodec::new(JsonRpcCodec::new(options.max_message_size), taps),
-        );
         tokio::spawn({
             let (writer, shared) = (writer.clone(), shared.clone());
             async move {
@@ -239,11 +258,9 @@ impl Connection {
             }
         });
         tokio::spawn(read_loop(
-            reader,
-            received,
-            writer.clone(),
-            note_tx,
             shared.clone(),
+            writer.clone(),
+            received,
             Progress {
                 probe: options.inactivity_probe,
                 min_rate: options.min_receive_rate,
@@ -258,446 +275,5 @@ impl Connection {
                 taken: 0,
             },
         )
-    }
-}
-
-/// A reader that counts the bytes it reads: any byte from the server is activity for
-/// the inactivity probe, as in OVS, so a long message in transit is not taken for a
-/// dead peer.
-struct Counting<R> {
-    inner: R,
-    received: Arc<AtomicU64>,
-}
-
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counting<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let r = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        let n = buf.filled().len() - before;
-        if n > 0 {
-            self.received.fetch_add(n as u64, Ordering::Relaxed);
-        }
-        r
-    }
-}
-
-/// What the reader checks of the server's liveness: the inactivity probe's interval,
-/// and the slowest a message may arrive ([`crate::ConnectOptions::min_receive_rate`]).
-struct Progress {
-    probe: Option<Duration>,
-    min_rate: Option<u64>,
-}
-
-async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
-    mut stream: FramedRead<Counting<R>, TappingCodec>,
-    received: Arc<AtomicU64>,
-    writer: Arc<Writer>,
-    notes: mpsc::Sender<RawNotification>,
-    shared: Arc<Shared>,
-    Progress { probe, min_rate }: Progress,
-) {
-    let mut ended = shared.ended.subscribe();
-    let mut notes = Some(notes);
-    // Messages completed.
-    let mut completed = 0u64;
-    // One timer for the connection, checked each interval rather than restarted for
-    // each message: an interval with no byte received sends a probe, a second one
-    // ends the connection.
-    let period = probe.unwrap_or(Duration::from_secs(3600 * 24 * 365));
-    let mut watch = Watch {
-        period,
-        min_rate,
-        seen: 0,
-        completed_seen: 0,
-        probing: false,
-        slow: false,
-    };
-    let idle = tokio::time::sleep(period);
-    tokio::pin!(idle);
-    // Waited for across messages, not made anew for each.
-    let end = ended.wait_for(|e| *e);
-    tokio::pin!(end);
-    loop {
-        let next = tokio::select! {
-            // A message ready is taken before the other branches are looked at.
-            biased;
-            m = stream.next() => m,
-            _ = &mut end => return,
-            _ = &mut idle, if probe.is_some() => {
-                idle.as_mut().reset(tokio::time::Instant::now() + period);
-                let tick = watch.tick(received.load(Ordering::Relaxed), completed);
-                let probed = tick.and_then(|t| match t {
-                    Tick::Probe => send_probe(&shared, &writer),
-                    Tick::Quiet => Ok(()),
-                });
-                if let Err(e) = probed {
-                    shared.fail(e);
-                    return;
-                }
-                continue;
-            }
-        };
-        let msg = match next {
-            None => {
-                shared.fail(Error::closed(Some(
-                    "the server closed the connection".into(),
-                )));
-                return;
-            }
-            Some(Err(e)) => {
-                shared.fail(e.into());
-                return;
-            }
-            Some(Ok(Frame::Message(m))) => {
-                completed += 1;
-                m
-            }
-            Some(Ok(Frame::Piece {
-                id,
-                tap,
-                bytes,
-                last,
-            })) => {
-                // Waits while the decoder is behind: the connection stops reading. A
-                // decoder that gave up leaves the rest of the reply to be skipped.
-                let _ = tap.send(bytes).await;
-                if last {
-                    completed += 1;
-                    drop(tap);
-                    if let Err(e) = complete_tapped(id, &shared) {
-                        shared.fail(e);
-                        return;
-                    }
-                }
-                continue;
-            }
-        };
-        if let Err(e) = dispatch(msg, &writer, &mut notes, &shared).await {
-            shared.fail(e);
-            return;
-        }
-    }
-}
-
-/// The reader's watch over the server's liveness, checked once an interval.
-struct Watch {
-    period: Duration,
-    min_rate: Option<u64>,
-    /// Bytes received as of the last interval.
-    seen: u64,
-    /// Messages completed as of the last interval.
-    completed_seen: u64,
-    /// A probe went out in the last interval.
-    probing: bool,
-    /// The last interval was too slow for a message in transit.
-    slow: bool,
-}
-
-/// What an interval's check asks of the reader.
-enum Tick {
-    /// Nothing: the server is alive.
-    Quiet,
-    /// Send a probe: nothing came in the interval.
-    Probe,
-}
-
-impl Watch {
-    /// The check at the end of an interval, `received` bytes and `completed` messages
-    /// in so far: an error ends the connection.
-    fn tick(&mut self, received: u64, completed: u64) -> Result<Tick, Error> {
-        let stuck = completed == self.completed_seen;
-        self.completed_seen = completed;
-        // Bytes of a message still arriving are activity too, if they come fast
-        // enough.
-        if received != self.seen {
-            let bytes = received - self.seen;
-            self.seen = received;
-            self.probing = false;
-            let period = self.period;
-            let floor = self.min_rate.map(|r| r as f64 * period.as_secs_f64());
-            if stuck && floor.is_some_and(|f| (bytes as f64) < f) {
-                if self.slow {
-                    return Err(Error::closed(Some(
-                        format!(
-                            "a message from the server has been arriving at {bytes} bytes in {period:?}, \
-                             slower than the minimum of {} bytes per second (ConnectOptions::min_receive_rate)",
-                            self.min_rate.unwrap_or_default()
-                        )
-                        .into(),
-                    )));
-                }
-                self.slow = true;
-            } else {
-                self.slow = false;
-            }
-            return Ok(Tick::Quiet);
-        }
-        self.slow = false;
-        if self.probing {
-            return Err(Error::silent(self.period));
-        }
-        self.probing = true;
-        Ok(Tick::Probe)
-    }
-}
-
-/// Completes request `id`, whose reply went whole to its tap.
-fn complete_tapped(id: u64, shared: &Shared) -> Result<(), Error> {
-    let Some(pending) = shared.take_pending(id)? else {
-        return Ok(());
-    };
-    let _ = pending.reply.send(Ok(Bytes::new()));
-    Ok(())
-}
-
-/// Sends an `echo` whose reply only shows the server is alive.
-fn send_probe(shared: &Shared, writer: &Writer) -> Result<(), Error> {
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-    let (tx, _rx) = oneshot::channel();
-    shared.lock().pending.insert(
-        id,
-        Pending {
-            method: "echo",
-            reply: tx,
-        },
-    );
-    writer
-        .send(Outgoing::Request {
-            id,
-            method: "echo".into(),
-            params: Bytes::from_static(b"[\"inactivity probe\"]"),
-        })
-        .map_err(Error::io)
-}
-
-/// The members of a message that JSON-RPC gives a meaning to, found in one pass over
-/// its members. The first of a name counts (as in [`RawMessage::member`]); any other
-/// member is checked to be JSON and otherwise ignored.
-#[derive(Default)]
-struct Envelope {
-    id: Option<Bytes>,
-    method: Option<Bytes>,
-    params: Option<Bytes>,
-    result: Option<Bytes>,
-    error: Option<Bytes>,
-}
-
-impl Envelope {
-    fn of(msg: &RawMessage) -> Result<Envelope, Error> {
-        let mut envelope = Envelope::default();
-        for (key, value) in msg.member_spans() {
-            let text = &msg.as_bytes()[key.clone()];
-            let slot = match known_name(text) {
-                Some(Known::Id) => &mut envelope.id,
-                Some(Known::Method) => &mut envelope.method,
-                Some(Known::Params) => &mut envelope.params,
-                Some(Known::Result) => &mut envelope.result,
-                Some(Known::Error) => &mut envelope.error,
-                None => {
-                    check_unread(text, &msg.as_bytes()[value.clone()])?;
-                    continue;
-                }
-            };
-            if slot.is_none() {
-                *slot = Some(msg.slice(value.clone()));
-            }
-        }
-        Ok(envelope)
-    }
-}
-
-/// A member name JSON-RPC gives a meaning to.
-#[derive(Clone, Copy)]
-enum Known {
-    Id,
-    Method,
-    Params,
-    Result,
-    Error,
-}
-
-/// The member a key names when it is one JSON-RPC reads: `raw` is the key's JSON text,
-/// quotes included. A member name is a JSON string, so a key with an escape
-/// (`"\u0069d"`) is compared unescaped.
-fn known_name(raw: &[u8]) -> Option<Known> {
-    let unescaped: String;
-    let name = if raw.contains(&b'\\') {
-        unescaped = serde_json::from_slice(raw).ok()?;
-        unescaped.as_bytes()
-    } else {
-        raw.get(1..raw.len().saturating_sub(1))?
-    };
-    match name {
-        b"id" => Some(Known::Id),
-        b"method" => Some(Known::Method),
-        b"params" => Some(Known::Params),
-        b"result" => Some(Known::Result),
-        b"error" => Some(Known::Error),
-        _ => None,
-    }
-}
-
-/// Checks a member no part of the client reads: its name must be a JSON string and its
-/// value JSON (the framer only matched its brackets).
-fn check_unread(key: &[u8], value: &[u8]) -> Result<(), Error> {
-    let name: String = serde_json::from_slice(key).map_err(|e| {
-        Error::protocol(format!(
-            "a message member's name {} is not a JSON string: {e}",
-            String::from_utf8_lossy(key)
-        ))
-    })?;
-    serde_json::from_slice::<serde::de::IgnoredAny>(value)
-        .map_err(|e| Error::protocol(format!("member {name:?} of a message is not JSON: {e}")))?;
-    Ok(())
-}
-
-/// Checks that `text`, which the client will write back as it came (a server request's
-/// id, an echo's params), is JSON that any reader accepts: skipping over it is not
-/// enough, since a skip does not look inside strings (invalid UTF-8, a lone surrogate
-/// escape), so it is read whole.
-fn echoable(text: &[u8]) -> Result<(), serde_json::Error> {
-    serde_json::from_slice::<serde_json::Value>(text).map(drop)
-}
-
-async fn dispatch(
-    msg: RawMessage,
-    writer: &Writer,
-    notes: &mut Option<mpsc::Sender<RawNotification>>,
-    shared: &Shared,
-) -> Result<(), Error> {
-    let Envelope {
-        id,
-        method,
-        params,
-        result,
-        error,
-    } = Envelope::of(&msg)?;
-    let id_is_null = id.as_deref().is_none_or(|i| i == b"null");
-    if let Some(method) = method {
-        let method: String = serde_json::from_slice(&method)
-            .map_err(|e| Error::protocol(format!("method name is not a string: {e}")))?;
-        let params = params.unwrap_or_else(|| Bytes::from_static(b"[]"));
-        if !id_is_null {
-            // Sent back in the answer as it came: it must be JSON, or what goes out is not.
-            let id = id.as_deref().unwrap_or_default();
-            echoable(id).map_err(|e| {
-                Error::protocol(format!(
-                    "the id {} of the server's {method:?} request is not JSON: {e}",
-                    String::from_utf8_lossy(id)
-                ))
-            })?;
-        }
-        if id_is_null {
-            // Decoded by whoever reads it; with nobody reading, still checked.
-            let note = RawNotification { method, params };
-            match notes {
-                Some(tx) => {
-                    let sent = tx.send(note).await;
-                    if sent.is_ok() {
-                        shared.notes_sent.fetch_add(1, Ordering::SeqCst);
-                    }
-                    if let Err(unsent) = sent {
-                        tracing::debug!(
-                            "notifications stream dropped; later notifications are discarded"
-                        );
-                        *notes = None;
-                        unsent.0.decode().map_err(Error::protocol)?;
-                    }
-                }
-                None => {
-                    note.decode().map_err(Error::protocol)?;
-                }
-            }
-            return Ok(());
-        }
-        let reply = if method == "echo" {
-            // Sent back as it came: checked first, so that nothing invalid goes out.
-            echoable(&params).map_err(|e| {
-                Error::protocol(format!("the params of the server's echo are not JSON: {e}"))
-            })?;
-            Outgoing::Response {
-                id: id.unwrap_or_default(),
-                result: params,
-            }
-        } else {
-            tracing::warn!(%method, "server sent a request this client does not handle");
-            Outgoing::Response {
-                id: id.unwrap_or_default(),
-                result: Bytes::from_static(b"null"),
-            }
-        };
-        return writer.send(reply).map_err(Error::io);
-    }
-    let id_text = id.ok_or_else(|| Error::protocol("message has neither \"method\" nor \"id\""))?;
-    // Read as the framer read it (`reply_id`): a reply to a request decoded while it
-    // arrives never comes here whole, it went to its decoder in pieces.
-    let id = reply_id(&id_text).ok_or_else(|| {
-        Error::protocol(format!(
-            "reply to no request: id {} was never sent",
-            String::from_utf8_lossy(&id_text)
-        ))
-    })?;
-    let Some(pending) = shared.take_pending(id)? else {
-        return Ok(());
-    };
-    let error = error.filter(|e| &e[..] != b"null");
-    let reply = match error {
-        Some(e) => {
-            let raw: serde_json::Value = serde_json::from_slice(&e)
-                .map_err(|e| Error::protocol(format!("malformed error in reply {id}: {e}")))?;
-            Err(Error::server(pending.method, ServerError::from_json(raw)))
-        }
-        None => match result {
-            Some(r) => Ok(r),
-            None => Err(Error::protocol(format!(
-                "reply {id} to {} has neither result nor error",
-                pending.method
-            ))),
-        },
-    };
-    let _ = pending.reply.send(reply);
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn envelope(text: &str) -> Result<Envelope, Error> {
-        Envelope::of(&RawMessage::from_bytes(text.as_bytes().to_vec()).unwrap())
-    }
-
-    fn text(b: &Option<Bytes>) -> Option<&str> {
-        b.as_deref().map(|b| std::str::from_utf8(b).unwrap())
-    }
-
-    #[test]
-    fn the_envelope_finds_each_member_once_escaped_or_not_and_the_first_of_a_name_counts() {
-        let e = envelope(
-            r#"{"\u0069d":7,"extra":{"a":[1]},"result":[1],"error":null,"result":"second","method":"m","params":[]}"#,
-        )
-        .unwrap();
-        assert_eq!(text(&e.id), Some("7"));
-        assert_eq!(text(&e.result), Some("[1]"));
-        assert_eq!(text(&e.error), Some("null"));
-        assert_eq!(text(&e.method), Some("\"m\""));
-        assert_eq!(text(&e.params), Some("[]"));
-        let e = envelope(r#"{"ids":1,"i":2,"":3}"#).unwrap();
-        assert!(e.id.is_none() && e.result.is_none());
-    }
-
-    #[test]
-    fn a_member_nobody_reads_must_still_be_json() {
-        let e = envelope(r#"{"id":1,"result":[],"extra":tru}"#)
-            .err()
-            .unwrap();
-        assert!(
-            e.to_string().contains("\"extra\" of a message is not JSON"),
-            "{e}"
-        );
     }
 }

@@ -101,6 +101,7 @@ pub mod client;
 pub mod config;
 pub mod connect;
 mod connection;
+mod reader;
 mod writer;
 
 // Typed models and transactions, the cache, locks.

@@ -525,3 +525,99 @@ async fn a_reply_nested_past_the_parsers_limit_is_refused_before_the_rest_is_rea
         .unwrap();
     assert!(sent <= 4 << 16, "{sent} bytes went in");
 }
+
+/// A caller reads for itself while it waits for its reply; one left unpolled (its
+/// future neither awaited nor dropped) holds up nobody for long: the reader task
+/// takes reading back from it, inactivity probe or none.
+#[tokio::test]
+async fn a_waiting_caller_left_unpolled_does_not_hold_up_the_connection() {
+    use std::future::Future;
+    let (ours, mut peer) = tokio::io::duplex(1 << 16);
+    let options = ConnectOptions {
+        inactivity_probe: None,
+        ..Default::default()
+    };
+    let (c, mut notes) = Client::from_transport(ours, &options);
+    let mut first = Box::pin(c.list_dbs());
+    // Polled once, then left: its waker is the one the connection wakes.
+    let polled = std::future::poll_fn(|cx| std::task::Poll::Ready(first.as_mut().poll(cx))).await;
+    assert!(polled.is_pending());
+    let req = read_request(&mut peer).await;
+    let second = list_dbs_in_flight(&c);
+    let req2 = read_request(&mut peer).await;
+    let msgs = format!(
+        r#"{{"id":null,"method":"locked","params":["l"]}}{{"id":{},"result":["b"],"error":null}}"#,
+        req2["id"]
+    );
+    peer.write_all(msgs.as_bytes()).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), second)
+        .await
+        .expect("the second reply was held up by the unpolled caller");
+    assert_eq!(got.unwrap().unwrap(), ["b"]);
+    let note = tokio::time::timeout(Duration::from_secs(5), notes.recv()).await;
+    assert_eq!(note.unwrap(), Some(Notification::Locked("l".into())));
+    // Polled again, the first caller still gets its own reply.
+    let reply = format!(r#"{{"id":{},"result":["a"],"error":null}}"#, req["id"]);
+    peer.write_all(reply.as_bytes()).await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(5), first).await;
+    assert_eq!(got.unwrap().unwrap(), ["a"]);
+}
+
+/// Many callers reading for one another while notifications come between their
+/// replies faster than they are taken: every reply reaches its caller, every
+/// notification the stream, in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_reading_for_each_other_lose_no_reply_and_no_notification() {
+    let (ours, peer) = tokio::io::duplex(1 << 16);
+    let options = ConnectOptions {
+        notification_capacity: 2,
+        ..Default::default()
+    };
+    let (c, mut notes) = Client::from_transport(ours, &options);
+    const CALLS: usize = 300;
+    let calls: Vec<_> = (0..CALLS)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { (i, c.echo(&serde_json::json!([i])).await) })
+        })
+        .collect();
+    // The server: each request answered after a notification, in the order read.
+    let server = tokio::spawn(async move {
+        let (mut rd, mut wr) = tokio::io::split(peer);
+        let mut buf = Vec::new();
+        let mut answered = 0;
+        let mut chunk = [0u8; 4096];
+        while answered < CALLS {
+            let n = rd.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "client closed");
+            buf.extend_from_slice(&chunk[..n]);
+            let mut de =
+                serde_json::Deserializer::from_slice(&buf).into_iter::<serde_json::Value>();
+            let mut out = String::new();
+            let mut used = 0;
+            while let Some(Ok(req)) = de.next() {
+                used = de.byte_offset();
+                out += &format!(
+                    r#"{{"id":null,"method":"locked","params":["n{answered}"]}}{{"id":{},"result":{},"error":null}}"#,
+                    req["id"], req["params"]
+                );
+                answered += 1;
+            }
+            buf.drain(..used);
+            wr.write_all(out.as_bytes()).await.unwrap();
+        }
+        (rd, wr)
+    });
+    for i in 0..CALLS {
+        if i % 50 == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let note = tokio::time::timeout(Duration::from_secs(10), notes.recv()).await;
+        assert_eq!(note.unwrap(), Some(Notification::Locked(format!("n{i}"))));
+    }
+    for call in calls {
+        let (i, got) = call.await.unwrap();
+        assert_eq!(got.unwrap(), serde_json::json!([i]));
+    }
+    drop(server.await.unwrap());
+}
