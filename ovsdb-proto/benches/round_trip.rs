@@ -2,12 +2,14 @@
 //! every `transact` at once with a canned reply (a thread on a unix socket, no
 //! database), `Client::transact` beside a raw socket writing the same request and
 //! reading the reply. The server's time is taken out of both, so the difference is the
-//! library's: encoding the operations, the request's registration, the reader task's
-//! wake-up and framing, the reply's decoding, and the hop back to the caller.
+//! library's: encoding the operations, the request's registration, reading and
+//! framing the reply, decoding it.
 //!
 //! `cargo bench -p ovsdb-proto --bench round_trip [-- COUNT]`
 //!
-//! `ONLY=ours|tokio-raw|tokio-json|raw` runs one client once and nothing else, for a profiler:
+//! `ONLY=ours|tokio-raw|tokio-json|raw` runs one client once and nothing else, for a
+//! profiler (`tokio-json`: the raw task parsing each reply as JSON, the floor for a
+//! client that reads what it is answered):
 //! under `valgrind --tool=callgrind --separate-threads=yes`, the main thread's
 //! instructions of two counts, subtracted, give the client's instructions per
 //! transaction, a figure that moves by about 1% between runs where times can move 2x.

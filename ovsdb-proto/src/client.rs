@@ -2,7 +2,7 @@
 //! connection, many in flight at once.
 //!
 //! [`connect`](fn@crate::connect) (from the `connect` module) spawns the connection's
-//! two tasks (see `connection.rs`) on the current tokio runtime and returns a
+//! two tasks (see `reader.rs` and `writer.rs`) on the current tokio runtime and returns a
 //! cloneable [`Client`] plus the [`Notifications`] stream. The connection lives while
 //! a `Client` or the `Notifications` stream is alive.
 

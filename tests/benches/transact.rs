@@ -6,8 +6,10 @@
 //!
 //! `RAW_DELAY_NS=N` delays each of the raw client's sequential requests by N ns after
 //! the reply before it (what a client's own reaction time costs the server's round
-//! trip; see docs/benchmarks.md). `ONLY=ours|tokio-raw|raw` runs that client's
-//! sequential inserts once and nothing else, for a profiler; `ONLY=ours-spawned` and
+//! trip; see docs/benchmarks.md). `ONLY=ours|tokio-raw|tokio-json|raw` runs that client's
+//! sequential inserts once and nothing else, for a profiler (`tokio-json`: the raw task
+//! parsing each reply as JSON, the floor for a client that reads what it is answered);
+//! `ONLY=ours-spawned` and
 //! `ours-multi` run ours as a spawned task on the current-thread and the multi-thread
 //! runtime (a reply then wakes a task, not `block_on`'s future), `ours-multi-main` in
 //! the multi-thread runtime's `block_on` future, as `#[tokio::main]` runs `main`: on a
