@@ -113,8 +113,10 @@ fn raw(path: &str, n: usize) -> Duration {
 }
 
 /// The raw client as a task on the tokio runtime: the floor for a client that runs
-/// there.
-async fn tokio_raw(path: &str, n: usize) -> Duration {
+/// there. With `parse`, each reply is read as a client must read it: parsed as JSON,
+/// its id checked and the new row's uuid taken out (`tokio-json`, the floor for any
+/// client that reads what the server answers).
+async fn tokio_raw(path: &str, n: usize, parse: bool) -> Duration {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::UnixStream::connect(path).await.unwrap();
     let mut buf = vec![0u8; 4096];
@@ -126,29 +128,12 @@ async fn tokio_raw(path: &str, n: usize) -> Duration {
             let r = s.read(&mut buf).await.unwrap();
             got.extend_from_slice(&buf[..r]);
         }
-    }
-    start.elapsed()
-}
-
-/// The raw task again, but reading each reply as a client must: parsed as JSON, its
-/// id checked and the new row's uuid taken out. The floor for any client that reads
-/// what the server answers.
-async fn tokio_json(path: &str, n: usize) -> Duration {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::UnixStream::connect(path).await.unwrap();
-    let mut buf = vec![0u8; 4096];
-    let start = Instant::now();
-    for i in 0..n {
-        s.write_all(&request(i)).await.unwrap();
-        let mut got = Vec::new();
-        while !got.ends_with(b"null}") {
-            let r = s.read(&mut buf).await.unwrap();
-            got.extend_from_slice(&buf[..r]);
+        if parse {
+            let reply: serde_json::Value = serde_json::from_slice(&got).unwrap();
+            assert_eq!(reply["id"].as_u64(), Some(i as u64));
+            let uuid = reply["result"][0]["uuid"][1].as_str().unwrap();
+            std::hint::black_box(uuid.parse::<uuid::Uuid>().unwrap());
         }
-        let reply: serde_json::Value = serde_json::from_slice(&got).unwrap();
-        assert_eq!(reply["id"].as_u64(), Some(i as u64));
-        let uuid = reply["result"][0]["uuid"][1].as_str().unwrap();
-        std::hint::black_box(uuid.parse::<uuid::Uuid>().unwrap());
     }
     start.elapsed()
 }
@@ -195,8 +180,8 @@ fn main() {
         // One run of one client, for a profiler (`valgrind --tool=callgrind`).
         let d = match which.as_str() {
             "ours" => single.block_on(ours(&path, n)),
-            "tokio-raw" => single.block_on(tokio_raw(&path, n)),
-            "tokio-json" => single.block_on(tokio_json(&path, n)),
+            "tokio-raw" => single.block_on(tokio_raw(&path, n, false)),
+            "tokio-json" => single.block_on(tokio_raw(&path, n, true)),
             "raw" => raw(&path, n),
             other => panic!("ONLY={other}: ours, tokio-raw, tokio-json or raw"),
         };
