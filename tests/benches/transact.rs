@@ -8,8 +8,9 @@
 //! the reply before it (what a client's own reaction time costs the server's round
 //! trip; see docs/benchmarks.md). `ONLY=ours|tokio-raw|tokio-json|raw` runs that client's
 //! sequential inserts once and nothing else, for a profiler (`tokio-json`: the raw task
-//! parsing each reply as JSON, the floor for a client that reads what it is answered);
-//! `ONLY=ours-spawned` and
+//! parsing each reply as JSON, the floor for a client that reads what it is answered;
+//! `tokio-json-multi` and `tokio-json-multi-main` the same floor where `ours-multi` and
+//! `ours-multi-main` run); `ONLY=ours-spawned` and
 //! `ours-multi` run ours as a spawned task on the current-thread and the multi-thread
 //! runtime (a reply then wakes a task, not `block_on`'s future), `ours-multi-main` in
 //! the multi-thread runtime's `block_on` future, as `#[tokio::main]` runs `main`: on a
@@ -237,9 +238,16 @@ fn main() {
             }
             "tokio-raw" => single.block_on(tokio_raw_sequential(seq, false)),
             "tokio-json" => single.block_on(tokio_raw_sequential(seq, true)),
+            "tokio-json-multi" => multi.block_on(async {
+                tokio::spawn(tokio_raw_sequential(seq, true))
+                    .await
+                    .unwrap()
+            }),
+            "tokio-json-multi-main" => multi.block_on(tokio_raw_sequential(seq, true)),
             "raw" => raw_sequential(seq),
             other => panic!(
-                "ONLY={other}: ours, ours-spawned, ours-multi, ours-multi-main, tokio-raw, tokio-json or raw"
+                "ONLY={other}: ours, ours-spawned, ours-multi, ours-multi-main, tokio-raw, tokio-json, \
+                 tokio-json-multi, tokio-json-multi-main or raw"
             ),
         };
         println!("{which}: {seq} in {d:?}");
