@@ -105,7 +105,6 @@ impl Client {
         method: &'static str,
         params: Bytes,
         rx: oneshot::Receiver<Reply>,
-        may_read: bool,
     ) -> Reply {
         let msg = Outgoing::Request {
             id,
@@ -129,7 +128,7 @@ impl Client {
             return Err(Error::unavailable(self.closed_error()));
         }
         let (shared, writer) = (&*self.connection.shared, &*self.connection.writer);
-        let wait = ReplyWait::new(shared, writer, id, rx, may_read);
+        let wait = ReplyWait::new(shared, writer, id, rx);
         let reply = match self.connection.shared.request_timeout {
             None => wait.await,
             Some(t) => match tokio::time::timeout(t, wait).await {
@@ -160,7 +159,7 @@ impl Client {
     /// Sends a request with already serialized params and returns the raw result.
     pub async fn call_raw(&self, method: &'static str, params: Bytes) -> Result<Bytes, Error> {
         let (id, rx) = self.register(method)?;
-        self.send_request(id, method, params, rx, true).await
+        self.send_request(id, method, params, rx).await
     }
 
     /// Sends a request whose result `seed` decodes while the reply arrives, on a
@@ -206,8 +205,7 @@ impl Client {
         let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed, cut));
         // A tapped reply reaches the request only as "done": its result, or the
         // server's error, is what the decoder read.
-        // Its reply goes in pieces to the decoder: the reader task reads it.
-        let sent = self.send_request(id, method, params, rx, false).await;
+        let sent = self.send_request(id, method, params, rx).await;
         // The request is over: if the reply never started to arrive (the connection
         // ended, the request timed out), the decoder must not wait for it.
         drop(untap);
@@ -311,9 +309,7 @@ impl Client {
         let (id, rx) = self.register("transact")?;
         let client = self.clone();
         Ok((RequestId(id), async move {
-            let raw = client
-                .send_request(id, "transact", params, rx, true)
-                .await?;
+            let raw = client.send_request(id, "transact", params, rx).await?;
             match decode_transact_reply(&raw, n) {
                 // Each result must be the kind its operation gives (a select answered
                 // with a count is the server's mistake, not rows).

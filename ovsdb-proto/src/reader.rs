@@ -166,9 +166,7 @@ fn pump(
                     last,
                 })),
                 // A decoder that gave up leaves the rest of the reply to be skipped.
-                Ok(()) | Err(TrySendError::Closed(_)) => {
-                    last_piece_in(id, tap, last, shared).map(|()| Step::Read)
-                }
+                Ok(()) | Err(TrySendError::Closed(_)) => last_piece_in(id, tap, last, shared, want),
             },
         };
         match step {
@@ -184,19 +182,28 @@ fn pump(
 }
 
 /// After a piece of the reply to `id` went to its tap: on the `last` one, the
-/// request is complete.
-fn last_piece_in(id: u64, tap: Tap, last: bool, shared: &Shared) -> Result<(), Error> {
+/// request is complete (its result is what the decoder read).
+fn last_piece_in(
+    id: u64,
+    tap: Tap,
+    last: bool,
+    shared: &Shared,
+    want: Option<u64>,
+) -> Result<Step, Error> {
     if !last {
-        return Ok(());
+        return Ok(Step::Read);
     }
     shared.completed.fetch_add(1, Ordering::Relaxed);
     // The decoder sees the end of its bytes before the request completes.
     drop(tap);
     let Some(pending) = shared.take_pending(id)? else {
-        return Ok(());
+        return Ok(Step::Read);
     };
+    if want == Some(id) {
+        return Ok(Step::Found(Ok(Bytes::new())));
+    }
     let _ = pending.reply.send(Ok(Bytes::new()));
-    Ok(())
+    Ok(Step::Read)
 }
 
 /// The reader task: reads whenever no caller does, hands on what a reader held back,
@@ -237,8 +244,7 @@ pub(crate) async fn read_loop(
         // notifications stream not read stops the connection's reading.
         if let Some((held, notes)) = shared.take_held() {
             if let Err(e) = hand_on(held, notes, &shared).await {
-                shared.read_side().close();
-                shared.fail(e);
+                shared.read_side().end(&shared, e);
                 return;
             }
             continue;
@@ -330,7 +336,7 @@ async fn hand_on(
         } => {
             // A decoder that gave up leaves the rest of the reply to be skipped.
             let _ = tap.send(bytes).await;
-            last_piece_in(id, tap, last, shared)
+            last_piece_in(id, tap, last, shared, None).map(drop)
         }
     };
     shared.read_side().delivering = false;
@@ -366,11 +372,7 @@ impl Shared {
             || side.driver.is_some_and(|d| d != id)
             || self.is_ended();
         if busy {
-            if side.driver == Some(id) {
-                side.driver = None;
-                drop(side);
-                self.reader_task.wake();
-            }
+            self.give_back(side, id);
             return Turn::NotNow;
         }
         side.driver = Some(id);
@@ -380,9 +382,7 @@ impl Shared {
         if let Pumped::Pending = pumped {
             return Turn::Reading;
         }
-        side.driver = None;
-        drop(side);
-        self.reader_task.wake();
+        self.give_back(side, id);
         match pumped {
             Pumped::Found(reply) => Turn::Found(reply),
             _ => Turn::NotNow,
@@ -409,7 +409,12 @@ impl Shared {
 
     /// The caller waiting for `id` stops reading, if it was: the task reads on.
     fn stop_reading(&self, id: u64) {
-        let mut side = self.read_side();
+        self.give_back(self.read_side(), id);
+    }
+
+    /// Reading goes back from the caller waiting for `id`, if it was its, to the
+    /// task, which is woken (outside the lock) to read on.
+    fn give_back(&self, mut side: MutexGuard<'_, ReadSide>, id: u64) {
         if side.driver == Some(id) {
             side.driver = None;
             drop(side);
@@ -436,8 +441,8 @@ pub(crate) struct ReplyWait<'a> {
     writer: &'a Writer,
     id: u64,
     rx: oneshot::Receiver<Reply>,
-    /// Whether the caller may read: not for a reply that goes to a tap, nor where
-    /// waking the task would cost more than the hop it saves ([`may_read_here`]).
+    /// Whether the caller may read: not where waking the task would cost more than
+    /// the hop it saves ([`may_read_here`]).
     may_read: bool,
     /// It reads now.
     reading: bool,
@@ -450,14 +455,13 @@ impl<'a> ReplyWait<'a> {
         writer: &'a Writer,
         id: u64,
         rx: oneshot::Receiver<Reply>,
-        may_read: bool,
     ) -> ReplyWait<'a> {
         ReplyWait {
             shared,
             writer,
             id,
             rx,
-            may_read: may_read && may_read_here(),
+            may_read: may_read_here(),
             reading: false,
         }
     }

@@ -233,19 +233,17 @@ impl Slots {
         if self.end.is_some() {
             return;
         }
-        let past = i >= self.operations;
-        self.end = match slot {
-            Slot::Ok(r) if !past => {
+        self.end = match (slot, i >= self.operations) {
+            (Slot::Ok(r), false) => {
                 self.results.push(r);
                 None
             }
-            Slot::Ok(_) | Slot::NotRun if past => Some(End::Malformed(format!(
+            (Slot::Ok(_) | Slot::NotRun, true) => Some(End::Malformed(format!(
                 "transact reply has a result past operation {}",
                 self.operations
             ))),
-            Slot::Ok(_) => unreachable!("guarded above"),
-            Slot::Err(error) => Some(End::Refused(i, error)),
-            Slot::NotRun => Some(End::Malformed(format!(
+            (Slot::Err(error), _) => Some(End::Refused(i, error)),
+            (Slot::NotRun, false) => Some(End::Malformed(format!(
                 "transact reply has null for operation {i} with no error before it"
             ))),
         };
