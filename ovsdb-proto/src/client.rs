@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::codec::Outgoing;
 use crate::config::ConnectOptions;
 pub use crate::connection::Notifications;
-use crate::connection::{Connection, Pending, Reply, Shared};
+use crate::connection::{Answer, Connection, Pending, Reply, Shared};
 use crate::error::Error;
 use crate::monitor::{MonitorRequest, MonitorSince, TableUpdates, TableUpdates2};
 use crate::ops::{Operation, OperationResult, ResultShape};
@@ -105,6 +105,7 @@ impl Client {
         method: &'static str,
         params: Bytes,
         rx: oneshot::Receiver<Reply>,
+        operations: Option<usize>,
     ) -> Reply {
         let msg = Outgoing::Request {
             id,
@@ -128,7 +129,7 @@ impl Client {
             return Err(Error::unavailable(self.closed_error()));
         }
         let (shared, writer) = (&*self.connection.shared, &*self.connection.writer);
-        let wait = ReplyWait::new(shared, writer, id, rx);
+        let wait = ReplyWait::new(shared, writer, id, rx, operations);
         let reply = match self.connection.shared.request_timeout {
             None => wait.await,
             Some(t) => match tokio::time::timeout(t, wait).await {
@@ -159,7 +160,9 @@ impl Client {
     /// Sends a request with already serialized params and returns the raw result.
     pub async fn call_raw(&self, method: &'static str, params: Bytes) -> Result<Bytes, Error> {
         let (id, rx) = self.register(method)?;
-        self.send_request(id, method, params, rx).await
+        self.send_request(id, method, params, rx, None)
+            .await?
+            .text()
     }
 
     /// Sends a request whose result `seed` decodes while the reply arrives, on a
@@ -205,7 +208,7 @@ impl Client {
         let decoder = tokio::task::spawn_blocking(move || decode_reply(chunks, seed, cut));
         // A tapped reply reaches the request only as "done": its result, or the
         // server's error, is what the decoder read.
-        let sent = self.send_request(id, method, params, rx).await;
+        let sent = self.send_request(id, method, params, rx, None).await;
         // The request is over: if the reply never started to arrive (the connection
         // ended, the request timed out), the decoder must not wait for it.
         drop(untap);
@@ -309,8 +312,14 @@ impl Client {
         let (id, rx) = self.register("transact")?;
         let client = self.clone();
         Ok((RequestId(id), async move {
-            let raw = client.send_request(id, "transact", params, rx).await?;
-            match decode_transact_reply(&raw, n) {
+            let answer = client
+                .send_request(id, "transact", params, rx, Some(n))
+                .await?;
+            let outcome = match answer {
+                Answer::Transact(outcome) => Ok(outcome),
+                Answer::Text(raw) => decode_transact_reply(&raw, n),
+            };
+            match outcome {
                 // Each result must be the kind its operation gives (a select answered
                 // with a count is the server's mistake, not rows).
                 Ok(Ok(results)) => ResultShape::check(&shapes, &results)

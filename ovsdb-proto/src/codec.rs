@@ -244,6 +244,11 @@ impl JsonRpcCodec {
         buf.reserve(8192.min(self.max_len));
     }
 
+    /// Whether a message was begun (and not yet finished).
+    pub(crate) fn is_started(&self) -> bool {
+        self.started
+    }
+
     /// How far into `buf` the current message is scanned.
     pub(crate) fn scanned(&self) -> usize {
         self.pos

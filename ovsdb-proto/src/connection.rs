@@ -16,12 +16,35 @@ use crate::codec::JsonRpcCodec;
 use crate::config::ConnectOptions;
 use crate::error::Error;
 use crate::monitor::{Notification, RawNotification};
+use crate::ops::OperationResult;
 use crate::reader::{read_loop, Progress, ReadSide};
+use crate::reply::TransactionError;
 use crate::tap::{TappingCodec, Taps};
 use crate::transport::Transport;
 use crate::writer::Writer;
 
-pub(crate) type Reply = Result<Bytes, Error>;
+pub(crate) type Reply = Result<Answer, Error>;
+
+/// A reply's result as its reader hands it to the request.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    /// The `result` member's JSON text.
+    Text(Bytes),
+    /// A transaction's outcome, decoded as its caller read the reply.
+    Transact(Result<Vec<OperationResult>, TransactionError>),
+}
+
+impl Answer {
+    /// The result's text, for a request that is not a transaction read by its caller.
+    pub(crate) fn text(self) -> Result<Bytes, Error> {
+        match self {
+            Answer::Text(text) => Ok(text),
+            Answer::Transact(_) => Err(Error::protocol(
+                "a reply read as a transaction's came for a request that is not one",
+            )),
+        }
+    }
+}
 
 pub(crate) struct Pending {
     pub(crate) method: &'static str,

@@ -11,6 +11,10 @@
 //! a notification or a piece of a tapped reply could not be handed on without
 //! waiting, or the connection ended), it gives reading back and wakes the task, which
 //! reads on (and hands on first what was held back, with the wait it needs).
+//!
+//! A transaction's caller that reads for itself has its reply, when it lies whole at
+//! the front of what was read, decoded there ([`crate::tap::Frame::Transact`]): not
+//! framed first, copied out and parsed again. Anything else is framed the general way.
 
 use std::future::Future;
 use std::ops::ControlFlow;
@@ -28,7 +32,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::FramedRead;
 
 use crate::codec::{reply_id, Outgoing, RawMessage};
-use crate::connection::{Pending, Reply, Shared};
+use crate::connection::{Answer, Pending, Reply, Shared};
 use crate::error::Error;
 use crate::monitor::RawNotification;
 use crate::reply::ServerError;
@@ -78,6 +82,28 @@ impl ReadSide {
             driver: None,
             turns: 0,
         }
+    }
+
+    /// `read` with the reply to transaction `id` of `operations`, if it is one, decoded
+    /// where it lies while it runs (and only then: no other reader gets it so).
+    fn own_turn<T>(
+        &mut self,
+        id: u64,
+        operations: Option<usize>,
+        read: impl FnOnce(&mut ReadSide) -> T,
+    ) -> T {
+        let own = |side: &mut ReadSide, own| {
+            if let Some(stream) = side.stream.as_mut() {
+                stream.decoder_mut().own = own;
+            }
+        };
+        let Some(n) = operations else {
+            return read(self);
+        };
+        own(self, Some((id, n)));
+        let out = read(self);
+        own(self, None);
+        out
     }
 
     /// Drops the read half and the notifications' sender (the stream then ends).
@@ -168,6 +194,10 @@ fn pump(
                 // A decoder that gave up leaves the rest of the reply to be skipped.
                 Ok(()) | Err(TrySendError::Closed(_)) => last_piece_in(id, tap, last, shared, want),
             },
+            Poll::Ready(Some(Ok(Frame::Transact { id, outcome }))) => {
+                shared.completed.fetch_add(1, Ordering::Relaxed);
+                complete(id, Ok(Answer::Transact(outcome)), shared, want)
+            }
         };
         match step {
             Ok(Step::Read) => {}
@@ -196,13 +226,20 @@ fn last_piece_in(
     shared.completed.fetch_add(1, Ordering::Relaxed);
     // The decoder sees the end of its bytes before the request completes.
     drop(tap);
+    complete(id, Ok(Answer::Text(Bytes::new())), shared, want)
+}
+
+/// Completes request `id` with `reply`: back to the reader when it waits for it
+/// (`want`), else through the request's channel. A reply to a request given up is
+/// dropped.
+fn complete(id: u64, reply: Reply, shared: &Shared, want: Option<u64>) -> Result<Step, Error> {
     let Some(pending) = shared.take_pending(id)? else {
         return Ok(Step::Read);
     };
     if want == Some(id) {
-        return Ok(Step::Found(Ok(Bytes::new())));
+        return Ok(Step::Found(reply));
     }
-    let _ = pending.reply.send(Ok(Bytes::new()));
+    let _ = pending.reply.send(reply);
     Ok(Step::Read)
 }
 
@@ -358,9 +395,15 @@ impl Shared {
         Some((held, side.notes.clone()))
     }
 
-    /// A turn at reading for the caller waiting for the reply to `id`, if nobody else
-    /// reads and nothing waits to be handed on.
-    fn caller_turn(&self, id: u64, cx: &mut Context<'_>, writer: &Writer) -> Turn {
+    /// A turn at reading for the caller waiting for the reply to `id` (a transaction
+    /// of `operations`), if nobody else reads and nothing waits to be handed on.
+    fn caller_turn(
+        &self,
+        id: u64,
+        operations: Option<usize>,
+        cx: &mut Context<'_>,
+        writer: &Writer,
+    ) -> Turn {
         let mut side = match self.read.try_lock() {
             Ok(side) => side,
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
@@ -378,7 +421,9 @@ impl Shared {
         side.driver = Some(id);
         side.turns += 1;
         self.driver.register(cx.waker());
-        let pumped = pump(&mut side, cx, self, writer, Some(id));
+        let pumped = side.own_turn(id, operations, |side| {
+            pump(side, cx, self, writer, Some(id))
+        });
         if let Pumped::Pending = pumped {
             return Turn::Reading;
         }
@@ -446,15 +491,20 @@ pub(crate) struct ReplyWait<'a> {
     may_read: bool,
     /// It reads now.
     reading: bool,
+    /// For a transaction, its number of operations: a reply this caller reads for
+    /// itself is decoded where it lies ([`Frame::Transact`]).
+    operations: Option<usize>,
 }
 
 impl<'a> ReplyWait<'a> {
-    /// The wait for the reply to `id` that `rx` receives.
+    /// The wait for the reply to `id` that `rx` receives; `operations` for a
+    /// transaction.
     pub(crate) fn new(
         shared: &'a Shared,
         writer: &'a Writer,
         id: u64,
         rx: oneshot::Receiver<Reply>,
+        operations: Option<usize>,
     ) -> ReplyWait<'a> {
         ReplyWait {
             shared,
@@ -463,6 +513,7 @@ impl<'a> ReplyWait<'a> {
             rx,
             may_read: may_read_here(),
             reading: false,
+            operations,
         }
     }
 }
@@ -490,7 +541,10 @@ impl Future for ReplyWait<'_> {
             return Poll::Ready(done);
         }
         if this.may_read {
-            match this.shared.caller_turn(this.id, cx, this.writer) {
+            match this
+                .shared
+                .caller_turn(this.id, this.operations, cx, this.writer)
+            {
                 Turn::Found(reply) => {
                     this.reading = false;
                     return Poll::Ready(Ok(reply));
@@ -779,7 +833,7 @@ fn dispatch(
             Err(Error::server(pending.method, ServerError::from_json(raw)))
         }
         None => match result {
-            Some(r) => Ok(r),
+            Some(r) => Ok(Answer::Text(r)),
             None => Err(Error::protocol(format!(
                 "reply {id} to {} has neither result nor error",
                 pending.method

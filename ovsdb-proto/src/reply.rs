@@ -207,6 +207,67 @@ pub fn decode_transact_reply(
     slots.outcome()
 }
 
+/// The reply to `transact` request `id` of `operations` operations, read straight from
+/// the front of the connection's read buffer `buf`: its outcome and the offset one past
+/// the message, or `None` when the front of `buf` is not such a reply, whole and
+/// well-formed, with its members as ovsdb-server writes them (`id`, `result`, then a
+/// null `error`). The framer then reads the message the general way, which says what
+/// is wrong with it, if anything: this only saves a waiting caller framing its own
+/// reply and then parsing it again.
+pub(crate) fn decode_transact_message(
+    buf: &[u8],
+    id: u64,
+    operations: usize,
+) -> Option<(Result<Vec<OperationResult>, TransactionError>, usize)> {
+    // The members around the result are matched as text: a reply to another request,
+    // a notification or a message still arriving is told by its first bytes.
+    let digits = buf.strip_prefix(b"{\"id\":")?;
+    let len = digits.iter().take_while(|b| b.is_ascii_digit()).count();
+    // JSON writes no number with a leading zero.
+    if len > 1 && digits[0] == b'0' {
+        return None;
+    }
+    if std::str::from_utf8(&digits[..len])
+        .ok()?
+        .parse::<u64>()
+        .ok()?
+        != id
+    {
+        return None;
+    }
+    let result = digits[len..].strip_prefix(b",\"result\":")?;
+    let mut stream = serde_json::Deserializer::from_slice(result).into_iter::<AnySlots>();
+    let AnySlots(mut slots) = stream.next()?.ok()?;
+    let after = &result[stream.byte_offset()..];
+    const END: &[u8] = b",\"error\":null}";
+    if !after.starts_with(END) {
+        return None;
+    }
+    // Read as if the transaction had no end, the slots are this one's when there are
+    // as many as its operations (fewer or more: the general way says so).
+    if slots.read != operations {
+        return None;
+    }
+    slots.operations = operations;
+    let end = buf.len() - after.len() + END.len();
+    Some((slots.outcome().ok()?, end))
+}
+
+/// A transaction's slots read with no count of operations to hold them to.
+struct AnySlots(Slots);
+
+impl<'de> Deserialize<'de> for AnySlots {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<AnySlots, D::Error> {
+        d.deserialize_seq(Slots {
+            operations: usize::MAX,
+            results: Vec::new(),
+            read: 0,
+            end: None,
+        })
+        .map(AnySlots)
+    }
+}
+
 /// How a reply's slots read so far end, once one of them decides it: the first error
 /// (the operation that failed, or the commit), or the first thing wrong with the reply.
 enum End {
@@ -294,6 +355,92 @@ impl<'de> de::DeserializeSeed<'de> for Slots {
 mod tests {
     use super::*;
     use crate::Datum;
+
+    /// The reply read where it lies, or `None`, beside what the general way reads.
+    fn own(
+        text: &str,
+        id: u64,
+        operations: usize,
+    ) -> Option<(Result<Vec<OperationResult>, TransactionError>, usize)> {
+        decode_transact_message(text.as_bytes(), id, operations)
+    }
+
+    const UUID: &str = "005fc7ab-9549-4df1-aaf9-5d907d5e2675";
+
+    #[test]
+    fn a_transactions_own_reply_is_decoded_where_it_lies_and_ends_where_the_message_does() {
+        let reply = format!(
+            r#"{{"id":12,"result":[{{"uuid":["uuid","{UUID}"]}},{{"count":2}}],"error":null}}"#
+        );
+        let text = format!(r#"{reply}{{"id":null,"method":"update""#);
+        let (outcome, end) = own(&text, 12, 2).expect("decoded");
+        assert_eq!(end, reply.len());
+        let results = outcome.unwrap();
+        let general = decode_transact_reply(
+            format!(r#"[{{"uuid":["uuid","{UUID}"]}},{{"count":2}}]"#).as_bytes(),
+            2,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(results, general);
+        // A refused operation is an outcome too.
+        let refused = format!(
+            r#"{{"id":3,"result":[{{"uuid":["uuid","{UUID}"]}},{{"error":"constraint violation","details":"bad"}}],"error":null}}"#
+        );
+        let e = own(&refused, 3, 2).unwrap().0.unwrap_err();
+        assert_eq!(
+            (e.operation, e.error.error.as_str()),
+            (Some(1), "constraint violation")
+        );
+    }
+
+    #[test]
+    fn anything_but_a_whole_plain_reply_to_that_transaction_is_left_to_the_framer() {
+        let ok = format!(r#"{{"id":7,"result":[{{"uuid":["uuid","{UUID}"]}}],"error":null}}"#);
+        assert!(own(&ok, 7, 1).is_some());
+        for (why, text, id, ops) in [
+            ("another request's", ok.clone(), 8, 1),
+            ("more operations than results", ok.clone(), 7, 2),
+            ("still arriving", ok[..ok.len() - 1].to_owned(), 7, 1),
+            ("a leading zero", ok.replacen(":7,", ":07,", 1), 7, 1),
+            ("whitespace first", format!(" {ok}"), 7, 1),
+            (
+                "members in another order",
+                format!(r#"{{"result":[{{"uuid":["uuid","{UUID}"]}}],"id":7,"error":null}}"#),
+                7,
+                1,
+            ),
+            (
+                "an error member",
+                ok.replace(r#""error":null"#, r#""error":"canceled""#),
+                7,
+                1,
+            ),
+            (
+                "a member past error",
+                ok.replace(r#""error":null}"#, r#""error":null,"x":1}"#),
+                7,
+                1,
+            ),
+            (
+                "a commit error past the operations",
+                format!(
+                    r#"{{"id":7,"result":[{{"uuid":["uuid","{UUID}"]}},{{"error":"referential integrity violation"}}],"error":null}}"#
+                ),
+                7,
+                1,
+            ),
+            ("a malformed uuid", ok.replace(UUID, "nope"), 7, 1),
+            (
+                "a notification",
+                r#"{"id":null,"method":"update","params":[]}"#.to_owned(),
+                7,
+                1,
+            ),
+        ] {
+            assert!(own(&text, id, ops).is_none(), "{why}: {text}");
+        }
+    }
 
     #[test]
     fn a_successful_reply_decodes_per_operation() {
