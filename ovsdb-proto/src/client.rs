@@ -609,19 +609,15 @@ impl Prepared {
 }
 
 fn transact_params(db: &str, operations: &[Operation]) -> Result<Bytes, Error> {
-    struct Params<'a>(&'a str, &'a [Operation]);
-    impl Serialize for Params<'_> {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            use serde::ser::SerializeSeq;
-            let mut seq = s.serialize_seq(Some(self.1.len() + 1))?;
-            seq.serialize_element(self.0)?;
-            for op in self.1 {
-                seq.serialize_element(op)?;
-            }
-            seq.end()
-        }
-    }
-    serde_json::to_vec(&Params(db, operations))
-        .map(Bytes::from)
-        .map_err(|e| Error::config(format!("cannot serialize transaction: {e}")))
+    let mut out = Vec::with_capacity(32 + 96 * operations.len());
+    out.push(b'[');
+    let written = serde_json::to_writer(&mut out, db).and_then(|()| {
+        operations.iter().try_for_each(|op| {
+            out.push(b',');
+            op.write_json(&mut out)
+        })
+    });
+    written.map_err(|e| Error::config(format!("cannot serialize transaction: {e}")))?;
+    out.push(b']');
+    Ok(Bytes::from(out))
 }

@@ -282,6 +282,62 @@ impl Operation {
     }
 }
 
+impl Operation {
+    /// Writes the operation as JSON into `out`, byte for byte as its `Serialize`
+    /// implementation writes it, with the member names around the values of the
+    /// operations that writes are made of (insert, update, mutate, delete) written
+    /// whole instead of as strings escaped one by one: a transaction is encoded on the
+    /// way to the server, between one reply and the next request.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        fn member<T: Serialize + ?Sized>(
+            out: &mut Vec<u8>,
+            before: &[u8],
+            value: &T,
+        ) -> serde_json::Result<()> {
+            out.extend_from_slice(before);
+            serde_json::to_writer(&mut *out, value)
+        }
+        match self {
+            Operation::Insert {
+                table,
+                row,
+                uuid_name,
+            } => {
+                member(out, br#"{"op":"insert","table":"#, table)?;
+                member(out, br#","row":"#, row)?;
+                if let Some(n) = uuid_name {
+                    member(out, br#","uuid-name":"#, n)?;
+                }
+            }
+            Operation::Update {
+                table,
+                conditions,
+                row,
+            } => {
+                member(out, br#"{"op":"update","table":"#, table)?;
+                member(out, br#","where":"#, conditions)?;
+                member(out, br#","row":"#, row)?;
+            }
+            Operation::Mutate {
+                table,
+                conditions,
+                mutations,
+            } => {
+                member(out, br#"{"op":"mutate","table":"#, table)?;
+                member(out, br#","where":"#, conditions)?;
+                member(out, br#","mutations":"#, mutations)?;
+            }
+            Operation::Delete { table, conditions } => {
+                member(out, br#"{"op":"delete","table":"#, table)?;
+                member(out, br#","where":"#, conditions)?;
+            }
+            other => return serde_json::to_writer(out, other),
+        }
+        out.push(b'}');
+        Ok(())
+    }
+}
+
 impl Serialize for Operation {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(None)?;
@@ -463,6 +519,56 @@ impl ResultShape {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn operations_written_whole_are_byte_for_byte_what_serde_writes() {
+        let mut row = Row::new();
+        row.insert("name".into(), Datum::scalar("sw\"0\u{1}é"));
+        row.insert("ports".into(), Datum::named_uuid("p0"));
+        let ops = vec![
+            Operation::insert("Logical_Switch", row.clone()),
+            Operation::insert_named("Logical\\Switch", row.clone(), "s\"w"),
+            Operation::Update {
+                table: "Logical_Switch".into(),
+                conditions: vec![
+                    Condition::eq("name", "sw0"),
+                    Condition::new("x", Function::Ne, 1),
+                ],
+                row: row.clone(),
+            },
+            Operation::Mutate {
+                table: "Logical_Switch".into(),
+                conditions: vec![],
+                mutations: vec![Mutation::new(
+                    "external_ids",
+                    Mutator::Insert,
+                    Datum::map([("k", "v")]),
+                )],
+            },
+            Operation::Delete {
+                table: "T".into(),
+                conditions: vec![Condition::eq("_uuid", Datum::named_uuid("n"))],
+            },
+            Operation::Select {
+                table: "Logical_Switch".into(),
+                conditions: vec![Condition::eq("name", "sw0")],
+                columns: Some(vec!["ports".into()]),
+            },
+            Operation::Commit { durable: true },
+            Operation::Abort,
+            Operation::Comment("hi".into()),
+        ];
+        for op in &ops {
+            let mut whole = Vec::new();
+            op.write_json(&mut whole).unwrap();
+            let serde = serde_json::to_vec(op).unwrap();
+            assert_eq!(
+                String::from_utf8(whole).unwrap(),
+                String::from_utf8(serde).unwrap(),
+                "{op:?}"
+            );
+        }
+    }
 
     #[test]
     fn operations_serialize_as_rfc_7047_objects() {
