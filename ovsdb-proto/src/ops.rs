@@ -520,62 +520,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn operations_written_whole_are_byte_for_byte_what_serde_writes() {
-        let mut row = Row::new();
-        row.insert("name".into(), Datum::scalar("sw\"0\u{1}é"));
-        row.insert("ports".into(), Datum::named_uuid("p0"));
-        let ops = vec![
-            Operation::insert("Logical_Switch", row.clone()),
-            Operation::insert_named("Logical\\Switch", row.clone(), "s\"w"),
-            Operation::Update {
-                table: "Logical_Switch".into(),
-                conditions: vec![
-                    Condition::eq("name", "sw0"),
-                    Condition::new("x", Function::Ne, 1),
-                ],
-                row: row.clone(),
-            },
-            Operation::Mutate {
-                table: "Logical_Switch".into(),
-                conditions: vec![],
-                mutations: vec![Mutation::new(
-                    "external_ids",
-                    Mutator::Insert,
-                    Datum::map([("k", "v")]),
-                )],
-            },
-            Operation::Delete {
-                table: "T".into(),
-                conditions: vec![Condition::eq("_uuid", Datum::named_uuid("n"))],
-            },
-            Operation::Select {
-                table: "Logical_Switch".into(),
-                conditions: vec![Condition::eq("name", "sw0")],
-                columns: Some(vec!["ports".into()]),
-            },
-            Operation::Commit { durable: true },
-            Operation::Abort,
-            Operation::Comment("hi".into()),
-        ];
-        for op in &ops {
-            let mut whole = Vec::new();
-            op.write_json(&mut whole).unwrap();
-            let serde = serde_json::to_vec(op).unwrap();
-            assert_eq!(
-                String::from_utf8(whole).unwrap(),
-                String::from_utf8(serde).unwrap(),
-                "{op:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn operations_serialize_as_rfc_7047_objects() {
-        let mut row = Row::new();
-        row.insert("name".into(), Datum::scalar("sw0"));
-        row.insert("ports".into(), Datum::named_uuid("p0"));
-        let ops = vec![
+    /// One operation of each kind, inserting `row`.
+    fn every_kind(row: &Row) -> Vec<Operation> {
+        vec![
             Operation::insert_named("Logical_Switch", row.clone(), "sw"),
             Operation::Select {
                 table: "Logical_Switch".into(),
@@ -607,7 +554,40 @@ mod tests {
                 table: "T".into(),
                 conditions: vec![],
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn operations_written_whole_are_byte_for_byte_what_serde_writes() {
+        // Strings that need escaping, a named insert and one without a name, an update.
+        let mut row = Row::new();
+        row.insert("name".into(), Datum::scalar("sw\"0\u{1}é"));
+        row.insert("ports".into(), Datum::named_uuid("p0"));
+        let mut ops = every_kind(&row);
+        ops.push(Operation::insert("Logical\\Switch", row.clone()));
+        ops.push(Operation::Update {
+            table: "Logical_Switch".into(),
+            conditions: vec![Condition::eq("_uuid", Datum::named_uuid("n"))],
+            row,
+        });
+        for op in &ops {
+            let mut whole = Vec::new();
+            op.write_json(&mut whole).unwrap();
+            let serde = serde_json::to_vec(op).unwrap();
+            assert_eq!(
+                String::from_utf8(whole).unwrap(),
+                String::from_utf8(serde).unwrap(),
+                "{op:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn operations_serialize_as_rfc_7047_objects() {
+        let mut row = Row::new();
+        row.insert("name".into(), Datum::scalar("sw0"));
+        row.insert("ports".into(), Datum::named_uuid("p0"));
+        let ops = every_kind(&row);
         assert_eq!(
             serde_json::to_value(&ops).unwrap(),
             json!([
