@@ -84,25 +84,25 @@ impl ReadSide {
         }
     }
 
-    /// `read` with the reply to transaction `id` of `operations`, if it is one, decoded
-    /// where it lies while it runs (and only then: no other reader gets it so).
+    /// `read` with the reply to `own` (a transaction's id and number of operations),
+    /// if given, decoded where it lies while it runs, and only then: no other reader
+    /// gets a reply so.
     fn own_turn<T>(
         &mut self,
-        id: u64,
-        operations: Option<usize>,
+        own: Option<(u64, usize)>,
         read: impl FnOnce(&mut ReadSide) -> T,
     ) -> T {
-        let own = |side: &mut ReadSide, own| {
+        let set = |side: &mut ReadSide, own| {
             if let Some(stream) = side.stream.as_mut() {
                 stream.decoder_mut().own = own;
             }
         };
-        let Some(n) = operations else {
+        if own.is_none() {
             return read(self);
-        };
-        own(self, Some((id, n)));
+        }
+        set(self, own);
         let out = read(self);
-        own(self, None);
+        set(self, None);
         out
     }
 
@@ -421,9 +421,8 @@ impl Shared {
         side.driver = Some(id);
         side.turns += 1;
         self.driver.register(cx.waker());
-        let pumped = side.own_turn(id, operations, |side| {
-            pump(side, cx, self, writer, Some(id))
-        });
+        let own = operations.map(|n| (id, n));
+        let pumped = side.own_turn(own, |side| pump(side, cx, self, writer, Some(id)));
         if let Pumped::Pending = pumped {
             return Turn::Reading;
         }

@@ -6,6 +6,7 @@ use std::fmt;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
+use crate::codec::reply_id;
 use crate::datum::{parse_uuid, Row, TagStr};
 use crate::ops::OperationResult;
 use crate::Uuid;
@@ -220,22 +221,13 @@ pub(crate) fn decode_transact_message(
     operations: usize,
 ) -> Option<(Result<Vec<OperationResult>, TransactionError>, usize)> {
     // The members around the result are matched as text: a reply to another request,
-    // a notification or a message still arriving is told by its first bytes.
-    let digits = buf.strip_prefix(b"{\"id\":")?;
-    let len = digits.iter().take_while(|b| b.is_ascii_digit()).count();
-    // JSON writes no number with a leading zero.
-    if len > 1 && digits[0] == b'0' {
+    // a notification or a message still arriving is told by its first bytes. The id
+    // is read as the framer and the dispatcher read it.
+    let (id_text, rest) = split_digits(buf.strip_prefix(b"{\"id\":")?);
+    if reply_id(id_text)? != id {
         return None;
     }
-    if std::str::from_utf8(&digits[..len])
-        .ok()?
-        .parse::<u64>()
-        .ok()?
-        != id
-    {
-        return None;
-    }
-    let result = digits[len..].strip_prefix(b",\"result\":")?;
+    let result = rest.strip_prefix(b",\"result\":")?;
     let (outcome, after) = match plain_results(result, operations) {
         Some((results, after)) => (Ok(results), after),
         None => {
@@ -277,22 +269,25 @@ fn plain_results(text: &[u8], operations: usize) -> Option<(Vec<OperationResult>
 /// One result written in the single way ovsdb-server writes it, and what follows it.
 fn plain_result(text: &[u8]) -> Option<(OperationResult, &[u8])> {
     if let Some(rest) = text.strip_prefix(b"{\"uuid\":[\"uuid\",\"") {
-        // Read as `parse_uuid` reads it: 36 characters, 8-4-4-4-12.
-        let uuid = Uuid::try_parse_ascii(rest.get(..36)?).ok()?;
+        let uuid = std::str::from_utf8(rest.get(..36)?).ok()?;
+        let uuid = parse_uuid::<serde_json::Error>(uuid).ok()?;
         let after = rest[36..].strip_prefix(b"\"]}")?;
         return Some((OperationResult::Insert { uuid }, after));
     }
     if let Some(rest) = text.strip_prefix(b"{\"count\":") {
-        let len = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if len == 0 || (len > 1 && rest[0] == b'0') {
-            return None;
-        }
-        let count = std::str::from_utf8(&rest[..len]).ok()?.parse().ok()?;
-        let after = rest[len..].strip_prefix(b"}")?;
+        let (count, rest) = split_digits(rest);
+        // Read by the parser, which refuses what JSON refuses (a leading zero).
+        let count = serde_json::from_slice(count).ok()?;
+        let after = rest.strip_prefix(b"}")?;
         return Some((OperationResult::Count(count), after));
     }
     let after = text.strip_prefix(b"{}")?;
     Some((OperationResult::Empty, after))
+}
+
+/// The digits at the front of `text`, and what follows them.
+fn split_digits(text: &[u8]) -> (&[u8], &[u8]) {
+    text.split_at(text.iter().take_while(|b| b.is_ascii_digit()).count())
 }
 
 /// A transaction's slots read with no count of operations to hold them to.
@@ -439,31 +434,37 @@ mod tests {
     #[test]
     fn plain_results_read_as_text_are_what_the_parser_reads() {
         let upper = UUID.to_uppercase();
-        for (result, ops) in [
-            (format!(r#"[{{"uuid":["uuid","{UUID}"]}}]"#), 1),
+        // (result, operations, read as text rather than by the parser)
+        for (result, ops, plain) in [
+            (format!(r#"[{{"uuid":["uuid","{UUID}"]}}]"#), 1, true),
             (
                 format!(
                     r#"[{{"uuid":["uuid","{upper}"]}},{{"count":0}},{{}},{{"count":18446744073709551615}}]"#
                 ),
                 4,
+                true,
             ),
             (
                 format!(r#"[{{}},{{"uuid":["uuid","{UUID}"]}},{{"count":7}}]"#),
                 3,
+                true,
             ),
-            // Not plain: parsed, with the same outcome.
             (
                 format!(r#"[{{"uuid":["uuid","{UUID}"]}},{{"rows":[{{"name":"a"}}]}}]"#),
                 2,
+                false,
             ),
             (
                 r#"[{"count":1},{"error":"constraint violation"},null]"#.to_owned(),
                 3,
+                false,
             ),
-            (r#"[ {"count" : 1} ]"#.to_owned(), 1),
-            (r#"[{"count":1,"x":2}]"#.to_owned(), 1),
+            (r#"[ {"count" : 1} ]"#.to_owned(), 1, false),
+            (r#"[{"count":1,"x":2}]"#.to_owned(), 1, false),
         ] {
             let general = decode_transact_reply(result.as_bytes(), ops);
+            let as_text = plain_results(result.as_bytes(), ops);
+            assert_eq!(as_text.is_some(), plain, "{result}");
             let text = format!(r#"{{"id":5,"result":{result},"error":null}}"#);
             let (outcome, end) = own(&text, 5, ops).expect(&text);
             assert_eq!(end, text.len());
