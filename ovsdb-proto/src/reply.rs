@@ -224,7 +224,8 @@ pub(crate) fn decode_transact_message(
     // a notification or a message still arriving is told by its first bytes. The id
     // is read as the framer and the dispatcher read it.
     let (id_text, rest) = split_digits(buf.strip_prefix(b"{\"id\":")?);
-    if reply_id(id_text)? != id {
+    // A notification's `null` id is told without the parser (and its error).
+    if id_text.is_empty() || reply_id(id_text)? != id {
         return None;
     }
     let result = rest.strip_prefix(b",\"result\":")?;
