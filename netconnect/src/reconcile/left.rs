@@ -159,6 +159,18 @@ pub(crate) fn changed_only_by(
     gone <= deleted
 }
 
+/// True when two reads of a key's rows, `before` and `after`, hold the same rows but
+/// for the columns OVN's daemons write: ovn-northd setting a port `up` while the key
+/// planned leaves its rows as it saw them (a row replaced by an equal version is the
+/// same row too).
+pub(crate) fn same_but_for_ovn(before: &KeyRows, after: &KeyRows) -> bool {
+    before.len() == after.len()
+        && before.changes(after).all(|change| match change {
+            RowChange::Changed { old, new, .. } => changed_only_in(old, new, &[]),
+            RowChange::Added(..) | RowChange::Removed(..) => false,
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +288,62 @@ mod tests {
             as_left += usize::from(saw_as_left(&a, &b));
         }
         assert!(as_left > 50, "{as_left} pairs as left");
+    }
+
+    #[test]
+    fn two_reads_of_a_keys_rows_are_the_same_but_for_what_ovn_writes() {
+        use crate::ovnk::ownership::Owner;
+        use crate::reconcile::testing::Nb;
+        use crate::topology::Desired;
+        use nb_model::{LogicalSwitch, LogicalSwitchPort};
+        let mut d = Desired::new(Owner {
+            controller: "red-network-controller".into(),
+            kind: "ClusterUserDefinedNetwork".into(),
+            name: "red".into(),
+        });
+        let port = d.add(
+            "port",
+            LogicalSwitchPort {
+                name: "red-port".into(),
+                addresses: ["router".to_string()].into(),
+                ..Default::default()
+            },
+        );
+        let mut switch = LogicalSwitch::named("red-switch");
+        switch.ports = [port].into();
+        d.add("switch", switch);
+        let mut nb = Nb::new();
+        let uuids = nb.write(&d);
+        let uuid = |name: &str, table: &str| uuids[&d.row(table, name).unwrap().placeholder];
+        let read = |nb: &Nb| {
+            let snap = nb.store.snapshot();
+            KeyRows::read(&snap, &nb.indexes, &d.owner, &d.scope)
+        };
+        let first = read(&nb);
+        assert_eq!(first.len(), 2, "the key's switch and port");
+        // ovn-northd sets the port up: the same rows.
+        nb.set(
+            "Logical_Switch_Port",
+            uuid("port", "Logical_Switch_Port"),
+            "up",
+            Datum::scalar(true),
+        );
+        let up = read(&nb);
+        assert!(same_but_for_ovn(&first, &up));
+        assert!(same_but_for_ovn(&first, &first));
+        // Another party changes the switch: not the same.
+        let config = Datum::map([("mcast_snoop", "true")]);
+        let switch = uuid("switch", "Logical_Switch");
+        nb.set("Logical_Switch", switch, "other_config", config);
+        assert!(!same_but_for_ovn(&up, &read(&nb)));
+        // A row gone or a row come: not the same.
+        let changed = read(&nb);
+        nb.store
+            .delete("Logical_Switch_Port", uuid("port", "Logical_Switch_Port"))
+            .unwrap();
+        let gone = read(&nb);
+        assert_eq!(gone.len(), 1);
+        assert!(!same_but_for_ovn(&changed, &gone));
+        assert!(!same_but_for_ovn(&gone, &changed));
     }
 }

@@ -29,9 +29,8 @@ pub(crate) use plan::SeenRows;
 pub(crate) use planner::PlanError;
 pub(crate) use rows::KeyRows;
 
-use left::changed_only_by;
+use left::{changed_only_by, same_but_for_ovn};
 use memo::{memo_key, Memo};
-use rows::same_rows;
 
 use crate::ovnk::ownership::{Owner, Scope};
 use crate::topology::Desired;
@@ -363,7 +362,8 @@ impl Reconciler {
     }
 
     /// An empty plan: the key's rows are remembered as it left them, unless the cache
-    /// moved while planning and they are not the same (read again only then).
+    /// moved while planning and they are not the same but for what OVN's daemons
+    /// write (read again only then).
     fn unchanged(
         &self,
         desired: &Desired,
@@ -375,7 +375,7 @@ impl Reconciler {
             (before, true)
         } else {
             let rows = KeyRows::read(&now, &self.nb, &desired.owner, &desired.scope);
-            let own = same_rows(&before, &rows);
+            let own = same_but_for_ovn(&before, &rows);
             (rows, own)
         };
         if own {

@@ -299,12 +299,6 @@ pub(super) fn with_current<R>(
     }
 }
 
-/// True when two reads of a key's rows hold the same rows (a row replaced by an
-/// equal version counts as the same).
-pub(super) fn same_rows(a: &KeyRows, b: &KeyRows) -> bool {
-    a.len() == b.len() && a.changes(b).next().is_none()
-}
-
 #[cfg(test)]
 mod tests {
     use super::{KeptRows, UuidSet};
