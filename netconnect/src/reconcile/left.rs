@@ -1,7 +1,8 @@
 //! One rule for "is this row as the key left it?", used wherever the reconciler asks:
 //! by the queue, of a change the cache reports ([`super::SeenRows::saw`]); by the
-//! fragment memo, of a fragment's rows before skipping it (`LeftRow::is_as_left`); and
-//! after a transaction, of the key's rows it changed (`changed_only_by`).
+//! fragment memo, of a fragment's rows before skipping it (`LeftRow::is_as_left`);
+//! after a transaction, of the key's rows it changed (`changed_only_by`); and of a key
+//! with nothing to write, of its rows read again after planning (`same_but_for_ovn`).
 //!
 //! A row is as the key left it when it is the very version the key left (or saw), or —
 //! for a table with columns OVN's own daemons write ([`WRITTEN_BY_OVN`]) — a version
