@@ -29,7 +29,7 @@ pub(crate) use plan::SeenRows;
 pub(crate) use planner::PlanError;
 pub(crate) use rows::KeyRows;
 
-use left::{changed_only_by, same_but_for_ovn};
+use left::changed_only_by;
 use memo::{memo_key, Memo};
 
 use crate::ovnk::ownership::{Owner, Scope};
@@ -375,7 +375,8 @@ impl Reconciler {
             (before, true)
         } else {
             let rows = KeyRows::read(&now, &self.nb, &desired.owner, &desired.scope);
-            let own = same_but_for_ovn(&before, &rows);
+            // Changed by no write of the key's: at most in what OVN's daemons write.
+            let own = changed_only_by(&before, &rows, &[], &[], 0);
             (rows, own)
         };
         if own {

@@ -20,7 +20,6 @@ use crate::ovnk::ownership::{Owner, Scope};
 pub(crate) struct KeyRows {
     /// In [`nb::KeyPart::label`] order.
     parts: Vec<nb::KeyPart>,
-    len: usize,
 }
 
 /// One of a key's rows.
@@ -40,9 +39,9 @@ pub(crate) struct KeyRow<'a> {
 impl KeyRows {
     /// The rows of the key of `owner` and `scope` in `snap`.
     pub fn read(snap: &Snapshot, nb: &NbIndexes, owner: &Owner, scope: &Scope) -> KeyRows {
-        let parts = nb.key_parts(snap, owner, scope);
-        let len = parts.iter().map(|p| p.rows.len()).sum();
-        KeyRows { parts, len }
+        KeyRows {
+            parts: nb.key_parts(snap, owner, scope),
+        }
     }
 
     /// The key's row at `uuid`, if it is one.
@@ -71,11 +70,6 @@ impl KeyRows {
     /// The index entries holding the rows.
     pub fn parts(&self) -> impl Iterator<Item = &nb::KeyPart> {
         self.parts.iter()
-    }
-
-    /// How many rows the key has.
-    pub fn len(&self) -> usize {
-        self.len
     }
 
     /// True when every part of these rows is the same entry as in `earlier` (a read
@@ -107,15 +101,10 @@ impl KeyRows {
 
     /// What changed from these rows to `later` (a later read of the same key), part by
     /// part (parts matched by label, a part only one read has beside an empty one),
-    /// each part's shared structure passed over ([`IndexedRows::diff`]): a part
-    /// untouched since costs one comparison. A row that moved from one part to another
-    /// is removed from the first and added to the second.
-    pub(super) fn changes<'a>(&'a self, later: &'a KeyRows) -> impl Iterator<Item = RowChange<'a>> {
-        self.side_by_side(later).flat_map(|(x, y)| x.diff(y))
-    }
-
-    /// [`KeyRows::changes`], a row in another version reported changed without its
-    /// columns compared ([`IndexedRows::versions_changed`]).
+    /// each part's shared structure passed over: a part untouched since costs one
+    /// comparison. A row in another version is reported changed without its columns
+    /// compared ([`IndexedRows::versions_changed`]); a row that moved from one part to
+    /// another is removed from the first and added to the second.
     pub(super) fn versions_changed<'a>(
         &'a self,
         later: &'a KeyRows,
